@@ -1,0 +1,115 @@
+"""``cranfield`` command line. ``cranfield eval`` is a drop-in for ``trec_eval``: same flags,
+same output bytes by default, clearer errors.
+
+Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable or malformed input,
+4 a docid repeated within a topic, 7 no topic with both results and judgments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+from .errors import EvaluationError, InputError, MeasureError
+from .evaluate import evaluate
+from .measures import DEFAULT_PROFILE, PROFILES
+from .trec_format import format_csv, format_json, format_trec
+
+PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
+                   "10.0": "trec_eval-10"}
+
+
+def _profile(text: str) -> str:
+    profile = PROFILE_ALIASES.get(text, text)
+    if profile not in PROFILES:
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {text!r} (choose {', '.join(PROFILES)})")
+    return profile
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cranfield",
+                                     description="Evaluate search runs (trec_eval-compatible).")
+    parser.add_argument("--version", action="version", version=f"cranfield {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ev = sub.add_parser("eval", help="evaluate a run against qrels, like trec_eval",
+                        description="Evaluate RUN against QRELS. Output is trec_eval's text by "
+                                    "default.")
+    ev.add_argument("qrels", metavar="QRELS", help="qrels file ('-' reads standard input)")
+    ev.add_argument("run", metavar="RUN", help="run file ('-' reads standard input)")
+    ev.add_argument("-q", action="store_true", dest="per_topic",
+                    help="print per-topic values as well as the summary")
+    ev.add_argument("-c", action="store_true", dest="complete",
+                    help="average over all qrels topics; missing ones score 0")
+    ev.add_argument("-n", action="store_true", dest="no_summary",
+                    help="do not print the summary ('all') lines")
+    ev.add_argument("-l", type=int, default=1, dest="rel_level", metavar="N",
+                    help="relevance level: grades >= N are relevant (default 1)")
+    ev.add_argument("-J", action="store_true", dest="judged_only",
+                    help="evaluate judged documents only")
+    ev.add_argument("-M", type=int, default=None, dest="depth", metavar="N",
+                    help="evaluate only the top N documents of each topic")
+    ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
+                    help="number of documents in the collection (for utility)")
+    ev.add_argument("-m", action="append", dest="measures", metavar="MEASURE",
+                    help="measure to compute (repeatable): trec_eval names such as map, "
+                         "P.5,10, ndcg_cut.10, all_trec, or ir_measures names such as nDCG@10")
+    ev.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
+                    help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
+                    help="output format (default trec: trec_eval's text)")
+    return parser
+
+
+def _source(path: str) -> tuple:
+    """A path, or standard input's bytes for '-' (as trec_eval 10 allows)."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    return path, path
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from .io import read_qrels, read_run
+
+    run_source, run_name = _source(args.run)
+    qrels_source, qrels_name = _source(args.qrels)
+    run = read_run(run_source, name=run_name)
+    qrels = read_qrels(qrels_source, name=qrels_name)
+    ev = evaluate(run, qrels, args.measures, profile=args.profile,
+                  relevance_level=args.rel_level, judged_only=args.judged_only,
+                  depth=args.depth, complete_topics=args.complete,
+                  collection_size=args.collection_size)
+    if args.format == "json":
+        text = format_json(ev, per_topic=args.per_topic)
+    elif args.format == "csv":
+        text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+    else:
+        text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
+    sys.stdout.write(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "eval":
+            return run_eval(args)
+    except MeasureError as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 1
+    except InputError as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 4 if "twice" in exc.reason else 2
+    except EvaluationError as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 7 if "no topic" in str(exc) else 1
+    except BrokenPipeError:
+        return 0
+    parser.error(f"unknown command {args.command}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""``evaluate``: one run against one qrels, per-topic values and trec_eval's summary."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .errors import EvaluationError
+from .io import Qrels, Run, read_qrels, read_run
+from .measures import DEFAULT_PROFILE, PROFILES, Context
+from .names import Instance, resolve
+from .ranking import Ranked, rank_run
+
+MIN_GEO_MEAN = 1e-5  # trec_eval.h: values are floored here before the geometric mean
+
+# trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
+# printed name, after evaluating it against a one-document non-pool ranking.
+_RESET_FOR_MISSING = ("num_ret", "utility", "relstring", "rbp_resid")
+
+
+@dataclass(frozen=True)
+class TopicSets:
+    """Which topics were evaluated, and which appear on one side only."""
+
+    evaluated: list[str]
+    run_only: list[str]
+    qrels_only: list[str]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"evaluated": self.evaluated, "run_only": self.run_only,
+                "qrels_only": self.qrels_only}
+
+
+@dataclass(eq=False)
+class Evaluation:
+    """The result of :func:`evaluate`.
+
+    ``values[key]`` holds one value per topic of ``topic_order``; ``per_topic`` and
+    ``aggregate`` present them as dicts. ``measures[key]`` describes each reported number
+    (its registry measure, canonical name and how it is aggregated).
+    """
+
+    instances: list[Instance]
+    values: dict[str, np.ndarray]
+    topic_order: list[str]
+    printed: np.ndarray                  # bool per topic: has per-topic values
+    aggregate: dict[str, Any]
+    measures: dict[str, dict]
+    topics: TopicSets
+    runid: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def per_topic(self) -> dict[str, dict[str, Any]]:
+        """{topic: {measure key: value}} for the topics with per-topic values."""
+        keys = [i.key for i in self.instances if i.measure.per_topic]
+        columns = [_to_python(self.values[k]) for k in keys]
+        rows = np.flatnonzero(self.printed).tolist()
+        return {self.topic_order[r]: {k: col[r] for k, col in zip(keys, columns, strict=True)}
+                for r in rows}
+
+    @property
+    def profile(self) -> str:
+        return self.options["profile"]
+
+
+def _to_python(arr: np.ndarray) -> list:
+    if arr.dtype == object:
+        return arr.tolist()
+    return arr.tolist()
+
+
+def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
+             profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
+             judged_only: bool = False, depth: int | None = None,
+             complete_topics: bool = False, collection_size: int = 0) -> Evaluation:
+    """Evaluate ``run`` against ``qrels`` with trec_eval's semantics.
+
+    ``run``/``qrels``: a path, TREC text, a file object, a mapping, or what
+    :func:`read_run`/:func:`read_qrels` return. ``measures``: names as trec_eval's ``-m`` or
+    ir_measures-style (default: trec_eval's ``official`` set). Options are trec_eval's:
+    ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
+    ``collection_size`` (-N). ``profile`` is ``trec_eval-9.0.8`` (default; float32 scores,
+    ``+0.9`` recall cutoffs) or ``trec_eval-10``.
+    """
+    if profile not in PROFILES:
+        raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
+        raise EvaluationError("relevance_level must be an integer")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
+                              or depth < 0):
+        raise EvaluationError("depth must be a non-negative integer")
+    instances = resolve(measures, profile)
+    run_obj: Run = read_run(run)
+    qrels_obj: Qrels = read_qrels(qrels)
+    ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
+                      depth=depth, judged_only=judged_only, complete_topics=complete_topics)
+    if not ranked.in_run.any():
+        raise EvaluationError("no topic has both results and relevance judgments "
+                              f"(run topics: {len(run_obj.topics)}, qrels topics: "
+                              f"{len(qrels_obj.topics)})")
+    missing = ~ranked.in_run
+    if missing.any():
+        # trec_eval 10 evaluates them against one non-pool document, which -J then drops
+        bogus = 0 if judged_only else min(1, depth if depth is not None else 1)
+        ranked = _with_num_ret(ranked, np.where(missing, bogus, ranked.num_ret))
+    contexts: dict[int, Context] = {}
+
+    def context(level: int) -> Context:
+        if level not in contexts:
+            contexts[level] = Context(ranked, level, profile, collection_size)
+        return contexts[level]
+
+    values: dict[str, np.ndarray] = {}
+    for inst in instances:
+        arr = inst.measure.compute(context(inst.rel_level or relevance_level), inst.value)
+        values[inst.key] = np.asarray(arr)
+    if missing.any():
+        _fill_missing(values, instances, missing, profile)
+
+    printed = ranked.in_run.copy()
+    if profile == "trec_eval-10":
+        printed[:] = True
+    aggregate = _aggregate(instances, values, ranked, qrels_obj, run_obj, complete_topics,
+                           relevance_level)
+    options = {"profile": profile, "relevance_level": relevance_level,
+               "judged_only": judged_only, "depth": depth,
+               "complete_topics": complete_topics, "collection_size": collection_size}
+    described = {
+        inst.key: {
+            "measure": inst.measure.name,
+            "canonical": inst.canonical(profile, relevance_level, judged_only, depth),
+            "family": inst.measure.family,
+            "aggregate": inst.measure.aggregate,
+            "per_topic": inst.measure.per_topic,
+        }
+        for inst in instances
+    }
+    in_qrels = set(qrels_obj.topics)
+    in_run = set(run_obj.topics)
+    topic_sets = TopicSets(
+        evaluated=[t for t, p in zip(ranked.topics, ranked.in_run, strict=True) if p],
+        run_only=[t for t in run_obj.topics if t not in in_qrels],
+        qrels_only=[t for t in qrels_obj.topics if t not in in_run],
+    )
+    return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
+                      topic_sets, run_obj.runid, options)
+
+
+def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:
+    return Ranked(ranked.topics, num_ret, ranked.hit_topic, ranked.hit_rank, ranked.hit_label,
+                  ranked.q_topic, ranked.q_grade, ranked.in_run)
+
+
+def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], missing: np.ndarray,
+                  profile: str) -> None:
+    """Qrels topics missing from the run (complete_topics): 9.0.8 counts them as zeros;
+    10.0 keeps what the one-document ranking gave, except for the reset measures."""
+    for inst in instances:
+        arr = values[inst.key]
+        reset = profile != "trec_eval-10" or inst.key in _RESET_FOR_MISSING or (
+            inst.measure.name == "unj")
+        if inst.measure.name == "num_rel":
+            continue
+        if reset:
+            arr = arr.copy()
+            arr[missing] = "" if arr.dtype == object else 0
+            values[inst.key] = arr
+
+
+def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, run: Run,
+               complete_topics: bool, relevance_level: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
+    use = slice(None) if complete_topics else ranked.in_run
+    for inst in instances:
+        how = inst.measure.aggregate
+        v = values[inst.key][use]
+        if how == "none":
+            continue
+        if how == "runid":
+            out[inst.key] = run.runid
+        elif how == "num_q":
+            out[inst.key] = T
+        elif how == "sum":
+            if inst.measure.name == "num_rel" and complete_topics:
+                # trec_eval -c recomputes num_rel over all qrels, counting grade > 0 (m_num_rel.c)
+                out[inst.key] = int((qrels.grades > 0).sum())
+            else:
+                out[inst.key] = int(np.sum(v))
+        elif how == "gmean":
+            logs = np.log(np.maximum(v.astype(np.float64), MIN_GEO_MEAN))
+            out[inst.key] = float(np.exp(np.sum(logs) / T)) if T else 0.0
+        else:
+            out[inst.key] = float(np.sum(v.astype(np.float64)) / T) if T else 0.0
+    return out
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+ENGINE_VERSION = __version__

@@ -1,0 +1,478 @@
+"""Reading runs and qrels into columnar form.
+
+TREC files are read by pyarrow's multi-threaded CSV reader when it is installed and the file
+is regular (one delimiter between fields, six fields per run line, four per qrels line); any
+irregularity — runs of spaces, extra trailing fields, a malformed line — sends the input to
+the line-by-line reader, which accepts every layout trec_eval accepts and reports the exact
+line and field of anything it cannot read. Both readers produce the same columns, so results
+never depend on which one ran.
+
+Mappings (``{topic: {docid: score}}``) are flattened at C speed with ``itertools.chain``;
+nothing loops in Python per document.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file object, or a mapping
+
+
+# --------------------------------------------------------------------------------------------
+# Columnar containers
+# --------------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Run:
+    """A run as columns: one row per retrieved document.
+
+    ``topics`` holds the distinct topic ids in byte order (trec_eval's ``strcmp`` order);
+    ``topic_index[i]`` says which one row ``i`` belongs to. ``docids`` is a pyarrow string
+    array (file input) or a numpy object array (mapping input). Scores are float64 as read;
+    the 9.0.8 profile rounds them to float32 at ranking time.
+    """
+
+    topics: list[str]
+    topic_index: np.ndarray
+    docids: Any
+    scores: np.ndarray
+    runid: str = "cranfield"
+    source: str = "run"
+    _origin: Any = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def docids_at(self, rows: np.ndarray) -> np.ndarray:
+        """The docids of ``rows`` as a numpy array of str (gathered, not copied wholesale)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if isinstance(self.docids, np.ndarray):
+            return self.docids[rows]
+        import pyarrow as pa
+
+        return np.asarray(self.docids.take(pa.array(rows)).to_numpy(zero_copy_only=False),
+                          dtype=object)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """The run as ``{topic: {docid: score}}`` (for tests and small inputs)."""
+        out: dict[str, dict[str, float]] = {t: {} for t in self.topics}
+        docids = self.docids_at(np.arange(len(self)))
+        for t, d, s in zip(self.topic_index.tolist(), docids.tolist(), self.scores.tolist(),
+                           strict=True):
+            out[self.topics[t]][d] = s
+        return out
+
+
+@dataclass(eq=False)
+class Qrels:
+    """Relevance judgments as columns sorted by (topic, docid).
+
+    ``grades`` are integers; a negative grade means "in the pool but not judged" (trec_eval's
+    ``RELVALUE_UNJUDGED``). ``subtopics`` keeps the second column, which trec_eval ignores and
+    ndeval reads as the subtopic number; with ``diversity=False`` a docid may appear once per
+    topic, as trec_eval requires.
+    """
+
+    topics: list[str]
+    topic_index: np.ndarray
+    docids: np.ndarray
+    grades: np.ndarray
+    subtopics: np.ndarray | None = None
+    source: str = "qrels"
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Start of each topic's rows, with a final end sentinel (length ``len(topics)+1``)."""
+        return np.searchsorted(self.topic_index, np.arange(len(self.topics) + 1))
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {t: {} for t in self.topics}
+        for t, d, g in zip(self.topic_index.tolist(), self.docids.tolist(),
+                           self.grades.tolist(), strict=True):
+            out[self.topics[t]][d] = g
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Public readers
+# --------------------------------------------------------------------------------------------
+
+def read_run(source: Source, *, name: str | None = None) -> Run:
+    """Read a run: a path, TREC run text (``qid iter docno rank score runid [...]``), a binary
+    or text file object, a ``{topic: {docid: score}}`` mapping, or a :class:`Run`.
+
+    Following trec_eval, ``iter`` and ``rank`` are ignored, fields after the runid are
+    ignored, blank lines and lines starting with ``#`` are skipped, and the runid is taken from
+    the last line. Unlike trec_eval, a score that is not a finite number, a line with fewer
+    than six fields and a docid repeated within a topic are errors naming the line.
+    """
+    if isinstance(source, Run):
+        return source
+    if isinstance(source, Mapping):
+        return _run_from_mapping(source, name or "run")
+    data, label = _load_bytes(source, name, "run")
+    run = _fast_run(data, label)
+    if run is None:
+        run = _slow_run(data, label)
+    return run
+
+
+def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
+    """Read qrels: a path, TREC qrels text (``qid iter docno grade``; for ndeval's diversity
+    qrels the second field is the subtopic), a file object, a ``{topic: {docid: grade}}``
+    mapping, or a :class:`Qrels`.
+
+    Lines must have exactly four fields; the grade must be an integer (trec_eval would read
+    ``1.7`` as 1 and ``x`` as 0 without a word). Lines starting with ``#`` are comments. A docid
+    judged twice for one topic is an error unless ``diversity`` is set.
+    """
+    if isinstance(source, Qrels):
+        return source
+    if isinstance(source, Mapping):
+        return _qrels_from_mapping(source, name or "qrels")
+    data, label = _load_bytes(source, name, "qrels")
+    cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "int"})
+    if cols is None:
+        cols = _slow_qrels_columns(data, label)
+    qids, subtopics, docids, grades = cols
+    return _build_qrels(qids, docids, grades, subtopics, label, diversity,
+                        lines=None if len(cols) == 4 else None, data=data)
+
+
+# --------------------------------------------------------------------------------------------
+# Input plumbing
+# --------------------------------------------------------------------------------------------
+
+def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:
+    """Return the raw bytes of a path, text or file object, and a label for messages."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source), name or kind
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "\n" not in source and len(source) < 4096
+        and os.path.exists(source)
+    ):
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(), name or path
+        except OSError as exc:
+            raise InputError(name or path, f"cannot read file: {exc.strerror}") from exc
+    if isinstance(source, str):
+        if "\n" not in source and source.strip() and len(source.split()) < 4:
+            raise InputError(name or source, "no such file")
+        return source.encode("utf-8"), name or kind
+    if hasattr(source, "read"):
+        data = source.read()
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        return bytes(data), name or getattr(source, "name", None) or kind
+    raise InputError(name or kind, f"cannot read a {kind} from {type(source).__name__}")
+
+
+def _fast_columns(data: bytes, ncols: int, types: dict[int, str]) -> list | None:
+    """Parse regular whitespace-delimited data with pyarrow; ``None`` means "use the slow
+    reader" (pyarrow missing, irregular layout, a value that does not convert...).
+
+    Returns numpy arrays for ``int``/``float`` columns, pyarrow arrays for ``str`` columns
+    and dictionary-encoded pyarrow arrays for ``dict`` columns, in column order.
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyarrow import csv
+    except ImportError:  # the engine works without pyarrow, only slower
+        return None
+    head = data[:65536].split(b"\n", 1)[0].rstrip(b"\r")
+    if head.startswith(b"#") or not head.strip():
+        return None
+    if b"\t" in head and b" " not in head:
+        delim = "\t"
+    elif b" " in head and b"\t" not in head:
+        delim = " "
+    else:
+        return None
+    if len(head.split(delim.encode())) != ncols:
+        return None
+    type_map = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
+                "dict": pa.dictionary(pa.int32(), pa.string())}
+    names = [f"c{i}" for i in range(ncols)]
+    try:
+        table = csv.read_csv(
+            pa.BufferReader(data),
+            read_options=csv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=csv.ParseOptions(delimiter=delim, quote_char=False,
+                                           double_quote=False, escape_char=False,
+                                           newlines_in_values=False, ignore_empty_lines=True),
+            convert_options=csv.ConvertOptions(
+                column_types={names[i]: type_map[t] for i, t in types.items()},
+                include_columns=[names[i] for i in sorted(types)],
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+                check_utf8=True),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+    out = []
+    for i in sorted(types):
+        col = table.column(names[i])
+        kind = types[i]
+        if kind in ("int", "float"):
+            if col.null_count:
+                return None
+            arr = col.to_numpy()
+            if kind == "float" and not np.isfinite(arr).all():
+                return None
+            out.append(arr)
+            continue
+        col = col.unify_dictionaries() if kind == "dict" else col
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        values = col.dictionary if kind == "dict" else col
+        # An empty field means two delimiters in a row: the columns may be shifted.
+        if pc.any(pc.equal(pc.utf8_length(values), 0)).as_py():
+            return None
+        out.append(col)
+    # Comment lines ('#' first) have the same field count by chance: the slow path skips them.
+    first = out[0]
+    first_values = first.dictionary if isinstance(first, pa.DictionaryArray) else first
+    if pc.any(pc.starts_with(first_values, "#")).as_py():
+        return None
+    return out
+
+
+def _split_lines(data: bytes, label: str):
+    """Yield (line number, fields) for every content line; skips blanks and ``#`` comments."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(label, "not valid UTF-8 text", line=line) from None
+    for lineno, line in enumerate(io.StringIO(text), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        yield lineno, fields
+
+
+def _parse_score(text: str, label: str, lineno: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(label, f"{text!r} is not a number", line=lineno,
+                         field="score") from None
+    if not math.isfinite(value):
+        raise InputError(label, f"{text!r} is not a finite number", line=lineno, field="score")
+    return value
+
+
+def _parse_grade(text: str, label: str, lineno: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(label, f"{text!r} is not an integer grade", line=lineno,
+                         field="grade") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Runs
+# --------------------------------------------------------------------------------------------
+
+def _fast_run(data: bytes, label: str) -> Run | None:
+    cols = _fast_columns(data, 6, {0: "dict", 1: "dict", 2: "str", 3: "dict", 4: "float",
+                                   5: "dict"})
+    if cols is None:
+        return None
+    qid, _iter, docno, _rank, scores, runid = cols
+    topic_names = qid.dictionary.to_pylist()
+    topics = sorted(set(topic_names), key=_byte_key)
+    remap = np.asarray([topics.index(t) for t in topic_names] if len(topics) < 64 else
+                       _index_of(topic_names, topics), dtype=np.int32)
+    topic_index = remap[qid.indices.to_numpy(zero_copy_only=False)]
+    last = runid.dictionary[runid.indices[len(runid) - 1].as_py()].as_py() if len(runid) else ""
+    run = Run(topics, topic_index, docno, scores, last, label)
+    if _has_duplicates(run):
+        _slow_run(data, label)  # raises with the line numbers of the duplicate
+        raise InputError(label, "a docid appears twice in one topic", field="docno")
+    return run
+
+
+def _slow_run(data: bytes, label: str) -> Run:
+    qids: list[str] = []
+    docids: list[str] = []
+    scores: list[float] = []
+    runid = ""
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, fields in _split_lines(data, label):
+        if len(fields) < 6:
+            raise InputError(label, f"expected at least 6 fields (qid iter docno rank score "
+                             f"runid), found {len(fields)}", line=lineno)
+        qid, docno = fields[0], fields[2]
+        key = (qid, docno)
+        if key in seen:
+            raise InputError(label, f"docid {docno!r} appears twice in topic {qid!r} "
+                             f"(first on line {seen[key]})", line=lineno, field="docno")
+        seen[key] = lineno
+        scores.append(_parse_score(fields[4], label, lineno))
+        qids.append(qid)
+        docids.append(docno)
+        runid = fields[5]
+    topics = sorted(set(qids), key=_byte_key)
+    index = {t: i for i, t in enumerate(topics)}
+    topic_index = np.fromiter(map(index.__getitem__, qids), np.int32, len(qids))
+    return Run(topics, topic_index, np.asarray(docids, dtype=object),
+               np.asarray(scores, dtype=np.float64), runid, label)
+
+
+def _run_from_mapping(run: Mapping, label: str) -> Run:
+    """Flatten ``{topic: {docid: score}}`` without a Python loop per document."""
+    for topic, docs in run.items():
+        if not isinstance(topic, str):
+            raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
+        if not isinstance(docs, Mapping):
+            raise InputError(label, "must map docids to scores", field=f"{label}.{topic}")
+    topics = sorted(run, key=_byte_key)
+    lengths = np.fromiter((len(run[t]) for t in topics), np.int64, len(topics))
+    total = int(lengths.sum())
+    try:
+        scores = np.fromiter(chain.from_iterable(run[t].values() for t in topics),
+                             np.float64, total)
+    except (TypeError, ValueError):
+        _raise_bad_score(run, topics, label)
+    if not np.isfinite(scores).all():
+        _raise_bad_score(run, topics, label)
+    docids = np.fromiter(chain.from_iterable(run[t].keys() for t in topics), object, total)
+    topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
+    return Run(list(topics), topic_index, docids, scores, label if label != "run" else
+               "cranfield", label, _origin=run)
+
+
+def _raise_bad_score(run: Mapping, topics: list[str], label: str):
+    for t in topics:
+        for d, s in run[t].items():
+            ok = isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s)
+            if not ok:
+                raise InputError(label, f"score {s!r} is not a finite number",
+                                 field=f"{label}.{t}.{d}")
+    raise InputError(label, "scores must be finite numbers")
+
+
+def _has_duplicates(run: Run) -> bool:
+    """True if some docid occurs twice within a topic (hash-based, in C)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(run) == 0:
+        return False
+    codes = pc.dictionary_encode(run.docids).indices.to_numpy(zero_copy_only=False)
+    keys = run.topic_index.astype(np.int64) * (int(codes.max()) + 1) + codes
+    return pc.count_distinct(pa.array(keys)).as_py() != len(keys)
+
+
+# --------------------------------------------------------------------------------------------
+# Qrels
+# --------------------------------------------------------------------------------------------
+
+def _slow_qrels_columns(data: bytes, label: str) -> list:
+    qids: list[str] = []
+    subtopics: list[str] = []
+    docids: list[str] = []
+    grades: list[int] = []
+    for lineno, fields in _split_lines(data, label):
+        if len(fields) != 4:
+            raise InputError(label, f"expected 4 fields (qid iter docno grade), found "
+                             f"{len(fields)}", line=lineno)
+        grades.append(_parse_grade(fields[3], label, lineno))
+        qids.append(fields[0])
+        subtopics.append(fields[1])
+        docids.append(fields[2])
+    return [qids, subtopics, docids, np.asarray(grades, dtype=np.int64)]
+
+
+def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
+    qids: list[str] = []
+    docids: list[str] = []
+    grades: list[Any] = []
+    for topic, docs in qrels.items():
+        if not isinstance(topic, str) or not isinstance(docs, Mapping):
+            raise InputError(label, "must map topic ids to {docid: grade}",
+                             field=f"{label}.{topic}")
+        qids.extend([topic] * len(docs))
+        docids.extend(docs.keys())
+        grades.extend(docs.values())
+    for q, d, g in zip(qids, docids, grades, strict=True):
+        if isinstance(g, bool) or not isinstance(g, int | np.integer):
+            if not (isinstance(g, float) and g.is_integer()):
+                raise InputError(label, f"grade {g!r} is not an integer",
+                                 field=f"{label}.{q}.{d}")
+    return _build_qrels(qids, docids, np.asarray(grades, dtype=np.int64), None, label,
+                        diversity=False, topics_seen=list(qrels))
+
+
+def _build_qrels(qids, docids, grades, subtopics, label, diversity, lines=None, data=None,
+                 topics_seen=None) -> Qrels:
+    qids = _as_object_array(qids)
+    docids = _as_object_array(docids)
+    topics = sorted(set(qids.tolist()), key=_byte_key)
+    index = {t: i for i, t in enumerate(topics)}
+    topic_index = np.fromiter(map(index.__getitem__, qids.tolist()), np.int32, len(qids))
+    order = np.lexsort((_byte_sort_keys(docids), topic_index))
+    topic_index, docids, grades = topic_index[order], docids[order], np.asarray(grades)[order]
+    subs = _as_object_array(subtopics)[order] if subtopics is not None else None
+    if not diversity and len(docids) > 1:
+        same = (topic_index[1:] == topic_index[:-1]) & (docids[1:] == docids[:-1])
+        if same.any():
+            i = int(np.flatnonzero(same)[0]) + 1
+            topic, doc = topics[topic_index[i]], docids[i]
+            where = _find_line(data, topic, doc, occurrence=2) if data is not None else None
+            raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
+                             line=where, field="docno" if where else f"{label}.{topic}.{doc}")
+    return Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
+
+
+def _find_line(data: bytes, topic: str, doc: str, occurrence: int) -> int | None:
+    count = 0
+    for lineno, fields in _split_lines(data, "qrels"):
+        if len(fields) >= 3 and fields[0] == topic and fields[2] == doc:
+            count += 1
+            if count == occurrence:
+                return lineno
+    return None
+
+
+def _as_object_array(values) -> np.ndarray:
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        return values
+    if hasattr(values, "to_pylist"):
+        values = values.to_pylist()
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
+
+
+def _byte_key(s: str) -> bytes:
+    """trec_eval compares ids with strcmp: byte order of the UTF-8 encoding."""
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _byte_sort_keys(values: np.ndarray) -> np.ndarray:
+    """Sort keys whose order is strcmp order. Python's str order is code-point order, which
+    equals UTF-8 byte order, so str itself serves (as a numpy unicode array)."""
+    if len(values) == 0:
+        return np.zeros(0, dtype="U1")
+    return values.astype(str)
+
+
+def _index_of(names: list[str], topics: list[str]) -> list[int]:
+    where = {t: i for i, t in enumerate(topics)}
+    return [where[n] for n in names]

@@ -1,0 +1,140 @@
+"""What every measure reads: one run ranked against one qrels, as flat arrays over all topics.
+
+Measures are written as array expressions over the judged documents the run retrieved
+("hits", sorted by topic then rank) and over the qrels rows of the evaluated topics; per-topic
+totals are ``np.bincount`` sums. No measure loops over topics or documents.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ..ranking import Ranked, within_topic_index
+
+
+def safe_div(num, den) -> np.ndarray:
+    """num / den with 0 where den == 0 (trec_eval initialises every value to 0 and skips the
+    division when its denominator is 0)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast(num, den).shape)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+class Context:
+    """Per-evaluation arrays shared by all measures (computed once, on first use)."""
+
+    def __init__(self, ranked: Ranked, relevance_level: int, profile: str,
+                 collection_size: int = 0):
+        self.ranked = ranked
+        self.collection_size = collection_size
+        self.profile = profile
+        self.rel_level = relevance_level
+        self.T = len(ranked.topics)
+        self.N = ranked.num_ret
+        self.ht = ranked.hit_topic
+        self.hr = ranked.hit_rank
+        self.hl = ranked.hit_label
+        self.qt = ranked.q_topic
+        self.qg = ranked.q_grade
+
+    # ---- per-topic sums ---------------------------------------------------------------------
+    def tsum(self, topics: np.ndarray, weights=None) -> np.ndarray:
+        """Sum ``weights`` (or count) per topic."""
+        if weights is None:
+            return np.bincount(topics, minlength=self.T).astype(np.int64)
+        return np.bincount(topics, weights=weights, minlength=self.T)
+
+    # ---- qrels side -------------------------------------------------------------------------
+    @cached_property
+    def R(self) -> np.ndarray:
+        """num_rel: qrels entries with grade >= relevance level."""
+        return self.tsum(self.qt[self.qg >= self.rel_level])
+
+    @cached_property
+    def NR(self) -> np.ndarray:
+        """Judged non-relevant qrels entries: 0 <= grade < relevance level."""
+        return self.tsum(self.qt[(self.qg >= 0) & (self.qg < self.rel_level)])
+
+    @cached_property
+    def max_grade(self) -> np.ndarray:
+        """Largest non-negative grade in each topic's qrels (-1 if none)."""
+        out = np.full(self.T, -1, dtype=np.int64)
+        ok = self.qg >= 0
+        np.maximum.at(out, self.qt[ok], self.qg[ok])
+        return out
+
+    def ideal(self, gains: np.ndarray):
+        """The ideal ranking of each topic: qrels gains > 0 sorted descending.
+
+        ``gains`` is the gain of every qrels row. Returns (topic, 1-based position, gain)
+        arrays sorted by topic then position, and each topic's start offset.
+        """
+        pos = gains > 0
+        t, g = self.qt[pos], gains[pos]
+        srt = np.lexsort((-g, t))
+        t, g = t[srt], g[srt]
+        k = within_topic_index(t, self.T) + 1
+        start = np.searchsorted(t, np.arange(self.T + 1))
+        return t, k, g, start
+
+    # ---- run side ---------------------------------------------------------------------------
+    @cached_property
+    def is_rel(self) -> np.ndarray:
+        return self.hl >= self.rel_level
+
+    @cached_property
+    def rel_t(self) -> np.ndarray:
+        """Topic of each relevant retrieved doc (sorted by topic, rank)."""
+        return self.ht[self.is_rel]
+
+    @cached_property
+    def rel_r(self) -> np.ndarray:
+        """Rank of each relevant retrieved doc."""
+        return self.hr[self.is_rel]
+
+    @cached_property
+    def rel_k(self) -> np.ndarray:
+        """1-based count of relevant docs up to and including each relevant retrieved doc."""
+        return within_topic_index(self.rel_t, self.T) + 1
+
+    @cached_property
+    def rel_start(self) -> np.ndarray:
+        return np.searchsorted(self.rel_t, np.arange(self.T + 1))
+
+    @cached_property
+    def num_rel_ret(self) -> np.ndarray:
+        return self.tsum(self.rel_t)
+
+    def rel_in_top(self, k) -> np.ndarray:
+        """#relevant docs at ranks <= k (k a scalar or a per-topic array)."""
+        k = np.asarray(k)
+        lim = k if k.ndim == 0 else k[self.rel_t]
+        return self.tsum(self.rel_t[self.rel_r <= lim])
+
+    def cumsum_in_topic(self, topics: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Inclusive running sum of ``values`` within each topic (``topics`` sorted).
+
+        Integers: one global cumsum minus each topic's offset (exact). Floats: a segmented
+        doubling scan, so a topic's sum never absorbs the rounding error of the sums of all
+        the topics before it.
+        """
+        values = np.asarray(values)
+        if values.dtype.kind in "iub":
+            c = np.cumsum(values)
+            start = np.searchsorted(topics, np.arange(self.T))
+            before = np.concatenate(([0], c))[start]
+            return c - before[topics]
+        pos = within_topic_index(topics, self.T)
+        out = values.astype(np.float64, copy=True)
+        step = 1
+        longest = int(pos.max()) + 1 if len(pos) else 0
+        while step < longest:
+            take = np.flatnonzero(pos >= step)
+            prev = out.copy()
+            out[take] += prev[take - step]
+            step *= 2
+        return out

@@ -1,0 +1,248 @@
+"""Ranking a run against qrels: the exact trec_eval rank of every judged document, without
+sorting whole topics by docno.
+
+trec_eval sorts each topic by score descending and breaks ties by docno descending (byte
+order), then labels each rank with its qrels grade, ``-2`` (in the qrels with a negative grade:
+pooled but unjudged) or ``-1`` (not in the qrels). Every trec_eval measure depends on that
+labelled list only through the ranks of the documents in the qrels and the list length, so
+the rank of a judged document ``x`` is all we compute:
+
+    rank(x) = 1 + #{y : s(y) > s(x)} + #{y : s(y) = s(x) and docno(y) > docno(x)}
+
+The first count is a binary search in the topic's sorted scores (vectorised over all judged
+documents at once); docnos are compared only inside tie groups whose labels differ, since
+reordering documents with the same label cannot change any measure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .io import Qrels, Run
+
+NONPOOL = -1
+UNJUDGED = -2
+
+
+@dataclass(eq=False)
+class Ranked:
+    """The judged view of a run: for each evaluated topic its list length and the ranks and
+    labels of the qrels documents it retrieved (sorted by topic, then rank).
+
+    ``qrels_rows`` maps each evaluated topic to its qrels rows (for num_rel, ideal gains...).
+    Topics are indexed 0..T-1 in ``topics`` order.
+    """
+
+    topics: list[str]
+    num_ret: np.ndarray          # int64[T]
+    hit_topic: np.ndarray        # int64[H]
+    hit_rank: np.ndarray         # int64[H], 1-based
+    hit_label: np.ndarray        # int64[H]: grade >= 0, or UNJUDGED
+    q_topic: np.ndarray          # int64[J]: evaluated-topic index of each qrels row used
+    q_grade: np.ndarray          # int64[J]
+    in_run: np.ndarray           # bool[T]: False for qrels topics missing from the run
+
+
+def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     keep_going) -> np.ndarray:
+    """Vectorised binary search: for each i, the first index j in [lo[i], hi[i]) for which
+    ``keep_going(values[j], i)`` is False, given that it is True on a prefix of the range."""
+    lo = lo.astype(np.int64, copy=True)
+    hi = hi.astype(np.int64, copy=True)
+    active = np.flatnonzero(lo < hi)
+    while active.size:
+        mid = (lo[active] + hi[active]) // 2
+        go = keep_going(values[mid], active)
+        lo[active[go]] = mid[go] + 1
+        hi[active[~go]] = mid[~go]
+        active = active[lo[active] < hi[active]]
+    return lo
+
+
+def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
+             judged_only: bool = False, complete_topics: bool = False) -> Ranked:
+    """Rank ``run`` against ``qrels`` with trec_eval's rules.
+
+    Evaluated topics: run topics that have qrels, plus (``complete_topics``, trec_eval's
+    ``-c``) qrels topics missing from the run, which get an empty ranking.
+    """
+    qpos = {t: i for i, t in enumerate(qrels.topics)}
+    run_to_qrels = np.asarray([qpos.get(t, -1) for t in run.topics], dtype=np.int64)
+    if complete_topics:
+        topics = list(qrels.topics)
+        eval_of_qrels = np.arange(len(qrels.topics), dtype=np.int64)
+    else:
+        present = np.zeros(len(qrels.topics), dtype=bool)
+        present[run_to_qrels[run_to_qrels >= 0]] = True
+        eval_of_qrels = np.cumsum(present) - 1
+        eval_of_qrels[~present] = -1
+        topics = [t for t, p in zip(qrels.topics, present, strict=True) if p]
+    T = len(topics)
+    # evaluated-topic index of each run topic (-1: not evaluated)
+    run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
+
+    # --- sort each topic's scores descending (usually a no-op check) ----------------------
+    scores = run.scores.astype(np.float32) if float32_scores else run.scores
+    tix = run.topic_index
+    n_run_topics = len(run.topics)
+    order = None
+    if len(tix) > 1 and (np.diff(tix) < 0).any():
+        order = np.argsort(tix, kind="stable")
+        tix = tix[order]
+        scores = scores[order]
+    seg = np.searchsorted(tix, np.arange(n_run_topics + 1))
+    if len(scores) > 1:
+        rising = (scores[1:] > scores[:-1]) & (tix[1:] == tix[:-1])
+        if rising.any():
+            inner = np.lexsort((-scores, tix))
+            order = inner if order is None else order[inner]
+            scores = scores[inner]
+            tix = tix[inner]
+
+    # --- judged documents that the run retrieved ------------------------------------------
+    j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
+    keep = run_to_eval[j_rt] >= 0
+    j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
+    j_score = j_raw_score.astype(np.float32) if float32_scores else j_raw_score
+    j_label = qrels.grades[j_qrow].astype(np.int64)
+    j_label[j_label < 0] = UNJUDGED
+
+    lo, hi = seg[j_rt], seg[j_rt + 1]
+    above = segmented_search(scores, lo, hi, lambda v, i: v > j_score[i])
+    tie_end = segmented_search(scores, above, hi, lambda v, i: v >= j_score[i])
+    rank = above - lo + 1                                # rank ignoring docno tie-breaks
+    tied = np.flatnonzero(tie_end - above > 1)
+    if tied.size:
+        rank[tied] += _docno_tie_offsets(run, qrels, order, above[tied], tie_end[tied],
+                                         j_qrow[tied], j_label[tied])
+
+    # --- assemble per evaluated topic --------------------------------------------------------
+    e_topic = run_to_eval[j_rt]
+    num_ret = np.zeros(T, dtype=np.int64)
+    lens = np.diff(seg)
+    evaluated_run = run_to_eval >= 0
+    num_ret[run_to_eval[evaluated_run]] = lens[evaluated_run]
+    in_run = np.zeros(T, dtype=bool)
+    in_run[run_to_eval[evaluated_run]] = True
+
+    srt = np.lexsort((rank, e_topic))
+    h_topic, h_rank, h_label = e_topic[srt], rank[srt], j_label[srt]
+    if depth is not None:
+        kept = h_rank <= depth
+        h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        num_ret = np.minimum(num_ret, depth)
+    if judged_only:
+        kept = h_label >= 0
+        h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        num_ret = np.bincount(h_topic, minlength=T).astype(np.int64)
+        h_rank = within_topic_index(h_topic, T) + 1
+
+    q_keep = eval_of_qrels[qrels.topic_index] >= 0
+    q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
+    q_grade = qrels.grades[q_keep].astype(np.int64)
+    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run)
+
+
+def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
+    """0-based position of each element within its topic, for ``topic`` sorted ascending."""
+    starts = np.searchsorted(topic, np.arange(n_topics))
+    return np.arange(len(topic), dtype=np.int64) - starts[topic]
+
+
+def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+    """The judged documents the run retrieved: (run topic, score, qrels row) of each.
+
+    From files the docid column is looked up in a hash table of the judged docids (pyarrow
+    ``index_in``, in C); from mappings the qrels drive ``dict.get`` lookups into the run, a
+    loop over judgments rather than over retrieved documents.
+    """
+    empty = np.zeros(0, np.int64)
+    if len(qrels) == 0 or len(run) == 0:
+        return empty, np.zeros(0, np.float64), empty
+    if run._origin is not None:
+        return _match_mapping(run, qrels)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
+    q_key = qrels.topic_index.astype(np.int64) * len(uniq) + q_code
+    q_order = np.argsort(q_key, kind="stable")
+    q_key_sorted = q_key[q_order]
+    if isinstance(run.docids, np.ndarray):
+        docids = pa.array(run.docids.tolist(), pa.string())
+    else:
+        docids = run.docids
+    code = pc.index_in(docids, value_set=pa.array(uniq.tolist(), pa.string()))
+    code = code.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    cand = np.flatnonzero(code >= 0)
+    rq = run_to_qrels[run.topic_index[cand]]
+    cand, rq = cand[rq >= 0], rq[rq >= 0]
+    key = rq * len(uniq) + code[cand]
+    pos = np.minimum(np.searchsorted(q_key_sorted, key), len(q_key_sorted) - 1)
+    hit = q_key_sorted[pos] == key
+    rows = cand[hit]
+    return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]]
+
+
+def _match_mapping(run: Run, qrels: Qrels):
+    origin = run._origin
+    rpos = {t: i for i, t in enumerate(run.topics)}
+    names = qrels.topics
+    none: dict = {}
+    scores = [origin.get(names[t], none).get(d) for t, d in
+              zip(qrels.topic_index.tolist(), qrels.docids.tolist(), strict=True)]
+    qrows = np.flatnonzero(np.fromiter((s is not None for s in scores), bool, len(scores)))
+    score = np.asarray([scores[i] for i in qrows.tolist()], dtype=np.float64)
+    rt = np.asarray([rpos[names[t]] for t in qrels.topic_index[qrows].tolist()],
+                    dtype=np.int64)
+    return rt, score, qrows.astype(np.int64)
+
+
+def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:
+    """For judged docs inside tie groups [start, end) of the sorted run: how many documents of
+    the group have a larger docno (trec_eval ranks those first).
+
+    Groups whose members all carry one label are left in arbitrary order: each judged
+    document gets a distinct offset, which is all any measure can see.
+    """
+    offsets = np.zeros(len(start), dtype=np.int64)
+    # group identity = its start position (unique across topics in the sorted run)
+    g_id, g_inv, g_count = np.unique(start, return_inverse=True, return_counts=True)
+    size_of_group = np.zeros(len(g_id), dtype=np.int64)
+    size_of_group[g_inv] = (end - start)
+    lab_min = np.full(len(g_id), np.iinfo(np.int64).max)
+    lab_max = np.full(len(g_id), np.iinfo(np.int64).min)
+    np.minimum.at(lab_min, g_inv, label)
+    np.maximum.at(lab_max, g_inv, label)
+    homogeneous = (g_count == size_of_group) & (lab_min == lab_max)
+
+    same = homogeneous[g_inv]
+    if same.any():
+        idx = np.flatnonzero(same)
+        srt = idx[np.argsort(g_inv[idx], kind="stable")]
+        grp = g_inv[srt]
+        first = np.searchsorted(grp, grp)     # first position of each group in srt
+        offsets[srt] = np.arange(len(srt)) - first
+
+    mixed_groups = np.flatnonzero(~homogeneous)
+    if mixed_groups.size:
+        g_start = g_id[mixed_groups]
+        g_len = size_of_group[mixed_groups]
+        member_pos = np.repeat(g_start, g_len) + within_topic_index(
+            np.repeat(np.arange(len(g_len)), g_len), len(g_len))
+        member_group = np.repeat(np.arange(len(g_len)), g_len)
+        rows = member_pos if order is None else order[member_pos]
+        member_doc = run.docids_at(rows).astype(str)
+        srt = np.lexsort((member_doc, member_group))
+        member_doc = member_doc[srt]
+        bounds = np.concatenate(([0], np.cumsum(g_len)))
+        which = np.flatnonzero(~same)
+        local = np.searchsorted(mixed_groups, g_inv[which])
+        mine = qrels.docids[qrow[which]].astype(str)
+        below = segmented_search(member_doc, bounds[local], bounds[local + 1],
+                                 lambda v, i: v < mine[i])
+        # members with a larger docno = group size - (#smaller) - 1
+        offsets[which] = (bounds[local + 1] - below) - 1
+    return offsets
