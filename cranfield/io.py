@@ -123,11 +123,14 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         return source
     if isinstance(source, Mapping):
         return _run_from_mapping(source, name or "run")
+    path = _as_path(source)
+    if path is not None:
+        label = name or path
+        run = _fast_run(path, label)
+        return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
     data, label = _load_bytes(source, name, "run")
     run = _fast_run(data, label)
-    if run is None:
-        run = _slow_run(data, label)
-    return run
+    return run if run is not None else _slow_run(data, label)
 
 
 def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
@@ -148,13 +151,22 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     if cols is None:
         cols = _slow_qrels_columns(data, label)
     qids, subtopics, docids, grades = cols
-    return _build_qrels(qids, docids, grades, subtopics, label, diversity,
-                        lines=None if len(cols) == 4 else None, data=data)
+    return _build_qrels(qids, docids, grades, subtopics, label, diversity, data=data)
 
 
 # --------------------------------------------------------------------------------------------
 # Input plumbing
 # --------------------------------------------------------------------------------------------
+
+def _as_path(source: Source) -> str | None:
+    """The file path ``source`` names, if it names an existing file."""
+    if isinstance(source, os.PathLike):
+        return os.fspath(source)
+    if isinstance(source, str) and "\n" not in source and len(source) < 4096 \
+            and os.path.isfile(source):
+        return source
+    return None
+
 
 def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:
     """Return the raw bytes of a path, text or file object, and a label for messages."""
@@ -182,12 +194,36 @@ def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str
     raise InputError(name or kind, f"cannot read a {kind} from {type(source).__name__}")
 
 
-def _fast_columns(data: bytes, ncols: int, types: dict[int, str]) -> list | None:
-    """Parse regular whitespace-delimited data with pyarrow; ``None`` means "use the slow
-    reader" (pyarrow missing, irregular layout, a value that does not convert...).
+def _head(data: bytes | str) -> bytes:
+    if isinstance(data, str):
+        with open(data, "rb") as fh:
+            return fh.read(65536)
+    return data[:65536]
 
-    Returns numpy arrays for ``int``/``float`` columns, pyarrow arrays for ``str`` columns
-    and dictionary-encoded pyarrow arrays for ``dict`` columns, in column order.
+
+def _last_line(data: bytes | str) -> bytes:
+    if isinstance(data, str):
+        with open(data, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 65536))
+            tail = fh.read()
+    else:
+        tail = data[-65536:]
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    return lines[-1] if lines else b""
+
+
+def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list | None:
+    """Parse regular whitespace-delimited data (bytes, or a path) with pyarrow; ``None``
+    means "use the line-by-line reader" (pyarrow missing, irregular layout, a value that does
+    not convert, a comment line...).
+
+    Every row must have exactly ``ncols`` fields separated by one delimiter. Columns not in
+    ``types`` are not materialised; those in it must be non-empty, so a doubled delimiter
+    (which would shift the fields after it) cannot go unnoticed in any column that is read or
+    that precedes one that is read. Returns numpy arrays for ``int``/``float`` columns,
+    pyarrow arrays for ``str`` and dictionary arrays for ``dict`` columns, in column order.
     """
     try:
         import pyarrow as pa
@@ -195,7 +231,7 @@ def _fast_columns(data: bytes, ncols: int, types: dict[int, str]) -> list | None
         from pyarrow import csv
     except ImportError:  # the engine works without pyarrow, only slower
         return None
-    head = data[:65536].split(b"\n", 1)[0].rstrip(b"\r")
+    head = _head(data).split(b"\n", 1)[0].rstrip(b"\r")
     if head.startswith(b"#") or not head.strip():
         return None
     if b"\t" in head and b" " not in head:
@@ -211,8 +247,10 @@ def _fast_columns(data: bytes, ncols: int, types: dict[int, str]) -> list | None
     names = [f"c{i}" for i in range(ncols)]
     try:
         table = csv.read_csv(
-            pa.BufferReader(data),
-            read_options=csv.ReadOptions(column_names=names, block_size=1 << 24),
+            data if isinstance(data, str) else pa.BufferReader(data),
+            # 1 MiB blocks: little slower than large ones, and far less memory in flight
+            read_options=csv.ReadOptions(column_names=names, block_size=1 << 20,
+                                         use_threads=_THREADS),
             parse_options=csv.ParseOptions(delimiter=delim, quote_char=False,
                                            double_quote=False, escape_char=False,
                                            newlines_in_values=False, ignore_empty_lines=True),
@@ -236,13 +274,15 @@ def _fast_columns(data: bytes, ncols: int, types: dict[int, str]) -> list | None
                 return None
             out.append(arr)
             continue
-        col = col.unify_dictionaries() if kind == "dict" else col
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if kind == "dict":  # small: one dictionary, one index array
+            col = col.unify_dictionaries()
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         values = col.dictionary if kind == "dict" else col
-        # An empty field means two delimiters in a row: the columns may be shifted.
-        if pc.any(pc.equal(pc.utf8_length(values), 0)).as_py():
-            return None
-        out.append(col)
+        if len(values) and pc.min(pc.utf8_length(values)).as_py() == 0:
+            return None  # an empty field: two delimiters in a row
+        out.append(col)  # "str" columns stay chunked: concatenating would copy them
+    del table, col
+    pa.default_memory_pool().release_unused()  # parse buffers: give them back to the OS
     # Comment lines ('#' first) have the same field count by chance: the slow path skips them.
     first = out[0]
     first_values = first.dictionary if isinstance(first, pa.DictionaryArray) else first
@@ -288,21 +328,24 @@ def _parse_grade(text: str, label: str, lineno: int) -> int:
 # Runs
 # --------------------------------------------------------------------------------------------
 
-def _fast_run(data: bytes, label: str) -> Run | None:
-    cols = _fast_columns(data, 6, {0: "dict", 1: "dict", 2: "str", 3: "dict", 4: "float",
-                                   5: "dict"})
+def _fast_run(data: bytes | str, label: str) -> Run | None:
+    cols = _fast_columns(data, 6, {0: "dict", 1: "dict", 2: "str", 4: "float"})
     if cols is None:
         return None
-    qid, _iter, docno, _rank, scores, runid = cols
+    qid, _iter, docno, scores = cols
+    del cols, _iter  # the iter column was read only to prove the fields line up
+    last = _last_line(data).split()
+    if len(last) < 6:
+        return None
     topic_names = qid.dictionary.to_pylist()
     topics = sorted(set(topic_names), key=_byte_key)
-    remap = np.asarray([topics.index(t) for t in topic_names] if len(topics) < 64 else
-                       _index_of(topic_names, topics), dtype=np.int32)
+    remap = np.asarray(_index_of(topic_names, topics), dtype=np.int32)
     topic_index = remap[qid.indices.to_numpy(zero_copy_only=False)]
-    last = runid.dictionary[runid.indices[len(runid) - 1].as_py()].as_py() if len(runid) else ""
-    run = Run(topics, topic_index, docno, scores, last, label)
+    del qid
+    run = Run(topics, topic_index, docno, scores, last[5].decode("utf-8", "replace"), label)
     if _has_duplicates(run):
-        _slow_run(data, label)  # raises with the line numbers of the duplicate
+        raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
+        _slow_run(raw, label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno")
     return run
 
@@ -367,16 +410,77 @@ def _raise_bad_score(run: Mapping, topics: list[str], label: str):
     raise InputError(label, "scores must be finite numbers")
 
 
-def _has_duplicates(run: Run) -> bool:
-    """True if some docid occurs twice within a topic (hash-based, in C)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+_HASH_P = np.uint64(0x100000001B3)            # odd: invertible modulo 2**64
+_HASH_P_INV = np.uint64(pow(0x100000001B3, -1, 2**64))
 
-    if len(run) == 0:
+
+_powers_cache: list[np.ndarray] = []
+# Multi-threaded parsing is faster on an idle machine but holds ~15% more memory in flight.
+_THREADS = os.environ.get("CRANFIELD_READ_THREADS", "0") == "1"
+
+
+def _hash_powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P^j and P^-j (mod 2**64) for j < n, computed once and reused."""
+    if not _powers_cache or len(_powers_cache[0]) < n:
+        size = max(n, 1 << 16)
+        pw = np.full(size, _HASH_P, dtype=np.uint64)
+        pw[0] = 1
+        inv = np.full(size, _HASH_P_INV, dtype=np.uint64)
+        inv[0] = 1
+        _powers_cache[:] = [np.cumprod(pw), np.cumprod(inv)]
+    return _powers_cache[0], _powers_cache[1]
+
+
+def docid_hashes(docids) -> np.ndarray:
+    """A 64-bit polynomial hash of each string of a pyarrow string array (or chunked array),
+    computed over its byte buffer in numpy (no Python object per docid). Equal strings hash
+    equal; callers verify equal hashes exactly, so a collision costs time, never
+    correctness."""
+    chunks = docids.chunks if hasattr(docids, "chunks") else [docids]
+    out = np.empty(sum(len(c) for c in chunks), dtype=np.uint64)
+    pos = 0
+    for chunk in chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
+                                offset=chunk.offset * 4).astype(np.int64)
+        data = np.frombuffer(chunk.buffers()[2], dtype=np.uint8)
+        step = 1 << 16
+        for a in range(0, len(chunk), step):  # blocks of rows bound the temporary arrays
+            b = min(a + step, len(chunk))
+            lo, hi = offsets[a], offsets[b]
+            n = int(hi - lo)
+            powers, inverse = _hash_powers(n + 1)
+            prefix = np.zeros(n + 1, dtype=np.uint64)
+            np.cumsum(data[lo:hi] * powers[:n], out=prefix[1:])
+            starts, ends = offsets[a:b] - lo, offsets[a + 1:b + 1] - lo
+            # sum_j byte_j P^(start+j), rescaled by P^-start; plus the length, so that no
+            # string hashes like its own prefix followed by NUL bytes
+            out[pos + a:pos + b] = (prefix[ends] - prefix[starts]) * inverse[starts] + (
+                ends - starts).astype(np.uint64)
+        pos += len(chunk)
+    return out
+
+
+def _topic_doc_keys(run: Run) -> np.ndarray:
+    keys = docid_hashes(run.docids)
+    keys *= np.uint64(0x9E3779B97F4A7C15)
+    keys += run.topic_index.view(np.uint32)  # uint64 += uint32: no 64-bit temporary
+    return keys
+
+
+def _has_duplicates(run: Run) -> bool:
+    """True if some docid occurs twice within one topic (hash, sort in place, verify)."""
+    if len(run) < 2:
         return False
-    codes = pc.dictionary_encode(run.docids).indices.to_numpy(zero_copy_only=False)
-    keys = run.topic_index.astype(np.int64) * (int(codes.max()) + 1) + codes
-    return pc.count_distinct(pa.array(keys)).as_py() != len(keys)
+    keys = _topic_doc_keys(run)
+    keys.sort()
+    same = keys[1:] == keys[:-1]
+    if not same.any():
+        return False
+    suspects = keys[1:][same]
+    del keys
+    rows = np.flatnonzero(np.isin(_topic_doc_keys(run), suspects))
+    pairs = list(zip(run.topic_index[rows].tolist(), run.docids_at(rows).tolist(), strict=True))
+    return len(set(pairs)) < len(pairs)
 
 
 # --------------------------------------------------------------------------------------------

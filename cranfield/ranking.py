@@ -88,7 +88,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
-    if len(tix) > 1 and (np.diff(tix) < 0).any():
+    if len(tix) > 1 and (tix[1:] < tix[:-1]).any():
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
         scores = scores[order]
@@ -175,11 +175,14 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     else:
         docids = run.docids
     code = pc.index_in(docids, value_set=pa.array(uniq.tolist(), pa.string()))
-    code = code.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    cand = np.flatnonzero(code >= 0)
+    if isinstance(code, pa.ChunkedArray):
+        code = code.combine_chunks()
+    cand = np.flatnonzero(code.is_valid().to_numpy(zero_copy_only=False))
+    code = code.take(pa.array(cand)).to_numpy(zero_copy_only=False).astype(np.int64)
     rq = run_to_qrels[run.topic_index[cand]]
-    cand, rq = cand[rq >= 0], rq[rq >= 0]
-    key = rq * len(uniq) + code[cand]
+    cand, code = cand[rq >= 0], code[rq >= 0]
+    rq = rq[rq >= 0]
+    key = rq * len(uniq) + code
     pos = np.minimum(np.searchsorted(q_key_sorted, key), len(q_key_sorted) - 1)
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
