@@ -195,6 +195,8 @@ def parse_ir_name(name: str) -> Instance | None:
     m = _IR_RE.match(name.replace(" ", ""))
     if not m or m.group("name") not in IR_NAMES:
         return None
+    if m.group("name") in REGISTRY and not m.group("args") and m.group("k") is None:
+        return None  # a bare trec_eval name (P, Rprec, infAP) keeps trec_eval's meaning
     plain, cut = IR_NAMES[m.group("name")]
     args: dict[str, str] = {}
     if m.group("args"):

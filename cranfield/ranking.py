@@ -163,22 +163,26 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         return empty, np.zeros(0, np.float64), empty
     if run._origin is not None:
         return _match_mapping(run, qrels)
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
     q_key = qrels.topic_index.astype(np.int64) * len(uniq) + q_code
     q_order = np.argsort(q_key, kind="stable")
     q_key_sorted = q_key[q_order]
     if isinstance(run.docids, np.ndarray):
-        docids = pa.array(run.docids.tolist(), pa.string())
+        # read line by line (no pyarrow): that reader already costs a loop per line
+        lookup = {d: i for i, d in enumerate(uniq.tolist())}
+        code = np.fromiter(map(lookup.get, run.docids.tolist(), [-1] * len(run)), np.int64,
+                           len(run))
+        cand = np.flatnonzero(code >= 0)
+        code = code[cand]
     else:
-        docids = run.docids
-    code = pc.index_in(docids, value_set=pa.array(uniq.tolist(), pa.string()))
-    if isinstance(code, pa.ChunkedArray):
-        code = code.combine_chunks()
-    cand = np.flatnonzero(code.is_valid().to_numpy(zero_copy_only=False))
-    code = code.take(pa.array(cand)).to_numpy(zero_copy_only=False).astype(np.int64)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(run.docids, value_set=pa.array(uniq.tolist(), pa.string()))
+        if isinstance(found, pa.ChunkedArray):
+            found = found.combine_chunks()
+        cand = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+        code = found.take(pa.array(cand)).to_numpy(zero_copy_only=False).astype(np.int64)
     rq = run_to_qrels[run.topic_index[cand]]
     cand, code = cand[rq >= 0], code[rq >= 0]
     rq = rq[rq >= 0]

@@ -38,6 +38,13 @@ def gain_of(labels: np.ndarray, gains: dict | None) -> np.ndarray:
     return g
 
 
+def _take_or_zero(values: np.ndarray, idx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """values[idx] where valid, else 0 (also when ``values`` is empty)."""
+    out = np.zeros(len(idx))
+    out[valid] = values[idx[valid]]
+    return out
+
+
 def _discount(ranks: np.ndarray) -> np.ndarray:
     return 1.0 / np.log2(ranks + 1.0)
 
@@ -55,7 +62,7 @@ def _value_at_rank(ctx: Context, prefix: np.ndarray, topics: np.ndarray,
     start = np.searchsorted(ctx.ht, np.arange(ctx.T + 1))
     lo, hi = start[topics], start[topics + 1]
     idx = segmented_search(ctx.hr, lo, hi, lambda v, i: v <= x[i])
-    return np.where(idx > lo, prefix[np.maximum(idx - 1, 0)], 0.0)
+    return _take_or_zero(prefix, idx - 1, idx > lo)
 
 
 def _ideal_gains(ctx: Context, gains: dict | None):
@@ -408,7 +415,7 @@ def normalized_gain(ctx: Context, gains):
     r = ctx.hr
     within = np.minimum(r, L[ctx.ht])
     idx = istart[ctx.ht] + within - 1
-    cost = np.where(within > 0, cost_prefix[np.maximum(idx, 0)], 0.0) + (r - within)
+    cost = _take_or_zero(cost_prefix, idx, within > 0) + (r - within)
     nz = g != 0
     with np.errstate(divide="ignore"):
         terms = g[nz] / np.log2(2.0 + cost[nz] - s[nz])
@@ -420,7 +427,7 @@ def _idcg_at(ideal_prefix, istart, topics, k):
     L = np.diff(istart)[topics]
     within = np.minimum(k, L)
     idx = istart[topics] + within - 1
-    return np.where(within > 0, ideal_prefix[np.maximum(idx, 0)], 0.0)
+    return _take_or_zero(ideal_prefix, idx, within > 0)
 
 
 @register("ndcg", family="graded", kind="gains", defaults=(), params=_GAINS,
