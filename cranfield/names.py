@@ -141,6 +141,8 @@ def _parse_value(measure: Measure, text: str, name: str) -> Any:
             if measure.kind == "pair" and set(pairs) - {"p"}:
                 raise MeasureError(name, f"unknown parameter(s) {sorted(set(pairs) - {'p'})}")
             return pairs
+    except MeasureError:
+        raise
     except ValueError:
         raise MeasureError(name, f"cannot read parameters {text!r} for {measure.name} "
                            f"({measure.kind})") from None

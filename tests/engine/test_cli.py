@@ -1,0 +1,78 @@
+"""``cranfield eval`` as a command: formats, exit codes, messages."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cranfield.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_console_script_is_installed_and_matches_trec_eval():
+    exe = Path(sys.executable).with_name("cranfield")
+    done = subprocess.run([str(exe), "eval", str(DATA / "qrels.test"),
+                           str(DATA / "results.test")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (DATA / "v9.0.8" / "out.test").read_text()
+
+
+def test_json_and_csv_formats_carry_the_same_numbers(capsys):
+    args = ["-q", "-m", "map", "-m", "P.5", str(DATA / "qrels.test"), str(DATA / "results.test")]
+    code, text, _ = cli(capsys, "eval", "--format", "json", *args)
+    assert code == 0
+    doc = json.loads(text)
+    assert round(doc["aggregate"]["map"], 4) == 0.1785
+    assert set(doc["per_topic"]) == {"301", "302", "303"}
+    assert doc["measures"]["P_5"]["canonical"] == "P(k=5,rel=1,profile=trec_eval-9.0.8)"
+    code, text, _ = cli(capsys, "eval", "--format", "csv", *args)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["topic"] for r in rows] == ["301", "302", "303", "all"]
+    assert round(float(rows[-1]["map"]), 4) == 0.1785
+
+
+def test_n_suppresses_summary(capsys):
+    code, text, _ = cli(capsys, "eval", "-q", "-n", "-m", "map", str(DATA / "qrels.test"),
+                        str(DATA / "results.test"))
+    assert code == 0 and "\tall\t" not in text and text.count("\n") == 3
+
+
+@pytest.mark.parametrize("make, code, message", [
+    (lambda d: (["-m", "mapp"], "q 0 a 1\n", "q Q0 a 1 1 r\n"), 1, "did you mean 'map'"),
+    (lambda d: ([], "q 0 a 1\n", "q Q0 a 1 x r\n"), 2, "run:1: score: 'x' is not a number"),
+    (lambda d: ([], "q 0 a 1.5\n", "q Q0 a 1 1 r\n"), 2, "qrels:1: grade"),
+    (lambda d: ([], "q 0 a 1\n", "q Q0 a 1 1 r\nq Q0 a 2 0.5 r\n"), 4, "appears twice"),
+    (lambda d: ([], "z 0 a 1\n", "q Q0 a 1 1 r\n"), 7, "no topic has both"),
+])
+def test_bad_input_gives_message_and_exit_code(tmp_path, capsys, make, code, message):
+    flags, qrels, run = make(tmp_path)
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        got, out, err = cli(capsys, "eval", *flags, "qrels", "run")
+    finally:
+        os.chdir(cwd)
+    assert got == code
+    assert message in err and out == ""
+
+
+def test_missing_file_exits_2(capsys, tmp_path):
+    code, _, err = cli(capsys, "eval", str(tmp_path / "none"), str(DATA / "results.test"))
+    assert code == 2 and "no such file" in err

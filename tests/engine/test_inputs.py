@@ -1,0 +1,105 @@
+"""Reading runs and qrels: every layout trec_eval accepts, and a precise error (file, line,
+field, reason) for everything it would silently misread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import cranfield
+from cranfield import InputError
+
+RUN = "q1 Q0 d1 1 3.0 sys\nq1 Q0 d2 2 2.0 sys\nq2 Q0 d1 1 5.0 sys\n"
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\n"
+
+
+def big_run(bad_line: str | None = None, at: int = 500) -> str:
+    """A regular run of 1000 lines (so the columnar reader takes it), optionally with one
+    bad line at 1-based line ``at``."""
+    lines = [f"q{t} Q0 doc{i} {i} {100 - i / 10:.1f} sys" for t in range(2) for i in range(500)]
+    if bad_line is not None:
+        lines[at - 1] = bad_line
+    return "\n".join(lines) + "\n"
+
+
+def test_fast_and_line_readers_agree(tmp_path):
+    text = big_run()
+    fast = cranfield.read_run(text)
+    assert not isinstance(fast.docids, np.ndarray)  # went through the columnar reader
+    messy = text.replace(" Q0 ", "\tQ0   ").replace(" sys", "  sys extra fields")
+    slow = cranfield.read_run(messy)
+    assert isinstance(slow.docids, np.ndarray)
+    assert fast.to_dict() == slow.to_dict()
+    assert fast.runid == "sys" and slow.runid == "sys"
+    path = tmp_path / "run.txt"
+    path.write_text(text.replace(" ", "\t"))
+    assert cranfield.read_run(path).to_dict() == fast.to_dict()
+
+
+@pytest.mark.parametrize("bad, field, reason", [
+    ("q1 Q0 doc499 499 abc sys", "score", "'abc' is not a number"),
+    ("q1 Q0 doc499 499 nan sys", "score", "'nan' is not a finite number"),
+    ("q1 Q0 doc499 499 inf sys", "score", "'inf' is not a finite number"),
+    ("q1 Q0 doc499 499", None, "expected at least 6 fields"),
+    ("q0 Q0 doc3 499 1.0 sys", "docno", "docid 'doc3' appears twice in topic 'q0' (first on "
+     "line 4)"),
+])
+def test_run_errors_name_line_field_and_reason(bad, field, reason):
+    with pytest.raises(InputError) as info:
+        cranfield.read_run(big_run(bad, at=500), name="run.txt")
+    err = info.value
+    assert (err.source, err.line, err.field) == ("run.txt", 500, field)
+    assert reason in err.reason
+    assert str(err).startswith("run.txt:500: ")
+
+
+@pytest.mark.parametrize("bad, field, reason", [
+    ("q1 0 d9 1.7", "grade", "'1.7' is not an integer grade"),
+    ("q1 0 d9 x", "grade", "'x' is not an integer grade"),
+    ("q1 0 d9 1 extra", None, "expected 4 fields"),
+    ("q1 0 d1 1", "docno", "docid 'd1' is judged twice for topic 'q1'"),
+])
+def test_qrels_errors_name_line_field_and_reason(bad, field, reason):
+    with pytest.raises(InputError) as info:
+        cranfield.read_qrels(QRELS + bad + "\n", name="qrels.txt")
+    err = info.value
+    assert (err.line, err.field) == (4, field)
+    assert reason in err.reason
+
+
+def test_mapping_errors_name_the_path():
+    with pytest.raises(InputError) as info:
+        cranfield.evaluate({"q1": {"d1": 1.0, "d3": math.inf}}, {"q1": {"d1": 1}})
+    assert info.value.location == "run.q1.d3"
+    with pytest.raises(InputError) as info:
+        cranfield.evaluate({"q1": {"d1": 1.0}}, {"q1": {"d1": 1.5}})
+    assert info.value.location == "qrels.q1.d1"
+
+
+def test_comments_blank_lines_and_crlf_are_read_like_trec_eval():
+    text = "# a comment line\n\n" + RUN.replace("\n", "\r\n") + "   \n"
+    assert cranfield.read_run(text).to_dict() == cranfield.read_run(RUN).to_dict()
+    assert cranfield.read_qrels("# c\n" + QRELS).to_dict() == cranfield.read_qrels(
+        QRELS).to_dict()
+
+
+def test_hash_in_a_docid_is_not_a_comment():
+    run = cranfield.read_run("q1 Q0 msmarco_v2.1_doc_00_8#4_1 1 1.0 s\n")
+    assert run.to_dict() == {"q1": {"msmarco_v2.1_doc_00_8#4_1": 1.0}}
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        cranfield.read_run(str(tmp_path / "nope.txt"))
+
+
+def test_topic_ids_are_opaque_strings():
+    ev = cranfield.evaluate("01 Q0 a 1 1.0 s\n1 Q0 a 1 1.0 s\n", "1 0 a 1\n", ["num_ret"])
+    assert ev.topics.evaluated == ["1"] and ev.topics.run_only == ["01"]
+
+
+def test_no_common_topic_is_an_evaluation_error():
+    with pytest.raises(cranfield.EvaluationError, match="no topic has both"):
+        cranfield.evaluate(RUN, "q9 0 d1 1\n")
