@@ -27,6 +27,9 @@ from .errors import InputError
 
 Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file object, or a mapping
 
+# Below this size the line reader is faster than importing and starting pyarrow.
+FAST_READER_MIN_BYTES = 4 << 20
+
 
 # --------------------------------------------------------------------------------------------
 # Columnar containers
@@ -126,10 +129,10 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     path = _as_path(source)
     if path is not None:
         label = name or path
-        run = _fast_run(path, label)
+        run = _fast_run(path, label) if os.path.getsize(path) >= FAST_READER_MIN_BYTES else None
         return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
     data, label = _load_bytes(source, name, "run")
-    run = _fast_run(data, label)
+    run = _fast_run(data, label) if len(data) >= FAST_READER_MIN_BYTES else None
     return run if run is not None else _slow_run(data, label)
 
 
@@ -147,7 +150,9 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     if isinstance(source, Mapping):
         return _qrels_from_mapping(source, name or "qrels")
     data, label = _load_bytes(source, name, "qrels")
-    cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "int"})
+    cols = None
+    if len(data) >= FAST_READER_MIN_BYTES:
+        cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "int"})
     if cols is None:
         cols = _slow_qrels_columns(data, label)
     qids, subtopics, docids, grades = cols
@@ -214,6 +219,27 @@ def _last_line(data: bytes | str) -> bytes:
     return lines[-1] if lines else b""
 
 
+def _delimiter(data: bytes | str, ncols: int) -> str | None:
+    """The single delimiter of a regular file, judged from its first line (None: irregular,
+    or a comment first: leave it to the line reader)."""
+    head = _head(data).split(b"\n", 1)[0].rstrip(b"\r")
+    if head.startswith(b"#") or not head.strip():
+        return None
+    if b"\t" in head and b" " not in head:
+        delim = "\t"
+    elif b" " in head and b"\t" not in head:
+        delim = " "
+    else:
+        return None
+    return delim if len(head.split(delim.encode())) == ncols else None
+
+
+def _parse_options(csv, delim: str):
+    return csv.ParseOptions(delimiter=delim, quote_char=False, double_quote=False,
+                            escape_char=False, newlines_in_values=False,
+                            ignore_empty_lines=True)
+
+
 def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list | None:
     """Parse regular whitespace-delimited data (bytes, or a path) with pyarrow; ``None``
     means "use the line-by-line reader" (pyarrow missing, irregular layout, a value that does
@@ -231,16 +257,8 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
         from pyarrow import csv
     except ImportError:  # the engine works without pyarrow, only slower
         return None
-    head = _head(data).split(b"\n", 1)[0].rstrip(b"\r")
-    if head.startswith(b"#") or not head.strip():
-        return None
-    if b"\t" in head and b" " not in head:
-        delim = "\t"
-    elif b" " in head and b"\t" not in head:
-        delim = " "
-    else:
-        return None
-    if len(head.split(delim.encode())) != ncols:
+    delim = _delimiter(data, ncols)
+    if delim is None:
         return None
     type_map = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
                 "dict": pa.dictionary(pa.int32(), pa.string())}
@@ -251,9 +269,7 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
             # 1 MiB blocks: little slower than large ones, and far less memory in flight
             read_options=csv.ReadOptions(column_names=names, block_size=1 << 20,
                                          use_threads=_THREADS),
-            parse_options=csv.ParseOptions(delimiter=delim, quote_char=False,
-                                           double_quote=False, escape_char=False,
-                                           newlines_in_values=False, ignore_empty_lines=True),
+            parse_options=_parse_options(csv, delim),
             convert_options=csv.ConvertOptions(
                 column_types={names[i]: type_map[t] for i, t in types.items()},
                 include_columns=[names[i] for i in sorted(types)],
@@ -329,25 +345,75 @@ def _parse_grade(text: str, label: str, lineno: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 def _fast_run(data: bytes | str, label: str) -> Run | None:
-    cols = _fast_columns(data, 6, {0: "dict", 1: "dict", 2: "str", 4: "float"})
-    if cols is None:
+    """Stream a regular run through pyarrow's CSV reader batch by batch, keeping only the
+    docid strings (as Arrow chunks), a topic code and a score per line; ``None`` sends the
+    input to the line reader (see :func:`_fast_columns` for what counts as regular)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyarrow import csv
+    except ImportError:
         return None
-    qid, _iter, docno, scores = cols
-    del cols, _iter  # the iter column was read only to prove the fields line up
+    delim = _delimiter(data, 6)
     last = _last_line(data).split()
-    if len(last) < 6:
+    if delim is None or len(last) < 6:
         return None
-    topic_names = qid.dictionary.to_pylist()
-    topics = sorted(set(topic_names), key=_byte_key)
-    remap = np.asarray(_index_of(topic_names, topics), dtype=np.int32)
-    topic_index = remap[qid.indices.to_numpy(zero_copy_only=False)]
-    del qid
-    run = Run(topics, topic_index, docno, scores, last[5].decode("utf-8", "replace"), label)
+    names = [f"c{i}" for i in range(6)]
+    dict32 = pa.dictionary(pa.int32(), pa.string())
+    topic_ids: dict[str, int] = {}
+    codes: list[np.ndarray] = []
+    docids: list = []
+    scores: list[np.ndarray] = []
+    try:
+        reader = csv.open_csv(
+            data if isinstance(data, str) else pa.BufferReader(data),
+            read_options=csv.ReadOptions(column_names=names, block_size=1 << 20,
+                                         use_threads=_THREADS),
+            parse_options=_parse_options(csv, delim),
+            convert_options=csv.ConvertOptions(
+                # iter is read only to prove the fields line up (it must not be empty)
+                column_types={"c0": dict32, "c1": dict32, "c2": pa.string(),
+                              "c4": pa.float64()},
+                include_columns=["c0", "c1", "c2", "c4"],
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+                check_utf8=True))
+        for batch in reader:
+            qid, it, docno, score = batch.columns
+            if score.null_count or _has_empty(pc, qid.dictionary) or _has_empty(pc, it.dictionary) \
+                    or _has_empty(pc, docno):
+                return None
+            local = qid.dictionary.to_pylist()
+            if any(t.startswith("#") for t in local):
+                return None  # a comment line with six fields: the line reader skips it
+            remap = np.asarray([topic_ids.setdefault(t, len(topic_ids)) for t in local],
+                               dtype=np.int32)
+            codes.append(remap[qid.indices.to_numpy(zero_copy_only=False)])
+            values = score.to_numpy()
+            if not np.isfinite(values).all():
+                return None
+            scores.append(values)
+            docids.append(docno)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
+        return None
+    topics = sorted(topic_ids, key=_byte_key)
+    order = np.asarray(_index_of(list(topic_ids), topics), dtype=np.int32)
+    topic_index = order[np.concatenate(codes)] if codes else np.zeros(0, np.int32)
+    del codes
+    score_array = np.concatenate(scores) if scores else np.zeros(0)
+    del scores
+    run = Run(topics, topic_index, pa.chunked_array(docids, pa.string()), score_array,
+              last[5].decode("utf-8", "replace"), label)
+    pa.default_memory_pool().release_unused()
     if _has_duplicates(run):
         raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
         _slow_run(raw, label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno")
     return run
+
+
+def _has_empty(pc, values) -> bool:
+    """True if a string array holds an empty string (two delimiters in a row)."""
+    return len(values) > 0 and pc.min(pc.utf8_length(values)).as_py() == 0
 
 
 def _slow_run(data: bytes, label: str) -> Run:

@@ -83,16 +83,17 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     # evaluated-topic index of each run topic (-1: not evaluated)
     run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
 
-    # --- sort each topic's scores descending (usually a no-op check) ----------------------
+    # --- each topic's rows as one block, scores descending (usually nothing to do) --------
     scores = run.scores.astype(np.float32) if float32_scores else run.scores
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
-    if len(tix) > 1 and (tix[1:] < tix[:-1]).any():
+    seg_lo, seg_hi = _blocks(tix, n_run_topics)
+    if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
         scores = scores[order]
-    seg = np.searchsorted(tix, np.arange(n_run_topics + 1))
+        seg_lo, seg_hi = _blocks(tix, n_run_topics)
     if len(scores) > 1:
         rising = (scores[1:] > scores[:-1]) & (tix[1:] == tix[:-1])
         if rising.any():
@@ -100,6 +101,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
             order = inner if order is None else order[inner]
             scores = scores[inner]
             tix = tix[inner]
+            seg_lo, seg_hi = _blocks(tix, n_run_topics)
 
     # --- judged documents that the run retrieved ------------------------------------------
     j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
@@ -109,7 +111,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     j_label = qrels.grades[j_qrow].astype(np.int64)
     j_label[j_label < 0] = UNJUDGED
 
-    lo, hi = seg[j_rt], seg[j_rt + 1]
+    lo, hi = seg_lo[j_rt], seg_hi[j_rt]
     above = segmented_search(scores, lo, hi, lambda v, i: v > j_score[i])
     tie_end = segmented_search(scores, above, hi, lambda v, i: v >= j_score[i])
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
@@ -121,7 +123,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     # --- assemble per evaluated topic --------------------------------------------------------
     e_topic = run_to_eval[j_rt]
     num_ret = np.zeros(T, dtype=np.int64)
-    lens = np.diff(seg)
+    lens = seg_hi - seg_lo
     evaluated_run = run_to_eval >= 0
     num_ret[run_to_eval[evaluated_run]] = lens[evaluated_run]
     in_run = np.zeros(T, dtype=bool)
@@ -143,6 +145,23 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
     q_grade = qrels.grades[q_keep].astype(np.int64)
     return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run)
+
+
+def _blocks(tix: np.ndarray, n_topics: int):
+    """(start, end) of each topic's rows if every topic's rows are contiguous, else
+    (None, None). Blocks may come in any topic order: no sort is needed for that."""
+    change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
+    starts = np.concatenate(([0], change)).astype(np.int64)
+    if len(tix) == 0:
+        return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
+    if len(starts) != n_topics:
+        return None, None
+    ends = np.concatenate((change, [len(tix)])).astype(np.int64)
+    lo = np.empty(n_topics, np.int64)
+    hi = np.empty(n_topics, np.int64)
+    lo[tix[starts]] = starts
+    hi[tix[starts]] = ends
+    return lo, hi
 
 
 def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
@@ -178,11 +197,17 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = pc.index_in(run.docids, value_set=pa.array(uniq.tolist(), pa.string()))
-        if isinstance(found, pa.ChunkedArray):
-            found = found.combine_chunks()
-        cand = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
-        code = found.take(pa.array(cand)).to_numpy(zero_copy_only=False).astype(np.int64)
+        judged = pa.array(uniq.tolist(), pa.string())
+        chunks = run.docids.chunks if isinstance(run.docids, pa.ChunkedArray) else [run.docids]
+        cands, codes, offset = [], [], 0
+        for chunk in chunks:  # chunk by chunk: the lookup result never exists whole
+            found = pc.index_in(chunk, value_set=judged)
+            hit = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+            cands.append(hit + offset)
+            codes.append(found.take(pa.array(hit)).to_numpy(zero_copy_only=False))
+            offset += len(chunk)
+        cand = np.concatenate(cands).astype(np.int64)
+        code = np.concatenate(codes).astype(np.int64)
     rq = run_to_qrels[run.topic_index[cand]]
     cand, code = cand[rq >= 0], code[rq >= 0]
     rq = rq[rq >= 0]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import cranfield.io
 from cranfield.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -83,8 +84,19 @@ def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+@pytest.fixture(params=["line-reader", "columnar-reader"])
+def reader(request, monkeypatch):
+    """Run every case through both readers: they must give the same bytes."""
+    if request.param == "columnar-reader":
+        monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 1 << 62)
+    return request.param
+
+
 @pytest.mark.parametrize("profile, flags, qrels, run, expected", CASES)
-def test_cli_reproduces_trec_eval_output(capsys, profile, flags, qrels, run, expected):
+def test_cli_reproduces_trec_eval_output(capsys, reader, profile, flags, qrels, run,
+                                         expected):
     argv = ["eval", "--profile", profile, *flags, str(qrels), str(run)]
     code, out, err = run_cli(capsys, argv)
     assert code == 0, err

@@ -1,0 +1,571 @@
+"""Benchmark cranfield's evaluation engine against pytrec_eval, ranx and trec_eval.
+
+For each scale (see ``datagen.py``) and measure set it times, from one seeded dataset:
+
+1. ``cranfield-files``: ``cranfield.evaluate(cranfield.read_run(p), cranfield.read_qrels(p), m)``
+2. ``cranfield-maps``: ``cranfield.evaluate(run_dict, qrels_dict, m)``
+3. ``pytrec-maps``: ``pytrec_eval.RelevanceEvaluator(qrels_dict, m).evaluate(run_dict)``
+4. ``pytrec-files``: ``pytrec_eval.parse_run``/``parse_qrel`` on open files, then evaluate
+5. ``ranx``: ``ranx.evaluate(Qrels(qrels_dict), Run(run_dict), m)`` after a numba warm-up
+6. ``trec_eval``: the binary (``trec_eval -m ... qrels run``), if one is on PATH
+
+Every repeat of every tool x scale x measure set runs in a fresh subprocess, so its peak
+memory is that process's own high-water mark (``VmHWM``; ``ru_maxrss`` would inherit the
+driver's) and no cache is shared between timings. Only the evaluation is timed (for the
+"files" variants, the reading too); the "maps" variants unpickle their mappings (cached
+beside the data) in the subprocess before the clock starts. Each table shows the
+median time over ``--repeat`` runs, the highest peak RSS, peak RSS / run file size, and the
+time as a multiple of cranfield's on the same kind of input (files or mappings). Finally the
+Done-when checks for scale M are printed as PASS/FAIL; they are informational (exit code 0).
+
+    python bench/engine.py                              # S, M, L; both measure sets
+    python bench/engine.py --scales S,M --repeat 5 --json bench/results/run.json
+    python bench/engine.py --tools pytrec-maps,ranx --sets five
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import datagen
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+
+#: The five headline measures, in trec_eval spelling (cranfield, pytrec_eval, trec_eval -m).
+FIVE_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
+#: The same five in ranx's spelling.
+FIVE_MEASURES_RANX = ["map", "ndcg@10", "precision@10", "recall@100", "mrr"]
+
+MEASURE_SETS = ("five", "all_trec")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One benchmarked way of evaluating a run."""
+
+    key: str
+    label: str
+    #: "files" or "maps": which cranfield variant its time is compared with.
+    input_kind: str
+
+
+TOOLS: dict[str, Tool] = {
+    tool.key: tool
+    for tool in (
+        Tool("cranfield-files", "cranfield (files)", "files"),
+        Tool("cranfield-maps", "cranfield (mappings)", "maps"),
+        Tool("pytrec-maps", "pytrec_eval (mappings)", "maps"),
+        Tool("pytrec-files", "pytrec_eval (files)", "files"),
+        Tool("ranx", "ranx (mappings)", "maps"),
+        Tool("trec_eval", "trec_eval binary (files)", "files"),
+    )
+}
+CRANFIELD_BASELINE = {"files": "cranfield-files", "maps": "cranfield-maps"}
+
+
+@dataclass
+class Result:
+    """Aggregated measurements of one tool x scale x measure set."""
+
+    tool: str
+    scale: str
+    measure_set: str
+    seconds: list[float] = field(default_factory=list)
+    peak_mb: list[float] = field(default_factory=list)
+    base_mb: list[float] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    skipped: str | None = None
+    error: str | None = None
+
+    @property
+    def median_seconds(self) -> float | None:
+        return statistics.median(self.seconds) if self.seconds else None
+
+    @property
+    def max_peak_mb(self) -> float | None:
+        return max(self.peak_mb) if self.peak_mb else None
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def _current_rss_mb() -> float:
+    """Resident set size of this process now, in MB."""
+    with open("/proc/self/statm") as handle:
+        resident_pages = int(handle.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set size of this process, in MB.
+
+    Read from ``VmHWM`` in ``/proc/self/status`` where there is one: Linux carries a parent's
+    high-water mark into a child's ``ru_maxrss`` across fork and exec, so ``ru_maxrss`` of a
+    worker would include the driver's memory (numpy, pyarrow, the pickled mappings it built).
+    """
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def _children_peak_rss_mb() -> float:
+    """Peak RSS of the waited-for children (``ru_maxrss`` in KiB on Linux), in MB.
+
+    A child's figure is at least this (small) worker's RSS when it spawned the child; a
+    trec_eval run on real data peaks far above that.
+    """
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6
+
+
+def _mean_of(per_topic: dict, measure: str) -> float:
+    """Mean of one measure over a pytrec_eval result (a sanity figure, not timed)."""
+    return statistics.fmean(values[measure] for values in per_topic.values())
+
+
+def _cranfield_mean_map(evaluation) -> float | None:
+    """Mean ``map`` of a cranfield evaluation (``.aggregate``), if it has one; not timed."""
+    aggregate = getattr(evaluation, "aggregate", None)
+    try:
+        return float(aggregate["map"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _import_cranfield():
+    try:
+        import cranfield
+    except ImportError:
+        # Not installed: fall back to the working tree's package.
+        sys.path.append(str(REPO_ROOT))
+        import cranfield
+    return cranfield
+
+
+def _cranfield_measures(measure_set: str) -> list[str]:
+    return FIVE_MEASURES if measure_set == "five" else ["all_trec"]
+
+
+def _pytrec_measures(pytrec_eval, measure_set: str) -> set[str]:
+    return set(FIVE_MEASURES) if measure_set == "five" else set(pytrec_eval.supported_measures)
+
+
+def _load_pickle(path: str):
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
+
+
+def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
+    """Time one tool once in this (fresh) process; return the measurement as a dict.
+
+    ``paths`` holds the run and qrels files (``run``, ``qrels``) and their pickled mappings
+    (``run_pickle``, ``qrels_pickle``), which the mapping variants load before timing.
+    """
+    extra: dict = {}
+    run_path, qrels_path = paths["run"], paths["qrels"]
+    if tool == "cranfield-files":
+        cranfield = _import_cranfield()
+        measures = _cranfield_measures(measure_set)
+        base = _current_rss_mb()
+        started = time.perf_counter()
+        result = cranfield.evaluate(
+            cranfield.read_run(run_path), cranfield.read_qrels(qrels_path), measures
+        )
+        _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
+        seconds = time.perf_counter() - started
+        extra["map"] = _cranfield_mean_map(result)
+
+    elif tool == "cranfield-maps":
+        cranfield = _import_cranfield()
+        measures = _cranfield_measures(measure_set)
+        run = _load_pickle(paths["run_pickle"])
+        qrels = _load_pickle(paths["qrels_pickle"])
+        base = _current_rss_mb()
+        started = time.perf_counter()
+        result = cranfield.evaluate(run, qrels, measures)
+        _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
+        seconds = time.perf_counter() - started
+        extra["map"] = _cranfield_mean_map(result)
+
+    elif tool == "pytrec-maps":
+        import pytrec_eval
+
+        measures = _pytrec_measures(pytrec_eval, measure_set)
+        run = _load_pickle(paths["run_pickle"])
+        qrels = _load_pickle(paths["qrels_pickle"])
+        base = _current_rss_mb()
+        started = time.perf_counter()
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
+        constructed = time.perf_counter()
+        result = evaluator.evaluate(run)
+        finished = time.perf_counter()
+        seconds = finished - started
+        extra["evaluate_seconds"] = finished - constructed
+        extra["map"] = _mean_of(result, "map")
+
+    elif tool == "pytrec-files":
+        import pytrec_eval
+
+        measures = _pytrec_measures(pytrec_eval, measure_set)
+        base = _current_rss_mb()
+        started = time.perf_counter()
+        with open(run_path) as handle:
+            run = pytrec_eval.parse_run(handle)
+        with open(qrels_path) as handle:
+            qrels = pytrec_eval.parse_qrel(handle)
+        result = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+        seconds = time.perf_counter() - started
+        extra["map"] = _mean_of(result, "map")
+
+    elif tool == "ranx":
+        if measure_set != "five":
+            return {"skipped": "ranx has no all_trec equivalent"}
+        import ranx
+
+        run = _load_pickle(paths["run_pickle"])
+        qrels = _load_pickle(paths["qrels_pickle"])
+        # Warm numba up (JIT or on-disk cache load) on a tiny slice of the same data: a toy
+        # input of other shapes leaves code paths to compile inside the timed call.
+        warm_topics = list(qrels)[:3]
+        warm_qrels = ranx.Qrels({topic: dict(qrels[topic]) for topic in warm_topics})
+        warm_run = ranx.Run({topic: dict(run[topic]) for topic in warm_topics})
+        ranx.evaluate(warm_qrels, warm_run, FIVE_MEASURES_RANX)
+        base = _current_rss_mb()
+        started = time.perf_counter()
+        result = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), FIVE_MEASURES_RANX)
+        seconds = time.perf_counter() - started
+        extra["map"] = float(result["map"])
+
+    elif tool == "trec_eval":
+        executable = shutil.which("trec_eval")
+        if executable is None:
+            return {"skipped": "not on PATH"}
+        measures = _cranfield_measures(measure_set)
+        command = [executable, *(arg for m in measures for arg in ("-m", m)), qrels_path, run_path]
+        base = None
+        started = time.perf_counter()
+        completed = subprocess.run(command, capture_output=True, text=True, check=True)
+        seconds = time.perf_counter() - started
+        for line in completed.stdout.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[0] == "map" and fields[1] == "all":
+                extra["map"] = float(fields[2])
+        return {
+            "seconds": seconds,
+            "peak_mb": _children_peak_rss_mb(),
+            "base_mb": None,
+            "extra": extra,
+        }
+
+    else:
+        raise ValueError(f"unknown tool {tool!r}")
+
+    peak = _peak_rss_mb()
+    del result
+    return {"seconds": seconds, "peak_mb": peak, "base_mb": base, "extra": extra}
+
+
+def worker_main(tool: str, measure_set: str, paths_json: str) -> int:
+    """Entry point of a measuring subprocess: print one JSON line with the measurement."""
+    try:
+        measurement = _run_tool(tool, measure_set, json.loads(paths_json))
+    except ImportError as exc:
+        measurement = {"skipped": f"not importable: {exc}"}
+    except Exception as exc:  # reported in the table, the benchmark goes on
+        measurement = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    print("BENCH-RESULT " + json.dumps(measurement), flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def measure(
+    tool: str,
+    measure_set: str,
+    dataset: datagen.Dataset,
+    paths: dict[str, str],
+    repeat: int,
+    timeout: float,
+) -> Result:
+    """Run ``repeat`` fresh worker processes for one tool x dataset x measure set."""
+    result = Result(tool=tool, scale=dataset.scale.name, measure_set=measure_set)
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        tool,
+        measure_set,
+        json.dumps(paths),
+    ]
+    for attempt in range(repeat):
+        try:
+            completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            result.error = f"timed out after {timeout:.0f} s"
+            return result
+        measurement = _parse_worker_output(completed)
+        if "skipped" in measurement:
+            result.skipped = measurement["skipped"]
+            return result
+        if "error" in measurement:
+            result.error = measurement["error"]
+            return result
+        result.seconds.append(measurement["seconds"])
+        result.peak_mb.append(measurement["peak_mb"])
+        if measurement.get("base_mb") is not None:
+            result.base_mb.append(measurement["base_mb"])
+        for name, value in measurement.get("extra", {}).items():
+            result.extra.setdefault(name, []).append(value)
+        _progress(f"  {tool:16s} {measure_set:8s} #{attempt + 1}: {measurement['seconds']:.3f} s")
+    return result
+
+
+def _parse_worker_output(completed: subprocess.CompletedProcess) -> dict:
+    for line in reversed(completed.stdout.splitlines()):
+        if line.startswith("BENCH-RESULT "):
+            return json.loads(line.removeprefix("BENCH-RESULT "))
+    tail = (completed.stderr or completed.stdout).strip().splitlines()[-3:]
+    return {"error": f"worker exited {completed.returncode}: " + " | ".join(tail)[:300]}
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _ratio(result: Result, results: dict[tuple[str, str, str], Result]) -> float | None:
+    """Tool time / cranfield time on the same kind of input, at the same scale and set."""
+    baseline_key = CRANFIELD_BASELINE[TOOLS[result.tool].input_kind]
+    baseline = results.get((baseline_key, result.scale, result.measure_set))
+    if baseline is None or not baseline.median_seconds or result.median_seconds is None:
+        return None
+    return result.median_seconds / baseline.median_seconds
+
+
+def print_table(
+    dataset: datagen.Dataset,
+    measure_set: str,
+    tools: list[str],
+    results: dict[tuple[str, str, str], Result],
+) -> None:
+    """Print one scale x measure set table."""
+    run_mb = dataset.run_bytes / 1e6
+    names = ", ".join(FIVE_MEASURES) if measure_set == "five" else "all_trec"
+    print()
+    print(
+        f"Scale {dataset.scale.name}: {dataset.scale.description}; run file {run_mb:.1f} MB "
+        f"({dataset.meta['run_lines']:,} lines), qrels {dataset.meta['qrels_lines']:,} lines"
+    )
+    print(f"Measures: {measure_set} ({names})")
+    header = (
+        f"{'tool':26s} {'median s':>10s} {'peak MB':>9s} {'peak/file':>10s} "
+        f"{'input MB':>9s} {'x cranfield':>12s} {'mean map':>9s}"
+    )
+    print(header)
+    print("-" * len(header))
+    for tool in tools:
+        result = results[(tool, dataset.scale.name, measure_set)]
+        label = TOOLS[tool].label
+        if result.skipped or result.error:
+            print(f"{label:26s} {result.skipped or 'ERROR: ' + str(result.error)}")
+            continue
+        peak = result.max_peak_mb
+        base = f"{statistics.median(result.base_mb):9.1f}" if result.base_mb else f"{'-':>9s}"
+        ratio = _ratio(result, results)
+        ratio_text = f"{ratio:11.2f}x" if ratio is not None else f"{'n/a':>12s}"
+        maps = [value for value in result.extra.get("map", []) if value is not None]
+        map_text = f"{maps[0]:9.4f}" if maps else f"{'-':>9s}"
+        print(
+            f"{label:26s} {result.median_seconds:10.3f} {peak:9.1f} {peak / run_mb:10.2f} "
+            f"{base} {ratio_text} {map_text}"
+        )
+    print(
+        "(x cranfield = tool time / cranfield time on the same input kind: files vs files,\n"
+        " mappings vs mappings; input MB = RSS just before the timed call; mean map = a\n"
+        " sanity figure that every tool should agree on)"
+    )
+
+
+def done_when_checks(
+    results: dict[tuple[str, str, str], Result], dataset: datagen.Dataset, measure_set: str
+) -> list[dict]:
+    """The issue's Done-when checks at scale M, as dicts with a status and the numbers."""
+
+    def get(tool: str) -> Result | None:
+        result = results.get((tool, dataset.scale.name, measure_set))
+        return result if result is not None and result.seconds else None
+
+    checks = []
+    cran_maps, pytrec_maps = get("cranfield-maps"), get("pytrec-maps")
+    if cran_maps and pytrec_maps:
+        pytrec_eval_seconds = statistics.median(pytrec_maps.extra["evaluate_seconds"])
+        speedup = pytrec_eval_seconds / cran_maps.median_seconds
+        detail = (
+            f"pytrec_eval evaluate() {pytrec_eval_seconds:.3f} s / cranfield mappings "
+            f"{cran_maps.median_seconds:.3f} s = {speedup:.2f}x (need >= 2)"
+        )
+        checks.append(_check("a", "cranfield mappings >= 2x faster", speedup >= 2, detail))
+    else:
+        checks.append(_check("a", "cranfield mappings >= 2x faster", None, "not measured"))
+
+    cran_files, pytrec_files = get("cranfield-files"), get("pytrec-files")
+    if cran_files and pytrec_files:
+        speedup = pytrec_files.median_seconds / cran_files.median_seconds
+        detail = (
+            f"pytrec_eval parse+evaluate {pytrec_files.median_seconds:.3f} s / cranfield files "
+            f"{cran_files.median_seconds:.3f} s = {speedup:.2f}x (need >= 2)"
+        )
+        checks.append(_check("b", "cranfield files >= 2x faster", speedup >= 2, detail))
+    else:
+        checks.append(_check("b", "cranfield files >= 2x faster", None, "not measured"))
+
+    if cran_files:
+        run_mb = dataset.run_bytes / 1e6
+        peak = cran_files.max_peak_mb
+        detail = (
+            f"cranfield (files) peak {peak:.1f} MB / run file {run_mb:.1f} MB = "
+            f"{peak / run_mb:.2f} (need <= 2)"
+        )
+        checks.append(
+            _check("c", "cranfield peak memory <= 2x run file", peak <= 2 * run_mb, detail)
+        )
+    else:
+        checks.append(_check("c", "cranfield peak memory <= 2x run file", None, "not measured"))
+    for check in checks:
+        check["measure_set"] = measure_set
+    return checks
+
+
+def _check(name: str, title: str, passed: bool | None, detail: str) -> dict:
+    status = "N/A" if passed is None else ("PASS" if passed else "FAIL")
+    return {"check": name, "title": title, "status": status, "detail": detail}
+
+
+def _versions() -> dict:
+    versions = {"python": platform.python_version(), "machine": platform.machine()}
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover
+        return versions
+    for package in ("cranfield", "numpy", "pyarrow", "pytrec-eval-terrier", "ranx", "numba"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    versions["trec_eval"] = shutil.which("trec_eval")
+    versions["cpus"] = os.cpu_count()
+    return versions
+
+
+def _split_list(text: str, allowed, what: str, transform=str) -> list[str]:
+    items = [transform(item.strip()) for item in text.split(",") if item.strip()]
+    unknown = [item for item in items if item not in allowed]
+    if unknown:
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)} (choose from {', '.join(allowed)})")
+    return items
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate or reuse the datasets, measure every tool in subprocesses, print the tables."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        return worker_main(*argv[1:4])
+
+    sys.path.insert(0, str(BENCH_DIR))
+    import datagen  # sibling module; imported by the driver only, never by the workers
+
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scales", default="S,M,L", help="comma-separated subset of S,M,L")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--sets", default="five,all_trec", help="measure sets: five,all_trec")
+    parser.add_argument(
+        "--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}"
+    )
+    parser.add_argument("--seed", type=int, default=datagen.DEFAULT_SEED)
+    parser.add_argument("--data-dir", type=Path, default=datagen.DEFAULT_DATA_DIR)
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds per worker run")
+    parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
+    args = parser.parse_args(argv)
+
+    scales = _split_list(args.scales, datagen.SCALES, "scale", str.upper)
+    measure_sets = _split_list(args.sets, MEASURE_SETS, "measure set")
+    tools = [tool for tool in TOOLS if tool in _split_list(args.tools, TOOLS, "tool")]
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be at least 1")
+
+    results: dict[tuple[str, str, str], Result] = {}
+    datasets: dict[str, datagen.Dataset] = {}
+    for scale in scales:
+        _progress(f"scale {scale}: preparing data (cached under {args.data_dir})")
+        dataset = datagen.ensure_dataset(scale, args.seed, args.data_dir)
+        datasets[scale] = dataset
+        paths = {"run": str(dataset.run_path), "qrels": str(dataset.qrels_path)}
+        if any(TOOLS[tool].input_kind == "maps" for tool in tools):
+            run_pickle, qrels_pickle = datagen.ensure_mapping_pickles(dataset)
+            paths.update(run_pickle=str(run_pickle), qrels_pickle=str(qrels_pickle))
+        for measure_set in measure_sets:
+            for tool in tools:
+                results[(tool, scale, measure_set)] = measure(
+                    tool, measure_set, dataset, paths, args.repeat, args.timeout
+                )
+            print_table(dataset, measure_set, tools, results)
+            sys.stdout.flush()
+
+    checks: list[dict] = []
+    if "M" in datasets:
+        print()
+        print("Done-when checks at scale M (informational):")
+        for measure_set in measure_sets:
+            for check in done_when_checks(results, datasets["M"], measure_set):
+                checks.append(check)
+                print(
+                    f"  ({check['check']}) [{measure_set}] {check['title']}: "
+                    f"{check['status']} - {check['detail']}"
+                )
+
+    if args.json:
+        report = {
+            "versions": _versions(),
+            "repeat": args.repeat,
+            "seed": args.seed,
+            "datasets": {name: ds.meta for name, ds in datasets.items()},
+            "results": [
+                {
+                    **asdict(result),
+                    "median_seconds": result.median_seconds,
+                    "max_peak_mb": result.max_peak_mb,
+                    "ratio_vs_cranfield": _ratio(result, results),
+                }
+                for result in results.values()
+            ],
+            "checks": checks,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
