@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain
@@ -417,30 +418,52 @@ def _has_empty(pc, values) -> bool:
 
 
 def _slow_run(data: bytes, label: str) -> Run:
-    qids: list[str] = []
+    """The line reader: any whitespace, extra fields, comments; exact errors. Topic codes and
+    scores go into typed arrays, and duplicates are found afterwards by sorting hashes, so a
+    large irregular file costs one str per docid, not a dict entry per line."""
+    topic_code: dict[str, int] = {}
+    codes = array("i")
+    scores = array("d")
     docids: list[str] = []
-    scores: list[float] = []
+    lines = array("q")
     runid = ""
-    seen: dict[tuple[str, str], int] = {}
     for lineno, fields in _split_lines(data, label):
         if len(fields) < 6:
             raise InputError(label, f"expected at least 6 fields (qid iter docno rank score "
                              f"runid), found {len(fields)}", line=lineno)
-        qid, docno = fields[0], fields[2]
-        key = (qid, docno)
-        if key in seen:
-            raise InputError(label, f"docid {docno!r} appears twice in topic {qid!r} "
-                             f"(first on line {seen[key]})", line=lineno, field="docno")
-        seen[key] = lineno
         scores.append(_parse_score(fields[4], label, lineno))
-        qids.append(qid)
-        docids.append(docno)
+        codes.append(topic_code.setdefault(fields[0], len(topic_code)))
+        docids.append(fields[2])
+        lines.append(lineno)
         runid = fields[5]
-    topics = sorted(set(qids), key=_byte_key)
-    index = {t: i for i, t in enumerate(topics)}
-    topic_index = np.fromiter(map(index.__getitem__, qids), np.int32, len(qids))
-    return Run(topics, topic_index, np.asarray(docids, dtype=object),
-               np.asarray(scores, dtype=np.float64), runid, label)
+    topics = sorted(topic_code, key=_byte_key)
+    order = np.asarray(_index_of(list(topic_code), topics), dtype=np.int32)
+    topic_index = order[np.frombuffer(codes, dtype=np.int32)] if codes else np.zeros(0, np.int32)
+    doc_array = np.empty(len(docids), dtype=object)
+    doc_array[:] = docids
+    del docids
+    _raise_on_duplicate(topics, topic_index, doc_array, np.frombuffer(lines, np.int64), label)
+    return Run(topics, topic_index, doc_array, np.frombuffer(scores, np.float64).copy(), runid,
+               label)
+
+
+def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
+    """Raise naming both lines if a docid repeats within a topic (hash, sort, verify)."""
+    if len(docids) < 2:
+        return
+    keys = np.fromiter(map(hash, docids), np.int64, len(docids)) * 1000003 + topic_index
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    hits = []
+    for i in same.tolist():  # rows sharing a hash: usually none, else the duplicates
+        a, b = order[i], order[i + 1]
+        if topic_index[a] == topic_index[b] and docids[a] == docids[b]:
+            hits.append((max(lines[a], lines[b]), min(lines[a], lines[b]), a))
+    if hits:
+        line, first, row = min(hits)
+        raise InputError(label, f"docid {docids[row]!r} appears twice in topic "
+                         f"{topics[topic_index[row]]!r} (first on line {first})", line=int(line),
+                         field="docno")
 
 
 def _run_from_mapping(run: Mapping, label: str) -> Run:
@@ -570,43 +593,57 @@ def _slow_qrels_columns(data: bytes, label: str) -> list:
 
 
 def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
-    qids: list[str] = []
-    docids: list[str] = []
-    grades: list[Any] = []
+    """Flatten ``{topic: {docid: grade}}`` topic by topic (already grouped; a dict cannot
+    hold a docid twice), checking the grades as one array."""
     for topic, docs in qrels.items():
         if not isinstance(topic, str) or not isinstance(docs, Mapping):
             raise InputError(label, "must map topic ids to {docid: grade}",
                              field=f"{label}.{topic}")
-        qids.extend([topic] * len(docs))
-        docids.extend(docs.keys())
-        grades.extend(docs.values())
-    for q, d, g in zip(qids, docids, grades, strict=True):
-        if isinstance(g, bool) or not isinstance(g, int | np.integer):
-            if not (isinstance(g, float) and g.is_integer()):
-                raise InputError(label, f"grade {g!r} is not an integer",
-                                 field=f"{label}.{q}.{d}")
-    return _build_qrels(qids, docids, np.asarray(grades, dtype=np.int64), None, label,
-                        diversity=False, topics_seen=list(qrels))
+    topics = sorted(qrels, key=_byte_key)
+    lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
+    total = int(lengths.sum())
+    docids = np.fromiter(chain.from_iterable(qrels[t].keys() for t in topics), object, total)
+    try:
+        raw = np.fromiter(chain.from_iterable(qrels[t].values() for t in topics), np.float64,
+                          total)
+        ok = np.isfinite(raw).all() and (raw == np.round(raw)).all()
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        for t in topics:
+            for d, g in qrels[t].items():
+                integral = isinstance(g, int | np.integer) or (
+                    isinstance(g, float) and g.is_integer())
+                if isinstance(g, bool) or not integral:
+                    raise InputError(label, f"grade {g!r} is not an integer",
+                                     field=f"{label}.{t}.{d}")
+    topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
+    return Qrels(topics, topic_index, docids, raw.astype(np.int64), None, label)
 
 
-def _build_qrels(qids, docids, grades, subtopics, label, diversity, lines=None, data=None,
-                 topics_seen=None) -> Qrels:
+def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:
+    """Qrels from parsed columns: grouped by topic (topics in strcmp order, rows within a
+    topic in file order) and checked for a docid judged twice in one topic."""
     qids = _as_object_array(qids)
     docids = _as_object_array(docids)
     topics = sorted(set(qids.tolist()), key=_byte_key)
     index = {t: i for i, t in enumerate(topics)}
     topic_index = np.fromiter(map(index.__getitem__, qids.tolist()), np.int32, len(qids))
-    order = np.lexsort((_byte_sort_keys(docids), topic_index))
+    order = np.argsort(topic_index, kind="stable")
     topic_index, docids, grades = topic_index[order], docids[order], np.asarray(grades)[order]
     subs = _as_object_array(subtopics)[order] if subtopics is not None else None
     if not diversity and len(docids) > 1:
-        same = (topic_index[1:] == topic_index[:-1]) & (docids[1:] == docids[:-1])
-        if same.any():
-            i = int(np.flatnonzero(same)[0]) + 1
-            topic, doc = topics[topic_index[i]], docids[i]
-            where = _find_line(data, topic, doc, occurrence=2) if data is not None else None
-            raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
-                             line=where, field="docno" if where else f"{label}.{topic}.{doc}")
+        keys = np.fromiter(map(hash, docids.tolist()), np.int64, len(docids)) * 1000003 + \
+            topic_index
+        srt = np.argsort(keys, kind="stable")
+        for i in np.flatnonzero(keys[srt][1:] == keys[srt][:-1]).tolist():
+            x, y = srt[i], srt[i + 1]
+            if topic_index[x] == topic_index[y] and docids[x] == docids[y]:
+                topic, doc = topics[topic_index[x]], docids[x]
+                where = _find_line(data, topic, doc, occurrence=2) if data is not None else None
+                raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
+                                 line=where, field="docno" if where else
+                                 f"{label}.{topic}.{doc}")
     return Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
 
 
@@ -633,14 +670,6 @@ def _as_object_array(values) -> np.ndarray:
 def _byte_key(s: str) -> bytes:
     """trec_eval compares ids with strcmp: byte order of the UTF-8 encoding."""
     return s.encode("utf-8", "surrogateescape")
-
-
-def _byte_sort_keys(values: np.ndarray) -> np.ndarray:
-    """Sort keys whose order is strcmp order. Python's str order is code-point order, which
-    equals UTF-8 byte order, so str itself serves (as a numpy unicode array)."""
-    if len(values) == 0:
-        return np.zeros(0, dtype="U1")
-    return values.astype(str)
 
 
 def _index_of(names: list[str], topics: list[str]) -> list[int]:

@@ -182,36 +182,41 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         return empty, np.zeros(0, np.float64), empty
     if run._origin is not None:
         return _match_mapping(run, qrels)
-    uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
-    q_key = qrels.topic_index.astype(np.int64) * len(uniq) + q_code
-    q_order = np.argsort(q_key, kind="stable")
-    q_key_sorted = q_key[q_order]
     if isinstance(run.docids, np.ndarray):
         # read line by line (no pyarrow): that reader already costs a loop per line
+        uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
         lookup = {d: i for i, d in enumerate(uniq.tolist())}
         code = np.fromiter(map(lookup.get, run.docids.tolist(), [-1] * len(run)), np.int64,
                            len(run))
         cand = np.flatnonzero(code >= 0)
         code = code[cand]
+        n_uniq = len(uniq)
     else:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        judged = pa.array(uniq.tolist(), pa.string())
-        chunks = run.docids.chunks if isinstance(run.docids, pa.ChunkedArray) else [run.docids]
+        encoded = pc.dictionary_encode(pa.array(qrels.docids.tolist(), pa.string()))
+        q_code = encoded.indices.to_numpy(zero_copy_only=False)
+        n_uniq = len(encoded.dictionary)
+        # one hash table of the judged docids, probed by every run chunk
+        found = pc.index_in(run.docids, value_set=encoded.dictionary)
+        chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
         cands, codes, offset = [], [], 0
-        for chunk in chunks:  # chunk by chunk: the lookup result never exists whole
-            found = pc.index_in(chunk, value_set=judged)
-            hit = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+        for chunk in chunks:
+            hit = np.flatnonzero(chunk.is_valid().to_numpy(zero_copy_only=False))
             cands.append(hit + offset)
-            codes.append(found.take(pa.array(hit)).to_numpy(zero_copy_only=False))
+            codes.append(chunk.take(pa.array(hit)).to_numpy(zero_copy_only=False))
             offset += len(chunk)
+        del found, chunks
         cand = np.concatenate(cands).astype(np.int64)
         code = np.concatenate(codes).astype(np.int64)
+    q_key = qrels.topic_index.astype(np.int64) * n_uniq + q_code
+    q_order = np.argsort(q_key, kind="stable")
+    q_key_sorted = q_key[q_order]
     rq = run_to_qrels[run.topic_index[cand]]
     cand, code = cand[rq >= 0], code[rq >= 0]
     rq = rq[rq >= 0]
-    key = rq * len(uniq) + code
+    key = rq * n_uniq + code
     pos = np.minimum(np.searchsorted(q_key_sorted, key), len(q_key_sorted) - 1)
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
@@ -219,17 +224,22 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
 
 
 def _match_mapping(run: Run, qrels: Qrels):
+    """Look each judged docid up in the run's dict for its topic (one ``map`` per topic)."""
     origin = run._origin
-    rpos = {t: i for i, t in enumerate(run.topics)}
-    names = qrels.topics
-    none: dict = {}
-    scores = [origin.get(names[t], none).get(d) for t, d in
-              zip(qrels.topic_index.tolist(), qrels.docids.tolist(), strict=True)]
-    qrows = np.flatnonzero(np.fromiter((s is not None for s in scores), bool, len(scores)))
-    score = np.asarray([scores[i] for i in qrows.tolist()], dtype=np.float64)
-    rt = np.asarray([rpos[names[t]] for t in qrels.topic_index[qrows].tolist()],
-                    dtype=np.int64)
-    return rt, score, qrows.astype(np.int64)
+    bounds = qrels.offsets.tolist()
+    docids = qrels.docids.tolist()
+    found: list = []
+    for q, name in enumerate(qrels.topics):
+        docs = origin.get(name)
+        lo, hi = bounds[q], bounds[q + 1]
+        found.extend(map(docs.get, docids[lo:hi]) if docs else [None] * (hi - lo))
+    got = np.empty(len(found), dtype=object)
+    got[:] = found
+    rows = np.flatnonzero(got != None)  # noqa: E711 (elementwise comparison)
+    position = {t: i for i, t in enumerate(run.topics)}
+    run_topic = np.asarray([position.get(t, -1) for t in qrels.topics], dtype=np.int64)
+    return (run_topic[qrels.topic_index[rows]], got[rows].astype(np.float64),
+            rows.astype(np.int64))
 
 
 def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:

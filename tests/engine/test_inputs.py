@@ -110,3 +110,19 @@ def test_topic_ids_are_opaque_strings():
 def test_no_common_topic_is_an_evaluation_error():
     with pytest.raises(cranfield.EvaluationError, match="no topic has both"):
         cranfield.evaluate(RUN, "q9 0 d1 1\n")
+
+
+def test_diversity_qrels_keep_subtopics_and_allow_a_docid_per_subtopic():
+    text = "151 1 d1 1\n151 2 d1 1\n151 2 d2 0\n"
+    qrels = cranfield.read_qrels(text, diversity=True)
+    assert qrels.subtopics.tolist() == ["1", "2", "2"]
+    assert qrels.docids.tolist() == ["d1", "d1", "d2"]
+    with pytest.raises(InputError, match="judged twice"):
+        cranfield.read_qrels(text)
+
+
+def test_line_reader_names_the_first_repeat_of_a_docid():
+    text = "q Q0 a 1 3 r\nq Q0 b 2 2 r\nq  Q0  a 3 1 r\nq Q0 a 4 0 r\n"
+    with pytest.raises(InputError) as info:
+        cranfield.read_run(text)
+    assert info.value.line == 3 and "(first on line 1)" in info.value.reason
