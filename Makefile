@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint bench clean
+.PHONY: venv test lint run bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,13 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cranfield tests bench
+	$(BIN)/ruff check cranfield service tests bench
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
+
+run: $(STAMP)
+	$(BIN)/cranfield serve --host 127.0.0.1 --port 8000
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -59,7 +59,35 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
     ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
                     help="output format (default trec: trec_eval's text)")
+    serve = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
+                                         "production, with the repository's config)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=None,
+                       help="gunicorn workers (default: the config file's)")
     return parser
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Start gunicorn with service/gunicorn.conf.py on HOST:PORT (replaces this process)."""
+    import os
+    from pathlib import Path
+
+    try:
+        import service
+    except ImportError:
+        print("cranfield: the service package is not installed", file=sys.stderr)
+        return 1
+    conf = Path(service.__file__).resolve().parent / "gunicorn.conf.py"
+    argv = [sys.executable, "-m", "gunicorn", "-c", str(conf), "--bind",
+            f"{args.host}:{args.port}"]
+    if args.workers:
+        argv += ["--workers", str(args.workers)]
+    argv.append("service.app:create_app()")
+    print(f"Cranfield API on http://{args.host}:{args.port}  (docs: "
+          f"http://{args.host}:{args.port}/docs/)", file=sys.stderr, flush=True)
+    os.execv(sys.executable, argv)
+    return 0  # not reached
 
 
 def _source(path: str) -> tuple:
@@ -96,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return run_eval(args)
+        if args.command == "serve":
+            return run_serve(args)
     except MeasureError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
         return 1

@@ -54,6 +54,12 @@ class Evaluation:
     topics: TopicSets
     runid: str
     options: dict[str, Any] = field(default_factory=dict)
+    ranked: Ranked | None = field(default=None, repr=False)
+
+    @property
+    def cutoff_ties(self) -> dict[int, np.ndarray]:
+        """For each rank cutoff the measures use: topics where a score tie straddles it."""
+        return self.ranked.cutoff_ties if self.ranked is not None else {}
 
     @cached_property
     def per_topic(self) -> dict[str, dict[str, Any]]:
@@ -98,8 +104,10 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     instances = resolve(measures, profile)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
+    cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
-                      depth=depth, judged_only=judged_only, complete_topics=complete_topics)
+                      depth=depth, judged_only=judged_only, complete_topics=complete_topics,
+                      tie_cutoffs=tuple(k for k in cutoffs if k <= 1000))
     if not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
                               f"(run topics: {len(run_obj.topics)}, qrels topics: "
@@ -149,12 +157,12 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
         qrels_only=[t for t in qrels_obj.topics if t not in in_run],
     )
     return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
-                      topic_sets, run_obj.runid, options)
+                      topic_sets, run_obj.runid, options, ranked)
 
 
 def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:
     return Ranked(ranked.topics, num_ret, ranked.hit_topic, ranked.hit_rank, ranked.hit_label,
-                  ranked.q_topic, ranked.q_grade, ranked.in_run)
+                  ranked.q_topic, ranked.q_grade, ranked.in_run, ranked.cutoff_ties)
 
 
 def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], missing: np.ndarray,

@@ -16,7 +16,7 @@ reordering documents with the same label cannot change any measure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class Ranked:
     q_topic: np.ndarray          # int64[J]: evaluated-topic index of each qrels row used
     q_grade: np.ndarray          # int64[J]
     in_run: np.ndarray           # bool[T]: False for qrels topics missing from the run
+    cutoff_ties: dict = field(default_factory=dict)  # k -> bool[T]: a tie straddles rank k
 
 
 def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -62,7 +63,8 @@ def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
 
 
 def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
-             judged_only: bool = False, complete_topics: bool = False) -> Ranked:
+             judged_only: bool = False, complete_topics: bool = False,
+             tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
     """Rank ``run`` against ``qrels`` with trec_eval's rules.
 
     Evaluated topics: run topics that have qrels, plus (``complete_topics``, trec_eval's
@@ -144,7 +146,38 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     q_keep = eval_of_qrels[qrels.topic_index] >= 0
     q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
     q_grade = qrels.grades[q_keep].astype(np.int64)
-    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run)
+    ties = {}
+    evaluated_rt = np.flatnonzero(evaluated_run)
+    for k in tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint)
+        long_enough = evaluated_rt[lens[evaluated_rt] > k]
+        at = seg_lo[long_enough] + k - 1
+        tied = np.zeros(T, dtype=bool)
+        tied[run_to_eval[long_enough]] = scores[at] == scores[at + 1]
+        ties[k] = tied
+    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
+
+
+def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:
+    """The first ``depth`` docids of each topic in trec_eval's order (score descending, docno
+    descending). Sorts only each topic's candidates: scores at or above its depth-th score."""
+    scores = run.scores.astype(np.float32) if float32_scores else run.scores
+    order = np.lexsort((-scores, run.topic_index))
+    tix, srt = run.topic_index[order], scores[order]
+    start = np.searchsorted(tix, np.arange(len(run.topics) + 1))
+    pos = np.arange(len(tix)) - start[tix]
+    lens = np.diff(start)
+    kth = np.where(lens >= depth, srt[np.minimum(start[:-1] + depth - 1, max(len(srt) - 1, 0))],
+                   -np.inf) if len(srt) else np.zeros(0)
+    cand = np.flatnonzero((pos < depth) | (srt >= kth[tix]))
+    rows = order[cand]
+    docs = run.docids_at(rows).astype(str)
+    final = np.lexsort((docs, srt[cand], tix[cand]))[::-1]  # all keys descending
+    out: dict[str, list[str]] = {}
+    for t, d in zip(tix[cand][final].tolist(), docs[final].tolist(), strict=True):
+        lst = out.setdefault(run.topics[t], [])
+        if len(lst) < depth:
+            lst.append(d)
+    return {t: out.get(t, []) for t in reversed(list(out))}
 
 
 def _blocks(tix: np.ndarray, n_topics: int):

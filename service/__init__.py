@@ -1,0 +1,1 @@
+"""Cranfield's HTTP API: a Flask application around the ``cranfield`` engine."""

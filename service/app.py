@@ -1,0 +1,79 @@
+"""The application factory (Flask tutorial style): ``create_app(config=None)``.
+
+Configuration comes from defaults, then ``CRANFIELD_*`` environment variables, then the
+``config`` mapping; invalid values stop start-up with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+from flask import Flask
+from flask.json.provider import JSONProvider
+
+from . import docs, evaluations, health, measures
+from .problems import register_error_handlers
+
+DEFAULTS: dict[str, Any] = {
+    "MAX_CONTENT_LENGTH": 512 * 1024 * 1024,   # bytes; larger bodies get 413
+    "MAX_FORM_MEMORY_SIZE": 512 * 1024 * 1024,  # multipart text fields (werkzeug's limit)
+    "MAX_TOPICS": 100_000,
+    "MAX_DOCS_PER_TOPIC": 10_000,
+    "REDIS_URL": None,
+}
+_INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC")
+
+
+class ConfigError(RuntimeError):
+    """Invalid configuration: raised at start-up, never per request."""
+
+
+class OrjsonProvider(JSONProvider):
+    """Flask's JSON through orjson: several times faster on large bodies."""
+
+    def dumps(self, obj, **kwargs) -> str:
+        return orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+
+    def loads(self, s, **kwargs):
+        return orjson.loads(s)
+
+
+def _from_environment() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in DEFAULTS:
+        value = os.environ.get(f"CRANFIELD_{key}")
+        if value is not None:
+            out[key] = value
+    if "REDIS_URL" in os.environ and "REDIS_URL" not in out:
+        out["REDIS_URL"] = os.environ["REDIS_URL"]
+    return out
+
+
+def _validated(config: dict[str, Any]) -> dict[str, Any]:
+    for key in _INT_KEYS:
+        try:
+            config[key] = int(config[key])
+        except (TypeError, ValueError):
+            raise ConfigError(f"CRANFIELD_{key} must be an integer, got {config[key]!r}") \
+                from None
+        if config[key] <= 0:
+            raise ConfigError(f"CRANFIELD_{key} must be positive, got {config[key]}")
+    return config
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    app = Flask(__name__)
+    settings = dict(DEFAULTS)
+    settings.update(_from_environment())
+    settings.update(config or {})
+    app.config.update(_validated(settings))
+    app.json = OrjsonProvider(app)
+    register_error_handlers(app)
+    app.register_blueprint(health.bp)
+    app.register_blueprint(measures.bp)
+    app.register_blueprint(evaluations.bp)
+    app.register_blueprint(docs.bp)
+    app.register_blueprint(docs.docs_blueprint())
+    return app

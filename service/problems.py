@@ -1,0 +1,85 @@
+"""One error handler: every error leaves as ``application/problem+json`` (RFC 9457) with
+``type``, ``title``, ``status``, ``detail`` and, for bad input, an ``errors`` mapping from
+field path (``run.q1.d3``, ``qrels line 17``, ``measures[2]``) to sentences."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+from flask import Flask, Response
+from werkzeug.exceptions import HTTPException
+
+from cranfield import EvaluationError, InputError, MeasureError
+
+PROBLEM = "application/problem+json"
+TYPE_BASE = "https://cranfield.dev/problems/"
+
+log = logging.getLogger("cranfield.service")
+
+
+class Problem(Exception):
+    """An error with an HTTP status, raised by routes and turned into problem+json."""
+
+    def __init__(self, status: int, title: str, detail: str, *, kind: str | None = None,
+                 errors: dict[str, list[str]] | None = None, headers: dict | None = None,
+                 extra: dict | None = None):
+        super().__init__(detail)
+        self.status = status
+        self.title = title
+        self.detail = detail
+        self.kind = kind or title.lower().replace(" ", "-")
+        self.errors = errors
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+
+def problem_response(problem: Problem) -> Response:
+    body = {"type": TYPE_BASE + problem.kind, "title": problem.title,
+            "status": problem.status, "detail": problem.detail}
+    if problem.errors:
+        body["errors"] = problem.errors
+    body.update(problem.extra)
+    resp = Response(orjson.dumps(body), status=problem.status, mimetype=PROBLEM)
+    for k, v in problem.headers.items():
+        resp.headers[k] = v
+    return resp
+
+
+def from_engine_error(exc: Exception, field_prefix: str = "") -> Problem:
+    """Map an engine error to a 422 naming the field or line."""
+    if isinstance(exc, InputError):
+        key = exc.location
+        return Problem(422, "Invalid input", str(exc), kind="invalid-input",
+                       errors={key: [exc.reason]})
+    if isinstance(exc, MeasureError):
+        return Problem(422, "Unknown measure", str(exc), kind="unknown-measure",
+                       errors={field_prefix or "measures": [str(exc)]})
+    if isinstance(exc, EvaluationError):
+        return Problem(422, "Cannot evaluate", str(exc), kind="cannot-evaluate",
+                       errors={"run": [str(exc)]})
+    raise exc
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(Problem)
+    def _problem(exc: Problem):
+        return problem_response(exc)
+
+    @app.errorhandler(HTTPException)
+    def _http(exc: HTTPException):
+        title = exc.name
+        detail = exc.description or title
+        if exc.code == 413:
+            detail = (f"the request body exceeds the limit of "
+                      f"{app.config['MAX_CONTENT_LENGTH']} bytes")
+        headers = {}
+        if exc.code == 405 and exc.valid_methods:
+            headers["Allow"] = ", ".join(exc.valid_methods)
+        return problem_response(Problem(exc.code or 500, title, detail, headers=headers))
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception):  # a bug, never bad input: log it, answer in one shape
+        log.exception("unhandled error")
+        return problem_response(Problem(500, "Internal Server Error",
+                                        "the server failed to handle this request"))

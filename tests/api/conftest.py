@@ -1,0 +1,56 @@
+"""Flask test client whose every response is checked against openapi.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from openapi_core import Config, OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+from service.app import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = OpenAPI.from_file_path(
+    str(ROOT / "openapi.yaml"),
+    config=Config(extra_media_type_deserializers={"application/problem+json": orjson.loads}))
+TEXT_TYPES = ("text/plain", "text/csv", "text/html", "application/yaml")
+
+
+class ContractClient:
+    """Wraps the test client: each response must match the contract (route, status,
+    content type and body), unless a test opts out for a route outside it."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def open(self, *args, check: bool = True, **kwargs):
+        resp = self.client.open(*args, **kwargs)
+        if check:
+            req = resp.request
+            # the route is found from method, path and query; the body was consumed already
+            SPEC.validate_response(
+                MockRequest("http://127.0.0.1:8000", req.method.lower(), req.path,
+                            args=dict(req.args)),
+                MockResponse(resp.get_data(as_text=resp.mimetype in TEXT_TYPES),
+                             status_code=resp.status_code,
+                             headers=dict(resp.headers), content_type=resp.mimetype))
+        return resp
+
+    def get(self, *args, **kwargs):
+        return self.open(*args, method="GET", **kwargs)
+
+    def post(self, *args, **kwargs):
+        return self.open(*args, method="POST", **kwargs)
+
+
+@pytest.fixture
+def app():
+    return create_app({"TESTING": True, "MAX_CONTENT_LENGTH": 2_000_000, "MAX_TOPICS": 1000,
+                       "MAX_DOCS_PER_TOPIC": 2000})
+
+
+@pytest.fixture
+def client(app):
+    return ContractClient(app.test_client())

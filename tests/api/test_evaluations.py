@@ -1,0 +1,191 @@
+"""POST /v1/evaluations: numbers, formats, and every class of bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d1": 1.0}}
+QRELS = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}}
+PROBLEM = "application/problem+json"
+
+
+def post(client, body, **kwargs):
+    return client.post("/v1/evaluations", json=body, **kwargs)
+
+
+def test_mapping_evaluation_returns_numbers_specs_and_provenance(client):
+    resp = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map", "P.2", "nDCG@10"]})
+    assert resp.status_code == 200 and resp.mimetype == "application/json"
+    doc = resp.get_json()
+    # q1: AP = (1/1 + 2/3)/2; q2: 0
+    assert doc["per_topic"]["q1"]["map"] == pytest.approx((1 + 2 / 3) / 2)
+    assert doc["per_topic"]["q2"]["map"] == 0.0
+    assert doc["aggregate"]["map"] == pytest.approx((1 + 2 / 3) / 4)
+    assert doc["per_topic"]["q1"]["P_2"] == 0.5
+    keys = [m["key"] for m in doc["measures"]]
+    assert keys == ["map", "P_2", "nDCG@10"]
+    specs = {m["key"]: m["canonical"] for m in doc["measures"]}
+    assert specs["nDCG@10"] == "ndcg_cut(k=10,discount=log2,profile=trec_eval-9.0.8)"
+    assert doc["topics"] == {"evaluated": ["q1", "q2"], "run_only": [], "qrels_only": []}
+    prov = doc["provenance"]
+    assert prov["engine"] == "cranfield" and prov["profile"] == "trec_eval-9.0.8"
+    assert len(prov["run_sha256"]) == 64 and prov["run_sha256"] != prov["qrels_sha256"]
+
+
+def test_api_numbers_equal_the_cli_on_conformance_data(client, capsys):
+    from cranfield.cli import main
+
+    qrels, run = (DATA / "qrels.rel_level").read_text(), (DATA / "results.test").read_text()
+    resp = post(client, {"run": run, "qrels": qrels, "measures": ["all_trec"],
+                         "options": {"relevance_level": 2, "profile": "trec_eval-10"}},
+                headers={"Accept": "text/plain"})
+    assert resp.status_code == 200 and resp.mimetype == "text/plain"
+    assert main(["eval", "-q", "-l2", "--profile", "10", "-m", "all_trec",
+                 str(DATA / "qrels.rel_level"), str(DATA / "results.test")]) == 0
+    assert resp.get_data(as_text=True) == capsys.readouterr().out
+    doc = post(client, {"run": run, "qrels": qrels, "measures": ["all_trec"],
+                        "options": {"relevance_level": 2, "profile": "trec_eval-10"}}).get_json()
+    assert round(doc["aggregate"]["map"], 4) == 0.1667  # out.test.aql
+    assert doc["aggregate"]["runid"] == "STANDARD"
+
+
+def test_trec_text_run_matches_trec_eval_official_output(client):
+    resp = post(client, {"run": (DATA / "results.test").read_text(),
+                         "qrels": (DATA / "qrels.test").read_text(), "per_topic": False},
+                headers={"Accept": "text/plain"})
+    assert resp.get_data(as_text=True) == (DATA / "v9.0.8" / "out.test").read_text()
+
+
+def test_multipart_upload_like_curl(client):
+    data = {"run": (io.BytesIO((DATA / "results.test").read_bytes()), "run.txt"),
+            "qrels": (io.BytesIO((DATA / "qrels.test").read_bytes()), "qrels.txt"),
+            "measures": "map,P.5", "complete_topics": "true"}
+    resp = client.post("/v1/evaluations", data=data, content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    doc = resp.get_json()
+    assert round(doc["aggregate"]["map"], 4) == 0.1785
+    assert round(doc["aggregate"]["P_5"], 4) == 0.2667
+    assert doc["provenance"]["options"]["complete_topics"] is True
+
+
+def test_csv_format(client):
+    resp = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map"]},
+                headers={"Accept": "text/csv"})
+    assert resp.mimetype == "text/csv"
+    assert resp.get_data(as_text=True).splitlines()[0] == "topic,map"
+
+
+def test_warnings_lint_the_input(client):
+    run = {"q1": {"a": 2.0, "b": 1.0, "c": 1.0}, "q3": {"x": 1.0}}
+    qrels = {"q1": {"a": 1}, "q2": {"z": 1}}
+    doc = post(client, {"run": run, "qrels": qrels, "measures": ["P.2"]}).get_json()
+    codes = {w["code"]: w for w in doc["warnings"]}
+    assert codes["topics-run-only"]["topics"] == ["q3"]
+    assert codes["topics-qrels-only"]["topics"] == ["q2"]
+    assert codes["tie-at-cutoff"]["cutoff"] == 2 and codes["tie-at-cutoff"]["topics"] == ["q1"]
+    assert codes["unjudged-in-top-10"]["topics"] == ["q1"]
+
+
+def test_details_give_relevant_ranks_and_unjudged_documents(client):
+    doc = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map"], "details": True,
+                        "details_depth": 2}).get_json()
+    assert doc["details"]["q1"] == {"relevant_ranks": [1, 3], "unjudged_in_top": ["d2"],
+                                    "depth": 2}
+    assert doc["details"]["q2"]["unjudged_in_top"] == ["d1"]
+
+
+def test_latency_gives_efficiency_figures(client):
+    latency = {"q1": 10.0, "q2": 30.0}
+    doc = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map"],
+                        "latency_ms": latency}).get_json()
+    eff = doc["efficiency"]
+    assert eff["mean_ms"] == 20.0 and eff["p50_ms"] == 20.0
+    assert eff["queries_per_second"] == 50.0
+
+
+def test_per_topic_false_omits_topics(client):
+    doc = post(client, {"run": RUN, "qrels": QRELS, "per_topic": False}).get_json()
+    assert "per_topic" not in doc and "map" in doc["aggregate"]
+
+
+@pytest.mark.parametrize("body, status, path, phrase", [
+    ({"run": RUN}, 422, "qrels", "Missing data"),
+    ({"run": RUN, "qrels": QRELS, "extra": 1}, 422, "extra", "Unknown field"),
+    ({"run": RUN, "qrels": QRELS, "options": {"depth": -1}}, 422, "options.depth", "greater"),
+    ({"run": RUN, "qrels": QRELS, "options": {"profile": "x"}}, 422, "options.profile",
+     "Must be one of"),
+    ({"run": RUN, "qrels": QRELS, "options": {"bogus": True}}, 422, "options.bogus",
+     "Unknown field"),
+    ({"run": RUN, "qrels": QRELS, "measures": ["map", 3]}, 422, "measures[1]", "Not a valid"),
+    ({"run": RUN, "qrels": QRELS, "measures": ["map", "mapp"]}, 422, "measures[1]",
+     "did you mean 'map'"),
+    ({"run": RUN, "qrels": QRELS, "measures": []}, 422, "measures", "Length"),
+    ({"run": {}, "qrels": QRELS}, 422, "run", "empty"),
+    ({"run": "", "qrels": QRELS}, 422, "run", "empty"),
+    ({"run": 5, "qrels": QRELS}, 422, "run", "must be an object"),
+    ({"run": {"q1": {"d1": "high"}}, "qrels": QRELS}, 422, "run.q1.d1", "not a finite"),
+    ({"run": {"q1": [1, 2]}, "qrels": QRELS}, 422, "run.q1", "must map docids"),
+    ({"run": RUN, "qrels": {"q1": {"d1": 1.5}}}, 422, "qrels.q1.d1", "not an integer"),
+    ({"run": "q1 Q0 d1 1 1.0 r\nq1 Q0 d1 2 0.5 r\n", "qrels": QRELS}, 422, "run line 2",
+     "appears twice"),
+    ({"run": "q1 Q0 d1 1 abc r\n", "qrels": QRELS}, 422, "run line 1", "not a number"),
+    ({"run": RUN, "qrels": "q1 0 d1 x\n"}, 422, "qrels line 1", "not an integer"),
+    ({"run": RUN, "qrels": "q1 0 d1\n"}, 422, "qrels line 1", "expected 4 fields"),
+    ({"run": {"zz": {"d1": 1.0}}, "qrels": QRELS}, 422, "run", "no topic has both"),
+    ({"run": RUN, "qrels": QRELS, "latency_ms": {"q1": -1}}, 422, "latency_ms", ">= 0"),
+])
+def test_bad_input_is_a_problem_naming_the_field(client, body, status, path, phrase):
+    resp = post(client, body)
+    assert resp.status_code == status and resp.mimetype == PROBLEM
+    problem = resp.get_json()
+    assert problem["status"] == status and problem["title"] and problem["detail"]
+    assert path in problem["errors"], problem
+    assert any(phrase in sentence for sentence in problem["errors"][path]), problem
+
+
+def test_malformed_json_is_400(client):
+    resp = client.post("/v1/evaluations", data=b'{"run": ', content_type="application/json")
+    assert resp.status_code == 400 and resp.mimetype == PROBLEM
+    assert "body" in resp.get_json()["errors"]
+
+
+def test_non_finite_json_numbers_are_rejected(client):
+    body = b'{"run": {"q1": {"d1": NaN}}, "qrels": {"q1": {"d1": 1}}}'
+    resp = client.post("/v1/evaluations", data=body, content_type="application/json")
+    assert resp.status_code == 400 and resp.mimetype == PROBLEM
+
+
+def test_wrong_content_type_is_415(client):
+    resp = client.post("/v1/evaluations", data="x", content_type="text/plain")
+    assert resp.status_code == 415 and resp.mimetype == PROBLEM
+
+
+def test_unacceptable_accept_is_406(client):
+    resp = post(client, {"run": RUN, "qrels": QRELS}, headers={"Accept": "image/png"})
+    assert resp.status_code == 406 and resp.mimetype == PROBLEM
+
+
+def test_body_over_the_limit_is_413(client):
+    big = {"run": {"q": {f"d{i}": 1.0 for i in range(120_000)}}, "qrels": QRELS}
+    resp = client.post("/v1/evaluations", data=json.dumps(big),
+                       content_type="application/json")
+    assert resp.status_code == 413 and resp.mimetype == PROBLEM
+
+
+def test_too_many_documents_per_topic_is_413(client):
+    run = {"q1": {f"d{i}": float(i) for i in range(2001)}}
+    resp = post(client, {"run": run, "qrels": QRELS})
+    assert resp.status_code == 413 and "run.q1" in resp.get_json()["errors"]
+
+
+def test_unknown_route_and_method_are_problems(client):
+    resp = client.get("/v1/nothing", check=False)
+    assert resp.status_code == 404 and resp.mimetype == PROBLEM
+    resp = client.get("/v1/evaluations", check=False)
+    assert resp.status_code == 405 and resp.mimetype == PROBLEM
+    assert "POST" in resp.headers["Allow"]
