@@ -182,18 +182,18 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
 
 def _blocks(tix: np.ndarray, n_topics: int):
     """(start, end) of each topic's rows if every topic's rows are contiguous, else
-    (None, None). Blocks may come in any topic order: no sort is needed for that."""
+    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
+    lo = np.zeros(n_topics, np.int64)
+    hi = np.zeros(n_topics, np.int64)
+    if len(tix) == 0:
+        return lo, hi
     change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
     starts = np.concatenate(([0], change)).astype(np.int64)
-    if len(tix) == 0:
-        return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
-    if len(starts) != n_topics:
+    heads = tix[starts]
+    if len(np.unique(heads)) != len(heads):  # some topic's rows come in several blocks
         return None, None
-    ends = np.concatenate((change, [len(tix)])).astype(np.int64)
-    lo = np.empty(n_topics, np.int64)
-    hi = np.empty(n_topics, np.int64)
-    lo[tix[starts]] = starts
-    hi[tix[starts]] = ends
+    lo[heads] = starts
+    hi[heads] = np.concatenate((change, [len(tix)]))
     return lo, hi
 
 

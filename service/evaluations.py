@@ -31,6 +31,19 @@ bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 # Schemas
 # --------------------------------------------------------------------------------------------
 
+class StrictBoolean(fields.Boolean):
+    """JSON true/false only (marshmallow would also take 0, 1, "yes"...)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
+def strict_bool(**kwargs) -> fields.Boolean:
+    return StrictBoolean(**kwargs)
+
+
 class RunOrQrels(fields.Field):
     """A ``{topic: {docid: value}}`` mapping or TREC text; its contents are checked by the
     engine, which names the exact path or line of anything wrong."""
@@ -56,10 +69,10 @@ class OptionsSchema(Schema):
 
     profile = fields.String(load_default=DEFAULT_PROFILE, validate=validate.OneOf(PROFILES))
     relevance_level = fields.Integer(load_default=1, strict=True)
-    judged_only = fields.Boolean(load_default=False)
+    judged_only = strict_bool(load_default=False)
     depth = fields.Integer(load_default=None, allow_none=True, strict=True,
                            validate=validate.Range(min=0))
-    complete_topics = fields.Boolean(load_default=False)
+    complete_topics = strict_bool(load_default=False)
     collection_size = fields.Integer(load_default=0, strict=True,
                                      validate=validate.Range(min=0))
 
@@ -73,8 +86,8 @@ class EvaluationRequestSchema(Schema):
     measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
                            validate=validate.Length(min=1, max=200))
     options = fields.Nested(OptionsSchema, load_default=lambda: OptionsSchema().load({}))
-    per_topic = fields.Boolean(load_default=True)
-    details = fields.Boolean(load_default=False)
+    per_topic = strict_bool(load_default=True)
+    details = strict_bool(load_default=False)
     details_depth = fields.Integer(load_default=10, strict=True,
                                    validate=validate.Range(min=1, max=1000))
     latency_ms = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False),

@@ -39,6 +39,11 @@ def describe(m: Measure) -> dict:
 def list_measures():
     """Every registered measure with its parameters, formula and reference."""
     family = request.args.get("family")
+    families = ("set", "rank", "graded", "diversity", "count", "info")
+    if family is not None and family not in families:
+        raise Problem(400, "Invalid parameter", f"unknown family {family!r}",
+                      kind="invalid-parameter",
+                      errors={"family": [f"must be one of {', '.join(families)}"]})
     items = [describe(m) for m in sorted(REGISTRY.values(), key=lambda m: m.order)
              if family is None or m.family == family]
     return jsonify(measures=items, profiles=list(PROFILES), default_profile=DEFAULT_PROFILE)
