@@ -77,6 +77,10 @@ class OptionsSchema(Schema):
                                      validate=validate.Range(min=0))
 
 
+_OPTIONS_SCHEMA = OptionsSchema()
+_DEFAULT_OPTIONS = _OPTIONS_SCHEMA.load({})
+
+
 class EvaluationRequestSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -85,7 +89,7 @@ class EvaluationRequestSchema(Schema):
     qrels = RunOrQrels(required=True)
     measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
                            validate=validate.Length(min=1, max=200))
-    options = fields.Nested(OptionsSchema, load_default=lambda: OptionsSchema().load({}))
+    options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
     per_topic = strict_bool(load_default=True)
     details = strict_bool(load_default=False)
     details_depth = fields.Integer(load_default=10, strict=True,
@@ -98,6 +102,10 @@ class EvaluationRequestSchema(Schema):
         latency = data.get("latency_ms")
         if latency is not None and any(v < 0 for v in latency.values()):
             raise ValidationError("latencies must be >= 0", "latency_ms")
+
+
+# Schemas are built once: instantiating one per request costs more than a small evaluation.
+_REQUEST_SCHEMA = EvaluationRequestSchema()
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,7 +183,7 @@ def _form_body() -> dict:
                 continue
         else:
             parsed = value
-        if key in OptionsSchema().fields:
+        if key in _OPTIONS_SCHEMA.fields:
             options[key] = parsed
         else:
             body[key] = parsed
@@ -201,7 +209,7 @@ def load_request() -> dict:
                       f"send application/json or multipart/form-data, not {mimetype or 'nothing'}",
                       kind="unsupported-media-type")
     try:
-        return EvaluationRequestSchema().load(body)
+        return _REQUEST_SCHEMA.load(body)
     except ValidationError as exc:
         raise Problem(422, "Invalid request", "the request does not match the schema",
                       kind="invalid-request", errors=_flatten(exc.messages)) from None

@@ -1,0 +1,193 @@
+"""HTTP benchmark: the API under gunicorn, as the README runs it, against the stack's ceiling.
+
+1. Small requests (1 topic x 100 docs, 5 measures) for ``--seconds`` from ``--clients``
+   keep-alive client processes on loopback: requests/s, p50 and p99 latency; then the same
+   load against a bare Flask route returning a constant JSON body under the same gunicorn
+   settings (the ceiling), and the ratio.
+2. One M-size request (6,980 topics x 1,000 docs, from bench/data): the server time (send to
+   last byte) with the run as a JSON mapping and as TREC text in JSON, next to the engine's
+   time from mappings in this process.
+
+    python bench/http.py                   # both parts
+    python bench/http.py --skip-large --seconds 10
+
+Bounded: every load phase stops after ``--seconds``; all traffic stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# Run as a script, this file's folder leads sys.path and this file would shadow the
+# standard library's ``http`` package: drop that entry first.
+if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
+    sys.path.pop(0)
+
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import multiprocessing as mp  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(app: str, port: int, workers: int) -> subprocess.Popen:
+    env = dict(os.environ, CRANFIELD_WORKERS=str(workers), CRANFIELD_ACCESS_LOG="/dev/null",
+               CRANFIELD_LOG_LEVEL="warning", PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",
+                             str(ROOT / "service" / "gunicorn.conf.py"), "--bind",
+                             f"127.0.0.1:{port}", app], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"gunicorn for {app} did not start")
+
+
+def _client(port: int, method: str, path: str, body: bytes, seconds: float, out) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Content-Type": "application/json"} if body else {}
+    latencies = []
+    errors = 0
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        t0 = time.perf_counter()
+        conn.request(method, path, body=body or None, headers=headers)
+        resp = conn.getresponse()
+        resp.read()
+        latencies.append(time.perf_counter() - t0)
+        errors += resp.status >= 500
+    out.put((latencies, errors))
+
+
+def load(port: int, method: str, path: str, body: bytes, seconds: float, clients: int) -> dict:
+    queue: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=_client, args=(port, method, path, body, seconds, queue))
+             for _ in range(clients)]
+    for p in procs:
+        p.start()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+    lat = sorted(x for r in results for x in r[0])
+    return {"requests": len(lat), "rps": len(lat) / seconds,
+            "p50_ms": 1000 * lat[len(lat) // 2], "p99_ms": 1000 * lat[int(len(lat) * 0.99)],
+            "errors_5xx": sum(r[1] for r in results)}
+
+
+def small_body() -> bytes:
+    run = {"q1": {f"d{i}": 100.0 - i for i in range(100)}}
+    qrels = {"q1": {f"d{i}": (i % 3) for i in range(0, 100, 7)}}
+    return json.dumps({"run": run, "qrels": qrels, "measures": MEASURES,
+                       "per_topic": True}).encode()
+
+
+def timed_post(port: int, body: bytes) -> tuple[float, int]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/evaluations", body=body,
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    resp.read()
+    return time.perf_counter() - t0, resp.status
+
+
+def large(port: int, repeat: int) -> None:
+    import pickle
+
+    import orjson
+
+    import cranfield
+
+    data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
+    if data is None:
+        print("  no M data under bench/data: run `python bench/datagen.py --scales M` first")
+        return
+    with open(data / "run.pickle", "rb") as fh:
+        run = pickle.load(fh)
+    with open(data / "qrels.pickle", "rb") as fh:
+        qrels = pickle.load(fh)
+    engine = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ev = cranfield.evaluate(run, qrels, MEASURES)
+        _ = ev.per_topic
+        engine.append(time.perf_counter() - t0)
+    engine_s = statistics.median(engine)
+    bodies = {
+        "JSON mapping": orjson.dumps({"run": run, "qrels": qrels, "measures": MEASURES}),
+        "TREC text in JSON": orjson.dumps({"run": (data / "run.txt").read_text(),
+                                           "qrels": (data / "qrels.txt").read_text(),
+                                           "measures": MEASURES}),
+    }
+    del run, qrels
+    print(f"  engine from mappings (in process): median {engine_s:.3f} s")
+    for name, body in bodies.items():
+        times = []
+        for _ in range(repeat):
+            seconds, status = timed_post(port, body)
+            if status != 200:
+                print(f"  {name}: HTTP {status}")
+            times.append(seconds)
+        server = statistics.median(times)
+        print(f"  {name:18s} body {len(body) / 2**20:7.1f} MB  server time median "
+              f"{server:.3f} s  = {server / engine_s:.2f}x engine")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-large", action="store_true")
+    args = parser.parse_args()
+
+    api_port, ceiling_port = free_port(), free_port()
+    api = start_gunicorn("service.app:create_app()", api_port, args.workers)
+    ceiling = start_gunicorn("bench.http_ceiling:create_app()", ceiling_port, args.workers)
+    try:
+        print(f"gunicorn: {args.workers} sync workers each; {args.clients} keep-alive clients; "
+              f"{args.seconds:.0f} s per phase; {os.cpu_count()} cores shared by all")
+        body = small_body()
+        small = load(api_port, "POST", "/v1/evaluations", body, args.seconds, args.clients)
+        bare = load(ceiling_port, "GET", "/constant", b"", args.seconds, args.clients)
+        print(f"{'':34s}{'req/s':>9s}{'p50 ms':>9s}{'p99 ms':>9s}{'5xx':>6s}")
+        for name, r in (("POST /v1/evaluations (1x100, 5 m.)", small),
+                        ("bare Flask constant JSON", bare)):
+            print(f"{name:34s}{r['rps']:9.0f}{r['p50_ms']:9.2f}{r['p99_ms']:9.2f}"
+                  f"{r['errors_5xx']:6d}")
+        print(f"ratio: {small['rps'] / bare['rps']:.1%} of the bare-Flask ceiling "
+              "(target >= 50%)")
+        if not args.skip_large:
+            print("M-size request (6,980 x 1,000):")
+            large(api_port, args.repeat)
+    finally:
+        for proc in (api, ceiling):
+            proc.terminate()
+            proc.wait(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
