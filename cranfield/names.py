@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .errors import MeasureError, closest
@@ -270,6 +271,18 @@ def resolve(names: list[str] | str | None, profile: str) -> list[Instance]:
         names = ["official"]
     if isinstance(names, str):
         names = [names]
+    if all(isinstance(n, str) for n in names):
+        return list(_resolve_cached(tuple(names), profile))
+    return _resolve(names, profile)
+
+
+@lru_cache(maxsize=256)
+def _resolve_cached(names: tuple[str, ...], profile: str) -> tuple[Instance, ...]:
+    """Services ask for the same few measure lists over and over."""
+    return tuple(_resolve(list(names), profile))
+
+
+def _resolve(names: list, profile: str) -> list[Instance]:
     chosen: dict[str, tuple[Any, str | None]] = {}
     ir: list[Instance] = []
     for name in names:

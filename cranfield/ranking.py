@@ -62,6 +62,31 @@ def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return lo
 
 
+# Below this many rows, one global sort of integer keys beats a vectorised binary search
+# (fewer numpy calls); above it, the sort would cost more than the search.
+GLOBAL_KEYS_MAX_ROWS = 200_000
+
+
+def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    query: np.ndarray, *, global_keys: bool | None = None):
+    """For each query score q in segment [lo, hi) of ``scores`` (each segment sorted
+    descending, rows of one topic): the first position whose score is not > q, and the first
+    whose score is not >= q (so [first, second) is q's tie group)."""
+    if global_keys is None:
+        global_keys = len(scores) <= GLOBAL_KEYS_MAX_ROWS
+    if not global_keys or len(query) == 0:
+        first = segmented_search(scores, lo, hi, lambda v, i: query[i] < v)
+        second = segmented_search(scores, first, hi, lambda v, i: query[i] <= v)
+        return first, second
+    # exact integer keys ascending along the array: (segment ordinal, descending score rank)
+    uniq, rank = np.unique(scores, return_inverse=True)
+    n = len(uniq) + 1
+    ordinal = np.cumsum(np.concatenate(([1], tix[1:] != tix[:-1]))) if len(tix) else tix
+    keys = ordinal.astype(np.int64) * n + (len(uniq) - rank)
+    q_key = ordinal[lo].astype(np.int64) * n + (len(uniq) - np.searchsorted(uniq, query))
+    return np.searchsorted(keys, q_key, "left"), np.searchsorted(keys, q_key, "right")
+
+
 def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
              judged_only: bool = False, complete_topics: bool = False,
              tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
@@ -114,8 +139,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     j_label[j_label < 0] = UNJUDGED
 
     lo, hi = seg_lo[j_rt], seg_hi[j_rt]
-    above = segmented_search(scores, lo, hi, lambda v, i: v > j_score[i])
-    tie_end = segmented_search(scores, above, hi, lambda v, i: v >= j_score[i])
+    above, tie_end = score_positions(scores, tix, lo, hi, j_score)
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
     tied = np.flatnonzero(tie_end - above > 1)
     if tied.size:

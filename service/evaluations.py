@@ -53,7 +53,7 @@ class RunOrQrels(fields.Field):
 
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, str):
-            if not value.strip():
+            if not value or value.isspace():  # isspace stops at the first other character
                 raise ValidationError("is empty")
             return value
         if isinstance(value, Mapping):
@@ -219,10 +219,13 @@ def load_request() -> dict:
 # Evaluation and response
 # --------------------------------------------------------------------------------------------
 
-def _digest(value) -> str:
-    data = value.encode("utf-8") if isinstance(value, str) else orjson.dumps(
-        value, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(data).hexdigest()
+def _as_input(value) -> tuple[Any, str]:
+    """(what the engine reads, SHA-256 for provenance). TREC text is encoded once and hashed
+    as sent; a mapping is hashed as canonical JSON (sorted keys)."""
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+        return data, hashlib.sha256(data).hexdigest()
+    return value, hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
@@ -250,19 +253,22 @@ def _measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Pr
 
 
 def run_evaluation(req: dict):
-    """Read, check limits, evaluate; every engine error becomes a 4xx naming the field."""
+    """Read, check limits, evaluate; every engine error becomes a 4xx naming the field.
+    Returns the evaluation, the inputs as read and their SHA-256 digests."""
     opts = req["options"]
     measures = req["measures"]
+    run_input, run_digest = _as_input(req.pop("run"))
+    qrels_input, qrels_digest = _as_input(req.pop("qrels"))
     try:
-        run = read_run(req["run"], name="run")
-        qrels = read_qrels(req["qrels"], name="qrels")
+        run = read_run(run_input, name="run")
+        qrels = read_qrels(qrels_input, name="qrels")
         _check_limits(run, qrels)
         ev = cranfield.evaluate(run, qrels, measures, **opts)
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, measures) from None
     except CranfieldError as exc:
         raise from_engine_error(exc) from None
-    return ev, run, qrels
+    return ev, run, qrels, (run_digest, qrels_digest)
 
 
 def warnings_for(ev: cranfield.Evaluation, run: cranfield.Run,
@@ -390,13 +396,13 @@ def create_evaluation():
     """Evaluate synchronously and answer with per-topic and aggregate scores."""
     fmt = _preferred_format()
     req = load_request()
-    ev, run, qrels = run_evaluation(req)
+    ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
     if fmt == "text/plain":
         return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
     if fmt == "text/csv":
         return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
     details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
-    doc = evaluation_document(ev, req, _digest(req["run"]), _digest(req["qrels"]),
+    doc = evaluation_document(ev, req, run_digest, qrels_digest,
                               warnings_for(ev, run, qrels), details)
     return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
                     mimetype="application/json")

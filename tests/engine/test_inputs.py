@@ -136,3 +136,29 @@ def test_a_mapping_topic_with_no_documents_is_evaluated_as_empty():
     assert ev.per_topic["q2"] == {"num_ret": 0, "map": 0.0}
     assert ev.per_topic["q1"] == {"num_ret": 2, "map": 1.0}
     assert ev.aggregate["map"] == 0.5
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_both_score_searches_agree(seed):
+    """The global-key search used for small runs and the segmented binary search used for
+    large ones give the same positions (ties, float32 ties, topics in any block order)."""
+    from cranfield.ranking import score_positions
+
+    rng = np.random.default_rng(seed)
+    n_topics = int(rng.integers(1, 6))
+    sizes = rng.integers(1, 40, n_topics)
+    blocks = []
+    for t in rng.permutation(n_topics):
+        values = rng.choice([0.1, 0.100000001, 0.5, 1.0, 2.0, -3.0], size=sizes[t])
+        blocks.append((t, np.sort(values.astype(np.float32))[::-1]))
+    tix = np.concatenate([np.full(len(v), t) for t, v in blocks]).astype(np.int32)
+    scores = np.concatenate([v for _, v in blocks])
+    starts = np.cumsum([0] + [len(v) for _, v in blocks])
+    lo_of = {t: starts[i] for i, (t, _) in enumerate(blocks)}
+    hi_of = {t: starts[i + 1] for i, (t, _) in enumerate(blocks)}
+    rows = rng.integers(0, len(scores), 30)
+    lo = np.array([lo_of[t] for t in tix[rows]])
+    hi = np.array([hi_of[t] for t in tix[rows]])
+    a = score_positions(scores, tix, lo, hi, scores[rows], global_keys=True)
+    b = score_positions(scores, tix, lo, hi, scores[rows], global_keys=False)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import cranfield.io
+import cranfield.ranking
 from cranfield.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -84,13 +85,16 @@ def run_cli(capsys, argv: list[str]) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.fixture(params=["line-reader", "columnar-reader"])
+@pytest.fixture(params=["line-reader+global-keys", "columnar-reader+binary-search"])
 def reader(request, monkeypatch):
-    """Run every case through both readers: they must give the same bytes."""
-    if request.param == "columnar-reader":
+    """Run every case through both readers and both score searches (the paths small and
+    large inputs take): they must give the same bytes."""
+    if request.param.startswith("columnar"):
         monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+        monkeypatch.setattr(cranfield.ranking, "GLOBAL_KEYS_MAX_ROWS", 0)
     else:
         monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 1 << 62)
+        monkeypatch.setattr(cranfield.ranking, "GLOBAL_KEYS_MAX_ROWS", 1 << 62)
     return request.param
 
 
