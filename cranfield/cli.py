@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=None,
                        help="gunicorn workers (default: the config file's)")
+    work = sub.add_parser("worker", help="run an RQ worker for queued evaluations")
+    work.add_argument("--redis-url", default=None, help="default: $REDIS_URL")
+    work.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    work.add_argument("--name", default=None)
     return parser
 
 
@@ -126,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_eval(args)
         if args.command == "serve":
             return run_serve(args)
+        if args.command == "worker":
+            from worker.cli import run_worker
+
+            return run_worker(args.redis_url, burst=args.burst, name=args.name)
     except MeasureError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
         return 1

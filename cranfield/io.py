@@ -603,10 +603,11 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
     docids = np.fromiter(chain.from_iterable(qrels[t].keys() for t in topics), object, total)
+    types = set(map(type, chain.from_iterable(qrels[t].values() for t in topics)))
     try:
         raw = np.fromiter(chain.from_iterable(qrels[t].values() for t in topics), np.float64,
                           total)
-        ok = np.isfinite(raw).all() and (raw == np.round(raw)).all()
+        ok = bool not in types and np.isfinite(raw).all() and (raw == np.round(raw)).all()
     except (TypeError, ValueError):
         ok = False
     if not ok:

@@ -13,7 +13,8 @@ import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from . import docs, evaluations, health, measures
+from . import docs, evaluations, health, jobs, measures, qrels
+from .backend import make_backend
 from .problems import register_error_handlers
 
 DEFAULTS: dict[str, Any] = {
@@ -22,8 +23,14 @@ DEFAULTS: dict[str, Any] = {
     "MAX_TOPICS": 100_000,
     "MAX_DOCS_PER_TOPIC": 10_000,
     "REDIS_URL": None,
+    "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)
+    "JOB_TIMEOUT": 3600,        # seconds a job may run
+    "RESULT_TTL": 24 * 3600,    # seconds results are kept
+    "QUEUED_TTL": 6 * 3600,     # seconds a job may wait in the queue
+    "INPUT_TTL": 7 * 24 * 3600,  # seconds an enqueued run is kept if no worker takes it
 }
-_INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC")
+_INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC",
+             "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL")
 
 
 class ConfigError(RuntimeError):
@@ -70,8 +77,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     settings.update(config or {})
     app.config.update(_validated(settings))
     app.json = OrjsonProvider(app)
+    app.extensions["cranfield"] = make_backend(app.config)
     register_error_handlers(app)
     app.register_blueprint(health.bp)
+    app.register_blueprint(qrels.bp)
+    app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
     app.register_blueprint(evaluations.bp)
     app.register_blueprint(docs.bp)

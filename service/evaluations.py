@@ -9,7 +9,9 @@ it names the offending field path).
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
+from cranfield.report import details_for, evaluation_document, warnings_for
 from cranfield.trec_format import format_csv, format_trec
 
 from .problems import Problem, from_engine_error
@@ -59,8 +62,21 @@ class RunOrQrels(fields.Field):
         if isinstance(value, Mapping):
             if not value:
                 raise ValidationError("is empty: no topics")
+            _reject_booleans(value, attr)
             return value
         raise self.make_error("invalid")
+
+
+def _reject_booleans(mapping: Mapping, attr: str) -> None:
+    """JSON true/false are not scores or grades (Python would read them as 1/0). One pass over
+    the value types in C; the slow search for the path runs only when one is found."""
+    docs = [d for d in mapping.values() if isinstance(d, Mapping)]
+    if bool in set(map(type, chain.from_iterable(d.values() for d in docs))):
+        for topic, d in mapping.items():
+            for docid, v in (d.items() if isinstance(d, Mapping) else ()):
+                if isinstance(v, bool):
+                    raise ValidationError({f"{topic}.{docid}": [
+                        f"{str(v).lower()} is not a number"]})
 
 
 class OptionsSchema(Schema):
@@ -86,7 +102,10 @@ class EvaluationRequestSchema(Schema):
         unknown = RAISE
 
     run = RunOrQrels(required=True)
-    qrels = RunOrQrels(required=True)
+    qrels = RunOrQrels(load_default=None, allow_none=False)
+    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
+        error="must be a stored qrels id, optionally @version"))
     measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
                            validate=validate.Length(min=1, max=200))
     options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
@@ -96,6 +115,11 @@ class EvaluationRequestSchema(Schema):
                                    validate=validate.Range(min=1, max=1000))
     latency_ms = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False),
                              load_default=None)
+
+    @validates_schema
+    def _one_qrels(self, data, **kwargs):
+        if (data.get("qrels") is None) == (data.get("qrels_id") is None):
+            raise ValidationError("give exactly one of qrels and qrels_id", "qrels")
 
     @validates_schema
     def _latency_topics(self, data, **kwargs):
@@ -252,13 +276,29 @@ def _measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Pr
     return from_engine_error(exc, path)
 
 
+def _stored_qrels(ref: str):
+    from worker.store import StoreError
+
+    try:
+        return current_app.extensions["cranfield"].store.load_qrels(ref)
+    except StoreError as exc:
+        raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
+                      errors={"qrels_id": [str(exc)]}) from None
+
+
 def run_evaluation(req: dict):
     """Read, check limits, evaluate; every engine error becomes a 4xx naming the field.
     Returns the evaluation, the inputs as read and their SHA-256 digests."""
     opts = req["options"]
     measures = req["measures"]
     run_input, run_digest = _as_input(req.pop("run"))
-    qrels_input, qrels_digest = _as_input(req.pop("qrels"))
+    stored = None
+    if req.get("qrels_id"):
+        qrels, stored = _stored_qrels(req["qrels_id"])
+        qrels_input, qrels_digest = qrels, stored["sha256"]
+    else:
+        qrels_input, qrels_digest = _as_input(req.pop("qrels"))
+    req["qrels_version"] = f"{stored['id']}@{stored['version']}" if stored else None
     try:
         run = read_run(run_input, name="run")
         qrels = read_qrels(qrels_input, name="qrels")
@@ -269,116 +309,6 @@ def run_evaluation(req: dict):
     except CranfieldError as exc:
         raise from_engine_error(exc) from None
     return ev, run, qrels, (run_digest, qrels_digest)
-
-
-def warnings_for(ev: cranfield.Evaluation, run: cranfield.Run,
-                 qrels: cranfield.Qrels) -> list[dict]:
-    """An input lint: things that make numbers easy to misread."""
-    out: list[dict] = []
-    t = ev.topics
-    if t.run_only:
-        out.append({"code": "topics-run-only", "message": f"{len(t.run_only)} run topic(s) "
-                    "have no judgments and were not evaluated", "topics": t.run_only[:20]})
-    if t.qrels_only:
-        counted = "counted as 0" if ev.options["complete_topics"] else "not evaluated"
-        out.append({"code": "topics-qrels-only", "message": f"{len(t.qrels_only)} judged "
-                    f"topic(s) are missing from the run ({counted})",
-                    "topics": t.qrels_only[:20]})
-    ranked = ev.ranked
-    empty = [ranked.topics[i] for i in np.flatnonzero((ranked.num_ret == 0) & ranked.in_run)]
-    if empty:
-        out.append({"code": "empty-topics", "message": f"{len(empty)} topic(s) retrieved no "
-                    "documents", "topics": empty[:20]})
-    no_rel = np.bincount(ranked.q_topic[ranked.q_grade >= ev.options["relevance_level"]],
-                         minlength=len(ranked.topics)) == 0
-    if no_rel.any():
-        names = [ranked.topics[i] for i in np.flatnonzero(no_rel)]
-        out.append({"code": "topics-without-relevant", "message": f"{len(names)} topic(s) "
-                    "have no relevant document in the qrels; most measures score them 0",
-                    "topics": names[:20]})
-    top = np.minimum(ranked.num_ret, 10)
-    judged = np.bincount(ranked.hit_topic[(ranked.hit_rank <= 10) & (ranked.hit_label >= 0)],
-                         minlength=len(ranked.topics))
-    holes = (top - judged) > 0
-    if holes.any():
-        share = float((top - judged).sum() / max(int(top.sum()), 1))
-        out.append({"code": "unjudged-in-top-10", "message": f"{int(holes.sum())} topic(s) have "
-                    f"unjudged documents in their top 10 ({share:.1%} of those ranks); they "
-                    "count as non-relevant", "topics": [ranked.topics[i] for i in
-                                                       np.flatnonzero(holes)[:20]]})
-    for k, tied in sorted(ev.cutoff_ties.items()):
-        if tied.any():
-            names = [ranked.topics[i] for i in np.flatnonzero(tied)]
-            out.append({"code": "tie-at-cutoff", "message": f"in {len(names)} topic(s) a score "
-                        f"tie straddles rank {k}: which document counts is decided by docno",
-                        "cutoff": k, "topics": names[:20]})
-    return out
-
-
-def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Qrels,
-                depth: int) -> dict:
-    """Per topic, like Elasticsearch's rank_eval: ranks of the relevant documents retrieved,
-    and the unjudged documents in the top ``depth``."""
-    from cranfield.ranking import top_documents
-
-    ranked = ev.ranked
-    level = ev.options["relevance_level"]
-    out: dict[str, dict] = {}
-    tops = top_documents(run, depth, float32_scores=ev.profile != "trec_eval-10")
-    names = qrels.topics
-    judged = {(names[t], d) for t, d, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
-                                                qrels.grades.tolist(), strict=True) if g >= 0}
-    starts = np.searchsorted(ranked.hit_topic, np.arange(len(ranked.topics) + 1))
-    for i, topic in enumerate(ranked.topics):
-        if not ranked.in_run[i]:
-            continue
-        lo, hi = starts[i], starts[i + 1]
-        rel = ranked.hit_rank[lo:hi][ranked.hit_label[lo:hi] >= level]
-        docs = tops.get(topic, [])
-        unjudged = [d for d in docs if (topic, d) not in judged]
-        out[topic] = {"relevant_ranks": rel.tolist(), "unjudged_in_top": unjudged,
-                      "depth": depth}
-    return out
-
-
-def efficiency(latency: dict[str, float], evaluated: list[str]) -> dict:
-    values = np.asarray(list(latency.values()), dtype=np.float64)
-    out = {"topics": len(values), "mean_ms": float(values.mean()),
-           "p50_ms": float(np.percentile(values, 50)),
-           "p95_ms": float(np.percentile(values, 95)),
-           "p99_ms": float(np.percentile(values, 99)),
-           "queries_per_second": float(1000.0 / values.mean()) if values.mean() > 0 else None,
-           "method": "percentiles by linear interpolation; queries/s = 1000 / mean latency"}
-    missing = sorted(set(evaluated) - set(latency))
-    if missing:
-        out["topics_without_latency"] = missing[:20]
-    return out
-
-
-def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
-                        warnings: list[dict], details: dict | None) -> dict:
-    def clean(v):
-        return None if isinstance(v, float) and v != v else v
-
-    doc: dict[str, Any] = {
-        "measures": [{"key": k, **v} for k, v in ev.measures.items()],
-        "aggregate": {k: clean(v) for k, v in ev.aggregate.items()},
-        "topics": ev.topics.as_dict(),
-        "warnings": warnings,
-        "provenance": {
-            "engine": "cranfield", "engine_version": cranfield.__version__,
-            "profile": ev.profile, "options": ev.options,
-            "run_sha256": run_digest, "qrels_sha256": qrels_digest, "runid": ev.runid,
-        },
-    }
-    if req["per_topic"]:
-        doc["per_topic"] = {t: {k: clean(v) for k, v in row.items()}
-                            for t, row in ev.per_topic.items()}
-    if details is not None:
-        doc["details"] = details
-    if req.get("latency_ms"):
-        doc["efficiency"] = efficiency(req["latency_ms"], ev.topics.evaluated)
-    return doc
 
 
 def _preferred_format() -> str:
@@ -396,6 +326,8 @@ def create_evaluation():
     """Evaluate synchronously and answer with per-topic and aggregate scores."""
     fmt = _preferred_format()
     req = load_request()
+    if wants_async():
+        return enqueue_evaluation(req)
     ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
     if fmt == "text/plain":
         return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
@@ -404,5 +336,55 @@ def create_evaluation():
     details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
     doc = evaluation_document(ev, req, run_digest, qrels_digest,
                               warnings_for(ev, run, qrels), details)
+    if req.get("qrels_version"):
+        doc["provenance"]["qrels_version"] = req["qrels_version"]
     return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
                     mimetype="application/json")
+
+
+def wants_async() -> bool:
+    """RFC 7240 ``Prefer: respond-async``, or a body over the configured size."""
+    prefer = ",".join(request.headers.getlist("Prefer")).lower()
+    if "respond-async" in [p.strip().split(";")[0] for p in prefer.split(",")]:
+        return True
+    return (request.content_length or 0) > current_app.config["ASYNC_THRESHOLD_BYTES"]
+
+
+def enqueue_evaluation(req: dict) -> Response:
+    """Store the inputs under their own keys and enqueue a job that carries only those keys."""
+    from cranfield.names import resolve
+
+    backend = current_app.extensions["cranfield"]
+    try:
+        resolve(req["measures"], req["options"]["profile"])
+    except cranfield.MeasureError as exc:
+        raise _measure_problem(exc, req["measures"]) from None
+    ttl = current_app.config["INPUT_TTL"]
+    run = req.pop("run")
+    run_bytes = run.encode("utf-8") if isinstance(run, str) else orjson.dumps(run)
+    spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
+                                "details_depth", "latency_ms")}
+    spec.update(run_key=backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes, ttl),
+                run_format="trec" if isinstance(run, str) else "json",
+                run_sha256=hashlib.sha256(run_bytes if isinstance(run, str) else
+                                          orjson.dumps(run, option=orjson.OPT_SORT_KEYS)
+                                          ).hexdigest())
+    del run, run_bytes
+    if req.get("qrels_id"):
+        _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
+        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
+    else:
+        data, digest = _as_input(req.pop("qrels"))
+        if not isinstance(data, bytes):
+            data = orjson.dumps(data)
+            spec["qrels_format"] = "json"
+        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data, ttl),
+                    qrels_sha256=digest)
+    job_id = backend.submit(spec)
+    from .jobs import present
+
+    job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
+    resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
+    resp.headers["Location"] = f"/v1/jobs/{job_id}"
+    resp.headers["Preference-Applied"] = "respond-async"
+    return resp

@@ -78,6 +78,21 @@ def register_error_handlers(app: Flask) -> None:
             headers["Allow"] = ", ".join(exc.valid_methods)
         return problem_response(Problem(exc.code or 500, title, detail, headers=headers))
 
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+    except ImportError:  # pragma: no cover - redis is a dependency
+        RedisConnectionError = RedisTimeoutError = ()  # noqa: N806
+
+    @app.errorhandler(RedisConnectionError)
+    @app.errorhandler(RedisTimeoutError)
+    def _redis_down(exc: Exception):  # the queue and store are unavailable, not the input wrong
+        log.warning("redis unavailable: %s", exc)
+        return problem_response(Problem(503, "Service Unavailable",
+                                        "the job queue and qrels store (Redis) are unreachable; "
+                                        "retry shortly", kind="unavailable",
+                                        headers={"Retry-After": "5"}))
+
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):  # a bug, never bad input: log it, answer in one shape
         log.exception("unhandled error")

@@ -44,6 +44,12 @@ class ContractClient:
     def post(self, *args, **kwargs):
         return self.open(*args, method="POST", **kwargs)
 
+    def put(self, *args, **kwargs):
+        return self.open(*args, method="PUT", **kwargs)
+
+    def delete(self, *args, **kwargs):
+        return self.open(*args, method="DELETE", **kwargs)
+
 
 @pytest.fixture
 def app():

@@ -114,7 +114,9 @@ def test_per_topic_false_omits_topics(client):
 
 
 @pytest.mark.parametrize("body, status, path, phrase", [
-    ({"run": RUN}, 422, "qrels", "Missing data"),
+    ({"run": RUN}, 422, "qrels", "exactly one of qrels and qrels_id"),
+    ({"run": RUN, "qrels": QRELS, "qrels_id": "x"}, 422, "qrels", "exactly one"),
+    ({"run": RUN, "qrels_id": "no-such"}, 422, "qrels_id", "no qrels 'no-such'"),
     ({"run": RUN, "qrels": QRELS, "extra": 1}, 422, "extra", "Unknown field"),
     ({"run": RUN, "qrels": QRELS, "options": {"depth": -1}}, 422, "options.depth", "greater"),
     ({"run": RUN, "qrels": QRELS, "options": {"profile": "x"}}, 422, "options.profile",
@@ -130,6 +132,8 @@ def test_per_topic_false_omits_topics(client):
     ({"run": 5, "qrels": QRELS}, 422, "run", "must be an object"),
     ({"run": {"q1": {"d1": "high"}}, "qrels": QRELS}, 422, "run.q1.d1", "not a finite"),
     ({"run": {"q1": [1, 2]}, "qrels": QRELS}, 422, "run.q1", "must map docids"),
+    ({"run": {"q1": {"d1": True}}, "qrels": QRELS}, 422, "run.q1.d1", "true is not a number"),
+    ({"run": RUN, "qrels": {"q1": {"d1": False}}}, 422, "qrels.q1.d1", "false is not a number"),
     ({"run": RUN, "qrels": {"q1": {"d1": 1.5}}}, 422, "qrels.q1.d1", "not an integer"),
     ({"run": "q1 Q0 d1 1 1.0 r\nq1 Q0 d1 2 0.5 r\n", "qrels": QRELS}, 422, "run line 2",
      "appears twice"),

@@ -58,11 +58,13 @@ def test_unknown_measure_is_404_with_suggestions(client):
     assert "map" in resp.get_json()["suggestions"]
 
 
-def test_health_and_readiness(client, app):
+def test_health_and_readiness(client):
+    from service.app import create_app
+
     assert client.get("/healthz").get_json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 200
-    app.config["REDIS_URL"] = "redis://127.0.0.1:1/0"  # nothing listens there
-    resp = client.get("/readyz")
+    down = type(client)(create_app({"REDIS_URL": "redis://127.0.0.1:1/0"}).test_client())
+    resp = down.get("/readyz")  # nothing listens on port 1
     assert resp.status_code == 503 and resp.get_json()["status"] == "not ready"
 
 

@@ -1,0 +1,123 @@
+"""The evaluation document the API returns, built from an :class:`Evaluation`: measures with
+canonical specs, aggregate and per-topic values, an input lint, provenance, optional details
+and efficiency figures. Shared by the web service and the queue workers (no web imports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import cranfield
+
+
+def warnings_for(ev: cranfield.Evaluation, run: cranfield.Run,
+                 qrels: cranfield.Qrels) -> list[dict]:
+    """An input lint: things that make numbers easy to misread."""
+    out: list[dict] = []
+    t = ev.topics
+    if t.run_only:
+        out.append({"code": "topics-run-only", "message": f"{len(t.run_only)} run topic(s) "
+                    "have no judgments and were not evaluated", "topics": t.run_only[:20]})
+    if t.qrels_only:
+        counted = "counted as 0" if ev.options["complete_topics"] else "not evaluated"
+        out.append({"code": "topics-qrels-only", "message": f"{len(t.qrels_only)} judged "
+                    f"topic(s) are missing from the run ({counted})",
+                    "topics": t.qrels_only[:20]})
+    ranked = ev.ranked
+    empty = [ranked.topics[i] for i in np.flatnonzero((ranked.num_ret == 0) & ranked.in_run)]
+    if empty:
+        out.append({"code": "empty-topics", "message": f"{len(empty)} topic(s) retrieved no "
+                    "documents", "topics": empty[:20]})
+    no_rel = np.bincount(ranked.q_topic[ranked.q_grade >= ev.options["relevance_level"]],
+                         minlength=len(ranked.topics)) == 0
+    if no_rel.any():
+        names = [ranked.topics[i] for i in np.flatnonzero(no_rel)]
+        out.append({"code": "topics-without-relevant", "message": f"{len(names)} topic(s) "
+                    "have no relevant document in the qrels; most measures score them 0",
+                    "topics": names[:20]})
+    top = np.minimum(ranked.num_ret, 10)
+    judged = np.bincount(ranked.hit_topic[(ranked.hit_rank <= 10) & (ranked.hit_label >= 0)],
+                         minlength=len(ranked.topics))
+    holes = (top - judged) > 0
+    if holes.any():
+        share = float((top - judged).sum() / max(int(top.sum()), 1))
+        out.append({"code": "unjudged-in-top-10", "message": f"{int(holes.sum())} topic(s) have "
+                    f"unjudged documents in their top 10 ({share:.1%} of those ranks); they "
+                    "count as non-relevant", "topics": [ranked.topics[i] for i in
+                                                       np.flatnonzero(holes)[:20]]})
+    for k, tied in sorted(ev.cutoff_ties.items()):
+        if tied.any():
+            names = [ranked.topics[i] for i in np.flatnonzero(tied)]
+            out.append({"code": "tie-at-cutoff", "message": f"in {len(names)} topic(s) a score "
+                        f"tie straddles rank {k}: which document counts is decided by docno",
+                        "cutoff": k, "topics": names[:20]})
+    return out
+
+
+def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Qrels,
+                depth: int) -> dict:
+    """Per topic, like Elasticsearch's rank_eval: ranks of the relevant documents retrieved,
+    and the unjudged documents in the top ``depth``."""
+    from .ranking import top_documents
+
+    ranked = ev.ranked
+    level = ev.options["relevance_level"]
+    out: dict[str, dict] = {}
+    tops = top_documents(run, depth, float32_scores=ev.profile != "trec_eval-10")
+    names = qrels.topics
+    judged = {(names[t], d) for t, d, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
+                                                qrels.grades.tolist(), strict=True) if g >= 0}
+    starts = np.searchsorted(ranked.hit_topic, np.arange(len(ranked.topics) + 1))
+    for i, topic in enumerate(ranked.topics):
+        if not ranked.in_run[i]:
+            continue
+        lo, hi = starts[i], starts[i + 1]
+        rel = ranked.hit_rank[lo:hi][ranked.hit_label[lo:hi] >= level]
+        docs = tops.get(topic, [])
+        unjudged = [d for d in docs if (topic, d) not in judged]
+        out[topic] = {"relevant_ranks": rel.tolist(), "unjudged_in_top": unjudged,
+                      "depth": depth}
+    return out
+
+
+def efficiency(latency: dict[str, float], evaluated: list[str]) -> dict:
+    values = np.asarray(list(latency.values()), dtype=np.float64)
+    out = {"topics": len(values), "mean_ms": float(values.mean()),
+           "p50_ms": float(np.percentile(values, 50)),
+           "p95_ms": float(np.percentile(values, 95)),
+           "p99_ms": float(np.percentile(values, 99)),
+           "queries_per_second": float(1000.0 / values.mean()) if values.mean() > 0 else None,
+           "method": "percentiles by linear interpolation; queries/s = 1000 / mean latency"}
+    missing = sorted(set(evaluated) - set(latency))
+    if missing:
+        out["topics_without_latency"] = missing[:20]
+    return out
+
+
+def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
+                        warnings: list[dict], details: dict | None) -> dict:
+    """The JSON document for ``ev``; ``req`` holds the request's ``per_topic`` and
+    ``latency_ms``."""
+    def clean(v):
+        return None if isinstance(v, float) and v != v else v
+
+    doc: dict[str, Any] = {
+        "measures": [{"key": k, **v} for k, v in ev.measures.items()],
+        "aggregate": {k: clean(v) for k, v in ev.aggregate.items()},
+        "topics": ev.topics.as_dict(),
+        "warnings": warnings,
+        "provenance": {
+            "engine": "cranfield", "engine_version": cranfield.__version__,
+            "profile": ev.profile, "options": ev.options,
+            "run_sha256": run_digest, "qrels_sha256": qrels_digest, "runid": ev.runid,
+        },
+    }
+    if req["per_topic"]:
+        doc["per_topic"] = {t: {k: clean(v) for k, v in row.items()}
+                            for t, row in ev.per_topic.items()}
+    if details is not None:
+        doc["details"] = details
+    if req.get("latency_ms"):
+        doc["efficiency"] = efficiency(req["latency_ms"], ev.topics.evaluated)
+    return doc

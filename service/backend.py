@@ -1,0 +1,159 @@
+"""Where stored qrels live and where jobs run: Redis + RQ workers when ``REDIS_URL`` is set,
+else in this process (the embedded default). Routes see one interface."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from worker.cli import QUEUE
+from worker.jobs import JOB_FUNCTION, execute
+from worker.store import MemoryStore, RedisStore
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+class MemoryBackend:
+    """Jobs on one background thread, results kept ``result_ttl`` seconds."""
+
+    kind = "embedded"
+
+    def __init__(self, config: dict):
+        self.store = MemoryStore()
+        self.result_ttl = config["RESULT_TTL"]
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-job")
+        self._jobs: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def ping(self) -> None:
+        return None
+
+    def submit(self, spec: dict) -> str:
+        job_id = new_job_id()
+        with self._lock:
+            self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time()}
+        self._pool.submit(self._run, job_id, spec)
+        return job_id
+
+    def _run(self, job_id: str, spec: dict) -> None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job["status"] == "canceled":
+                return
+            job.update(status="started", started_at=time.time())
+        try:
+            outcome = execute(self.store, spec)
+        except Exception as exc:  # a bug, reported on the job rather than lost
+            outcome = {"problem": {"status": 500, "title": "Job crashed",
+                                   "detail": f"{exc.__class__.__name__}: {exc}"}}
+        with self._lock:
+            job.update(outcome, ended_at=time.time(),
+                       status="failed" if "problem" in outcome else "finished")
+
+    def job(self, job_id: str) -> dict | None:
+        with self._lock:
+            now = time.time()
+            for key in [k for k, j in self._jobs.items()
+                        if j.get("ended_at", now) + self.result_ttl < now]:
+                del self._jobs[key]
+            job = self._jobs.get(job_id)
+            return dict(job) if job else None
+
+    def cancel(self, job_id: str) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return False
+            if job["status"] == "queued":
+                job.update(status="canceled", ended_at=time.time())
+            return True
+
+
+class RedisBackend:
+    """Stored qrels in Redis; jobs enqueued on RQ by dotted path with explicit timeouts and
+    TTLs, carrying references (blob keys, qrels ids), never the inputs themselves."""
+
+    kind = "redis"
+
+    def __init__(self, url: str, config: dict):
+        from redis import Redis
+        from rq import Queue
+
+        self.redis = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+        self.store = RedisStore(self.redis)
+        self.queue = Queue(QUEUE, connection=self.redis)
+        self.config = config
+
+    def ping(self) -> None:
+        self.redis.ping()
+
+    def submit(self, spec: dict) -> str:
+        from rq import Retry
+
+        job_id = new_job_id()
+        self.queue.enqueue_call(
+            JOB_FUNCTION, args=(spec,), job_id=job_id,
+            timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
+            failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
+            # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker
+            retry=Retry(max=2))
+        return job_id
+
+    def job(self, job_id: str) -> dict | None:
+        from rq.exceptions import NoSuchJobError
+        from rq.job import Job
+
+        try:
+            job = Job.fetch(job_id, connection=self.redis)
+        except NoSuchJobError:
+            return None
+        status = job.get_status(refresh=True)
+        status = getattr(status, "value", status)
+        out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
+               "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
+               "ended_at": _ts(job.ended_at)}
+        if out["status"] not in ("queued", "started", "finished", "failed", "canceled"):
+            out["status"] = "queued"  # deferred / scheduled (a retry waiting) are still to run
+        if status == "finished":
+            outcome = job.return_value() or {}
+            out.update(outcome)
+            if "problem" in outcome:
+                out["status"] = "failed"
+        elif status == "failed":
+            out["problem"] = {"status": 500, "title": "Job failed",
+                              "detail": (job.exc_info or "the worker failed").strip()
+                              .splitlines()[-1]}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def cancel(self, job_id: str) -> bool:
+        from rq.command import send_stop_job_command
+        from rq.exceptions import InvalidJobOperation, NoSuchJobError
+        from rq.job import Job
+
+        try:
+            job = Job.fetch(job_id, connection=self.redis)
+        except NoSuchJobError:
+            return False
+        status = job.get_status(refresh=True)
+        status = getattr(status, "value", status)
+        try:
+            if status == "started":
+                send_stop_job_command(self.redis, job_id)
+            elif status in ("queued", "deferred", "scheduled"):
+                job.cancel()
+        except InvalidJobOperation:
+            pass
+        return True
+
+
+def _ts(value) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def make_backend(config: dict):
+    url = config.get("REDIS_URL")
+    return RedisBackend(url, config) if url else MemoryBackend(config)

@@ -1,0 +1,148 @@
+"""Stored qrels: ``PUT/GET/DELETE /v1/qrels/{qrels_id}``, ``GET /v1/qrels``.
+
+Versions are immutable and named by content; ``ETag`` is the version and ``If-Match`` makes
+an update safe; ``qrels_id@version`` addresses an old version."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+from flask import Blueprint, Response, current_app, request
+
+import cranfield
+from worker.store import StoreError, split_ref
+
+from .problems import Problem, from_engine_error
+
+bp = Blueprint("qrels", __name__, url_prefix="/v1/qrels")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def backend():
+    return current_app.extensions["cranfield"]
+
+
+def _json(doc, status=200, headers=None) -> Response:
+    resp = Response(orjson.dumps(doc), status=status, mimetype="application/json")
+    for k, v in (headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+def _check_id(qrels_id: str) -> None:
+    if not ID_PATTERN.match(qrels_id):
+        raise Problem(422, "Invalid qrels id", f"{qrels_id!r} is not a valid qrels id",
+                      kind="invalid-request", errors={"qrels_id": [
+                          "1-128 characters: letters, digits, '.', '_', '-'"]})
+
+
+def _store_error(exc: StoreError) -> Problem:
+    titles = {404: "Not Found", 412: "Precondition Failed"}
+    return Problem(exc.status, titles.get(exc.status, "Bad Request"), str(exc),
+                   kind={404: "not-found", 412: "precondition-failed"}.get(exc.status,
+                                                                          "bad-request"))
+
+
+def _body_qrels() -> tuple[object, bool]:
+    """The qrels in the body (JSON {"qrels": …, "diversity": bool}, text/plain TREC qrels, or
+    a multipart file ``qrels``) and whether they are ndeval subtopic qrels."""
+    mimetype = request.mimetype
+    if mimetype == "application/json":
+        try:
+            body = orjson.loads(request.get_data(cache=False) or b"null")
+        except orjson.JSONDecodeError as exc:
+            raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
+                          errors={"body": [str(exc)]}) from None
+        if not isinstance(body, dict) or "qrels" not in body:
+            raise Problem(422, "Invalid request", "expected {\"qrels\": …}",
+                          kind="invalid-request", errors={"qrels": ["Missing data"]})
+        unknown = set(body) - {"qrels", "diversity"}
+        if unknown:
+            raise Problem(422, "Invalid request", "unknown fields", kind="invalid-request",
+                          errors={k: ["Unknown field."] for k in sorted(unknown)})
+        diversity = body.get("diversity", False)
+        if not isinstance(diversity, bool):
+            raise Problem(422, "Invalid request", "diversity must be true or false",
+                          kind="invalid-request", errors={"diversity": ["Not a valid boolean."]})
+        value = body["qrels"]
+        if not isinstance(value, dict | str) or not value:
+            raise Problem(422, "Invalid request", "qrels must be a non-empty mapping or text",
+                          kind="invalid-request", errors={"qrels": ["is empty or not an "
+                                                                    "object or text"]})
+        return (value.encode() if isinstance(value, str) else value), diversity
+    if mimetype == "text/plain":
+        data = request.get_data(cache=False)
+        if not data.strip():
+            raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
+                          errors={"qrels": ["is empty"]})
+        return data, request.args.get("diversity", "false").lower() == "true"
+    if mimetype == "multipart/form-data":
+        upload = request.files.get("qrels")
+        if upload is None:
+            raise Problem(422, "Invalid request", "no qrels file", kind="invalid-request",
+                          errors={"qrels": ["Missing data"]})
+        return upload.read(), request.form.get("diversity", "false").lower() == "true"
+    raise Problem(415, "Unsupported Media Type", "send application/json, text/plain or "
+                  "multipart/form-data", kind="unsupported-media-type")
+
+
+@bp.put("/<qrels_id>")
+def put_qrels(qrels_id: str):
+    _check_id(qrels_id)
+    source, diversity = _body_qrels()
+    try:
+        qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity)
+    except cranfield.CranfieldError as exc:
+        raise from_engine_error(exc) from None
+    if len(qrels) == 0:
+        raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
+                      errors={"qrels": ["has no judgments"]})
+    try:
+        meta, created = backend().store.put_qrels(qrels_id, qrels,
+                                                  request.headers.get("If-Match"))
+    except StoreError as exc:
+        raise _store_error(exc) from None
+    headers = {"ETag": f'"{meta["version"]}"',
+               "Location": f"/v1/qrels/{qrels_id}@{meta['version']}"}
+    return _json(meta, 201 if created else 200, headers)
+
+
+@bp.get("/<qrels_id>")
+def get_qrels(qrels_id: str):
+    """Metadata of the latest version, or of ``qrels_id@version``."""
+    qrels_id, version = split_ref(qrels_id)
+    _check_id(qrels_id)
+    try:
+        meta = backend().store.meta(qrels_id, version)
+    except StoreError as exc:
+        raise _store_error(exc) from None
+    return _json(meta, headers={"ETag": f'"{meta["version"]}"'})
+
+
+@bp.get("")
+def list_qrels():
+    try:
+        offset = int(request.args.get("offset", 0))
+        limit = int(request.args.get("limit", 50))
+    except ValueError:
+        raise Problem(400, "Invalid parameter", "offset and limit must be integers",
+                      kind="invalid-parameter", errors={"offset": ["integer >= 0"],
+                                                        "limit": ["integer 1..1000"]}) from None
+    if offset < 0 or not 1 <= limit <= 1000:
+        raise Problem(400, "Invalid parameter", "offset >= 0 and 1 <= limit <= 1000",
+                      kind="invalid-parameter", errors={"limit": ["integer 1..1000"]})
+    items, total = backend().store.list_qrels(offset, limit)
+    nxt = offset + limit if offset + limit < total else None
+    return _json({"items": items, "total": total, "offset": offset, "limit": limit,
+                  "next": f"/v1/qrels?offset={nxt}&limit={limit}" if nxt is not None else None})
+
+
+@bp.delete("/<qrels_id>")
+def delete_qrels(qrels_id: str):
+    _check_id(qrels_id)
+    try:
+        backend().store.delete_qrels(qrels_id)
+    except StoreError as exc:
+        raise _store_error(exc) from None
+    return Response(status=204)

@@ -1,0 +1,50 @@
+"""Real servers for integration tests: gunicorn with the repository's config, on free
+loopback ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen]:
+    """gunicorn with the repository's config on a free port; returns (base URL, process)."""
+    port = free_port()
+    env = dict(os.environ, CRANFIELD_WORKERS="2", CRANFIELD_ACCESS_LOG="/dev/null")
+    env.pop("REDIS_URL", None)  # only what the caller asks for
+    env.update(extra_env or {})
+    # gunicorn logs to a file: a pipe nobody reads could fill up and stall it
+    fd, log_path = tempfile.mkstemp(prefix="cranfield-gunicorn-", suffix=".log")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "service" / "gunicorn.conf.py"),
+         "--bind", f"127.0.0.1:{port}", "service.app:create_app()"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=fd)
+    os.close(fd)  # the child has its own copy
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("gunicorn did not start: " +
+                                   Path(log_path).read_text(errors="replace")) from None
+            time.sleep(0.2)
+    return url, proc

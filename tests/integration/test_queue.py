@@ -1,0 +1,203 @@
+"""Queued evaluations on a real Redis (a private redis-server started here) with real RQ
+worker processes (`cranfield worker`), and the API under gunicorn in front of them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+from servers import ROOT, free_port, start_gunicorn
+
+DATA = ROOT / "tests" / "data" / "trec_eval"
+CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
+
+
+class RedisServer:
+    def __init__(self, port: int):
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        import redis
+
+        while time.monotonic() < deadline:
+            try:
+                redis.Redis(port=self.port).ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is required (CI=true): install it")
+        pytest.skip("redis-server not installed")
+    server = RedisServer(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(redis_server):
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_RESULT_TTL": "3"})
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def start_worker(redis_url: str) -> subprocess.Popen:
+    return subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def worker(redis_server):
+    proc = start_worker(redis_server.url)
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def call(base: str, method: str, path: str, body=None, headers=None, content_type=None):
+    data = orjson.dumps(body) if isinstance(body, dict) else body
+    hdrs = dict(headers or {})
+    if data is not None:
+        hdrs["Content-Type"] = content_type or "application/json"
+    req = urllib.request.Request(base + path, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            raw = resp.read()
+            return resp.status, dict(resp.headers), orjson.loads(raw) if raw else None
+    except urllib.error.HTTPError as err:
+        raw = err.read()
+        return err.code, dict(err.headers), orjson.loads(raw) if raw else None
+
+
+def wait_job(base: str, location: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status, _, job = call(base, "GET", location)
+        assert status == 200, job
+        if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
+BODY = {"run": (DATA / "results.test").read_text(), "qrels": (DATA / "qrels.test").read_text(),
+        "measures": ["all_trec"]}
+
+
+def test_async_evaluation_equals_sync_on_real_workers(api, worker):
+    status, _, sync = call(api, "POST", "/v1/evaluations", BODY)
+    assert status == 200
+    status, headers, job = call(api, "POST", "/v1/evaluations", BODY,
+                                {"Prefer": "respond-async"})
+    assert status == 202 and job["status"] == "queued"
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    assert done["result"]["aggregate"] == sync["aggregate"]
+    assert done["result"]["per_topic"] == sync["per_topic"]
+    assert round(done["result"]["aggregate"]["map"], 4) == 0.1785
+
+
+def test_qrels_store_versions_and_cache_on_redis(api, worker):
+    qrels_text = (DATA / "qrels.test").read_bytes()
+    status, headers, meta = call(api, "PUT", "/v1/qrels/adhoc-test", qrels_text,
+                                 content_type="text/plain")
+    assert status == 201 and meta["judgments"] == 3681 and meta["topics"] == 3
+    v1 = meta["version"]
+    status, _, again = call(api, "PUT", "/v1/qrels/adhoc-test", qrels_text,
+                            content_type="text/plain")
+    assert status == 200 and again["versions"] == [v1]
+    status, _, _ = call(api, "PUT", "/v1/qrels/adhoc-test", qrels_text + b"301 0 extra 1\n",
+                        {"If-Match": '"ffffffffffffffff"'}, content_type="text/plain")
+    assert status == 412
+    status, _, v2meta = call(api, "PUT", "/v1/qrels/adhoc-test", qrels_text + b"301 0 extra 1\n",
+                             {"If-Match": f'"{v1}"'}, content_type="text/plain")
+    assert status == 201 and v2meta["versions"] == [v1, v2meta["version"]]
+    status, _, listing = call(api, "GET", "/v1/qrels")
+    assert "adhoc-test" in [i["id"] for i in listing["items"]]
+    # three jobs against the old version: one worker decodes it once
+    caches, results = [], []
+    for _ in range(3):
+        _, headers, _ = call(api, "POST", "/v1/evaluations",
+                             {"run": BODY["run"], "qrels_id": f"adhoc-test@{v1}",
+                              "measures": ["map"]}, {"Prefer": "respond-async"})
+        done = wait_job(api, headers["Location"])
+        assert done["status"] == "finished", done
+        caches.append(done["result"]["provenance"]["qrels_cache"])
+        results.append(done["result"]["aggregate"]["map"])
+    assert caches == ["miss", "hit", "hit"]
+    assert round(results[0], 4) == 0.1785 and len(set(results)) == 1
+    assert call(api, "DELETE", "/v1/qrels/adhoc-test")[0] == 204
+    assert call(api, "GET", "/v1/qrels/adhoc-test")[0] == 404
+
+
+def test_bad_input_fails_at_once_with_the_reason(api, worker):
+    _, headers, _ = call(api, "POST", "/v1/evaluations",
+                         {"run": "q1 Q0 d1 1 1.0 r\nq1 Q0 d1 2 0.5 r\n",
+                          "qrels": {"q1": {"d1": 1}}}, {"Prefer": "respond-async"})
+    done = wait_job(api, headers["Location"], timeout=20)
+    assert done["status"] == "failed"
+    assert "run line 2" in done["problem"]["errors"]
+
+
+def test_cancel_a_queued_job_and_results_expire(api, redis_server):
+    # no worker running: the job waits in the queue and can be canceled
+    _, headers, _ = call(api, "POST", "/v1/evaluations", BODY, {"Prefer": "respond-async"})
+    status, _, job = call(api, "DELETE", headers["Location"])
+    assert status == 202 and job["status"] == "canceled"
+    # a finished result is kept RESULT_TTL (3 s here), then gone
+    proc = start_worker(redis_server.url)
+    try:
+        _, headers, _ = call(api, "POST", "/v1/evaluations", BODY, {"Prefer": "respond-async"})
+        assert wait_job(api, headers["Location"])["status"] == "finished"
+        time.sleep(4)
+        assert call(api, "GET", headers["Location"])[0] == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_redis_down_gives_503_and_recovers(api, redis_server):
+    redis_server.stop()
+    try:
+        status, headers, problem = call(api, "POST", "/v1/evaluations", BODY,
+                                        {"Prefer": "respond-async"})
+        assert status == 503 and headers["Retry-After"] == "5"
+        assert problem["status"] == 503
+        assert call(api, "GET", "/readyz")[0] == 503
+        assert call(api, "GET", "/v1/qrels")[0] == 503
+        # synchronous evaluation with inline qrels needs no Redis
+        assert call(api, "POST", "/v1/evaluations", BODY)[0] == 200
+    finally:
+        redis_server.start()
+    assert call(api, "GET", "/readyz")[0] == 200
+    assert call(api, "GET", "/v1/qrels")[0] == 200

@@ -1,0 +1,295 @@
+"""Stored qrels (immutable versions, compact in Redis) and run blobs for queued jobs.
+
+Qrels are kept as zlib-compressed canonical TREC text — topic, subtopic, docid, grade, sorted —
+so a version is the SHA-256 of that text: putting the same judgments twice makes no new
+version, putting different ones does. Decoded qrels are cached per process by content hash
+(LRU), so fifty jobs against the same qrels decode them once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import orjson
+
+import cranfield
+from cranfield import Qrels
+
+PREFIX = "cranfield"
+VERSION_CHARS = 16
+
+
+class StoreError(Exception):
+    """Base of the store's errors; ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+
+class NotFound(StoreError):
+    status = 404
+
+
+class VersionMismatch(StoreError):
+    status = 412
+
+
+def canonical_text(qrels: Qrels) -> bytes:
+    """The judgments as TREC qrels text in (topic, docid, subtopic) order: one meaning, one
+    byte string."""
+    subs = qrels.subtopics if qrels.subtopics is not None else ["0"] * len(qrels)
+    rows = sorted(zip((qrels.topics[t] for t in qrels.topic_index.tolist()),
+                      qrels.docids.tolist(), list(subs), qrels.grades.tolist(), strict=True))
+    return "".join(f"{t} {s} {d} {g}\n" for t, d, s, g in rows).encode("utf-8")
+
+
+def describe(qrels: Qrels, text: bytes) -> dict:
+    grades: dict[str, int] = {}
+    for g in qrels.grades.tolist():
+        grades[str(g)] = grades.get(str(g), 0) + 1
+    digest = hashlib.sha256(text).hexdigest()
+    return {"version": digest[:VERSION_CHARS], "sha256": digest, "topics": len(qrels.topics),
+            "judgments": len(qrels), "judgments_per_grade": dict(sorted(grades.items())),
+            "size_bytes": len(text), "diversity": qrels.subtopics is not None}
+
+
+@dataclass
+class StoredVersion:
+    qrels_id: str
+    meta: dict
+    blob: bytes  # zlib-compressed canonical text
+
+
+class QrelsCache:
+    """Per-process LRU of decoded qrels keyed by content hash, with hit/miss counters."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self._items: OrderedDict[str, Qrels] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, sha256: str, blob_loader, diversity: bool) -> Qrels:
+        with self._lock:
+            if sha256 in self._items:
+                self.hits += 1
+                self._items.move_to_end(sha256)
+                return self._items[sha256]
+            self.misses += 1
+        qrels = cranfield.read_qrels(zlib.decompress(blob_loader()), name="qrels",
+                                     diversity=diversity)
+        with self._lock:
+            self._items[sha256] = qrels
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return qrels
+
+    def stats(self) -> dict:
+        return {"hits": self.hits, "misses": self.misses, "size": len(self._items)}
+
+
+QRELS_CACHE = QrelsCache()
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """``id`` or ``id@version``."""
+    qrels_id, _, version = ref.partition("@")
+    return qrels_id, version or None
+
+
+class RedisStore:
+    """Qrels versions and run blobs in Redis.
+
+    Keys: ``cranfield:qrels:{id}`` (hash version -> metadata JSON), ``…:{id}:order`` (list
+    of versions, oldest first), ``…:{id}:v:{version}`` (compressed text), ``cranfield:qrels``
+    (sorted set of ids by creation time), ``cranfield:run:{key}`` (compressed run, with TTL).
+    """
+
+    def __init__(self, redis):
+        self.redis = redis
+
+    # -- qrels ------------------------------------------------------------------------------
+    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
+                  ) -> tuple[dict, bool]:
+        text = canonical_text(qrels)
+        meta = describe(qrels, text)
+        version = meta["version"]
+        base = f"{PREFIX}:qrels:{qrels_id}"
+        with self.redis.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(f"{base}:order")
+                    latest = pipe.lindex(f"{base}:order", -1)
+                    latest = latest.decode() if latest else None
+                    if if_match is not None and if_match.strip('"') != (latest or ""):
+                        raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, "
+                                              f"not {if_match!r}")
+                    if latest == version:
+                        pipe.unwatch()
+                        return self.meta(qrels_id, version), False
+                    exists = pipe.hexists(base, version)
+                    meta["created"] = time.time()
+                    meta["id"] = qrels_id
+                    pipe.multi()
+                    if not exists:
+                        pipe.hset(base, version, orjson.dumps(meta))
+                        pipe.set(f"{base}:v:{version}", zlib.compress(text, 6))
+                    pipe.rpush(f"{base}:order", version)
+                    pipe.zadd(f"{PREFIX}:qrels", {qrels_id: meta["created"]}, nx=True)
+                    pipe.execute()
+                    return self.meta(qrels_id, version), True
+                except self._watch_error():
+                    continue
+
+    @staticmethod
+    def _watch_error():
+        import redis
+
+        return redis.WatchError
+
+    def versions(self, qrels_id: str) -> list[str]:
+        return [v.decode() for v in self.redis.lrange(f"{PREFIX}:qrels:{qrels_id}:order", 0, -1)]
+
+    def meta(self, qrels_id: str, version: str | None = None) -> dict:
+        base = f"{PREFIX}:qrels:{qrels_id}"
+        if version is None:
+            latest = self.redis.lindex(f"{base}:order", -1)
+            if latest is None:
+                raise NotFound(f"no qrels {qrels_id!r}")
+            version = latest.decode()
+        raw = self.redis.hget(base, version)
+        if raw is None:
+            raise NotFound(f"no version {version!r} of qrels {qrels_id!r}")
+        meta = orjson.loads(raw)
+        meta["versions"] = self.versions(qrels_id)
+        meta["latest"] = meta["versions"][-1] if meta["versions"] else None
+        return meta
+
+    def load_qrels(self, ref: str) -> tuple[Qrels, dict]:
+        qrels_id, version = split_ref(ref)
+        meta = self.meta(qrels_id, version)
+        key = f"{PREFIX}:qrels:{qrels_id}:v:{meta['version']}"
+
+        def blob() -> bytes:
+            data = self.redis.get(key)
+            if data is None:
+                raise NotFound(f"qrels {ref!r} was deleted")
+            return data
+
+        return QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)), meta
+
+    def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
+        total = self.redis.zcard(f"{PREFIX}:qrels")
+        ids = [i.decode() for i in self.redis.zrange(f"{PREFIX}:qrels", offset,
+                                                    offset + limit - 1)]
+        items = []
+        for qrels_id in ids:
+            try:
+                items.append(self.meta(qrels_id))
+            except NotFound:
+                continue
+        return items, total
+
+    def delete_qrels(self, qrels_id: str) -> None:
+        base = f"{PREFIX}:qrels:{qrels_id}"
+        versions = self.versions(qrels_id)
+        if not versions:
+            raise NotFound(f"no qrels {qrels_id!r}")
+        self.redis.delete(base, f"{base}:order", *(f"{base}:v:{v}" for v in set(versions)))
+        self.redis.zrem(f"{PREFIX}:qrels", qrels_id)
+
+    # -- runs -------------------------------------------------------------------------------
+    def put_blob(self, key: str, data: bytes, ttl: int) -> str:
+        self.redis.set(f"{PREFIX}:blob:{key}", zlib.compress(data, 1), ex=ttl)
+        return key
+
+    def get_blob(self, key: str) -> bytes:
+        data = self.redis.get(f"{PREFIX}:blob:{key}")
+        if data is None:
+            raise NotFound(f"input {key!r} expired or was never stored")
+        return zlib.decompress(data)
+
+    def delete_blob(self, key: str) -> None:
+        self.redis.delete(f"{PREFIX}:blob:{key}")
+
+
+class MemoryStore:
+    """The same interface in process memory: the embedded default when no REDIS_URL is set
+    (``make run`` needs nothing else). Not shared between processes."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._qrels: dict[str, dict[str, dict]] = {}
+        self._order: dict[str, list[str]] = {}
+        self._texts: dict[str, bytes] = {}
+        self._blobs: dict[str, tuple[float, bytes]] = {}
+
+    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
+                  ) -> tuple[dict, bool]:
+        text = canonical_text(qrels)
+        meta = describe(qrels, text)
+        with self._lock:
+            order = self._order.get(qrels_id, [])
+            latest = order[-1] if order else None
+            if if_match is not None and if_match.strip('"') != (latest or ""):
+                raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, "
+                                      f"not {if_match!r}")
+            if latest == meta["version"]:
+                return self._meta(qrels_id, latest), False
+            meta.update(created=time.time(), id=qrels_id)
+            self._qrels.setdefault(qrels_id, {}).setdefault(meta["version"], meta)
+            self._texts[meta["sha256"]] = zlib.compress(text, 6)
+            self._order.setdefault(qrels_id, []).append(meta["version"])
+            return self._meta(qrels_id, meta["version"]), True
+
+    def _meta(self, qrels_id: str, version: str | None) -> dict:
+        order = self._order.get(qrels_id)
+        if not order:
+            raise NotFound(f"no qrels {qrels_id!r}")
+        version = version or order[-1]
+        if version not in self._qrels[qrels_id]:
+            raise NotFound(f"no version {version!r} of qrels {qrels_id!r}")
+        return dict(self._qrels[qrels_id][version], versions=list(order), latest=order[-1])
+
+    def meta(self, qrels_id: str, version: str | None = None) -> dict:
+        with self._lock:
+            return self._meta(qrels_id, version)
+
+    def load_qrels(self, ref: str) -> tuple[Qrels, dict]:
+        qrels_id, version = split_ref(ref)
+        meta = self.meta(qrels_id, version)
+        return QRELS_CACHE.get(meta["sha256"], lambda: self._texts[meta["sha256"]],
+                               meta.get("diversity", False)), meta
+
+    def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
+        with self._lock:
+            ids = sorted(self._order, key=lambda i: self._qrels[i][self._order[i][0]]["created"])
+            return [self._meta(i, None) for i in ids[offset:offset + limit]], len(ids)
+
+    def delete_qrels(self, qrels_id: str) -> None:
+        with self._lock:
+            if qrels_id not in self._order:
+                raise NotFound(f"no qrels {qrels_id!r}")
+            del self._order[qrels_id]
+            del self._qrels[qrels_id]
+
+    def put_blob(self, key: str, data: bytes, ttl: int) -> str:
+        with self._lock:
+            self._blobs[key] = (time.time() + ttl, data)
+        return key
+
+    def get_blob(self, key: str) -> bytes:
+        with self._lock:
+            expires, data = self._blobs.get(key, (0.0, b""))
+        if expires < time.time():
+            raise NotFound(f"input {key!r} expired or was never stored")
+        return data
+
+    def delete_blob(self, key: str) -> None:
+        with self._lock:
+            self._blobs.pop(key, None)
