@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--redis-url", default=None, help="default: $REDIS_URL")
     work.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     work.add_argument("--name", default=None)
+    work.add_argument("--monitoring-interval", type=int, default=None,
+                      help="seconds between job heartbeats (RQ's default 30)")
+    work.add_argument("--maintenance-interval", type=int, default=None,
+                      help="seconds between registry clean-ups that retry jobs of dead "
+                           "workers (RQ's default 600)")
     return parser
 
 
@@ -133,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "worker":
             from worker.cli import run_worker
 
-            return run_worker(args.redis_url, burst=args.burst, name=args.name)
+            return run_worker(args.redis_url, burst=args.burst, name=args.name,
+                              monitoring_interval=args.monitoring_interval,
+                              maintenance_interval=args.maintenance_interval)
     except MeasureError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
         return 1

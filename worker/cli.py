@@ -2,21 +2,50 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 QUEUE = "cranfield"
+log = logging.getLogger("cranfield.worker")
 
 
-def run_worker(redis_url: str | None, burst: bool = False, name: str | None = None) -> int:
-    """Run jobs in this process (RQ's SimpleWorker): forking a work horse per job would throw
-    away the decoded-qrels cache after every job."""
+def worker_class():
+    """RQ's forking Worker (a work horse per job, watched with heartbeats, so a killed worker's
+    job is retried elsewhere), warming the decoded-qrels cache in the parent before each fork:
+    the horse inherits it, so jobs against the same qrels decode them once per worker."""
+    from rq import Worker
+
+    class CranfieldWorker(Worker):
+        def execute_job(self, job, queue):
+            spec = job.args[0] if job.args else {}
+            if isinstance(spec, dict) and spec.get("qrels_ref"):
+                from .store import RedisStore
+
+                try:
+                    RedisStore(self.connection).load_qrels(spec["qrels_ref"])
+                except Exception:  # the job itself reports what is wrong with its input
+                    log.debug("could not warm qrels %s", spec["qrels_ref"], exc_info=True)
+            return super().execute_job(job, queue)
+
+    return CranfieldWorker
+
+
+def run_worker(redis_url: str | None, burst: bool = False, name: str | None = None,
+               monitoring_interval: int | None = None,
+               maintenance_interval: int | None = None) -> int:
     from redis import Redis
-    from rq import Queue, SimpleWorker
+    from rq import Queue
 
     url = redis_url or os.environ.get("REDIS_URL")
     if not url:
         raise SystemExit("cranfield worker: set REDIS_URL or pass --redis-url")
     conn = Redis.from_url(url)
-    worker = SimpleWorker([Queue(QUEUE, connection=conn)], connection=conn, name=name)
-    worker.work(burst=burst, with_scheduler=False)
+    kwargs = {}
+    if monitoring_interval:
+        kwargs["job_monitoring_interval"] = monitoring_interval
+    if maintenance_interval:
+        kwargs["maintenance_interval"] = maintenance_interval
+    worker = worker_class()([Queue(QUEUE, connection=conn)], connection=conn, name=name,
+                            **kwargs)
+    worker.work(burst=burst, with_scheduler=True)
     return 0

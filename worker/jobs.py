@@ -41,9 +41,8 @@ def run_job(store, spec: dict[str, Any]) -> dict:
         if spec.get("qrels_ref"):
             from .store import QRELS_CACHE
 
-            misses = QRELS_CACHE.misses
             qrels, meta = store.load_qrels(spec["qrels_ref"])
-            cache = "miss" if QRELS_CACHE.misses > misses else "hit"
+            decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
             qrels_digest = meta["sha256"]
             qrels_version = f"{meta['id']}@{meta['version']}"
         else:
@@ -64,7 +63,7 @@ def run_job(store, spec: dict[str, Any]) -> dict:
                               warnings_for(ev, run, qrels), details)
     if qrels_version:
         doc["provenance"]["qrels_version"] = qrels_version
-        doc["provenance"]["qrels_cache"] = cache  # this worker process decoded it, or reused
+        doc["provenance"]["qrels_decodes_by_worker"] = decodes
     return doc
 
 
