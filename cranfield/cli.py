@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
     ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
                     help="output format (default trec: trec_eval's text)")
+    ev.add_argument("--server", default=None, metavar="URL",
+                    help="evaluate on a Cranfield service instead of locally (same output)")
+    ev.add_argument("--qrels-id", default=None, metavar="ID",
+                    help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
+                         "(pass -)")
     serve = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
                                          "production, with the repository's config)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -106,8 +111,41 @@ def _source(path: str) -> tuple:
     return path, path
 
 
+def run_remote(args: argparse.Namespace) -> int:
+    """``--server``: send the files, print what the service answers (trec_eval's text, CSV or
+    JSON), waiting on queued jobs with back-off."""
+    import json
+
+    from .client import ApiError, Client
+
+    options = {"profile": args.profile, "relevance_level": args.rel_level,
+               "judged_only": args.judged_only, "depth": args.depth,
+               "complete_topics": args.complete, "collection_size": args.collection_size}
+    accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json"}[args.format]
+    run = sys.stdin.read() if args.run == "-" else args.run
+    qrels = None if args.qrels_id else (sys.stdin.read() if args.qrels == "-" else args.qrels)
+    try:
+        out = Client(args.server).evaluate(run, qrels, qrels_id=args.qrels_id,
+                                           measures=args.measures, options=options,
+                                           per_topic=args.per_topic, accept=accept)
+    except ApiError as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 1 if exc.status == 422 and "measure" in str(exc.problem.get("title", "")
+                                                                 ).lower() else 2
+    except OSError as exc:
+        print(f"cranfield: cannot reach {args.server}: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "trec" and args.no_summary:
+        out = "".join(line for line in out.splitlines(keepends=True) if "\tall\t" not in line)
+    sys.stdout.write(out if isinstance(out, str) else json.dumps(out, indent=2) + "\n")
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from .io import read_qrels, read_run
+
+    if args.server:
+        return run_remote(args)
 
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)

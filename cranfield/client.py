@@ -1,0 +1,160 @@
+"""A small client for the Cranfield API (standard library only).
+
+    from cranfield.client import Client
+    api = Client("http://127.0.0.1:8000")
+    api.put_qrels("msmarco-dev", "qrels.dev.tsv")
+    doc = api.evaluate("run.txt", qrels_id="msmarco-dev", measures=["RR@10", "nDCG@10"])
+    doc["aggregate"]["RR@10"]
+
+Large bodies are queued by the server (202); ``evaluate`` then waits for the job with
+exponential back-off and returns its result, so callers see one shape either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from typing import Any
+
+
+class ApiError(Exception):
+    """The server answered with a problem (RFC 9457); ``problem`` is its body."""
+
+    def __init__(self, status: int, problem: dict):
+        self.status = status
+        self.problem = problem
+        errors = problem.get("errors") or {}
+        where = "; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items())
+        super().__init__(f"HTTP {status}: {problem.get('detail', problem.get('title', ''))}"
+                         + (f" ({where})" if where else ""))
+
+
+def _text_or_mapping(value: Any) -> Any:
+    """Mappings pass through; a path to an existing file is read; other strings are text."""
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
+                                          and os.path.isfile(value)):
+        with open(value, encoding="utf-8") as fh:
+            return fh.read()
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return value
+
+
+class Client:
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, *, headers: dict | None = None,
+                content_type: str = "application/json") -> tuple[int, dict, bytes]:
+        data = None
+        hdrs = {"Accept": "application/json", **(headers or {})}
+        if self.api_key:
+            hdrs["Authorization"] = f"Bearer {self.api_key}"
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            hdrs["Content-Type"] = content_type
+        req = urllib.request.Request(self.base_url + path, data=data, method=method,
+                                     headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            try:
+                problem = json.loads(raw)
+            except ValueError:
+                problem = {"detail": raw.decode("utf-8", "replace")}
+            raise ApiError(err.code, problem) from None
+
+    def _json(self, method: str, path: str, body: Any = None, **kw) -> dict:
+        status, headers, raw = self.request(method, path, body, **kw)
+        return json.loads(raw) if raw else {}
+
+    # -- evaluations --------------------------------------------------------------------------
+    def evaluate(self, run: Any, qrels: Any = None, *, qrels_id: str | None = None,
+                 measures: list[str] | None = None, options: dict | None = None,
+                 per_topic: bool = True, details: bool = False, prefer_async: bool = False,
+                 accept: str = "application/json", wait: bool = True) -> Any:
+        """Evaluate ``run`` (mapping, TREC text or a path) against ``qrels`` (same forms) or
+        stored ``qrels_id``. Returns the result document (``accept`` JSON), or text for
+        ``text/plain``/``text/csv``; with ``wait=False`` a queued job's status instead."""
+        body: dict[str, Any] = {"run": _text_or_mapping(run), "per_topic": per_topic}
+        if qrels_id is not None:
+            body["qrels_id"] = qrels_id
+        else:
+            body["qrels"] = _text_or_mapping(qrels)
+        if measures is not None:
+            body["measures"] = list(measures)
+        if options:
+            body["options"] = dict(options)
+        if details:
+            body["details"] = True
+        headers = {"Accept": accept}
+        if prefer_async:
+            headers["Prefer"] = "respond-async"
+        status, resp_headers, raw = self.request("POST", "/v1/evaluations", body,
+                                                 headers=headers)
+        if status == 202:
+            job = json.loads(raw)
+            if not wait:
+                return job
+            result = self.wait(resp_headers.get("Location") or job["id"])["result"]
+            if accept == "application/json":
+                return result
+            return self.evaluate(run, qrels, qrels_id=qrels_id, measures=measures,
+                                 options=options, per_topic=per_topic, accept=accept)
+        return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
+
+    def job(self, job_id: str) -> dict:
+        return self._json("GET", f"/v1/jobs/{job_id.rsplit('/', 1)[-1]}")
+
+    def cancel(self, job_id: str) -> dict:
+        return self._json("DELETE", f"/v1/jobs/{job_id.rsplit('/', 1)[-1]}")
+
+    def wait(self, job: str, timeout: float | None = None, first_delay: float = 0.05,
+             max_delay: float = 2.0) -> dict:
+        """Poll a job (id or Location) with exponential back-off until it ends; raises
+        :class:`ApiError` with the job's problem if it failed."""
+        deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
+        delay = first_delay
+        while True:
+            state = self.job(job)
+            if state["status"] == "finished":
+                return state
+            if state["status"] in ("failed", "canceled"):
+                problem = state.get("problem") or {"title": f"job {state['status']}",
+                                                   "detail": f"job {state['id']} "
+                                                             f"{state['status']}"}
+                raise ApiError(problem.get("status", 409), problem)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {state['id']} still {state['status']}")
+            time.sleep(delay)
+            delay = min(delay * 2, max_delay)
+
+    # -- stored qrels -------------------------------------------------------------------------
+    def put_qrels(self, qrels_id: str, qrels: Any, *, diversity: bool = False,
+                  if_match: str | None = None) -> dict:
+        body = {"qrels": _text_or_mapping(qrels), "diversity": diversity}
+        headers = {"If-Match": f'"{if_match}"'} if if_match else {}
+        return self._json("PUT", f"/v1/qrels/{qrels_id}", body, headers=headers)
+
+    def qrels(self, qrels_id: str) -> dict:
+        return self._json("GET", f"/v1/qrels/{qrels_id}")
+
+    def list_qrels(self, offset: int = 0, limit: int = 50) -> dict:
+        return self._json("GET", f"/v1/qrels?offset={offset}&limit={limit}")
+
+    def delete_qrels(self, qrels_id: str) -> None:
+        self.request("DELETE", f"/v1/qrels/{qrels_id}")
+
+    def measures(self) -> dict:
+        return self._json("GET", "/v1/measures")

@@ -1,0 +1,58 @@
+"""cranfield.client.Client and `cranfield eval --server` against gunicorn."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from servers import ROOT
+
+from cranfield.client import ApiError, Client
+
+DATA = ROOT / "tests" / "data" / "trec_eval"
+CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CRANFIELD, "eval", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+@pytest.mark.parametrize("flags", [[], ["-q", "-m", "all_trec"], ["-q", "-c", "-M100",
+                                                                  "-m", "all_trec"]])
+def test_server_flag_prints_what_local_evaluation_prints(live_server, flags):
+    run = str(DATA / ("results.trunc" if "-c" in flags else "results.test"))
+    local = cli(*flags, str(DATA / "qrels.test"), run)
+    remote = cli("--server", live_server, *flags, str(DATA / "qrels.test"), run)
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+
+
+def test_server_flag_reports_bad_input(live_server, tmp_path):
+    bad = tmp_path / "run"
+    bad.write_text("q1 Q0 d1 1 x r\n")
+    done = cli("--server", live_server, str(DATA / "qrels.test"), str(bad))
+    assert done.returncode == 2 and "run line 1" in done.stderr
+
+
+def test_client_evaluates_stores_qrels_and_raises_problems(live_server):
+    api = Client(live_server)
+    meta = api.put_qrels("client-test", DATA / "qrels.test")
+    assert meta["judgments"] == 3681
+    doc = api.evaluate(DATA / "results.test", qrels_id="client-test", measures=["map", "P.5"])
+    assert round(doc["aggregate"]["map"], 4) == 0.1785
+    queued = api.evaluate(DATA / "results.test", qrels_id="client-test", measures=["map"],
+                          prefer_async=True)
+    assert queued["aggregate"]["map"] == doc["aggregate"]["map"]
+    text = api.evaluate(DATA / "results.test", DATA / "qrels.test", per_topic=False,
+                        accept="text/plain")
+    assert text == (DATA / "v9.0.8" / "out.test").read_text()
+    with pytest.raises(ApiError) as info:
+        api.evaluate({"q": {"d": 1.0}}, {"q": {"d": 1}}, measures=["mapp"])
+    assert info.value.status == 422 and "measures[0]" in info.value.problem["errors"]
+    api.delete_qrels("client-test")
+    with pytest.raises(ApiError) as info:
+        api.qrels("client-test")
+    assert info.value.status == 404
