@@ -9,8 +9,12 @@ import multiprocessing
 import os
 
 bind = os.environ.get("CRANFIELD_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("CRANFIELD_WORKERS", str(min(4, multiprocessing.cpu_count()))))
-threads = int(os.environ.get("CRANFIELD_THREADS", "1"))
+# Without Redis, stored qrels and queued jobs live in the serving process: one process (with
+# threads) keeps them visible to every request. With Redis, processes scale out.
+_shared_state = bool(os.environ.get("REDIS_URL") or os.environ.get("CRANFIELD_REDIS_URL"))
+workers = int(os.environ.get("CRANFIELD_WORKERS",
+                             str(min(4, multiprocessing.cpu_count()) if _shared_state else 1)))
+threads = int(os.environ.get("CRANFIELD_THREADS", "1" if _shared_state else "4"))
 # evaluations of large runs take seconds: keep the worker alive while it computes
 timeout = int(os.environ.get("CRANFIELD_TIMEOUT", "120"))
 graceful_timeout = 30

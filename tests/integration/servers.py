@@ -24,8 +24,9 @@ def free_port() -> int:
 def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen]:
     """gunicorn with the repository's config on a free port; returns (base URL, process)."""
     port = free_port()
-    env = dict(os.environ, CRANFIELD_WORKERS="2", CRANFIELD_ACCESS_LOG="/dev/null")
-    env.pop("REDIS_URL", None)  # only what the caller asks for
+    env = dict(os.environ, CRANFIELD_ACCESS_LOG="/dev/null")
+    for key in ("REDIS_URL", "CRANFIELD_WORKERS", "CRANFIELD_THREADS"):
+        env.pop(key, None)  # only what the caller asks for; the config file decides the rest
     env.update(extra_env or {})
     # gunicorn logs to a file: a pipe nobody reads could fill up and stall it
     fd, log_path = tempfile.mkstemp(prefix="cranfield-gunicorn-", suffix=".log")

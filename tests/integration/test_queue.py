@@ -63,7 +63,8 @@ def redis_server():
 
 @pytest.fixture(scope="module")
 def api(redis_server):
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_RESULT_TTL": "3"})
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_RESULT_TTL": "3",
+                                "CRANFIELD_WORKERS": "2"})
     yield url
     proc.terminate()
     proc.wait(timeout=10)
