@@ -1,0 +1,187 @@
+"""Queue benchmark: an M-size run (6,980 x 1,000) uploaded as TREC text -> finished job.
+
+Starts a private redis-server, the API under gunicorn (REDIS_URL set) and N `cranfield worker`
+processes, all on loopback; prints the end-to-end time of one job (upload, queue, evaluation,
+result), the peak memory of the worker processes, and the time of two such jobs submitted
+together with 1 worker and with 2 workers.
+
+    python bench/queue.py               # needs bench/data/M-* (python bench/datagen.py --scales M)
+
+Bounded: each phase waits at most --timeout seconds; everything is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+
+if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
+    sys.path.pop(0)  # keep bench/http.py from shadowing the standard library's http
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
+MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def post_json(url: str, body: bytes, headers: dict) -> tuple[dict, dict]:
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json", **headers})
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        return json.loads(resp.read()), dict(resp.headers)
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def rss_mb(pid: int) -> float:
+    """Current RSS of a worker plus its work horse (a forked child), in MB."""
+    total = 0.0
+    pids = [pid] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == pid]
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS"):
+                    total += int(line.split()[1]) / 1024
+        except OSError:
+            continue
+    return total
+
+
+class PeakSampler:
+    """Samples a worker's RSS (with its horse) every 20 ms in a thread; ``peak`` in MB."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        self.pid, self.peak, self._stop = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mb(self.pid))
+            time.sleep(0.02)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def run_job(api: str, body: bytes, timeout: float) -> float:
+    t0 = time.perf_counter()
+    job, headers = post_json(api + "/v1/evaluations", body, {"Prefer": "respond-async"})
+    location = api + headers["Location"]
+    deadline = time.monotonic() + timeout
+    while True:
+        state = get_json(location)
+        if state["status"] in ("finished", "failed", "canceled"):
+            if state["status"] != "finished":
+                raise RuntimeError(f"job ended {state['status']}: {state.get('problem')}")
+            return time.perf_counter() - t0
+        if time.monotonic() > deadline:
+            raise TimeoutError("job did not finish")
+        time.sleep(0.05)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
+    if data is None or shutil.which("redis-server") is None:
+        print("needs bench/data/M-* (python bench/datagen.py --scales M) and redis-server")
+        return 0
+    body = json.dumps({"run": (data / "run.txt").read_text(),
+                       "qrels": (data / "qrels.txt").read_text(),
+                       "measures": MEASURES}).encode()
+    redis_port, api_port = free_port(), free_port()
+    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    procs: list[subprocess.Popen] = []
+    try:
+        procs.append(subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "",
+                                       "--appendonly", "no"], stdout=subprocess.DEVNULL))
+        env = dict(os.environ, REDIS_URL=redis_url, CRANFIELD_ACCESS_LOG="/dev/null",
+                   CRANFIELD_WORKERS="2", CRANFIELD_LOG_LEVEL="warning")
+        procs.append(subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",
+                                       str(ROOT / "service" / "gunicorn.conf.py"), "--bind",
+                                       f"127.0.0.1:{api_port}", "service.app:create_app()"],
+                                      cwd=ROOT, env=env))
+        api = f"http://127.0.0.1:{api_port}"
+        wait_http(api + "/readyz")
+        workers = [subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url], cwd=ROOT,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        procs += workers
+        time.sleep(1)
+        print(f"M run: {len(body) / 2**20:.0f} MB JSON body (TREC text), {len(MEASURES)} measures")
+        sampler = PeakSampler(workers[0].pid)
+        one = [run_job(api, body, args.timeout) for _ in range(2)]
+        peak = sampler.stop()
+        run_mb = (data / "run.txt").stat().st_size / 2**20
+        print(f"one job end to end (1 worker): {min(one):.2f} s (best of 2); worker peak "
+              f"{peak:.0f} MB (worker + horse) = {peak / run_mb:.2f}x the run file")
+        with ThreadPoolExecutor(2) as pool:
+            t0 = time.perf_counter()
+            list(pool.map(lambda _: run_job(api, body, args.timeout), range(2)))
+            t_one_worker = time.perf_counter() - t0
+        workers.append(subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url],
+                                        cwd=ROOT, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL))
+        procs.append(workers[-1])
+        time.sleep(1)
+        with ThreadPoolExecutor(2) as pool:
+            t0 = time.perf_counter()
+            list(pool.map(lambda _: run_job(api, body, args.timeout), range(2)))
+            t_two_workers = time.perf_counter() - t0
+        print(f"two jobs submitted together: 1 worker {t_one_worker:.2f} s, 2 workers "
+              f"{t_two_workers:.2f} s -> {t_one_worker / t_two_workers:.2f}x")
+        print("one job split over 2 workers: not measured (jobs are not sharded yet)")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
