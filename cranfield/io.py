@@ -235,10 +235,21 @@ def _delimiter(data: bytes | str, ncols: int) -> str | None:
     return delim if len(head.split(delim.encode())) == ncols else None
 
 
-def _parse_options(csv, delim: str):
-    return csv.ParseOptions(delimiter=delim, quote_char=False, double_quote=False,
-                            escape_char=False, newlines_in_values=False,
-                            ignore_empty_lines=True)
+def _csv_options(csv, ncols: int, delim: str, column_types: dict) -> dict:
+    """pyarrow CSV options for whitespace-delimited TREC columns ``c0..c{ncols-1}``: no
+    quoting or escaping, only ``column_types``' columns materialised, none nullable."""
+    return {
+        # 1 MiB blocks: a little slower than large ones, and far less memory in flight
+        "read_options": csv.ReadOptions(column_names=[f"c{i}" for i in range(ncols)],
+                                        block_size=1 << 20, use_threads=_THREADS),
+        "parse_options": csv.ParseOptions(delimiter=delim, quote_char=False,
+                                          double_quote=False, escape_char=False,
+                                          newlines_in_values=False, ignore_empty_lines=True),
+        "convert_options": csv.ConvertOptions(column_types=column_types,
+                                              include_columns=sorted(column_types),
+                                              strings_can_be_null=False,
+                                              quoted_strings_can_be_null=False, check_utf8=True),
+    }
 
 
 def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list | None:
@@ -265,18 +276,9 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
                 "dict": pa.dictionary(pa.int32(), pa.string())}
     names = [f"c{i}" for i in range(ncols)]
     try:
-        table = csv.read_csv(
-            data if isinstance(data, str) else pa.BufferReader(data),
-            # 1 MiB blocks: little slower than large ones, and far less memory in flight
-            read_options=csv.ReadOptions(column_names=names, block_size=1 << 20,
-                                         use_threads=_THREADS),
-            parse_options=_parse_options(csv, delim),
-            convert_options=csv.ConvertOptions(
-                column_types={names[i]: type_map[t] for i, t in types.items()},
-                include_columns=[names[i] for i in sorted(types)],
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
-                check_utf8=True),
-        )
+        table = csv.read_csv(data if isinstance(data, str) else pa.BufferReader(data),
+                             **_csv_options(csv, ncols, delim, {
+                                 names[i]: type_map[t] for i, t in types.items()}))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
     out = []
@@ -359,25 +361,17 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
     last = _last_line(data).split()
     if delim is None or len(last) < 6:
         return None
-    names = [f"c{i}" for i in range(6)]
     dict32 = pa.dictionary(pa.int32(), pa.string())
     topic_ids: dict[str, int] = {}
     codes: list[np.ndarray] = []
     docids: list = []
     scores: list[np.ndarray] = []
     try:
-        reader = csv.open_csv(
-            data if isinstance(data, str) else pa.BufferReader(data),
-            read_options=csv.ReadOptions(column_names=names, block_size=1 << 20,
-                                         use_threads=_THREADS),
-            parse_options=_parse_options(csv, delim),
-            convert_options=csv.ConvertOptions(
-                # iter is read only to prove the fields line up (it must not be empty)
-                column_types={"c0": dict32, "c1": dict32, "c2": pa.string(),
-                              "c4": pa.float64()},
-                include_columns=["c0", "c1", "c2", "c4"],
-                strings_can_be_null=False, quoted_strings_can_be_null=False,
-                check_utf8=True))
+        # iter (c1) is read only to prove the fields line up: it must not be empty
+        reader = csv.open_csv(data if isinstance(data, str) else pa.BufferReader(data),
+                              **_csv_options(csv, 6, delim, {"c0": dict32, "c1": dict32,
+                                                             "c2": pa.string(),
+                                                             "c4": pa.float64()}))
         for batch in reader:
             qid, it, docno, score = batch.columns
             if score.null_count or _has_empty(pc, qid.dictionary) or _has_empty(pc, it.dictionary) \

@@ -103,16 +103,22 @@ class RedisBackend:
             retry=Retry(max=2))
         return job_id
 
-    def job(self, job_id: str) -> dict | None:
+    def _fetch(self, job_id: str):
+        """(RQ job, its status as a string), or (None, None) if Redis has no such job."""
         from rq.exceptions import NoSuchJobError
         from rq.job import Job
 
         try:
             job = Job.fetch(job_id, connection=self.redis)
         except NoSuchJobError:
-            return None
+            return None, None
         status = job.get_status(refresh=True)
-        status = getattr(status, "value", status)
+        return job, getattr(status, "value", status)
+
+    def job(self, job_id: str) -> dict | None:
+        job, status = self._fetch(job_id)
+        if job is None:
+            return None
         out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
                "ended_at": _ts(job.ended_at)}
@@ -131,15 +137,11 @@ class RedisBackend:
 
     def cancel(self, job_id: str) -> bool:
         from rq.command import send_stop_job_command
-        from rq.exceptions import InvalidJobOperation, NoSuchJobError
-        from rq.job import Job
+        from rq.exceptions import InvalidJobOperation
 
-        try:
-            job = Job.fetch(job_id, connection=self.redis)
-        except NoSuchJobError:
+        job, status = self._fetch(job_id)
+        if job is None:
             return False
-        status = job.get_status(refresh=True)
-        status = getattr(status, "value", status)
         try:
             if status == "started":
                 send_stop_job_command(self.redis, job_id)
