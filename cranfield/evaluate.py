@@ -84,7 +84,8 @@ def _to_python(arr: np.ndarray) -> list:
 def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
              profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
              judged_only: bool = False, depth: int | None = None,
-             complete_topics: bool = False, collection_size: int = 0) -> Evaluation:
+             complete_topics: bool = False, collection_size: int = 0,
+             require_overlap: bool = True) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics.
 
     ``run``/``qrels``: a path, TREC text, a file object, a mapping, or what
@@ -92,7 +93,8 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     ir_measures-style (default: trec_eval's ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
     ``collection_size`` (-N). ``profile`` is ``trec_eval-9.0.8`` (default; float32 scores,
-    ``+0.9`` recall cutoffs) or ``trec_eval-10``.
+    ``+0.9`` recall cutoffs) or ``trec_eval-10``. ``require_overlap=False`` lets a run with no
+    judged topic through (used to evaluate the missing topics of a sharded run).
     """
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
@@ -108,7 +110,7 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
                       depth=depth, judged_only=judged_only, complete_topics=complete_topics,
                       tie_cutoffs=tuple(k for k in cutoffs if k <= 1000))
-    if not ranked.in_run.any():
+    if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
                               f"(run topics: {len(run_obj.topics)}, qrels topics: "
                               f"{len(qrels_obj.topics)})")
@@ -131,18 +133,26 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     if missing.any():
         _fill_missing(values, instances, missing, profile)
 
-    printed = ranked.in_run.copy()
-    if profile == "trec_eval-10":
-        printed[:] = True
-    aggregate = _aggregate(instances, values, ranked, qrels_obj, run_obj, complete_topics,
-                           relevance_level)
     options = {"profile": profile, "relevance_level": relevance_level,
                "judged_only": judged_only, "depth": depth,
                "complete_topics": complete_topics, "collection_size": collection_size}
+    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+
+
+def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ranked,
+            qrels_obj: Qrels, run_topics: list[str], runid: str, options: dict) -> Evaluation:
+    """Aggregates, descriptions and topic sets for per-topic ``values`` over ``ranked``."""
+    profile = options["profile"]
+    printed = ranked.in_run.copy()
+    if profile == "trec_eval-10":
+        printed[:] = True
+    aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
+                           options["complete_topics"])
     described = {
         inst.key: {
             "measure": inst.measure.name,
-            "canonical": inst.canonical(profile, relevance_level, judged_only, depth),
+            "canonical": inst.canonical(profile, options["relevance_level"],
+                                        options["judged_only"], options["depth"]),
             "family": inst.measure.family,
             "aggregate": inst.measure.aggregate,
             "per_topic": inst.measure.per_topic,
@@ -150,14 +160,65 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
         for inst in instances
     }
     in_qrels = set(qrels_obj.topics)
-    in_run = set(run_obj.topics)
+    in_run = set(run_topics)
     topic_sets = TopicSets(
         evaluated=[t for t, p in zip(ranked.topics, ranked.in_run, strict=True) if p],
-        run_only=[t for t in run_obj.topics if t not in in_qrels],
+        run_only=[t for t in run_topics if t not in in_qrels],
         qrels_only=[t for t in qrels_obj.topics if t not in in_run],
     )
     return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
-                      topic_sets, run_obj.runid, options, ranked)
+                      topic_sets, runid, options, ranked)
+
+
+def evaluate_missing_topics(qrels: Qrels, topics: list[str], measures, **options
+                            ) -> Evaluation:
+    """The per-topic values complete_topics gives qrels topics a run lacks (to combine with
+    the shards of that run)."""
+    empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
+    return evaluate(empty, qrels.subset(topics), measures, require_overlap=False,
+                    **dict(options, complete_topics=True))
+
+
+def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: str
+            ) -> Evaluation:
+    """One evaluation from evaluations of disjoint sets of topics (shards of one run, each
+    evaluated with the same measures and options against the qrels of its topics; with
+    complete_topics, the qrels topics missing from the run belong to exactly one part).
+
+    Per-topic values are taken as they are; aggregates are recomputed over all topics in
+    trec_eval order, so the result equals evaluating the whole run at once.
+    """
+    from .io import _byte_key
+
+    qrels_obj = read_qrels(qrels)
+    topics = [t for p in parts for t in p.topic_order]
+    if len(set(topics)) != len(topics):
+        raise EvaluationError("the parts share topics: they are not shards of one run")
+    order = sorted(range(len(topics)), key=lambda i: _byte_key(topics[i]))
+    position = np.empty(len(topics), dtype=np.int64)
+    position[order] = np.arange(len(topics))
+    offsets = np.cumsum([0] + [len(p.topic_order) for p in parts])
+
+    def joined(get) -> np.ndarray:
+        return np.concatenate([np.asarray(get(p)) for p in parts])[order]
+
+    values = {inst.key: joined(lambda p, k=inst.key: p.values[k]) for inst in parts[0].instances}
+    r = [p.ranked for p in parts]
+    hit_topic = np.concatenate([position[o + x.hit_topic] for o, x in zip(offsets, r,
+                                                                            strict=False)])
+    hit_rank = np.concatenate([x.hit_rank for x in r])
+    hit_label = np.concatenate([x.hit_label for x in r])
+    srt = np.lexsort((hit_rank, hit_topic))
+    q_topic = np.concatenate([position[o + x.q_topic] for o, x in zip(offsets, r, strict=False)])
+    q_grade = np.concatenate([x.q_grade for x in r])
+    q_srt = np.argsort(q_topic, kind="stable")
+    ranked = Ranked([topics[i] for i in order], joined(lambda p: p.ranked.num_ret),
+                    hit_topic[srt], hit_rank[srt], hit_label[srt], q_topic[q_srt],
+                    q_grade[q_srt], joined(lambda p: p.ranked.in_run),
+                    {k: joined(lambda p, k=k: p.ranked.cutoff_ties[k])
+                     for k in parts[0].ranked.cutoff_ties})
+    return _finish(parts[0].instances, values, ranked, qrels_obj, run_topics, runid,
+                   dict(parts[0].options))
 
 
 def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:
@@ -181,8 +242,8 @@ def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], miss
             values[inst.key] = arr
 
 
-def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, run: Run,
-               complete_topics: bool, relevance_level: int) -> dict[str, Any]:
+def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
+               complete_topics: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
     use = slice(None) if complete_topics else ranked.in_run
@@ -192,7 +253,7 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, run: Run,
         if how == "none":
             continue
         if how == "runid":
-            out[inst.key] = run.runid
+            out[inst.key] = runid
         elif how == "num_q":
             out[inst.key] = T
         elif how == "sum":

@@ -102,6 +102,18 @@ class Qrels:
         """Start of each topic's rows, with a final end sentinel (length ``len(topics)+1``)."""
         return np.searchsorted(self.topic_index, np.arange(len(self.topics) + 1))
 
+    def subset(self, topics) -> Qrels:
+        """The judgments of ``topics`` only (topics not in these qrels are ignored)."""
+        keep_topics = [t for t in self.topics if t in set(topics)]
+        codes = np.asarray(_index_of(keep_topics, self.topics), dtype=np.int64)
+        remap = np.full(len(self.topics), -1, dtype=np.int64)
+        remap[codes] = np.arange(len(codes))
+        rows = np.flatnonzero(remap[self.topic_index] >= 0)
+        return Qrels(keep_topics, remap[self.topic_index[rows]].astype(np.int32),
+                     self.docids[rows], self.grades[rows],
+                     self.subtopics[rows] if self.subtopics is not None else None,
+                     self.source)
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {t: {} for t in self.topics}
         for t, d, g in zip(self.topic_index.tolist(), self.docids.tolist(),
@@ -172,6 +184,40 @@ def _as_path(source: Source) -> str | None:
             and os.path.isfile(source):
         return source
     return None
+
+
+def split_trec_text(data: bytes, parts: int) -> list[bytes]:
+    """Cut TREC run text into about ``parts`` pieces of similar size, only where the topic id
+    changes from one line to the next (so a run that lists each topic's lines together gives
+    pieces with disjoint topics; callers check). Looks only at the lines near each cut: at
+    each target offset, the nearer end of the topic block found there."""
+    size = len(data)
+
+    def line_at(start: int) -> tuple[int, bytes]:
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end + 1
+        fields = data[start:end].split()
+        return end, fields[0] if fields else b""
+
+    cuts = [0]
+    for k in range(1, parts):
+        pos = size * k // parts
+        first = data.rfind(b"\n", 0, pos) + 1  # start of the line holding pos
+        _, qid = line_at(first)
+        back = first
+        while back > cuts[-1]:
+            prev = data.rfind(b"\n", 0, back - 1) + 1
+            if line_at(prev)[1] != qid:
+                break
+            back = prev
+        ahead = first
+        while ahead < size and line_at(ahead)[1] == qid:
+            ahead = line_at(ahead)[0]
+        choices = [c for c in (back, ahead) if cuts[-1] < c < size]
+        if choices:
+            cuts.append(min(choices, key=lambda c: abs(c - pos)))
+    cuts.append(size)
+    return [data[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:

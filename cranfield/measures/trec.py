@@ -381,7 +381,10 @@ def eleven_point_average(ctx: Context, points):
     0/0: as iprec_at_recall.
     Reference: Salton & McGill (1983); trec_eval m_11pt_avg.c.
     """
-    return np.mean([_iprec(ctx, p) for p in points], axis=0)
+    total = np.zeros(ctx.T)
+    for p in points:  # summed point by point, as trec_eval does: the same bits for any T
+        total = total + _iprec(ctx, p)
+    return total / len(points)
 
 
 @register("binG", family="rank")

@@ -78,3 +78,32 @@ def test_mapping_and_file_inputs_agree():
     for key, value in from_files.aggregate.items():
         if key != "runid":
             assert value == from_maps.aggregate[key], key
+
+
+@pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
+@pytest.mark.parametrize("complete", [False, True])
+@pytest.mark.parametrize("parts", [2, 3])
+def test_shards_of_a_run_combine_to_the_unsharded_evaluation(profile, complete, parts):
+    """Split a run at topic boundaries, evaluate each piece against its topics' qrels, add the
+    missing topics (complete_topics) and combine: identical to one evaluation."""
+    from cranfield.evaluate import combine, evaluate_missing_topics
+    from cranfield.io import split_trec_text
+
+    text = b"".join(line + b"\n" for line in (DATA / "results.test").read_bytes().splitlines()
+                    if line.split()[0] in (b"301", b"303"))  # 302 missing from the run
+    qrels = cranfield.read_qrels(DATA / "qrels.test")
+    opts = {"profile": profile, "complete_topics": complete}
+    whole_run = cranfield.read_run(text)
+    pieces = split_trec_text(text, parts)
+    assert len(pieces) >= 2
+    runs = [cranfield.read_run(p) for p in pieces]
+    evs = [cranfield.evaluate(r, qrels.subset(r.topics), ["all_trec"], **opts) for r in runs]
+    covered = {t for r in runs for t in r.topics}
+    missing = [t for t in qrels.topics if t not in covered]
+    if complete and missing:
+        evs.append(evaluate_missing_topics(qrels, missing, ["all_trec"], **opts))
+    combined = combine(evs, qrels, sorted(covered), runs[-1].runid)
+    whole = cranfield.evaluate(whole_run, qrels, ["all_trec"], **opts)
+    assert combined.per_topic == whole.per_topic
+    assert combined.aggregate == whole.aggregate
+    assert combined.topics == whole.topics
