@@ -28,9 +28,12 @@ DEFAULTS: dict[str, Any] = {
     "RESULT_TTL": 24 * 3600,    # seconds results are kept
     "QUEUED_TTL": 6 * 3600,     # seconds a job may wait in the queue
     "INPUT_TTL": 7 * 24 * 3600,  # seconds an enqueued run is kept if no worker takes it
+    "SHARDS": 4,                # a large queued run is split into this many topic shards
+    "SHARD_MIN_BYTES": 16 * 1024 * 1024,  # ... when its TREC text is at least this large
 }
 _INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC",
-             "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL")
+             "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL",
+             "SHARDS", "SHARD_MIN_BYTES")
 
 
 class ConfigError(RuntimeError):

@@ -9,7 +9,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from worker.cli import QUEUE
-from worker.jobs import JOB_FUNCTION, execute
+from worker.jobs import COMBINE_FUNCTION, JOB_FUNCTION, SHARD_FUNCTION, execute
 from worker.store import MemoryStore, RedisStore
 
 
@@ -103,6 +103,28 @@ class RedisBackend:
             retry=Retry(max=2))
         return job_id
 
+    def submit_sharded(self, spec: dict, pieces: list[bytes]) -> str:
+        """One job per piece of the run (any worker takes them), and a combine job that RQ
+        enqueues once they have all finished; the combine job's id is the job's id."""
+        from rq import Retry
+
+        cfg = self.config
+        common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
+                  "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
+                  "retry": Retry(max=2)}
+        keys = [self.store.put_blob(f"run-{new_job_id()}", piece, cfg["INPUT_TTL"])
+                for piece in pieces]
+        shard_ids = [new_job_id() for _ in pieces]
+        for i, (key, sid) in enumerate(zip(keys, shard_ids, strict=True)):
+            self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=key, shard=i),),
+                                    job_id=sid, **common)
+        job_id = new_job_id()
+        self.queue.enqueue_call(COMBINE_FUNCTION,
+                                args=(dict(spec, shard_ids=shard_ids, shard_keys=keys),),
+                                job_id=job_id, depends_on=shard_ids,
+                                meta={"shards": shard_ids}, **common)
+        return job_id
+
     def _fetch(self, job_id: str):
         """(RQ job, its status as a string), or (None, None) if Redis has no such job."""
         from rq.exceptions import NoSuchJobError
@@ -122,6 +144,17 @@ class RedisBackend:
         out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
                "ended_at": _ts(job.ended_at)}
+        shards = (job.meta or {}).get("shards")
+        if shards:
+            from rq.job import Job
+
+            states = [j.get_status(refresh=False) if j else None
+                      for j in Job.fetch_many(shards, connection=self.redis)]
+            done = sum(getattr(s, "value", s) == "finished" for s in states)
+            out["progress"] = {"shards_done": done, "shards_total": len(shards)}
+            if status in ("deferred", "queued") and any(
+                    getattr(s, "value", s) == "started" for s in states):
+                out["status"] = "started"
         if out["status"] not in ("queued", "started", "finished", "failed", "canceled"):
             out["status"] = "queued"  # deferred / scheduled (a retry waiting) are still to run
         if status == "finished":

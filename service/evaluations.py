@@ -21,6 +21,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
+from cranfield.io import split_trec_text
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.report import details_for, evaluation_document, warnings_for
 from cranfield.trec_format import format_csv, format_trec
@@ -369,7 +370,7 @@ def enqueue_evaluation(req: dict) -> Response:
                 run_sha256=hashlib.sha256(run_bytes if isinstance(run, str) else
                                           orjson.dumps(run, option=orjson.OPT_SORT_KEYS)
                                           ).hexdigest())
-    del run, run_bytes
+    del run
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
@@ -380,7 +381,16 @@ def enqueue_evaluation(req: dict) -> Response:
             spec["qrels_format"] = "json"
         spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data, ttl),
                     qrels_sha256=digest)
-    job_id = backend.submit(spec)
+    pieces = []
+    if (backend.kind == "redis" and spec["run_format"] == "trec"
+            and len(run_bytes) >= current_app.config["SHARD_MIN_BYTES"]
+            and current_app.config["SHARDS"] > 1):
+        pieces = split_trec_text(run_bytes, current_app.config["SHARDS"])
+    if len(pieces) > 1:
+        backend.store.delete_blob(spec["run_key"])  # the pieces replace it
+        job_id = backend.submit_sharded(spec, pieces)
+    else:
+        job_id = backend.submit(spec)
     from .jobs import present
 
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})

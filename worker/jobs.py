@@ -92,3 +92,105 @@ def evaluate_job(spec: dict[str, Any]) -> dict:
     from rq import get_current_job
 
     return execute(RedisStore(get_current_job().connection), spec)
+
+
+# --------------------------------------------------------------------------------------------
+# Sharded jobs: a large run is cut at topic boundaries, each piece evaluated by its own job on
+# any worker, and a combine job (depending on them all) merges and re-aggregates.
+# --------------------------------------------------------------------------------------------
+
+SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
+COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
+
+
+def _load_qrels(store, spec: dict):
+    if spec.get("qrels_ref"):
+        qrels, meta = store.load_qrels(spec["qrels_ref"])
+        return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
+    raw = store.get_blob(spec["qrels_key"])
+    qrels = cranfield.read_qrels(_json(raw) if spec.get("qrels_format") == "json" else raw,
+                                 name="qrels")
+    return qrels, spec["qrels_sha256"], None
+
+
+def run_shard(store, spec: dict[str, Any]) -> dict:
+    """Evaluate one piece of a run against the qrels of its topics."""
+    try:
+        run = cranfield.read_run(store.get_blob(spec["run_key"]), name="run")
+        qrels, _, _ = _load_qrels(store, spec)
+        ev = cranfield.evaluate(run, qrels.subset(run.topics), spec["measures"],
+                                require_overlap=False, **spec["options"])
+    except NotFound as exc:
+        return {"problem": {"status": 422, "title": "Missing input", "detail": str(exc)}}
+    except cranfield.CranfieldError as exc:
+        problem = _problem(exc)
+        if isinstance(exc, cranfield.InputError) and exc.line is not None:
+            problem["detail"] += f" (line {exc.line} of shard {spec.get('shard', 0) + 1})"
+        return {"problem": problem}
+    details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
+    return {"evaluation": ev, "run_topics": list(run.topics), "runid": run.runid,
+            "details": details}
+
+
+def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
+    """Merge shard outcomes into the document the unsharded job would have produced."""
+    from cranfield.evaluate import combine, evaluate_missing_topics
+
+    for outcome in shards:
+        if "problem" in outcome:
+            return {"problem": outcome["problem"]}
+    try:
+        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+        topics = [t for o in shards for t in o["run_topics"]]
+        if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
+            whole = b"".join(store.get_blob(k) for k in spec["shard_keys"])
+            run = cranfield.read_run(whole, name="run")
+            ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
+            details = (details_for(ev, run, qrels, spec["details_depth"])
+                       if spec["details"] else None)
+        else:
+            parts = [o["evaluation"] for o in shards if len(o["evaluation"].topic_order)]
+            covered = set(topics)
+            missing = [t for t in qrels.topics if t not in covered]
+            if spec["options"]["complete_topics"] and missing:
+                parts.append(evaluate_missing_topics(qrels, missing, spec["measures"],
+                                                     **spec["options"]))
+            if not parts or not any(p.ranked.in_run.any() for p in parts):
+                raise cranfield.EvaluationError("no topic has both results and relevance "
+                                                "judgments")
+            ev = combine(parts, qrels, sorted(covered), shards[-1]["runid"])
+            details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
+                       if spec["details"] else None)
+    except NotFound as exc:
+        return {"problem": {"status": 422, "title": "Missing input", "detail": str(exc)}}
+    except cranfield.CranfieldError as exc:
+        return {"problem": _problem(exc)}
+    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest,
+                              warnings_for(ev, None, qrels), details)
+    if qrels_version:
+        doc["provenance"]["qrels_version"] = qrels_version
+    doc["provenance"]["shards"] = len(shards)
+    for key in spec["shard_keys"]:
+        store.delete_blob(key)
+    return {"result": doc}
+
+
+def evaluate_shard_job(spec: dict[str, Any]) -> dict:
+    """RQ entry point for one shard (``worker.jobs.evaluate_shard_job``)."""
+    from rq import get_current_job
+
+    return run_shard(RedisStore(get_current_job().connection), spec)
+
+
+def combine_shards_job(spec: dict[str, Any]) -> dict:
+    """RQ entry point run once every shard has finished (``worker.jobs.combine_shards_job``)."""
+    from rq import get_current_job
+    from rq.job import Job
+
+    job = get_current_job()
+    shards = [j.return_value() for j in Job.fetch_many(spec["shard_ids"],
+                                                       connection=job.connection)]
+    if any(s is None for s in shards):
+        return {"problem": {"status": 500, "title": "Shard result missing",
+                            "detail": "a shard's result expired before the combine step"}}
+    return run_combine(RedisStore(job.connection), spec, shards)

@@ -284,3 +284,44 @@ def test_worker_killed_mid_job_the_job_finishes_once_on_another_worker(api, redi
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def sharding_api(redis_server):
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_SHARDS": "3",
+                                "CRANFIELD_SHARD_MIN_BYTES": "1", "CRANFIELD_WORKERS": "1"})
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("run_file, options", [
+    ("results.test", {}),
+    ("results.test", {"profile": "trec_eval-10", "relevance_level": 2}),
+    ("results.trunc", {"complete_topics": True}),
+    ("results.trunc", {"complete_topics": True, "profile": "trec_eval-10", "depth": 100}),
+])
+def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server, run_file,
+                                                     options):
+    """A queued run split into topic shards, run by two workers and combined, gives exactly
+    the synchronous result."""
+    body = {"run": (DATA / run_file).read_text(), "qrels": BODY["qrels"],
+            "measures": ["all_trec", "nDCG@10", "P(rel=2)@5"], "options": options}
+    workers = [start_worker(redis_server.url) for _ in range(2)]
+    try:
+        status, _, sync = call(sharding_api, "POST", "/v1/evaluations", body)
+        assert status == 200
+        status, headers, _ = call(sharding_api, "POST", "/v1/evaluations", body,
+                                  {"Prefer": "respond-async"})
+        assert status == 202
+        done = wait_job(sharding_api, headers["Location"])
+        assert done["status"] == "finished", done
+        assert done["progress"] == {"shards_done": done["result"]["provenance"]["shards"],
+                                    "shards_total": done["result"]["provenance"]["shards"]}
+        assert done["result"]["provenance"]["shards"] >= 2
+        for key in ("aggregate", "per_topic", "topics", "measures"):
+            assert done["result"][key] == sync[key], key
+    finally:
+        for w in workers:
+            w.terminate()
+            w.wait(timeout=10)
