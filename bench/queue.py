@@ -1,9 +1,9 @@
 """Queue benchmark: an M-size run (6,980 x 1,000) uploaded as TREC text -> finished job.
 
 Starts a private redis-server, the API under gunicorn (REDIS_URL set) and N `cranfield worker`
-processes, all on loopback; prints the end-to-end time of one job (upload, queue, evaluation,
-result), the peak memory of the worker processes, and the time of two such jobs submitted
-together with 1 worker and with 2 workers.
+processes, all on loopback; prints the end-to-end time of one job (upload, queue, evaluation in
+topic shards, combination, result) with 1 worker and with 2 workers, and the peak memory of a
+worker.
 
     python bench/queue.py               # needs bench/data/M-* (python bench/datagen.py --scales M)
 
@@ -25,7 +25,6 @@ import socket  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -124,6 +123,8 @@ def run_job(api: str, body: bytes, timeout: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
     if data is None or shutil.which("redis-server") is None:
@@ -139,7 +140,8 @@ def main() -> int:
         procs.append(subprocess.Popen(["redis-server", "--port", str(redis_port), "--save", "",
                                        "--appendonly", "no"], stdout=subprocess.DEVNULL))
         env = dict(os.environ, REDIS_URL=redis_url, CRANFIELD_ACCESS_LOG="/dev/null",
-                   CRANFIELD_WORKERS="2", CRANFIELD_LOG_LEVEL="warning")
+                   CRANFIELD_WORKERS="2", CRANFIELD_LOG_LEVEL="warning",
+                   CRANFIELD_SHARDS=str(args.shards))
         procs.append(subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",
                                        str(ROOT / "service" / "gunicorn.conf.py"), "--bind",
                                        f"127.0.0.1:{api_port}", "service.app:create_app()"],
@@ -152,27 +154,22 @@ def main() -> int:
         time.sleep(1)
         print(f"M run: {len(body) / 2**20:.0f} MB JSON body (TREC text), {len(MEASURES)} measures")
         sampler = PeakSampler(workers[0].pid)
-        one = [run_job(api, body, args.timeout) for _ in range(2)]
+        one = sorted(run_job(api, body, args.timeout) for _ in range(args.repeat))
         peak = sampler.stop()
         run_mb = (data / "run.txt").stat().st_size / 2**20
-        print(f"one job end to end (1 worker): {min(one):.2f} s (best of 2); worker peak "
-              f"{peak:.0f} MB (worker + horse) = {peak / run_mb:.2f}x the run file")
-        with ThreadPoolExecutor(2) as pool:
-            t0 = time.perf_counter()
-            list(pool.map(lambda _: run_job(api, body, args.timeout), range(2)))
-            t_one_worker = time.perf_counter() - t0
         workers.append(subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url],
                                         cwd=ROOT, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL))
         procs.append(workers[-1])
         time.sleep(1)
-        with ThreadPoolExecutor(2) as pool:
-            t0 = time.perf_counter()
-            list(pool.map(lambda _: run_job(api, body, args.timeout), range(2)))
-            t_two_workers = time.perf_counter() - t0
-        print(f"two jobs submitted together: 1 worker {t_one_worker:.2f} s, 2 workers "
-              f"{t_two_workers:.2f} s -> {t_one_worker / t_two_workers:.2f}x")
-        print("one job split over 2 workers: not measured (jobs are not sharded yet)")
+        two = sorted(run_job(api, body, args.timeout) for _ in range(args.repeat))
+        m1, m2 = one[len(one) // 2], two[len(two) // 2]
+        print(f"{'workers':>8s} {'median s':>9s} {'runs':>24s}")
+        print(f"{1:>8d} {m1:9.2f} {' '.join(f'{x:.2f}' for x in one):>24s}")
+        print(f"{2:>8d} {m2:9.2f} {' '.join(f'{x:.2f}' for x in two):>24s}")
+        print(f"2 workers vs 1: {m1 / m2:.2f}x faster (target >= 1.6x); {args.shards} shards")
+        print(f"worker peak memory: {peak:.0f} MB (worker + work horse RSS) = "
+              f"{peak / run_mb:.2f}x the {run_mb:.0f} MB run file")
     finally:
         for p in reversed(procs):
             p.terminate()

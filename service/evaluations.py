@@ -361,16 +361,24 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
     ttl = current_app.config["INPUT_TTL"]
+    cfg = current_app.config
     run = req.pop("run")
-    run_bytes = run.encode("utf-8") if isinstance(run, str) else orjson.dumps(run)
+    run_format = "trec" if isinstance(run, str) else "json"
+    run_bytes = run.encode("utf-8") if run_format == "trec" else orjson.dumps(run)
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms")}
-    spec.update(run_key=backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes, ttl),
-                run_format="trec" if isinstance(run, str) else "json",
-                run_sha256=hashlib.sha256(run_bytes if isinstance(run, str) else
+    spec.update(run_format=run_format,
+                run_sha256=hashlib.sha256(run_bytes if run_format == "trec" else
                                           orjson.dumps(run, option=orjson.OPT_SORT_KEYS)
                                           ).hexdigest())
     del run
+    pieces = []
+    if (backend.kind == "redis" and run_format == "trec"
+            and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
+        pieces = split_trec_text(run_bytes, cfg["SHARDS"])
+    if len(pieces) <= 1:
+        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes, ttl)
+    del run_bytes
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
@@ -381,16 +389,8 @@ def enqueue_evaluation(req: dict) -> Response:
             spec["qrels_format"] = "json"
         spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data, ttl),
                     qrels_sha256=digest)
-    pieces = []
-    if (backend.kind == "redis" and spec["run_format"] == "trec"
-            and len(run_bytes) >= current_app.config["SHARD_MIN_BYTES"]
-            and current_app.config["SHARDS"] > 1):
-        pieces = split_trec_text(run_bytes, current_app.config["SHARDS"])
-    if len(pieces) > 1:
-        backend.store.delete_blob(spec["run_key"])  # the pieces replace it
-        job_id = backend.submit_sharded(spec, pieces)
-    else:
-        job_id = backend.submit(spec)
+    job_id = (backend.submit_sharded(spec, pieces) if len(pieces) > 1
+              else backend.submit(spec))
     from .jobs import present
 
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})

@@ -133,7 +133,16 @@ def run_shard(store, spec: dict[str, Any]) -> dict:
 
 
 def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
-    """Merge shard outcomes into the document the unsharded job would have produced."""
+    """Merge shard outcomes into the document the unsharded job would have produced, then
+    drop the job's inputs (whatever the outcome)."""
+    try:
+        return _combine(store, spec, shards)
+    finally:
+        for key in spec["shard_keys"] + ([spec["qrels_key"]] if spec.get("qrels_key") else []):
+            store.delete_blob(key)
+
+
+def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
     from cranfield.evaluate import combine, evaluate_missing_topics
 
     for outcome in shards:
@@ -170,8 +179,6 @@ def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
     if qrels_version:
         doc["provenance"]["qrels_version"] = qrels_version
     doc["provenance"]["shards"] = len(shards)
-    for key in spec["shard_keys"]:
-        store.delete_blob(key)
     return {"result": doc}
 
 

@@ -205,14 +205,16 @@ class RedisStore:
 
     # -- runs -------------------------------------------------------------------------------
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
-        self.redis.set(f"{PREFIX}:blob:{key}", zlib.compress(data, 1), ex=ttl)
+        # Runs are stored as sent: they live minutes, and compressing hundreds of megabytes
+        # would cost the request more than the memory it saves.
+        self.redis.set(f"{PREFIX}:blob:{key}", data, ex=ttl)
         return key
 
     def get_blob(self, key: str) -> bytes:
         data = self.redis.get(f"{PREFIX}:blob:{key}")
         if data is None:
             raise NotFound(f"input {key!r} expired or was never stored")
-        return zlib.decompress(data)
+        return data
 
     def delete_blob(self, key: str) -> None:
         self.redis.delete(f"{PREFIX}:blob:{key}")
