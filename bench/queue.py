@@ -50,13 +50,6 @@ def wait_http(url: str, timeout: float = 30) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
-def post_json(url: str, body: bytes, headers: dict) -> tuple[dict, dict]:
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": "application/json", **headers})
-    with urllib.request.urlopen(req, timeout=600) as resp:
-        return json.loads(resp.read()), dict(resp.headers)
-
-
 def get_json(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=60) as resp:
         return json.loads(resp.read())
@@ -104,9 +97,28 @@ def _ppid(pid: int) -> int:
         return -1
 
 
-def run_job(api: str, body: bytes, timeout: float) -> float:
+def multipart(run: bytes, qrels: bytes, measures: list[str]) -> tuple[bytes, str]:
+    """A multipart/form-data body, as `curl -F run=@run.txt -F qrels=@qrels.txt` sends."""
+    boundary = "cranfield-bench-boundary"
+    parts = []
+    for name, data in (("run", run), ("qrels", qrels)):
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                     f'filename="{name}.txt"\r\nContent-Type: text/plain\r\n\r\n'.encode()
+                     + data + b"\r\n")
+    for m in measures:
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="measures"'
+                     f'\r\n\r\n{m}\r\n'.encode())
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def run_job(api: str, body: bytes, timeout: float, content_type: str) -> float:
     t0 = time.perf_counter()
-    job, headers = post_json(api + "/v1/evaluations", body, {"Prefer": "respond-async"})
+    req = urllib.request.Request(api + "/v1/evaluations", data=body, method="POST",
+                                 headers={"Content-Type": content_type,
+                                          "Prefer": "respond-async"})
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        headers = dict(resp.headers)
     location = api + headers["Location"]
     deadline = time.monotonic() + timeout
     while True:
@@ -125,14 +137,21 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--upload", choices=("multipart", "json"), default="multipart",
+                        help="TREC files as multipart/form-data (like curl -F) or in JSON")
     args = parser.parse_args()
     data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
     if data is None or shutil.which("redis-server") is None:
         print("needs bench/data/M-* (python bench/datagen.py --scales M) and redis-server")
         return 0
-    body = json.dumps({"run": (data / "run.txt").read_text(),
-                       "qrels": (data / "qrels.txt").read_text(),
-                       "measures": MEASURES}).encode()
+    if args.upload == "json":
+        body = json.dumps({"run": (data / "run.txt").read_text(),
+                           "qrels": (data / "qrels.txt").read_text(),
+                           "measures": MEASURES}).encode()
+        content_type = "application/json"
+    else:
+        body, content_type = multipart((data / "run.txt").read_bytes(),
+                                       (data / "qrels.txt").read_bytes(), MEASURES)
     redis_port, api_port = free_port(), free_port()
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     procs: list[subprocess.Popen] = []
@@ -152,9 +171,11 @@ def main() -> int:
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         procs += workers
         time.sleep(1)
-        print(f"M run: {len(body) / 2**20:.0f} MB JSON body (TREC text), {len(MEASURES)} measures")
+        print(f"M run: {len(body) / 2**20:.0f} MB {args.upload} body (TREC text), "
+              f"{len(MEASURES)} measures")
         sampler = PeakSampler(workers[0].pid)
-        one = sorted(run_job(api, body, args.timeout) for _ in range(args.repeat))
+        one = sorted(run_job(api, body, args.timeout, content_type)
+                     for _ in range(args.repeat))
         peak = sampler.stop()
         run_mb = (data / "run.txt").stat().st_size / 2**20
         workers.append(subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url],
@@ -162,7 +183,8 @@ def main() -> int:
                                         stderr=subprocess.DEVNULL))
         procs.append(workers[-1])
         time.sleep(1)
-        two = sorted(run_job(api, body, args.timeout) for _ in range(args.repeat))
+        two = sorted(run_job(api, body, args.timeout, content_type)
+                     for _ in range(args.repeat))
         m1, m2 = one[len(one) // 2], two[len(two) // 2]
         print(f"{'workers':>8s} {'median s':>9s} {'runs':>24s}")
         print(f"{1:>8d} {m1:9.2f} {' '.join(f'{x:.2f}' for x in one):>24s}")
