@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from . import __version__
 from .errors import EvaluationError
 from .io import Qrels, Run, read_qrels, read_run
 from .measures import DEFAULT_PROFILE, PROFILES, Context
@@ -65,7 +63,7 @@ class Evaluation:
     def per_topic(self) -> dict[str, dict[str, Any]]:
         """{topic: {measure key: value}} for the topics with per-topic values."""
         keys = [i.key for i in self.instances if i.measure.per_topic]
-        columns = [_to_python(self.values[k]) for k in keys]
+        columns = [self.values[k].tolist() for k in keys]
         rows = np.flatnonzero(self.printed).tolist()
         return {self.topic_order[r]: {k: col[r] for k, col in zip(keys, columns, strict=True)}
                 for r in rows}
@@ -73,12 +71,6 @@ class Evaluation:
     @property
     def profile(self) -> str:
         return self.options["profile"]
-
-
-def _to_python(arr: np.ndarray) -> list:
-    if arr.dtype == object:
-        return arr.tolist()
-    return arr.tolist()
 
 
 def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
@@ -269,9 +261,3 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
             out[inst.key] = float(np.sum(v.astype(np.float64)) / T) if T else 0.0
     return out
 
-
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-ENGINE_VERSION = __version__
