@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint run bench clean
+.PHONY: venv test lint run bench bench-http bench-queue clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/engine.py
+
+bench-http: $(STAMP)
+	$(BIN)/python bench/http.py
+
+bench-queue: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/datagen.py --scales M
+	$(BIN)/python bench/queue.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
