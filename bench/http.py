@@ -123,10 +123,14 @@ def large(port: int, repeat: int) -> None:
     if data is None:
         print("  no M data under bench/data: run `python bench/datagen.py --scales M` first")
         return
-    with open(data / "run.pickle", "rb") as fh:
-        run = pickle.load(fh)
-    with open(data / "qrels.pickle", "rb") as fh:
-        qrels = pickle.load(fh)
+    if (data / "run.pickle").exists():  # written by bench/engine.py
+        with open(data / "run.pickle", "rb") as fh:
+            run = pickle.load(fh)
+        with open(data / "qrels.pickle", "rb") as fh:
+            qrels = pickle.load(fh)
+    else:
+        run = cranfield.read_run(data / "run.txt").to_dict()
+        qrels = cranfield.read_qrels(data / "qrels.txt").to_dict()
     engine = []
     for _ in range(repeat):
         t0 = time.perf_counter()
