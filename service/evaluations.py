@@ -56,7 +56,7 @@ class RunOrQrels(fields.Field):
                                          "TREC text"}
 
     def _deserialize(self, value, attr, data, **kwargs):
-        if isinstance(value, str):
+        if isinstance(value, str | bytes):  # bytes: an uploaded file
             if not value or value.isspace():  # isspace stops at the first other character
                 raise ValidationError("is empty")
             return value
@@ -183,7 +183,7 @@ def _form_body() -> dict:
     for name in ("run", "qrels"):
         upload = request.files.get(name)
         if upload is not None:
-            body[name] = upload.read().decode("utf-8", "replace")
+            body[name] = upload.read()  # bytes: the engine reads them without a decode
         elif name in request.form:
             body[name] = request.form[name]
     measures = [m.strip() for v in request.form.getlist("measures") for m in v.split(",")
@@ -245,10 +245,10 @@ def load_request() -> dict:
 # --------------------------------------------------------------------------------------------
 
 def _as_input(value) -> tuple[Any, str]:
-    """(what the engine reads, SHA-256 for provenance). TREC text is encoded once and hashed
-    as sent; a mapping is hashed as canonical JSON (sorted keys)."""
-    if isinstance(value, str):
-        data = value.encode("utf-8")
+    """(what the engine reads, SHA-256 for provenance). TREC text is hashed as sent (bytes,
+    encoded once if it came as a JSON string); a mapping as canonical JSON (sorted keys)."""
+    if isinstance(value, str | bytes):
+        data = value.encode("utf-8") if isinstance(value, str) else value
         return data, hashlib.sha256(data).hexdigest()
     return value, hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
@@ -363,8 +363,9 @@ def enqueue_evaluation(req: dict) -> Response:
     ttl = current_app.config["INPUT_TTL"]
     cfg = current_app.config
     run = req.pop("run")
-    run_format = "trec" if isinstance(run, str) else "json"
-    run_bytes = run.encode("utf-8") if run_format == "trec" else orjson.dumps(run)
+    run_format = "json" if isinstance(run, Mapping) else "trec"
+    run_bytes = (run if isinstance(run, bytes) else run.encode("utf-8")) if run_format == "trec" \
+        else orjson.dumps(run)
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms")}
     spec.update(run_format=run_format,
