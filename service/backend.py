@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from worker.cli import QUEUE
 from worker.jobs import COMBINE_FUNCTION, JOB_FUNCTION, SHARD_FUNCTION, execute
-from worker.store import MemoryStore, RedisStore
+from worker.store import MemoryStore, RedisStore, redis_client
 
 
 def new_job_id() -> str:
@@ -80,10 +80,9 @@ class RedisBackend:
     kind = "redis"
 
     def __init__(self, url: str, config: dict):
-        from redis import Redis
         from rq import Queue
 
-        self.redis = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+        self.redis = redis_client(url)
         self.store = RedisStore(self.redis)
         self.queue = Queue(QUEUE, connection=self.redis)
         self.config = config

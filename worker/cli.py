@@ -33,13 +33,14 @@ def worker_class():
 def run_worker(redis_url: str | None, burst: bool = False, name: str | None = None,
                monitoring_interval: int | None = None,
                maintenance_interval: int | None = None) -> int:
-    from redis import Redis
     from rq import Queue
+
+    from .store import redis_client
 
     url = redis_url or os.environ.get("REDIS_URL")
     if not url:
         raise SystemExit("cranfield worker: set REDIS_URL or pass --redis-url")
-    conn = Redis.from_url(url)
+    conn = redis_client(url)
     kwargs = {}
     if monitoring_interval:
         kwargs["job_monitoring_interval"] = monitoring_interval

@@ -295,3 +295,19 @@ class MemoryStore:
     def delete_blob(self, key: str) -> None:
         with self._lock:
             self._blobs.pop(key, None)
+
+
+def redis_client(url: str):
+    """A Redis client that survives a Redis restart: a pooled connection the server closed is
+    replaced and the command retried (twice, with a short back-off), instead of failing the
+    first request after Redis comes back."""
+    from redis import ConnectionError as RedisConnectionError
+    from redis import Redis
+    from redis import TimeoutError as RedisTimeoutError
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    return Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2,
+                          retry=Retry(ExponentialBackoff(cap=0.2, base=0.01), 2),
+                          retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                          health_check_interval=10)

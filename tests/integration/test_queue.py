@@ -200,8 +200,11 @@ def test_redis_down_gives_503_and_recovers(api, redis_server):
         assert call(api, "POST", "/v1/evaluations", BODY)[0] == 200
     finally:
         redis_server.start()
-    assert call(api, "GET", "/readyz")[0] == 200
-    assert call(api, "GET", "/v1/qrels")[0] == 200
+    # every gunicorn worker process recovers on its first request: stale pooled connections
+    # are replaced and retried, not reported as 503
+    for _ in range(6):
+        assert call(api, "GET", "/readyz")[0] == 200
+        assert call(api, "GET", "/v1/qrels")[0] == 200
 
 
 def _digits(values, width):
