@@ -147,12 +147,18 @@ class RedisBackend:
         if shards:
             from rq.job import Job
 
-            states = [j.get_status(refresh=False) if j else None
-                      for j in Job.fetch_many(shards, connection=self.redis)]
-            done = sum(getattr(s, "value", s) == "finished" for s in states)
-            out["progress"] = {"shards_done": done, "shards_total": len(shards)}
-            if status in ("deferred", "queued") and any(
-                    getattr(s, "value", s) == "started" for s in states):
+            jobs = Job.fetch_many(shards, connection=self.redis)
+            states = [getattr(j.get_status(refresh=False), "value", None) if j else None
+                      for j in jobs]
+            done = [s == "finished" for s in states]
+            counts = [(j.meta or {}).get("topics") if j else None for j in jobs]
+            out["progress"] = {
+                "shards_done": sum(done), "shards_total": len(shards),
+                "topics_done": sum(c or 0 for c, d in zip(counts, done, strict=True) if d),
+                # known once every shard has read its piece
+                "topics_total": sum(counts) if all(c is not None for c in counts) else None,
+            }
+            if status in ("deferred", "queued") and "started" in states:
                 out["status"] = "started"
         if out["status"] not in ("queued", "started", "finished", "failed", "canceled"):
             out["status"] = "queued"  # deferred / scheduled (a retry waiting) are still to run

@@ -113,10 +113,13 @@ def _load_qrels(store, spec: dict):
     return qrels, spec["qrels_sha256"], None
 
 
-def run_shard(store, spec: dict[str, Any]) -> dict:
-    """Evaluate one piece of a run against the qrels of its topics."""
+def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
+    """Evaluate one piece of a run against the qrels of its topics; ``on_topics(n)`` is told
+    how many topics the piece holds as soon as it is read (for progress)."""
     try:
         run = cranfield.read_run(store.get_blob(spec["run_key"]), name="run")
+        if on_topics is not None:
+            on_topics(len(run.topics))
         qrels, _, _ = _load_qrels(store, spec)
         ev = cranfield.evaluate(run, qrels.subset(run.topics), spec["measures"],
                                 require_overlap=False, **spec["options"])
@@ -186,7 +189,13 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
     """RQ entry point for one shard (``worker.jobs.evaluate_shard_job``)."""
     from rq import get_current_job
 
-    return run_shard(RedisStore(get_current_job().connection), spec)
+    job = get_current_job()
+
+    def report(topics: int) -> None:
+        job.meta["topics"] = topics
+        job.save_meta()
+
+    return run_shard(RedisStore(job.connection), spec, on_topics=report)
 
 
 def combine_shards_job(spec: dict[str, Any]) -> dict:
