@@ -30,6 +30,8 @@ Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file obje
 
 # Below this size the line reader is faster than importing and starting pyarrow.
 FAST_READER_MIN_BYTES = 4 << 20
+# Multi-threaded parsing is faster on an idle machine but holds ~15% more memory in flight.
+_THREADS = os.environ.get("CRANFIELD_READ_THREADS", "0") == "1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,7 +179,8 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
 # --------------------------------------------------------------------------------------------
 
 def _as_path(source: Source) -> str | None:
-    """The file path ``source`` names, if it names an existing file."""
+    """The file path ``source`` names: any PathLike, or a one-line str naming an existing
+    file (anything else is TREC text)."""
     if isinstance(source, os.PathLike):
         return os.fspath(source)
     if isinstance(source, str) and "\n" not in source and len(source) < 4096 \
@@ -224,11 +227,8 @@ def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str
     """Return the raw bytes of a path, text or file object, and a label for messages."""
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source), name or kind
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and "\n" not in source and len(source) < 4096
-        and os.path.exists(source)
-    ):
-        path = os.fspath(source)
+    path = _as_path(source)
+    if path is not None:
         try:
             with open(path, "rb") as fh:
                 return fh.read(), name or path
@@ -436,9 +436,8 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
             docids.append(docno)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
-    topics = sorted(topic_ids, key=_byte_key)
-    order = np.asarray(_index_of(list(topic_ids), topics), dtype=np.int32)
-    topic_index = order[np.concatenate(codes)] if codes else np.zeros(0, np.int32)
+    topics, topic_index = _in_strcmp_order(
+        topic_ids, np.concatenate(codes) if codes else np.zeros(0, np.int32))
     del codes
     score_array = np.concatenate(scores) if scores else np.zeros(0)
     del scores
@@ -476,9 +475,7 @@ def _slow_run(data: bytes, label: str) -> Run:
         docids.append(fields[2])
         lines.append(lineno)
         runid = fields[5]
-    topics = sorted(topic_code, key=_byte_key)
-    order = np.asarray(_index_of(list(topic_code), topics), dtype=np.int32)
-    topic_index = order[np.frombuffer(codes, dtype=np.int32)] if codes else np.zeros(0, np.int32)
+    topics, topic_index = _in_strcmp_order(topic_code, np.frombuffer(codes, dtype=np.int32))
     doc_array = np.empty(len(docids), dtype=object)
     doc_array[:] = docids
     del docids
@@ -544,8 +541,6 @@ _HASH_P_INV = np.uint64(pow(0x100000001B3, -1, 2**64))
 
 
 _powers_cache: list[np.ndarray] = []
-# Multi-threaded parsing is faster on an idle machine but holds ~15% more memory in flight.
-_THREADS = os.environ.get("CRANFIELD_READ_THREADS", "0") == "1"
 
 
 def _hash_powers(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -667,9 +662,10 @@ def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -
     topic in file order) and checked for a docid judged twice in one topic."""
     qids = _as_object_array(qids)
     docids = _as_object_array(docids)
-    topics = sorted(set(qids.tolist()), key=_byte_key)
-    index = {t: i for i, t in enumerate(topics)}
-    topic_index = np.fromiter(map(index.__getitem__, qids.tolist()), np.int32, len(qids))
+    first_seen: dict[str, int] = {}
+    codes = np.fromiter((first_seen.setdefault(q, len(first_seen)) for q in qids.tolist()),
+                        np.int32, len(qids))
+    topics, topic_index = _in_strcmp_order(first_seen, codes)
     order = np.argsort(topic_index, kind="stable")
     topic_index, docids, grades = topic_index[order], docids[order], np.asarray(grades)[order]
     subs = _as_object_array(subtopics)[order] if subtopics is not None else None
@@ -711,6 +707,16 @@ def _as_object_array(values) -> np.ndarray:
 def _byte_key(s: str) -> bytes:
     """trec_eval compares ids with strcmp: byte order of the UTF-8 encoding."""
     return s.encode("utf-8", "surrogateescape")
+
+
+def _in_strcmp_order(first_seen: dict[str, int], codes: np.ndarray
+                     ) -> tuple[list[str], np.ndarray]:
+    """Topics numbered in the order first seen, renumbered in trec_eval's strcmp order:
+    (the sorted topics, each row's code in that order)."""
+    topics = sorted(first_seen, key=_byte_key)
+    remap = np.empty(len(topics), dtype=np.int32)
+    remap[[first_seen[t] for t in topics]] = np.arange(len(topics), dtype=np.int32)
+    return topics, remap[codes].astype(np.int32) if len(codes) else np.zeros(0, np.int32)
 
 
 def _index_of(names: list[str], topics: list[str]) -> list[int]:

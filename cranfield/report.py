@@ -11,8 +11,7 @@ import numpy as np
 import cranfield
 
 
-def warnings_for(ev: cranfield.Evaluation, run: cranfield.Run,
-                 qrels: cranfield.Qrels) -> list[dict]:
+def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
     """An input lint: things that make numbers easy to misread."""
     out: list[dict] = []
     t = ev.topics
@@ -96,9 +95,9 @@ def efficiency(latency: dict[str, float], evaluated: list[str]) -> dict:
 
 
 def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
-                        warnings: list[dict], details: dict | None) -> dict:
-    """The JSON document for ``ev``; ``req`` holds the request's ``per_topic`` and
-    ``latency_ms``."""
+                        details: dict | None, qrels_version: str | None = None) -> dict:
+    """The JSON document for ``ev`` with its input lint; ``req`` holds the request's
+    ``per_topic`` and ``latency_ms``; ``qrels_version`` names stored qrels (``id@version``)."""
     def clean(v):
         return None if isinstance(v, float) and v != v else v
 
@@ -106,13 +105,15 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
         "measures": [{"key": k, **v} for k, v in ev.measures.items()],
         "aggregate": {k: clean(v) for k, v in ev.aggregate.items()},
         "topics": ev.topics.as_dict(),
-        "warnings": warnings,
+        "warnings": warnings_for(ev),
         "provenance": {
             "engine": "cranfield", "engine_version": cranfield.__version__,
             "profile": ev.profile, "options": ev.options,
             "run_sha256": run_digest, "qrels_sha256": qrels_digest, "runid": ev.runid,
         },
     }
+    if qrels_version:
+        doc["provenance"]["qrels_version"] = qrels_version
     if req["per_topic"]:
         doc["per_topic"] = {t: {k: clean(v) for k, v in row.items()}
                             for t, row in ev.per_topic.items()}

@@ -23,7 +23,7 @@ import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
 from cranfield.io import split_trec_text
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
-from cranfield.report import details_for, evaluation_document, warnings_for
+from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
 from .problems import Problem, from_engine_error
@@ -335,10 +335,8 @@ def create_evaluation():
     if fmt == "text/csv":
         return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
     details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
-    doc = evaluation_document(ev, req, run_digest, qrels_digest,
-                              warnings_for(ev, run, qrels), details)
-    if req.get("qrels_version"):
-        doc["provenance"]["qrels_version"] = req["qrels_version"]
+    doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
+                              req.get("qrels_version"))
     return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
                     mimetype="application/json")
 

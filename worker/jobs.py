@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import cranfield
-from cranfield.report import details_for, evaluation_document, warnings_for
+from cranfield.report import details_for, evaluation_document
 
 from .store import NotFound, RedisStore
 
@@ -59,10 +59,9 @@ def run_job(store, spec: dict[str, Any]) -> dict:
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
     details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
-    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest,
-                              warnings_for(ev, run, qrels), details)
+    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest, details,
+                              qrels_version)
     if qrels_version:
-        doc["provenance"]["qrels_version"] = qrels_version
         doc["provenance"]["qrels_decodes_by_worker"] = decodes
     return doc
 
@@ -177,10 +176,8 @@ def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
         return {"problem": {"status": 422, "title": "Missing input", "detail": str(exc)}}
     except cranfield.CranfieldError as exc:
         return {"problem": _problem(exc)}
-    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest,
-                              warnings_for(ev, None, qrels), details)
-    if qrels_version:
-        doc["provenance"]["qrels_version"] = qrels_version
+    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest, details,
+                              qrels_version)
     doc["provenance"]["shards"] = len(shards)
     return {"result": doc}
 
