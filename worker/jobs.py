@@ -9,7 +9,7 @@ from typing import Any
 import cranfield
 from cranfield.report import details_for, evaluation_document
 
-from .store import NotFound, RedisStore
+from .store import QRELS_CACHE, NotFound, RedisStore
 
 JOB_FUNCTION = "worker.jobs.evaluate_job"
 
@@ -23,6 +23,12 @@ class BadInput(Exception):
         self.problem = problem
 
 
+def _missing(exc: Exception) -> dict:
+    """A job input (stored qrels, a run blob) is gone: deleted, or expired."""
+    return {"status": 422, "title": "Missing input", "detail": str(exc),
+            "errors": {"qrels_id": [str(exc)]}}
+
+
 def _problem(exc: Exception) -> dict:
     if isinstance(exc, cranfield.InputError):
         return {"status": 422, "title": "Invalid input", "detail": str(exc),
@@ -34,28 +40,29 @@ def _problem(exc: Exception) -> dict:
             "errors": {"run": [str(exc)]}}
 
 
+def _load_qrels(store, spec: dict):
+    """(qrels, their SHA-256, ``id@version`` if stored) for a job: stored ones through the
+    worker's decode cache, inline ones from their blob."""
+    if spec.get("qrels_ref"):
+        qrels, meta = store.load_qrels(spec["qrels_ref"])
+        return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
+    raw = store.get_blob(spec["qrels_key"])
+    qrels = cranfield.read_qrels(_json(raw) if spec.get("qrels_format") == "json" else raw,
+                                 name="qrels")
+    return qrels, spec["qrels_sha256"], None
+
+
 def run_job(store, spec: dict[str, Any]) -> dict:
     """Evaluate the job described by ``spec`` against ``store`` and build the document."""
     try:
         run_bytes = store.get_blob(spec["run_key"])
-        if spec.get("qrels_ref"):
-            from .store import QRELS_CACHE
-
-            qrels, meta = store.load_qrels(spec["qrels_ref"])
-            decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-            qrels_digest = meta["sha256"]
-            qrels_version = f"{meta['id']}@{meta['version']}"
-        else:
-            raw = store.get_blob(spec["qrels_key"])
-            qrels = cranfield.read_qrels(_json(raw) if spec.get("qrels_format") == "json"
-                                         else raw, name="qrels")
-            qrels_digest, qrels_version = spec["qrels_sha256"], None
+        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+        decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
         run = cranfield.read_run(run_bytes if spec["run_format"] == "trec" else
                                  _json(run_bytes), name="run")
         ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
     except NotFound as exc:
-        raise BadInput({"status": 422, "title": "Missing input", "detail": str(exc),
-                        "errors": {"qrels_id": [str(exc)]}}) from None
+        raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
     details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
@@ -102,16 +109,6 @@ SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
 
 
-def _load_qrels(store, spec: dict):
-    if spec.get("qrels_ref"):
-        qrels, meta = store.load_qrels(spec["qrels_ref"])
-        return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
-    raw = store.get_blob(spec["qrels_key"])
-    qrels = cranfield.read_qrels(_json(raw) if spec.get("qrels_format") == "json" else raw,
-                                 name="qrels")
-    return qrels, spec["qrels_sha256"], None
-
-
 def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
     """Evaluate one piece of a run against the qrels of its topics; ``on_topics(n)`` is told
     how many topics the piece holds as soon as it is read (for progress)."""
@@ -123,7 +120,7 @@ def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
         ev = cranfield.evaluate(run, qrels.subset(run.topics), spec["measures"],
                                 require_overlap=False, **spec["options"])
     except NotFound as exc:
-        return {"problem": {"status": 422, "title": "Missing input", "detail": str(exc)}}
+        return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
         problem = _problem(exc)
         if isinstance(exc, cranfield.InputError) and exc.line is not None:
@@ -173,7 +170,7 @@ def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
             details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
                        if spec["details"] else None)
     except NotFound as exc:
-        return {"problem": {"status": 422, "title": "Missing input", "detail": str(exc)}}
+        return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
         return {"problem": _problem(exc)}
     doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest, details,

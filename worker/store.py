@@ -96,6 +96,12 @@ class QrelsCache:
 QRELS_CACHE = QrelsCache()
 
 
+def check_if_match(qrels_id: str, latest: str | None, if_match: str | None) -> None:
+    """``If-Match`` must name the latest version (an ETag, quoted or not), if given."""
+    if if_match is not None and if_match.strip('"') != (latest or ""):
+        raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, not {if_match!r}")
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
     """``id`` or ``id@version``."""
     qrels_id, _, version = ref.partition("@")
@@ -126,9 +132,7 @@ class RedisStore:
                     pipe.watch(f"{base}:order")
                     latest = pipe.lindex(f"{base}:order", -1)
                     latest = latest.decode() if latest else None
-                    if if_match is not None and if_match.strip('"') != (latest or ""):
-                        raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, "
-                                              f"not {if_match!r}")
+                    check_if_match(qrels_id, latest, if_match)
                     if latest == version:
                         pipe.unwatch()
                         return self.meta(qrels_id, version), False
@@ -238,9 +242,7 @@ class MemoryStore:
         with self._lock:
             order = self._order.get(qrels_id, [])
             latest = order[-1] if order else None
-            if if_match is not None and if_match.strip('"') != (latest or ""):
-                raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, "
-                                      f"not {if_match!r}")
+            check_if_match(qrels_id, latest, if_match)
             if latest == meta["version"]:
                 return self._meta(qrels_id, latest), False
             meta.update(created=time.time(), id=qrels_id)
