@@ -26,6 +26,7 @@ from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
+from .jobs import present
 from .problems import Problem, from_engine_error
 
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
@@ -244,13 +245,21 @@ def load_request() -> dict:
 # Evaluation and response
 # --------------------------------------------------------------------------------------------
 
-def _as_input(value) -> tuple[Any, str]:
-    """(what the engine reads, SHA-256 for provenance). TREC text is hashed as sent (bytes,
-    encoded once if it came as a JSON string); a mapping as canonical JSON (sorted keys)."""
+def _serialised(value) -> tuple[bytes, str, str]:
+    """(bytes, SHA-256, format) of a run or qrels as hashed for provenance and stored for a
+    queued job: TREC text as sent ("trec", encoded once if it came as a JSON string), a mapping
+    as canonical JSON with sorted keys ("json")."""
     if isinstance(value, str | bytes):
-        data = value.encode("utf-8") if isinstance(value, str) else value
-        return data, hashlib.sha256(data).hexdigest()
-    return value, hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        data, fmt = (value.encode("utf-8") if isinstance(value, str) else value), "trec"
+    else:
+        data, fmt = orjson.dumps(value, option=orjson.OPT_SORT_KEYS), "json"
+    return data, hashlib.sha256(data).hexdigest(), fmt
+
+
+def _as_input(value) -> tuple[Any, str]:
+    """(what the engine reads, SHA-256 for provenance): TREC text as bytes, a mapping as is."""
+    data, digest, fmt = _serialised(value)
+    return (data if fmt == "trec" else value), digest
 
 
 def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
@@ -358,40 +367,29 @@ def enqueue_evaluation(req: dict) -> Response:
         resolve(req["measures"], req["options"]["profile"])
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
-    ttl = current_app.config["INPUT_TTL"]
     cfg = current_app.config
-    run = req.pop("run")
-    run_format = "json" if isinstance(run, Mapping) else "trec"
-    run_bytes = (run if isinstance(run, bytes) else run.encode("utf-8")) if run_format == "trec" \
-        else orjson.dumps(run)
+    run_bytes, run_digest, run_format = _serialised(req.pop("run"))
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms")}
-    spec.update(run_format=run_format,
-                run_sha256=hashlib.sha256(run_bytes if run_format == "trec" else
-                                          orjson.dumps(run, option=orjson.OPT_SORT_KEYS)
-                                          ).hexdigest())
-    del run
+    spec.update(run_format=run_format, run_sha256=run_digest)
     pieces = []
     if (backend.kind == "redis" and run_format == "trec"
             and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
         pieces = split_trec_text(run_bytes, cfg["SHARDS"])
     if len(pieces) <= 1:
-        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes, ttl)
+        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
+                                                 cfg["INPUT_TTL"])
     del run_bytes
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
     else:
-        data, digest = _as_input(req.pop("qrels"))
-        if not isinstance(data, bytes):
-            data = orjson.dumps(data)
-            spec["qrels_format"] = "json"
-        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data, ttl),
-                    qrels_sha256=digest)
+        data, digest, fmt = _serialised(req.pop("qrels"))
+        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
+                                                     cfg["INPUT_TTL"]),
+                    qrels_sha256=digest, qrels_format=fmt)
     job_id = (backend.submit_sharded(spec, pieces) if len(pieces) > 1
               else backend.submit(spec))
-    from .jobs import present
-
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
     resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
     resp.headers["Location"] = f"/v1/jobs/{job_id}"
