@@ -22,6 +22,14 @@ The module also has untimed readers that turn those files into the nested mappin
 
 from __future__ import annotations
 
+import sys
+
+# Run as a script, this file's folder leads sys.path, where bench/queue.py and bench/http.py
+# would shadow the standard library's queue and http for everything imported later (pyarrow,
+# numba, redis...): drop that entry first.
+if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
+    sys.path.pop(0)
+
 import argparse
 import json
 import os

@@ -25,6 +25,14 @@ Done-when checks for scale M are printed as PASS/FAIL; they are informational (e
 
 from __future__ import annotations
 
+import sys
+
+# Run as a script, this file's folder leads sys.path, where bench/queue.py and bench/http.py
+# would shadow the standard library's queue and http for everything imported later (pyarrow,
+# numba, redis...): drop that entry first.
+if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
+    sys.path.pop(0)
+
 import argparse
 import json
 import os
@@ -34,7 +42,6 @@ import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -490,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--worker"]:
         return worker_main(*argv[1:4])
 
-    sys.path.insert(0, str(BENCH_DIR))
+    sys.path.append(str(BENCH_DIR))  # after the standard library: see the top of this file
     import datagen  # sibling module; imported by the driver only, never by the workers
 
     parser = argparse.ArgumentParser(
