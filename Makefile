@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -c 'from cranfield.json_body import warm_up; warm_up()'  # numba's cache
 	touch $(STAMP)
 
 venv: $(STAMP)

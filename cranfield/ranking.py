@@ -46,6 +46,13 @@ class Ranked:
     cutoff_ties: dict = field(default_factory=dict)  # k -> bool[T]: a tie straddles rank k
 
 
+
+def _as_float32(scores: np.ndarray) -> np.ndarray:
+    """Scores as trec_eval 9.0.8 holds them, in a C float: beyond its range they become
+    +-inf (a cast, not an error)."""
+    with np.errstate(over="ignore"):
+        return scores.astype(np.float32)
+
 def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                      keep_going) -> np.ndarray:
     """Vectorised binary search: for each i, the first index j in [lo[i], hi[i]) for which
@@ -111,7 +118,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
 
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
-    scores = run.scores.astype(np.float32) if float32_scores else run.scores
+    scores = _as_float32(run.scores) if float32_scores else run.scores
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
@@ -134,7 +141,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
     keep = run_to_eval[j_rt] >= 0
     j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
-    j_score = j_raw_score.astype(np.float32) if float32_scores else j_raw_score
+    j_score = _as_float32(j_raw_score) if float32_scores else j_raw_score
     j_label = qrels.grades[j_qrow].astype(np.int64)
     j_label[j_label < 0] = UNJUDGED
 
@@ -184,7 +191,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
 def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:
     """The first ``depth`` docids of each topic in trec_eval's order (score descending, docno
     descending). Sorts only each topic's candidates: scores at or above its depth-th score."""
-    scores = run.scores.astype(np.float32) if float32_scores else run.scores
+    scores = _as_float32(run.scores) if float32_scores else run.scores
     order = np.lexsort((-scores, run.topic_index))
     tix, srt = run.topic_index[order], scores[order]
     start = np.searchsorted(tix, np.arange(len(run.topics) + 1))

@@ -13,7 +13,7 @@ import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from . import docs, evaluations, health, jobs, measures, qrels
+from . import docs, evaluations, health, jobs, measures, qrels, timing
 from .backend import make_backend
 from .problems import register_error_handlers
 
@@ -82,6 +82,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.json = OrjsonProvider(app)
     app.extensions["cranfield"] = make_backend(app.config)
     register_error_handlers(app)
+    timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)
     app.register_blueprint(jobs.bp)

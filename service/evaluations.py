@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
 from typing import Any
 
@@ -22,12 +23,15 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
 from cranfield.io import split_trec_text
+from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
 from .jobs import present
 from .problems import Problem, from_engine_error
+from .request_body import read_body
+from .timing import timed
 
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 
@@ -57,6 +61,8 @@ class RunOrQrels(fields.Field):
                                          "TREC text"}
 
     def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, Columns):  # a large mapping, already read and checked
+            return value
         if isinstance(value, str | bytes):  # bytes: an uploaded file
             if not value or value.isspace():  # isspace stops at the first other character
                 raise ValidationError("is empty")
@@ -158,12 +164,18 @@ def _flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def _json_body() -> dict:
-    raw = request.get_data(cache=False)
+    with timed("read"):
+        raw = read_body()
     if not raw:
         raise Problem(400, "Malformed request", "the request body is empty",
                       kind="malformed-request", errors={"body": ["is empty"]})
+    # Large bodies: run and qrels mappings straight into columns (None: small, or not for
+    # the fast path; orjson decides)
     try:
-        body = orjson.loads(raw)
+        with timed("decode"):
+            body = decode_body(raw)
+            if body is None:
+                body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {exc}",
                       kind="malformed-json", errors={"body": [str(exc)]}) from None
@@ -235,7 +247,8 @@ def load_request() -> dict:
                       f"send application/json or multipart/form-data, not {mimetype or 'nothing'}",
                       kind="unsupported-media-type")
     try:
-        return _REQUEST_SCHEMA.load(body)
+        with timed("validate"):
+            return _REQUEST_SCHEMA.load(body)
     except ValidationError as exc:
         raise Problem(422, "Invalid request", "the request does not match the schema",
                       kind="invalid-request", errors=_flatten(exc.messages)) from None
@@ -245,21 +258,46 @@ def load_request() -> dict:
 # Evaluation and response
 # --------------------------------------------------------------------------------------------
 
-def _serialised(value) -> tuple[bytes, str, str]:
-    """(bytes, SHA-256, format) of a run or qrels as hashed for provenance and stored for a
-    queued job: TREC text as sent ("trec", encoded once if it came as a JSON string), a mapping
-    as canonical JSON with sorted keys ("json")."""
+def _serialised(value) -> tuple[bytes, str]:
+    """(bytes, format) of a run or qrels as a queued job stores them: TREC text as sent
+    ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json")."""
     if isinstance(value, str | bytes):
-        data, fmt = (value.encode("utf-8") if isinstance(value, str) else value), "trec"
-    else:
-        data, fmt = orjson.dumps(value, option=orjson.OPT_SORT_KEYS), "json"
-    return data, hashlib.sha256(data).hexdigest(), fmt
+        return (value.encode("utf-8") if isinstance(value, str) else value), "trec"
+    if isinstance(value, Columns):
+        return bytes(value.raw), "json"
+    return orjson.dumps(value), "json"
 
 
-def _as_input(value) -> tuple[Any, str]:
-    """(what the engine reads, SHA-256 for provenance): TREC text as bytes, a mapping as is."""
-    data, digest, fmt = _serialised(value)
-    return (data if fmt == "trec" else value), digest
+def _read(value, kind: str) -> tuple[Any, Any]:
+    """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
+    mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
+    key order or on how the body was decoded."""
+    reader = read_run if kind == "run" else read_qrels
+    if isinstance(value, Columns):
+        return value.value, value.value
+    if isinstance(value, Mapping):
+        read = reader(value, name=kind)
+        return read, (value if len(read) <= 10_000 else read)
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return reader(data, name=kind), data
+
+
+def _digest(source) -> str:
+    if isinstance(source, bytes):
+        return hashlib.sha256(source).hexdigest()
+    if isinstance(source, Mapping):
+        return mapping_sha256(source)
+    return columns_sha256(source)
+
+
+# SHA-256 runs beside the evaluation (hashlib releases the GIL on large buffers).
+_DIGESTS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cranfield-digest")
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
 
 
 def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
@@ -301,24 +339,27 @@ def run_evaluation(req: dict):
     Returns the evaluation, the inputs as read and their SHA-256 digests."""
     opts = req["options"]
     measures = req["measures"]
-    run_input, run_digest = _as_input(req.pop("run"))
     stored = None
     if req.get("qrels_id"):
-        qrels, stored = _stored_qrels(req["qrels_id"])
-        qrels_input, qrels_digest = qrels, stored["sha256"]
-    else:
-        qrels_input, qrels_digest = _as_input(req.pop("qrels"))
+        stored_qrels, stored = _stored_qrels(req["qrels_id"])
     req["qrels_version"] = f"{stored['id']}@{stored['version']}" if stored else None
     try:
-        run = read_run(run_input, name="run")
-        qrels = read_qrels(qrels_input, name="qrels")
+        run, run_source = _read(req.pop("run"), "run")
+        # a big run's SHA-256 runs beside the evaluation; a small one's costs less than that
+        run_digest = (_DIGESTS.submit(_digest, run_source) if len(run) >= 100_000
+                      else _done(_digest(run_source)))
+        if stored:
+            qrels, qrels_digest = stored_qrels, stored["sha256"]
+        else:
+            qrels, qrels_source = _read(req.pop("qrels"), "qrels")
+            qrels_digest = _digest(qrels_source)
         _check_limits(run, qrels)
         ev = cranfield.evaluate(run, qrels, measures, **opts)
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, measures) from None
     except CranfieldError as exc:
         raise from_engine_error(exc) from None
-    return ev, run, qrels, (run_digest, qrels_digest)
+    return ev, run, qrels, (run_digest.result(), qrels_digest)
 
 
 def _preferred_format() -> str:
@@ -338,16 +379,18 @@ def create_evaluation():
     req = load_request()
     if wants_async():
         return enqueue_evaluation(req)
-    ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
-    if fmt == "text/plain":
-        return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
-    if fmt == "text/csv":
-        return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
-    details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
-    doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
-                              req.get("qrels_version"))
-    return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
-                    mimetype="application/json")
+    with timed("evaluate"):
+        ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
+    with timed("render"):
+        if fmt == "text/plain":
+            return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
+        if fmt == "text/csv":
+            return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
+        details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
+        doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
+                                  req.get("qrels_version"))
+        return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
+                        mimetype="application/json")
 
 
 def wants_async() -> bool:
@@ -368,10 +411,12 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
-    run_bytes, run_digest, run_format = _serialised(req.pop("run"))
+    run_bytes, run_format = _serialised(req.pop("run"))
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms")}
-    spec.update(run_format=run_format, run_sha256=run_digest)
+    # TREC text is hashed as sent, here; a mapping by its content, by the job that reads it
+    spec.update(run_format=run_format, run_sha256=hashlib.sha256(run_bytes).hexdigest()
+                if run_format == "trec" else None)
     pieces = []
     if (backend.kind == "redis" and run_format == "trec"
             and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
@@ -384,10 +429,11 @@ def enqueue_evaluation(req: dict) -> Response:
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
     else:
-        data, digest, fmt = _serialised(req.pop("qrels"))
+        data, fmt = _serialised(req.pop("qrels"))
         spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
                                                      cfg["INPUT_TTL"]),
-                    qrels_sha256=digest, qrels_format=fmt)
+                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
+                    qrels_format=fmt)
     job_id = (backend.submit_sharded(spec, pieces) if len(pieces) > 1
               else backend.submit(spec))
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})

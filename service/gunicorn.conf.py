@@ -22,3 +22,11 @@ keepalive = 5
 accesslog = os.environ.get("CRANFIELD_ACCESS_LOG", "-")
 errorlog = "-"
 loglevel = os.environ.get("CRANFIELD_LOG_LEVEL", "info")
+
+
+def on_starting(server):
+    """Compile (or load from numba's cache) the large-JSON kernels once, in the master before
+    the workers fork, so that no request pays for it."""
+    from cranfield.json_body import warm_up
+
+    warm_up()

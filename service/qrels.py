@@ -14,6 +14,7 @@ import cranfield
 from worker.store import StoreError, split_ref
 
 from .problems import Problem, from_engine_error
+from .request_body import read_body
 
 bp = Blueprint("qrels", __name__, url_prefix="/v1/qrels")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -50,7 +51,7 @@ def _body_qrels() -> tuple[object, bool]:
     mimetype = request.mimetype
     if mimetype == "application/json":
         try:
-            body = orjson.loads(request.get_data(cache=False) or b"null")
+            body = orjson.loads(read_body() or b"null")
         except orjson.JSONDecodeError as exc:
             raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
                           errors={"body": [str(exc)]}) from None
@@ -72,7 +73,7 @@ def _body_qrels() -> tuple[object, bool]:
                                                                     "object or text"]})
         return (value.encode() if isinstance(value, str) else value), diversity
     if mimetype == "text/plain":
-        data = request.get_data(cache=False)
+        data = read_body()
         if not data.strip():
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})

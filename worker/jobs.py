@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import cranfield
+from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.report import details_for, evaluation_document
 
 from .store import QRELS_CACHE, NotFound, RedisStore
@@ -47,9 +48,10 @@ def _load_qrels(store, spec: dict):
         qrels, meta = store.load_qrels(spec["qrels_ref"])
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
     raw = store.get_blob(spec["qrels_key"])
-    qrels = cranfield.read_qrels(_json(raw) if spec.get("qrels_format") == "json" else raw,
-                                 name="qrels")
-    return qrels, spec["qrels_sha256"], None
+    if spec.get("qrels_format") == "json":
+        qrels = read_json_mapping(raw, "qrels")
+        return qrels, columns_sha256(qrels), None
+    return cranfield.read_qrels(raw, name="qrels"), spec["qrels_sha256"], None
 
 
 def run_job(store, spec: dict[str, Any]) -> dict:
@@ -58,25 +60,21 @@ def run_job(store, spec: dict[str, Any]) -> dict:
         run_bytes = store.get_blob(spec["run_key"])
         qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-        run = cranfield.read_run(run_bytes if spec["run_format"] == "trec" else
-                                 _json(run_bytes), name="run")
+        if spec["run_format"] == "trec":
+            run, run_digest = cranfield.read_run(run_bytes, name="run"), spec["run_sha256"]
+        else:  # a mapping is hashed by its content, as the synchronous path does
+            run = read_json_mapping(run_bytes, "run")
+            run_digest = columns_sha256(run)
         ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
     details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
-    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest, details,
-                              qrels_version)
+    doc = evaluation_document(ev, spec, run_digest, qrels_digest, details, qrels_version)
     if qrels_version:
         doc["provenance"]["qrels_decodes_by_worker"] = decodes
     return doc
-
-
-def _json(data: bytes):
-    import orjson
-
-    return orjson.loads(data)
 
 
 def execute(store, spec: dict[str, Any]) -> dict:

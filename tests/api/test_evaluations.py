@@ -193,3 +193,33 @@ def test_unknown_route_and_method_are_problems(client):
     resp = client.get("/v1/evaluations", check=False)
     assert resp.status_code == 405 and resp.mimetype == PROBLEM
     assert "POST" in resp.headers["Allow"]
+
+
+def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypatch):
+    """The compiled reader of large bodies (here forced for every body) gives the same
+    numbers, topics, lint and digests as orjson, and its errors are the same 4xx."""
+    import cranfield.json_body
+    import service.evaluations as evaluations
+    from cranfield.io import read_run
+
+    if not cranfield.json_body.warm_up():
+        pytest.skip("numba is not installed")
+    run = read_run(DATA / "results.test").to_dict()
+    qrels = {t: {d: g for d, g in docs.items()} for t, docs in
+             cranfield.read_qrels(DATA / "qrels.test").to_dict().items()}
+    body = {"run": run, "qrels": qrels, "measures": ["all_trec"], "details": True}
+    small = post(client, body).get_json()
+    monkeypatch.setattr(cranfield.json_body, "FAST_JSON_MIN_BYTES", 0)
+    seen = []
+    real = evaluations.decode_body
+    monkeypatch.setattr(evaluations, "decode_body",
+                        lambda raw: seen.append(real(raw)) or seen[-1])
+    # keys in another order: the same content, the same digest
+    shuffled = {"run": dict(reversed(list(run.items()))), "qrels": qrels,
+                "measures": ["all_trec"], "details": True}
+    large = post(client, shuffled).get_json()
+    assert seen and seen[-1] is not None  # the fast path did read it
+    assert large == small
+    bad = post(client, {"run": {"q1": {"d1": 1, "d2": "x"}}, "qrels": qrels})
+    assert seen[-1] is None and bad.status_code == 422 and bad.mimetype == PROBLEM
+    assert "run.q1.d2" in bad.get_json()["errors"]

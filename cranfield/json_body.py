@@ -1,0 +1,323 @@
+"""Large JSON bodies straight into columns, without a Python object per document.
+
+A 7-million-score run sent as ``{"run": {topic: {docid: score}}}`` costs orjson about two
+seconds to turn into dicts, floats and strings, five times what evaluating it costs. This
+module reads such a body in one compiled pass (numba): it walks the top-level object, and for
+``run`` and ``qrels`` values shaped ``{string: {string: number}}`` copies the docids and the
+number texts into contiguous buffers that become Arrow arrays; pyarrow then converts the
+numbers (correctly rounded, like any conforming JSON parser). Everything else in the body is
+handed to orjson with the big values replaced by a placeholder, so the envelope is decoded and
+checked exactly as before.
+
+The fast path is *sound, not complete*: it accepts only input it reads exactly as orjson
+would, and answers ``None`` for anything else — escapes in a key, a docid or topic given twice
+(JSON keeps the last; the slow path does what orjson does), a non-number score, a non-finite
+value, numba or pyarrow missing, a malformed body — and the caller decodes the body with
+orjson, which gives the precise error. Results never depend on which path ran (tests
+compare both on every shape).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .io import Qrels, Run, _in_strcmp_order
+
+# Below this size orjson is faster than the compiled scan's fixed costs.
+FAST_JSON_MIN_BYTES = int(os.environ.get("CRANFIELD_FAST_JSON_MIN_BYTES", 1 << 20))
+# The members whose values may be read as columns, and what they become.
+COLUMN_MEMBERS = ("run", "qrels")
+
+_kernels: Any = None  # cranfield._json_kernels once imported; False if numba is missing
+
+
+def _load_kernels():
+    global _kernels
+    if _kernels is None:
+        try:
+            from . import _json_kernels
+        except ImportError:
+            _kernels = False
+        else:
+            _kernels = _json_kernels
+    return _kernels
+
+
+def warm_up() -> bool:
+    """Compile the kernels (or load them from numba's cache) now, so that a server pays it at
+    start and not on its first large request."""
+    if not _load_kernels():
+        return False
+    decode_body(b'{"run": {"q": {"d": 1, "e": 0.5e1}}, "qrels": {"q": {"d": 1}}}', min_bytes=0)
+    return True
+
+
+class Columns:
+    """A ``run`` or ``qrels`` value read as columns, standing in for the mapping in the decoded
+    body: ``value`` is the :class:`Run` or :class:`Qrels`, ``raw`` the JSON text as sent (a
+    view into the body: what a queued job stores)."""
+
+    __slots__ = ("value", "raw")
+
+    def __init__(self, value, raw: memoryview):
+        self.value, self.raw = value, raw
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+
+def decode_body(raw: bytes, *, min_bytes: int | None = None) -> dict | None:
+    """The JSON object in ``raw`` with large ``run``/``qrels`` mappings as :class:`Columns`,
+    or ``None`` when the fast path does not apply (the caller uses orjson)."""
+    if len(raw) < (FAST_JSON_MIN_BYTES if min_bytes is None else min_bytes):
+        return None
+    kernels = _load_kernels()
+    if not kernels:
+        return None
+    import orjson
+
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    i = kernels.object_start(buf)
+    if i < 0:
+        return None
+    columns: dict[str, Columns] = {}
+    keys: list[bytes] = []
+    pieces, last = [], 0
+    while True:
+        key_start, key_end, value_start = kernels.member_at(buf, i)
+        if key_start < 0:
+            return None
+        key = raw[key_start:key_end]
+        keys.append(key)
+        name = key.decode("ascii", "replace")
+        if name in COLUMN_MEMBERS and raw[value_start:value_start + 1] == b"{":
+            value, value_end = _read_columns(kernels, buf, raw, value_start, name)
+            if value is None:
+                return None
+            columns[name] = value
+            pieces += [raw[last:value_start], b"0"]
+            last = value_end
+        else:
+            value_end = kernels.value_end(buf, value_start)
+            if value_end < 0:
+                return None
+        i, closed = kernels.after_value(buf, value_end)
+        if i < 0:
+            return None
+        if closed:
+            break
+    if not columns or len(set(keys)) != len(keys):
+        return None
+    pieces.append(raw[last:])
+    try:
+        body = orjson.loads(b"".join(pieces))
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(body, dict) or any(body.get(k) != 0 for k in columns):
+        return None
+    body.update(columns)
+    return body
+
+
+def read_json_mapping(raw: bytes, kind: str) -> Run | Qrels:
+    """A JSON text holding one ``{topic: {docid: value}}`` mapping (what a queued job
+    stores) as a :class:`Run` (``kind="run"``) or :class:`Qrels`, by the fast path when it
+    applies, else by orjson and the mapping reader (which name what is wrong)."""
+    from collections.abc import Mapping
+
+    from .io import read_qrels, read_run
+
+    kernels = _load_kernels() if len(raw) >= FAST_JSON_MIN_BYTES else None
+    if kernels:
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        start = int(kernels.skip_ws(buf, 0))
+        value, end = _read_columns(kernels, buf, raw, start, kind)
+        if value is not None and kernels.skip_ws(buf, end) == len(buf):
+            return value.value
+    import orjson
+
+    try:
+        mapping = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(kind, f"not valid JSON: {exc}") from None
+    if not isinstance(mapping, Mapping):
+        raise InputError(kind, "must be an object {topic: {docid: value}}", field=kind)
+    return (read_run if kind == "run" else read_qrels)(mapping, name=kind)
+
+
+# Mappings at least this big are read in pieces on all cores (the kernels release the GIL).
+PARALLEL_MIN_BYTES = 8 << 20
+_pool: Any = None
+
+
+def _scan(kernels, buf, raw: bytes, start: int) -> list | None:
+    """The kernel results for the mapping whose ``{`` is at ``start``, in order, or None.
+
+    Large mappings are cut where ``},"`` suggests a topic boundary and the pieces are read at
+    once; piece k counts only if piece k-1 stopped exactly at its start (so the cut was a real
+    boundary, found by reading everything before it). Any other outcome is settled by one
+    sequential read, whose verdict is the answer."""
+    global _pool
+    i = int(kernels.skip_ws(buf, start + 1))
+    if i >= len(buf) or buf[i] != 34:
+        return None  # {} or not a mapping of members: the slow path says what
+    parts = int(min(os.cpu_count() or 1, 8, max(1, (len(buf) - i) // PARALLEL_MIN_BYTES)))
+    cuts: list[int] = []
+    for k in range(1, parts):
+        at = raw.find(b'},"', i + (len(buf) - i) * k // parts)
+        if at >= 0 and (not cuts or at + 2 > cuts[-1]):
+            cuts.append(at + 2)
+    pieces = None
+    if cuts:
+        if _pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                       thread_name_prefix="cranfield-json")
+        results = list(_pool.map(lambda span: kernels.scores(buf, *span),
+                                 zip([i, *cuts], [*cuts, -1], strict=True)))
+        pieces = []
+        for result in results:
+            pieces.append(result)
+            if result[0] != kernels.STOPPED:
+                break
+        if pieces[-1][0] != kernels.END:
+            pieces = None
+    if pieces is None:
+        pieces = [kernels.scores(buf, i, -1)]
+    return pieces if pieces[-1][0] == kernels.END else None
+
+
+def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
+    """(Columns, end of the mapping) or (None, -1)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = _scan(kernels, buf, raw, start)
+    if pieces is None:
+        return None, -1
+    end = int(pieces[-1][1])
+    try:
+        topics_seen = [raw[a:b].decode("utf-8") for piece in pieces
+                       for a, b in piece[2].tolist()]
+        chunks = []
+        for piece in pieces:
+            doc_bytes, doc_off = piece[4], piece[5]
+            chunk = pa.StringArray.from_buffers(len(doc_off) - 1, pa.py_buffer(doc_off),
+                                                pa.py_buffer(doc_bytes))
+            chunk.validate(full=True)  # UTF-8, as orjson requires
+            chunks.append(chunk)
+        docids = pa.chunked_array(chunks, pa.string()) if len(chunks) > 1 else chunks[0]
+        values = np.concatenate([piece[6] for piece in pieces]) if len(pieces) > 1 \
+            else pieces[0][6]
+        first_row = np.cumsum([0] + [len(piece[6]) for piece in pieces])
+        slow_rows = np.concatenate([piece[7] + first_row[k] for k, piece in enumerate(pieces)])
+        if len(slow_rows):  # numbers the kernel could not round exactly: Arrow's parser
+            texts = pa.array([raw[a:b] for piece in pieces for a, b in piece[8].tolist()],
+                             pa.string())
+            values[slow_rows] = pc.cast(texts, pa.float64()).to_numpy()
+    except (UnicodeDecodeError, pa.ArrowInvalid):
+        return None, -1
+    if not np.isfinite(values).all():
+        return None, -1
+    first_seen = {t: i for i, t in enumerate(topics_seen)}
+    if len(first_seen) != len(topics_seen):
+        return None, -1  # a topic twice: JSON keeps the last, as the slow path does
+    counts = np.concatenate([piece[3] for piece in pieces])
+    codes = np.repeat(np.arange(len(topics_seen), dtype=np.int32), counts)
+    topics, topic_index = _in_strcmp_order(first_seen, codes)
+    if name == "run":
+        value: Run | Qrels = Run(topics, topic_index, docids, values, "cranfield", "run")
+    else:
+        if not (values == np.round(values)).all():
+            return None, -1  # the slow path names the grade that is not an integer
+        order = np.argsort(topic_index, kind="stable")  # qrels rows are grouped by topic
+        value = Qrels(topics, topic_index[order], np.asarray(
+            docids.take(pa.array(order)).to_numpy(zero_copy_only=False), dtype=object),
+            values[order].astype(np.int64), None, "qrels")
+    return Columns(value, memoryview(raw)[start:end]), end
+
+
+def mapping_sha256(mapping) -> str:
+    """:func:`columns_sha256` of a ``{topic: {docid: value}}`` mapping, computed from the
+    mapping itself (for small mappings: a few Python operations per document beat a few
+    dozen numpy calls per input)."""
+    import sys
+    from array import array
+
+    topics = sorted(mapping, key=lambda t: t.encode("utf-8", "surrogateescape"))
+    header = bytearray(b"cranfield-columns-1\n")
+    for topic in topics:
+        encoded = topic.encode("utf-8", "surrogateescape")
+        header += len(encoded).to_bytes(8, "little") + encoded + \
+            len(mapping[topic]).to_bytes(8, "little")
+    ids = [d.encode("utf-8", "surrogateescape") for t in topics for d in mapping[t]]
+    lengths = array("i", map(len, ids))
+    values = array("d", [float(v) for t in topics for v in mapping[t].values()])
+    if sys.byteorder != "little":
+        lengths.byteswap()
+        values.byteswap()
+    digest = hashlib.sha256(header)
+    digest.update(lengths.tobytes())
+    digest.update(b"".join(ids))
+    digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def columns_sha256(value: Run | Qrels) -> str:
+    """SHA-256 of a mapping's content, the same however it was decoded and in whatever order
+    its topics came: over a header (for each topic in byte order: the length of its UTF-8
+    bytes, the bytes, its row count; little-endian int64s) followed by, for all rows with
+    topics in that order and rows within a topic as sent, the docid lengths (int32), the
+    docid bytes and the values (float64), each little-endian."""
+    ti = value.topic_index
+    values = np.asarray(value.scores if isinstance(value, Run) else value.grades, dtype="<f8")
+    docids = value.docids
+    starts = np.flatnonzero(np.r_[True, ti[1:] != ti[:-1]]) if len(ti) else ti
+    block_topics = ti[starts]
+    if len(np.unique(block_topics)) != len(block_topics):  # a topic in pieces: group rows
+        order = np.argsort(ti, kind="stable")
+        ti, values = ti[order], values[order]
+        docids = docids[order] if isinstance(docids, np.ndarray) else docids.take(order)
+        starts = np.flatnonzero(np.r_[True, ti[1:] != ti[:-1]])
+        block_topics = ti[starts]
+    ends = np.r_[starts[1:], len(ti)].astype(np.int64)
+    blocks = np.argsort(block_topics)  # the blocks in topic order
+    counts = np.bincount(ti, minlength=len(value.topics)).tolist()
+    header = bytearray(b"cranfield-columns-1\n")
+    for topic, count in zip(value.topics, counts, strict=True):
+        encoded = topic.encode("utf-8", "surrogateescape")
+        header += len(encoded).to_bytes(8, "little") + encoded + count.to_bytes(8, "little")
+    digest = hashlib.sha256(header)
+    if isinstance(docids, np.ndarray):  # str objects (a mapping read by orjson): in order
+        if (np.diff(block_topics) < 0).any():
+            rows = np.concatenate([np.arange(starts[b], ends[b]) for b in blocks.tolist()])
+            docids, values = docids[rows], values[rows]
+        encoded_ids = [d.encode("utf-8", "surrogateescape") for d in docids.tolist()]
+        digest.update(np.fromiter(map(len, encoded_ids), "<i4", len(encoded_ids)).tobytes())
+        digest.update(b"".join(encoded_ids))
+        digest.update(values.tobytes())
+        return digest.hexdigest()
+    import pyarrow as pa
+
+    if isinstance(docids, pa.ChunkedArray):
+        docids = docids.combine_chunks() if docids.num_chunks != 1 else docids.chunk(0)
+    offsets = np.frombuffer(docids.buffers()[1], dtype=np.int32, count=len(docids) + 1,
+                            offset=docids.offset * 4).astype(np.int64)
+    data = memoryview(docids.buffers()[2] or b"")
+    lengths = np.diff(offsets).astype("<i4")
+    spans = [(int(starts[b]), int(ends[b])) for b in blocks.tolist()]
+    if (np.diff(block_topics) > 0).all():
+        spans = [(0, len(ti))]  # already in topic order: one update per column
+    for a, b in spans:
+        digest.update(lengths[a:b].tobytes())
+    for a, b in spans:
+        digest.update(data[offsets[a]:offsets[b]])
+    for a, b in spans:
+        digest.update(values[a:b].tobytes())
+    return digest.hexdigest()
