@@ -121,6 +121,8 @@ def _number(buf, i, n):
         i += 1
     if i >= n:
         return -1, 0.0, False
+    # digits are accumulated without a bound: past 19 the significand wraps, but then
+    # ``digits > 15`` sends the number to the full parser anyway
     sig = np.uint64(0)
     digits = 0
     exp10 = 0
@@ -128,10 +130,7 @@ def _number(buf, i, n):
         i += 1
     elif 49 <= buf[i] <= 57:
         while i < n and 48 <= buf[i] <= 57:
-            if digits < 19:
-                sig = sig * np.uint64(10) + np.uint64(buf[i] - 48)
-            else:
-                exp10 += 1
+            sig = sig * np.uint64(10) + np.uint64(buf[i] - 48)
             digits += 1
             i += 1
     else:
@@ -140,14 +139,12 @@ def _number(buf, i, n):
         i += 1
         start = i
         while i < n and 48 <= buf[i] <= 57:
-            if digits < 19:
-                if sig != 0 or buf[i] != 48:
-                    digits += 1
-                sig = sig * np.uint64(10) + np.uint64(buf[i] - 48)
-                exp10 -= 1
+            sig = sig * np.uint64(10) + np.uint64(buf[i] - 48)
             i += 1
         if i == start:
             return -1, 0.0, False
+        digits += i - start  # leading zeros count too: a few more numbers go the long way
+        exp10 -= i - start
     if i < n and (buf[i] == 101 or buf[i] == 69):
         i += 1
         eneg = False
@@ -173,31 +170,31 @@ def _number(buf, i, n):
     return i, -value if neg else value, True
 
 
+def capacity(start: int, end: int) -> tuple[int, int]:
+    """(rows, docid bytes) that :func:`scores` may write reading ``buf[start:end]``."""
+    return (end - start) // 5 + 2, max(end - start, 1)
+
+
 @jit
-def scores(buf, i, stop):
+def scores(buf, i, stop, doc_bytes, doc_off, values, hashes, slow_rows, slow_span):
     """Read the members ``"topic": {"docid": number, ...}`` of a ``{topic: {docid: number}}``
     mapping from ``i`` (the first key's quote) to the mapping's closing brace, or, when
     ``stop >= 0``, up to the key that starts at ``stop`` (so that pieces of one mapping can be
-    read at once; see :func:`cranfield.json_body._read_columns`).
+    read at once; see :func:`cranfield.json_body._scan`).
 
-    Returns (status, end, topic key spans (k, 2), rows per topic, docid bytes, docid offsets
-    (int32), values, rows whose number needs a correctly rounding parser, those numbers'
-    spans (r, 2)); ``end`` is the position after the closing brace (END) or ``stop``
-    (STOPPED)."""
+    Writes docid bytes, docid end offsets (``doc_off[0] = 0``), values, each docid's FNV-1a
+    hash, and the rows (with their text spans) whose number needs a correctly rounding
+    parser into the arrays given, which the caller sizes with :func:`capacity` (numpy's
+    allocations get huge pages; numba's would fault in every 4 KiB page). Returns (status,
+    end, topic key spans (k, 2), rows per topic, docid bytes used, rows, slow rows, whether
+    any docid byte is not ASCII); ``end`` is the position after the closing brace (END) or
+    ``stop`` (STOPPED)."""
     # Nothing is read as part of an entry at or past n, and an entry takes at least five bytes
-    # (``"":0,``): so these upper bounds hold and the per-document loop never grows an array.
-    # Untouched capacity costs address space, not memory.
+    # (``"":0,``): so capacity() bounds every write and the per-document loop never grows an
+    # array.
     n = len(buf) if stop < 0 else stop
-    limit = n
-    cap = (limit - i) // 5 + 2
     topic_span = np.empty((256, 2), dtype=np.int64)
     counts = np.empty(256, dtype=np.int64)
-    doc_bytes = np.empty(max(limit - i, 1), dtype=np.uint8)
-    doc_off = np.empty(cap, dtype=np.int32)
-    values = np.empty(cap, dtype=np.float64)
-    slow_rows = np.empty(cap, dtype=np.int64)
-    slow_span = np.empty((cap, 2), dtype=np.int64)
-    hashes = np.empty(1 << 10, dtype=np.uint64)
     table = np.full(1 << 11, -1, dtype=np.int64)   # open addressing, one topic at a time
     stamp = np.full(1 << 11, -1, dtype=np.int64)
     doc_off[0] = 0
@@ -205,6 +202,7 @@ def scores(buf, i, stop):
     dpos = 0
     k = 0
     nslow = 0
+    high = 0  # OR of the docid bytes: >= 128 if any is not ASCII (UTF-8 to be checked)
     status = NOT_THIS_SHAPE
     ok = True
     while ok:
@@ -256,6 +254,7 @@ def scores(buf, i, stop):
                     if c == 92 or c < 32:
                         bad = True
                         break
+                    high |= c
                     doc_bytes[dpos] = c
                     dpos += 1
                     h = (h ^ np.uint64(c)) * np.uint64(1099511628211)
@@ -264,10 +263,8 @@ def scores(buf, i, stop):
                     if bad and buf[i] == 92:
                         status = ESCAPE
                     break
-                if rows - first == len(hashes):
-                    hashes = _grow(hashes, 2 * len(hashes))
                 doc_off[rows + 1] = dpos
-                hashes[rows - first] = h
+                hashes[rows] = h
                 i = skip_ws(buf, i + 1)
                 if i >= n or buf[i] != 58:
                     break
@@ -304,11 +301,11 @@ def scores(buf, i, stop):
         mask = np.uint64(size - 1)
         duplicate = False
         for r in range(first, rows):
-            hr = hashes[r - first]
+            hr = hashes[r]
             slot = np.int64(hr & mask)
             while stamp[slot] == k:
                 other = table[slot]
-                if hashes[other - first] == hr:
+                if hashes[other] == hr:
                     a0, a1 = doc_off[other], doc_off[other + 1]
                     b0, b1 = doc_off[r], doc_off[r + 1]
                     if a1 - a0 == b1 - b0:
@@ -333,17 +330,13 @@ def scores(buf, i, stop):
         if i < n and buf[i] == 44:
             i = skip_ws(buf, i + 1)
             if i == stop:
-                return (STOPPED, i, topic_span[:k], counts[:k], doc_bytes[:dpos],
-                        doc_off[:rows + 1], values[:rows], slow_rows[:nslow],
-                        slow_span[:nslow])
+                return STOPPED, i, topic_span[:k], counts[:k], dpos, rows, nslow, high >= 128
             ok = stop < 0 or i < stop
             continue
         if i < n and buf[i] == 125:
-            return (END, i + 1, topic_span[:k], counts[:k], doc_bytes[:dpos],
-                    doc_off[:rows + 1], values[:rows], slow_rows[:nslow], slow_span[:nslow])
+            return END, i + 1, topic_span[:k], counts[:k], dpos, rows, nslow, high >= 128
         break
-    return (status, -1, topic_span[:0], counts[:0], doc_bytes[:0], doc_off[:1],
-            values[:0], slow_rows[:0], slow_span[:0])
+    return status, -1, topic_span[:0], counts[:0], 0, 0, 0, False
 
 
 @jit
@@ -368,3 +361,17 @@ def object_start(buf):
     if j < len(buf) and buf[j] == 125:
         return -2
     return i + 1
+
+
+@jit
+def hash_hits(hashes, table, out):
+    """Rows whose hash selects a set entry of the bitmap ``table`` (its length a power of
+    two), written to ``out``; returns how many. A prefilter: equal strings hash equal, so no
+    judged row is missed, and the caller compares the survivors as strings."""
+    mask = np.uint64(len(table) - 1)
+    k = 0
+    for r in range(len(hashes)):
+        if table[np.int64(hashes[r] & mask)]:
+            out[k] = r
+            k += 1
+    return k

@@ -55,6 +55,9 @@ class Run:
     runid: str = "cranfield"
     source: str = "run"
     _origin: Any = field(default=None, repr=False)
+    # FNV-1a (64-bit) of each docid's UTF-8 bytes, when a reader computed it for free: lets
+    # matching against qrels skip the rows that cannot be judged (see ranking._match)
+    docid_fnv: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -581,6 +584,27 @@ def docid_hashes(docids) -> np.ndarray:
             out[pos + a:pos + b] = (prefix[ends] - prefix[starts]) * inverse[starts] + (
                 ends - starts).astype(np.uint64)
         pos += len(chunk)
+    return out
+
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+def fnv1a_hashes(strings) -> np.ndarray:
+    """FNV-1a (64-bit) of each string's UTF-8 bytes, vectorised across strings one byte
+    position at a time (as many numpy passes as the longest string has bytes)."""
+    import pyarrow as pa
+
+    arr = pa.array(strings, pa.string()) if not isinstance(strings, pa.Array) else strings
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1,
+                            offset=arr.offset * 4).astype(np.int64)
+    data = np.frombuffer(arr.buffers()[2] or b"\0", dtype=np.uint8)
+    lengths = np.diff(offsets)
+    out = np.full(len(arr), _FNV_OFFSET, dtype=np.uint64)
+    for j in range(int(lengths.max()) if len(lengths) else 0):
+        live = np.flatnonzero(lengths > j)
+        out[live] = (out[live] ^ data[offsets[live] + j].astype(np.uint64)) * _FNV_PRIME
     return out
 
 

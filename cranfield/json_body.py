@@ -155,6 +155,16 @@ PARALLEL_MIN_BYTES = 8 << 20
 _pool: Any = None
 
 
+def _thread_pool():
+    global _pool
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                   thread_name_prefix="cranfield-json")
+    return _pool
+
+
 def _scan(kernels, buf, raw: bytes, start: int) -> list | None:
     """The kernel results for the mapping whose ``{`` is at ``start``, in order, or None.
 
@@ -162,7 +172,6 @@ def _scan(kernels, buf, raw: bytes, start: int) -> list | None:
     once; piece k counts only if piece k-1 stopped exactly at its start (so the cut was a real
     boundary, found by reading everything before it). Any other outcome is settled by one
     sequential read, whose verdict is the answer."""
-    global _pool
     i = int(kernels.skip_ws(buf, start + 1))
     if i >= len(buf) or buf[i] != 34:
         return None  # {} or not a mapping of members: the slow path says what
@@ -174,12 +183,7 @@ def _scan(kernels, buf, raw: bytes, start: int) -> list | None:
             cuts.append(at + 2)
     pieces = None
     if cuts:
-        if _pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                                       thread_name_prefix="cranfield-json")
-        results = list(_pool.map(lambda span: kernels.scores(buf, *span),
+        results = list(_thread_pool().map(lambda span: _scores(kernels, buf, *span),
                                  zip([i, *cuts], [*cuts, -1], strict=True)))
         pieces = []
         for result in results:
@@ -189,8 +193,25 @@ def _scan(kernels, buf, raw: bytes, start: int) -> list | None:
         if pieces[-1][0] != kernels.END:
             pieces = None
     if pieces is None:
-        pieces = [kernels.scores(buf, i, -1)]
+        pieces = [_scores(kernels, buf, i, -1)]
     return pieces if pieces[-1][0] == kernels.END else None
+
+
+def _scores(kernels, buf, start: int, stop: int) -> tuple:
+    """One kernel read into arrays allocated here (by numpy, so with huge pages), as
+    (status, end, topic spans, rows per topic, docid bytes, docid offsets, values, slow rows,
+    slow spans, docid hashes, any non-ASCII byte)."""
+    rows, nbytes = kernels.capacity(start, len(buf) if stop < 0 else stop)
+    doc_bytes = np.empty(nbytes, dtype=np.uint8)
+    doc_off = np.empty(rows + 1, dtype=np.int32)
+    values = np.empty(rows, dtype=np.float64)
+    hashes = np.empty(rows, dtype=np.uint64)
+    slow_rows = np.empty(rows, dtype=np.int64)
+    slow_span = np.empty((rows, 2), dtype=np.int64)
+    status, end, spans, counts, used, n, nslow, high = kernels.scores(
+        buf, start, stop, doc_bytes, doc_off, values, hashes, slow_rows, slow_span)
+    return (status, end, spans, counts, doc_bytes[:used], doc_off[:n + 1], values[:n],
+            slow_rows[:nslow], slow_span[:nslow], hashes[:n], high)
 
 
 def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
@@ -210,7 +231,8 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
             doc_bytes, doc_off = piece[4], piece[5]
             chunk = pa.StringArray.from_buffers(len(doc_off) - 1, pa.py_buffer(doc_off),
                                                 pa.py_buffer(doc_bytes))
-            chunk.validate(full=True)  # UTF-8, as orjson requires
+            if piece[10]:  # a byte >= 128: the docids must be UTF-8, as orjson requires
+                chunk.validate(full=True)
             chunks.append(chunk)
         docids = pa.chunked_array(chunks, pa.string()) if len(chunks) > 1 else chunks[0]
         values = np.concatenate([piece[6] for piece in pieces]) if len(pieces) > 1 \
@@ -229,10 +251,15 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
     if len(first_seen) != len(topics_seen):
         return None, -1  # a topic twice: JSON keeps the last, as the slow path does
     counts = np.concatenate([piece[3] for piece in pieces])
-    codes = np.repeat(np.arange(len(topics_seen), dtype=np.int32), counts)
-    topics, topic_index = _in_strcmp_order(first_seen, codes)
+    # each topic's position in strcmp order, repeated over its rows (one pass over the rows)
+    topics, order_of_seen = _in_strcmp_order(first_seen, np.arange(len(topics_seen),
+                                                                   dtype=np.int32))
+    topic_index = np.repeat(order_of_seen, counts)
     if name == "run":
-        value: Run | Qrels = Run(topics, topic_index, docids, values, "cranfield", "run")
+        hashes = np.concatenate([piece[9] for piece in pieces]) if len(pieces) > 1 \
+            else pieces[0][9]
+        value: Run | Qrels = Run(topics, topic_index, docids, values, "cranfield", "run",
+                                 docid_fnv=hashes)
     else:
         if not (values == np.round(values)).all():
             return None, -1  # the slow path names the grade that is not an integer
@@ -243,6 +270,36 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
     return Columns(value, memoryview(raw)[start:end]), end
 
 
+# Digests of mappings: SHA-256 over the SHA-256 of four parts, so that the parts (tens of MB
+# each for a large run) are hashed at once on several cores (hashlib releases the GIL).
+_DIGEST_TAG = b"cranfield-columns-2\n"
+_PARALLEL_DIGEST_BYTES = 8 << 20
+
+
+def _header(topics: list[str], counts) -> bytes:
+    header = bytearray()
+    for topic, count in zip(topics, counts, strict=True):
+        encoded = topic.encode("utf-8", "surrogateescape")
+        header += len(encoded).to_bytes(8, "little") + encoded + int(count).to_bytes(8, "little")
+    return bytes(header)
+
+
+def _combine(parts: list[list]) -> str:
+    """SHA-256 of the tag and the SHA-256 of each part (a part: a list of buffers)."""
+    def part_digest(buffers) -> bytes:
+        digest = hashlib.sha256()
+        for buffer in buffers:
+            digest.update(buffer)
+        return digest.digest()
+
+    size = sum(memoryview(b).nbytes for part in parts for b in part)
+    if size >= _PARALLEL_DIGEST_BYTES:
+        digests = list(_thread_pool().map(part_digest, parts))
+    else:
+        digests = [part_digest(part) for part in parts]
+    return hashlib.sha256(_DIGEST_TAG + b"".join(digests)).hexdigest()
+
+
 def mapping_sha256(mapping) -> str:
     """:func:`columns_sha256` of a ``{topic: {docid: value}}`` mapping, computed from the
     mapping itself (for small mappings: a few Python operations per document beat a few
@@ -251,30 +308,23 @@ def mapping_sha256(mapping) -> str:
     from array import array
 
     topics = sorted(mapping, key=lambda t: t.encode("utf-8", "surrogateescape"))
-    header = bytearray(b"cranfield-columns-1\n")
-    for topic in topics:
-        encoded = topic.encode("utf-8", "surrogateescape")
-        header += len(encoded).to_bytes(8, "little") + encoded + \
-            len(mapping[topic]).to_bytes(8, "little")
     ids = [d.encode("utf-8", "surrogateescape") for t in topics for d in mapping[t]]
     lengths = array("i", map(len, ids))
     values = array("d", [float(v) for t in topics for v in mapping[t].values()])
     if sys.byteorder != "little":
         lengths.byteswap()
         values.byteswap()
-    digest = hashlib.sha256(header)
-    digest.update(lengths.tobytes())
-    digest.update(b"".join(ids))
-    digest.update(values.tobytes())
-    return digest.hexdigest()
+    header = _header(topics, [len(mapping[t]) for t in topics])
+    return _combine([[header], [lengths.tobytes()], [b"".join(ids)], [values.tobytes()]])
 
 
 def columns_sha256(value: Run | Qrels) -> str:
     """SHA-256 of a mapping's content, the same however it was decoded and in whatever order
-    its topics came: over a header (for each topic in byte order: the length of its UTF-8
-    bytes, the bytes, its row count; little-endian int64s) followed by, for all rows with
-    topics in that order and rows within a topic as sent, the docid lengths (int32), the
-    docid bytes and the values (float64), each little-endian."""
+    its topics came. With topics in byte order and the rows of each topic as sent, four parts:
+    the header (for each topic: the length of its UTF-8 bytes, the bytes, its row count; as
+    little-endian int64s), the docid lengths (int32), the docid bytes, the values (float64);
+    the digest is SHA-256 of ``cranfield-columns-2\\n`` followed by the four parts' SHA-256s.
+    """
     ti = value.topic_index
     values = np.asarray(value.scores if isinstance(value, Run) else value.grades, dtype="<f8")
     docids = value.docids
@@ -288,36 +338,34 @@ def columns_sha256(value: Run | Qrels) -> str:
         block_topics = ti[starts]
     ends = np.r_[starts[1:], len(ti)].astype(np.int64)
     blocks = np.argsort(block_topics)  # the blocks in topic order
-    counts = np.bincount(ti, minlength=len(value.topics)).tolist()
-    header = bytearray(b"cranfield-columns-1\n")
-    for topic, count in zip(value.topics, counts, strict=True):
-        encoded = topic.encode("utf-8", "surrogateescape")
-        header += len(encoded).to_bytes(8, "little") + encoded + count.to_bytes(8, "little")
-    digest = hashlib.sha256(header)
-    if isinstance(docids, np.ndarray):  # str objects (a mapping read by orjson): in order
-        if (np.diff(block_topics) < 0).any():
+    header = _header(value.topics, np.bincount(ti, minlength=len(value.topics)).tolist())
+    in_order = bool((np.diff(block_topics) > 0).all())
+    if isinstance(docids, np.ndarray):  # str objects (a mapping read by orjson)
+        if not in_order:
             rows = np.concatenate([np.arange(starts[b], ends[b]) for b in blocks.tolist()])
             docids, values = docids[rows], values[rows]
-        encoded_ids = [d.encode("utf-8", "surrogateescape") for d in docids.tolist()]
-        digest.update(np.fromiter(map(len, encoded_ids), "<i4", len(encoded_ids)).tobytes())
-        digest.update(b"".join(encoded_ids))
-        digest.update(values.tobytes())
-        return digest.hexdigest()
+        encoded = [d.encode("utf-8", "surrogateescape") for d in docids.tolist()]
+        lengths = np.fromiter(map(len, encoded), "<i4", len(encoded))
+        return _combine([[header], [lengths.tobytes()], [b"".join(encoded)],
+                         [values.tobytes()]])
     import pyarrow as pa
 
-    if isinstance(docids, pa.ChunkedArray):
-        docids = docids.combine_chunks() if docids.num_chunks != 1 else docids.chunk(0)
-    offsets = np.frombuffer(docids.buffers()[1], dtype=np.int32, count=len(docids) + 1,
-                            offset=docids.offset * 4).astype(np.int64)
-    data = memoryview(docids.buffers()[2] or b"")
-    lengths = np.diff(offsets).astype("<i4")
-    spans = [(int(starts[b]), int(ends[b])) for b in blocks.tolist()]
-    if (np.diff(block_topics) > 0).all():
-        spans = [(0, len(ti))]  # already in topic order: one update per column
-    for a, b in spans:
-        digest.update(lengths[a:b].tobytes())
-    for a, b in spans:
-        digest.update(data[offsets[a]:offsets[b]])
-    for a, b in spans:
-        digest.update(values[a:b].tobytes())
-    return digest.hexdigest()
+    chunks = docids.chunks if isinstance(docids, pa.ChunkedArray) else [docids]
+    if not in_order and len(chunks) > 1:
+        chunks = [pa.concat_arrays(chunks)]
+    length_parts, data_parts, row_spans = [], [], []
+    for chunk in chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
+                                offset=chunk.offset * 4)
+        lengths = np.diff(offsets).astype("<i4", copy=False)
+        data = memoryview(chunk.buffers()[2] or b"")
+        if in_order:
+            length_parts.append(lengths)
+            data_parts.append(data[offsets[0]:offsets[-1]])
+        else:  # one chunk: its topic blocks in topic order
+            spans = [(int(starts[b]), int(ends[b])) for b in blocks.tolist()]
+            length_parts += [lengths[a:b] for a, b in spans]
+            data_parts += [data[offsets[a]:offsets[b]] for a, b in spans]
+            row_spans = spans
+    value_parts = [values[a:b] for a, b in row_spans] if row_spans else [values]
+    return _combine([[header], length_parts, data_parts, value_parts])

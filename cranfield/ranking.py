@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .io import Qrels, Run
+from .io import Qrels, Run, fnv1a_hashes
 
 NONPOOL = -1
 UNJUDGED = -2
@@ -72,6 +72,8 @@ def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
 # Below this many rows, one global sort of integer keys beats a vectorised binary search
 # (fewer numpy calls); above it, the sort would cost more than the search.
 GLOBAL_KEYS_MAX_ROWS = 200_000
+# A run with this many rows per distinct judged docid is matched through a hash bitmap first.
+PREFILTER_ROWS_PER_JUDGED = 64
 
 
 def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -262,8 +264,20 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         encoded = pc.dictionary_encode(pa.array(qrels.docids.tolist(), pa.string()))
         q_code = encoded.indices.to_numpy(zero_copy_only=False)
         n_uniq = len(encoded.dictionary)
+        probe, pre = run.docids, None
+        if run.docid_fnv is not None and len(run) > PREFILTER_ROWS_PER_JUDGED * n_uniq:
+            # A bitmap of the judged docids' hashes rules out most rows with one gather;
+            # only the survivors are compared as strings (equal strings hash equal).
+            bits = 1 << int(min(30, max(16, (256 * n_uniq).bit_length())))
+            judged = np.zeros(bits, dtype=bool)
+            judged[fnv1a_hashes(encoded.dictionary) & np.uint64(bits - 1)] = True
+            from ._json_kernels import hash_hits  # docid_fnv comes from these kernels
+
+            pre = np.empty(len(run), dtype=np.int64)
+            pre = pre[:hash_hits(run.docid_fnv, judged, pre)]
+            probe = _take_rows(run.docids, pre)
         # one hash table of the judged docids, probed by every run chunk
-        found = pc.index_in(run.docids, value_set=encoded.dictionary)
+        found = pc.index_in(probe, value_set=encoded.dictionary)
         chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
         cands, codes, offset = [], [], 0
         for chunk in chunks:
@@ -274,6 +288,8 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         del found, chunks
         cand = np.concatenate(cands).astype(np.int64)
         code = np.concatenate(codes).astype(np.int64)
+        if pre is not None:
+            cand = pre[cand]
     q_key = qrels.topic_index.astype(np.int64) * n_uniq + q_code
     q_order = np.argsort(q_key, kind="stable")
     q_key_sorted = q_key[q_order]
@@ -285,6 +301,19 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
     return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]]
+
+
+def _take_rows(docids, rows: np.ndarray):
+    """``docids.take(rows)`` for sorted ``rows``, chunk by chunk (Arrow's take over a chunked
+    array would first concatenate the chunks)."""
+    import pyarrow as pa
+
+    if not isinstance(docids, pa.ChunkedArray):
+        return docids.take(pa.array(rows))
+    bounds = np.cumsum([0] + [len(c) for c in docids.chunks])
+    cut = np.searchsorted(rows, bounds)
+    return pa.chunked_array([chunk.take(pa.array(rows[cut[k]:cut[k + 1]] - bounds[k]))
+                             for k, chunk in enumerate(docids.chunks)], docids.type)
 
 
 def _match_mapping(run: Run, qrels: Qrels):

@@ -307,12 +307,20 @@ def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
         raise Problem(413, "Too many topics", f"{n_topics} topics exceed the limit of "
                       f"{cfg['MAX_TOPICS']}", kind="too-large",
                       errors={"run": [f"at most {cfg['MAX_TOPICS']} topics"]})
-    if len(run):
-        per_topic = np.bincount(run.topic_index, minlength=len(run.topics))
-        worst = int(per_topic.argmax())
-        if per_topic[worst] > cfg["MAX_DOCS_PER_TOPIC"]:
+    if len(run) > cfg["MAX_DOCS_PER_TOPIC"]:
+        tix = run.topic_index
+        starts = np.flatnonzero(np.r_[True, tix[1:] != tix[:-1]])
+        if len(starts) == len(run.topics):  # one block per topic: its length is its count
+            sizes = np.diff(np.r_[starts, len(tix)])
+            block = int(sizes.argmax())
+            worst, count = int(tix[starts[block]]), int(sizes[block])
+        else:
+            per_topic = np.bincount(tix, minlength=len(run.topics))
+            worst = int(per_topic.argmax())
+            count = int(per_topic[worst])
+        if count > cfg["MAX_DOCS_PER_TOPIC"]:
             raise Problem(413, "Too many documents", f"topic {run.topics[worst]!r} has "
-                          f"{int(per_topic[worst])} documents; the limit is "
+                          f"{count} documents; the limit is "
                           f"{cfg['MAX_DOCS_PER_TOPIC']}", kind="too-large",
                           errors={f"run.{run.topics[worst]}": [
                               f"at most {cfg['MAX_DOCS_PER_TOPIC']} documents per topic"]})

@@ -185,6 +185,14 @@ def test_too_many_documents_per_topic_is_413(client):
     run = {"q1": {f"d{i}": float(i) for i in range(2001)}}
     resp = post(client, {"run": run, "qrels": QRELS})
     assert resp.status_code == 413 and "run.q1" in resp.get_json()["errors"]
+    assert "2001 documents" in resp.get_json()["detail"]
+    # TREC text whose topics interleave: q2's 2001 lines come in blocks of one
+    lines = [f"{t} Q0 d{i} 0 {i} r\n" for i in range(2001) for t in ("q2", "q1")][:-1]
+    resp = post(client, {"run": "".join(lines), "qrels": QRELS})
+    assert resp.status_code == 413 and "run.q2" in resp.get_json()["errors"]
+    assert "2001 documents" in resp.get_json()["detail"]
+    ok = post(client, {"run": "".join(lines[:3000]), "qrels": QRELS})
+    assert ok.status_code == 200
 
 
 def test_unknown_route_and_method_are_problems(client):

@@ -12,8 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cranfield import evaluate, json_body, read_qrels, read_run
-from cranfield.json_body import (Columns, columns_sha256, decode_body, mapping_sha256,
-                                 read_json_mapping)
+from cranfield.json_body import (
+    Columns,
+    columns_sha256,
+    decode_body,
+    mapping_sha256,
+    read_json_mapping,
+)
 
 pytestmark = pytest.mark.skipif(not json_body.warm_up(), reason="numba is not installed")
 
@@ -157,3 +162,26 @@ def test_read_json_mapping_matches_mapping_reader(monkeypatch):
     assert qrels.topics == ["q0", "q1"] and qrels.grades.tolist() == [-1, 2]
     with pytest.raises(Exception, match="not valid JSON"):
         read_json_mapping(b'{"q1": {"d3": }', "run")
+
+
+def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
+    """The per-row hashes the scan leaves on a run equal io.fnv1a_hashes, and matching with
+    the bitmap prefilter finds exactly the judged documents."""
+    from cranfield import ranking
+    from cranfield.io import fnv1a_hashes
+
+    run = {f"q{t}": {f"doc-{t * 7 + i}é" if i % 5 == 0 else f"d{i}": float(i % 13)
+                     for i in range(300)} for t in range(4)}
+    qrels = {f"q{t}": {f"d{i}": i % 3 for i in range(0, 300, 11)} | {"d0": 1, "zz": 2}
+             for t in range(4)}
+    body = decode_body(orjson.dumps({"run": run, "qrels": qrels}), min_bytes=0)
+    fast = body["run"].value
+    assert fast.docid_fnv is not None
+    assert (fast.docid_fnv == fnv1a_hashes(fast.docids)).all()
+    calls = []
+    monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)
+    monkeypatch.setattr(ranking, "fnv1a_hashes", lambda s: calls.append(1) or fnv1a_hashes(s))
+    a = evaluate(fast, qrels, ["all_trec"])
+    b = evaluate(run, qrels, ["all_trec"])
+    assert a.per_topic == b.per_topic and a.aggregate == b.aggregate
+    assert calls  # the prefilter ran
