@@ -56,21 +56,27 @@ def get_json(url: str) -> dict:
 
 
 def rss_mb(pid: int) -> float:
-    """Current RSS of a worker plus its work horse (a forked child), in MB."""
+    """Current memory of a worker plus its work horse (a forked child), in MB: the sum of
+    their PSS (proportional set size), so pages the horse shares with its parent count once
+    (RSS would count them twice); VmRSS where smaps_rollup is not available."""
     total = 0.0
     pids = [pid] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == pid]
     for p in pids:
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS"):
-                    total += int(line.split()[1]) / 1024
+            lines = Path(f"/proc/{p}/smaps_rollup").read_text().splitlines()
+            key = "Pss:"
         except OSError:
-            continue
+            try:
+                lines = Path(f"/proc/{p}/status").read_text().splitlines()
+                key = "VmRSS"
+            except OSError:
+                continue
+        total += sum(int(line.split()[1]) / 1024 for line in lines if line.startswith(key))
     return total
 
 
 class PeakSampler:
-    """Samples a worker's RSS (with its horse) every 20 ms in a thread; ``peak`` in MB."""
+    """Samples a worker's memory (with its horse) every 20 ms in a thread; ``peak`` in MB."""
 
     def __init__(self, pid: int):
         import threading
@@ -112,14 +118,22 @@ def multipart(run: bytes, qrels: bytes, measures: list[str]) -> tuple[bytes, str
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
+ACCEPTED: list[float] = []  # seconds from send to 202, per job
+LAST: dict = {}  # the last job: its id and when it was sent (wall clock)
+
+
 def run_job(api: str, body: bytes, timeout: float, content_type: str) -> float:
     t0 = time.perf_counter()
+    LAST["sent"] = time.time()
     req = urllib.request.Request(api + "/v1/evaluations", data=body, method="POST",
                                  headers={"Content-Type": content_type,
                                           "Prefer": "respond-async"})
     with urllib.request.urlopen(req, timeout=600) as resp:
         headers = dict(resp.headers)
+    ACCEPTED.append(time.perf_counter() - t0)
+    LAST["server_timing"] = headers.get("Server-Timing", "")
     location = api + headers["Location"]
+    LAST["id"] = headers["Location"].rsplit("/", 1)[-1]
     deadline = time.monotonic() + timeout
     while True:
         state = get_json(location)
@@ -130,6 +144,25 @@ def run_job(api: str, body: bytes, timeout: float, content_type: str) -> float:
         if time.monotonic() > deadline:
             raise TimeoutError("job did not finish")
         time.sleep(0.05)
+
+
+def timeline(redis_url: str) -> None:
+    """When each RQ job of the last evaluation ran, in seconds after the request was sent."""
+    from redis import Redis
+    from rq.job import Job
+
+    conn = Redis.from_url(redis_url)
+    combine = Job.fetch(LAST["id"], connection=conn)
+    jobs = [(f"shard {i}", j) for i, j in enumerate(
+        Job.fetch_many(combine.meta.get("shards", []), connection=conn))] + [("combine", combine)]
+    sent = LAST["sent"]
+    parts = []
+    for name, job in jobs:
+        if job and job.started_at and job.ended_at:
+            parts.append(f"{name} {job.started_at.timestamp() - sent:.2f}-"
+                         f"{job.ended_at.timestamp() - sent:.2f}")
+    print("  last job's timeline (s after sending): " + ", ".join(parts))
+    print(f"  its 202 after {ACCEPTED[-1]:.2f} s; Server-Timing (ms): {LAST['server_timing']}")
 
 
 def main() -> int:
@@ -177,6 +210,7 @@ def main() -> int:
         one = sorted(run_job(api, body, args.timeout, content_type)
                      for _ in range(args.repeat))
         peak = sampler.stop()
+        timeline(redis_url)
         run_mb = (data / "run.txt").stat().st_size / 2**20
         workers.append(subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url],
                                         cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -185,12 +219,16 @@ def main() -> int:
         time.sleep(1)
         two = sorted(run_job(api, body, args.timeout, content_type)
                      for _ in range(args.repeat))
+        timeline(redis_url)
         m1, m2 = one[len(one) // 2], two[len(two) // 2]
         print(f"{'workers':>8s} {'median s':>9s} {'runs':>24s}")
         print(f"{1:>8d} {m1:9.2f} {' '.join(f'{x:.2f}' for x in one):>24s}")
         print(f"{2:>8d} {m2:9.2f} {' '.join(f'{x:.2f}' for x in two):>24s}")
         print(f"2 workers vs 1: {m1 / m2:.2f}x faster (target >= 1.6x); {args.shards} shards")
-        print(f"worker peak memory: {peak:.0f} MB (worker + work horse RSS) = "
+        accepted = sorted(ACCEPTED)[len(ACCEPTED) // 2]
+        print(f"of which upload to 202 Accepted (the API: receive, hash, split, store): median "
+              f"{accepted:.2f} s")
+        print(f"worker peak memory: {peak:.0f} MB (worker + work horse PSS) = "
               f"{peak / run_mb:.2f}x the {run_mb:.0f} MB run file")
     finally:
         for p in reversed(procs):

@@ -109,7 +109,8 @@ class Qrels:
 
     def subset(self, topics) -> Qrels:
         """The judgments of ``topics`` only (topics not in these qrels are ignored)."""
-        keep_topics = [t for t in self.topics if t in set(topics)]
+        wanted = set(topics)
+        keep_topics = [t for t in self.topics if t in wanted]
         codes = np.asarray(_index_of(keep_topics, self.topics), dtype=np.int64)
         remap = np.full(len(self.topics), -1, dtype=np.int64)
         remap[codes] = np.arange(len(codes))
@@ -151,7 +152,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
     data, label = _load_bytes(source, name, "run")
     run = _fast_run(data, label) if len(data) >= FAST_READER_MIN_BYTES else None
-    return run if run is not None else _slow_run(data, label)
+    return run if run is not None else _slow_run(bytes(data), label)
 
 
 def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
@@ -172,7 +173,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     if len(data) >= FAST_READER_MIN_BYTES:
         cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "int"})
     if cols is None:
-        cols = _slow_qrels_columns(data, label)
+        cols = _slow_qrels_columns(bytes(data), label)
     qids, subtopics, docids, grades = cols
     return _build_qrels(qids, docids, grades, subtopics, label, diversity, data=data)
 
@@ -192,27 +193,44 @@ def _as_path(source: Source) -> str | None:
     return None
 
 
-def split_trec_text(data: bytes, parts: int) -> list[bytes]:
+def split_trec_text(data: bytes | memoryview, parts: int) -> list[memoryview]:
     """Cut TREC run text into about ``parts`` pieces of similar size, only where the topic id
     changes from one line to the next (so a run that lists each topic's lines together gives
     pieces with disjoint topics; callers check). Looks only at the lines near each cut: at
     each target offset, the nearer end of the topic block found there."""
     size = len(data)
 
+    def find_newline(pos: int) -> int:  # in small windows: ``data`` may be a memoryview
+        while pos < size:
+            at = bytes(data[pos:pos + 4096]).find(b"\n")
+            if at >= 0:
+                return pos + at
+            pos += 4096
+        return -1
+
+    def rfind_newline(end: int) -> int:
+        while end > 0:
+            start = max(0, end - 4096)
+            at = bytes(data[start:end]).rfind(b"\n")
+            if at >= 0:
+                return start + at
+            end = start
+        return -1
+
     def line_at(start: int) -> tuple[int, bytes]:
-        end = data.find(b"\n", start)
+        end = find_newline(start)
         end = size if end < 0 else end + 1
-        fields = data[start:end].split()
+        fields = bytes(data[start:end]).split()
         return end, fields[0] if fields else b""
 
     cuts = [0]
     for k in range(1, parts):
         pos = size * k // parts
-        first = data.rfind(b"\n", 0, pos) + 1  # start of the line holding pos
+        first = rfind_newline(pos) + 1  # start of the line holding pos
         _, qid = line_at(first)
         back = first
         while back > cuts[-1]:
-            prev = data.rfind(b"\n", 0, back - 1) + 1
+            prev = rfind_newline(back - 1) + 1
             if line_at(prev)[1] != qid:
                 break
             back = prev
@@ -223,12 +241,17 @@ def split_trec_text(data: bytes, parts: int) -> list[bytes]:
         if choices:
             cuts.append(min(choices, key=lambda c: abs(c - pos)))
     cuts.append(size)
-    return [data[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    view = memoryview(data)  # pieces are views: cutting copies nothing
+    return [view[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:
-    """Return the raw bytes of a path, text or file object, and a label for messages."""
-    if isinstance(source, bytes | bytearray | memoryview):
+    """Return the raw bytes of a path, text or file object, and a label for messages. A
+    memoryview (an upload cut from a request body) stays a view: copying hundreds of MB costs
+    more than reading them; the line reader, which needs bytes, copies it."""
+    if isinstance(source, memoryview):
+        return source, name or kind
+    if isinstance(source, bytes | bytearray):
         return bytes(source), name or kind
     path = _as_path(source)
     if path is not None:
@@ -253,7 +276,7 @@ def _head(data: bytes | str) -> bytes:
     if isinstance(data, str):
         with open(data, "rb") as fh:
             return fh.read(65536)
-    return data[:65536]
+    return bytes(data[:65536])
 
 
 def _last_line(data: bytes | str) -> bytes:
@@ -264,7 +287,7 @@ def _last_line(data: bytes | str) -> bytes:
             fh.seek(max(0, size - 65536))
             tail = fh.read()
     else:
-        tail = data[-65536:]
+        tail = bytes(data[-65536:])
     lines = [ln for ln in tail.splitlines() if ln.strip()]
     return lines[-1] if lines else b""
 
@@ -449,7 +472,7 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
     pa.default_memory_pool().release_unused()
     if _has_duplicates(run):
         raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
-        _slow_run(raw, label)  # raises, naming the lines of the duplicate
+        _slow_run(bytes(raw), label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno")
     return run
 
@@ -710,7 +733,7 @@ def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -
 
 def _find_line(data: bytes, topic: str, doc: str, occurrence: int) -> int | None:
     count = 0
-    for lineno, fields in _split_lines(data, "qrels"):
+    for lineno, fields in _split_lines(bytes(data), "qrels"):
         if len(fields) >= 3 and fields[0] == topic and fields[2] == doc:
             count += 1
             if count == occurrence:

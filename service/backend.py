@@ -102,24 +102,32 @@ class RedisBackend:
             retry=Retry(max=2))
         return job_id
 
-    def submit_sharded(self, spec: dict, pieces: list[bytes]) -> str:
+    def submit_sharded(self, spec: dict, pieces: list, run_digest) -> str:
         """One job per piece of the run (any worker takes them), and a combine job that RQ
-        enqueues once they have all finished; the combine job's id is the job's id."""
+        enqueues once they have all finished; the combine job's id is the job's id. Each
+        piece's job is enqueued as soon as the piece is stored, so workers start while the
+        rest uploads; ``run_digest`` (a future) is needed only by the combine job."""
         from rq import Retry
 
         cfg = self.config
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
-        keys = [self.store.put_blob(f"run-{new_job_id()}", piece, cfg["INPUT_TTL"])
-                for piece in pieces]
-        shard_ids = [new_job_id() for _ in pieces]
-        for i, (key, sid) in enumerate(zip(keys, shard_ids, strict=True)):
-            self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=key, shard=i),),
-                                    job_id=sid, **common)
+        # a shard's result must outlive the wait for its siblings (queued, retried after a
+        # worker died) until the combine job reads it, however short RESULT_TTL is
+        shard_opts = dict(common, result_ttl=max(cfg["RESULT_TTL"],
+                                                 cfg["QUEUED_TTL"] + cfg["JOB_TIMEOUT"]))
+        keys, shard_ids = [], []
+        for i, piece in enumerate(pieces):
+            keys.append(self.store.put_blob(f"run-{new_job_id()}", piece, cfg["INPUT_TTL"]))
+            shard_ids.append(new_job_id())
+            self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=keys[-1],
+                                                               shard=i),),
+                                    job_id=shard_ids[-1], **shard_opts)
         job_id = new_job_id()
         self.queue.enqueue_call(COMBINE_FUNCTION,
-                                args=(dict(spec, shard_ids=shard_ids, shard_keys=keys),),
+                                args=(dict(spec, run_sha256=run_digest.result(),
+                                           shard_ids=shard_ids, shard_keys=keys),),
                                 job_id=job_id, depends_on=shard_ids,
                                 meta={"shards": shard_ids}, **common)
         return job_id

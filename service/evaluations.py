@@ -9,6 +9,7 @@ it names the offending field path).
 from __future__ import annotations
 
 import hashlib
+import io
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,6 +20,7 @@ import numpy as np
 import orjson
 from flask import Blueprint, Response, current_app, request
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from werkzeug.datastructures import MultiDict
 
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
@@ -28,6 +30,7 @@ from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
+from . import multipart
 from .jobs import present
 from .problems import Problem, from_engine_error
 from .request_body import read_body
@@ -63,8 +66,8 @@ class RunOrQrels(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, Columns):  # a large mapping, already read and checked
             return value
-        if isinstance(value, str | bytes):  # bytes: an uploaded file
-            if not value or value.isspace():  # isspace stops at the first other character
+        if isinstance(value, str | bytes | memoryview):  # bytes, memoryview: an uploaded file
+            if _blank(value):
                 raise ValidationError("is empty")
             return value
         if isinstance(value, Mapping):
@@ -73,6 +76,14 @@ class RunOrQrels(fields.Field):
             _reject_booleans(value, attr)
             return value
         raise self.make_error("invalid")
+
+
+def _blank(value: str | bytes | memoryview) -> bool:
+    """Empty or only whitespace (isspace stops at the first other character; a view is
+    copied whole only if its first 64 KiB are blank)."""
+    if isinstance(value, memoryview):
+        return not len(value) or (bytes(value[:65536]).isspace() and bytes(value).isspace())
+    return not value or value.isspace()
 
 
 def _reject_booleans(mapping: Mapping, attr: str) -> None:
@@ -188,26 +199,49 @@ def _json_body() -> dict:
 _BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
+# Uploads at least this big are cut by service.multipart (werkzeug streams smaller ones).
+FAST_MULTIPART_MIN_BYTES = 1 << 20
+
+
+def _form_parts():
+    """(form fields, files as bytes) of a multipart body."""
+    if (request.content_length or 0) >= FAST_MULTIPART_MIN_BYTES:
+        with timed("read"):
+            raw = read_body()
+        with timed("decode"):
+            parsed = multipart.parse(raw, request.mimetype_params.get("boundary", ""),
+                                     current_app.config.get("MAX_FORM_MEMORY_SIZE"))
+            if parsed is None:  # not plain enough: werkzeug parses the bytes already read
+                parser = request.make_form_data_parser()
+                _, form, uploads = parser.parse(io.BytesIO(raw), request.mimetype,
+                                                len(raw), request.mimetype_params)
+                parsed = form, MultiDict((k, f.read()) for k, f in uploads.items(multi=True))
+                for upload in uploads.values():
+                    upload.close()
+        return parsed
+    return request.form, MultiDict((k, f.read()) for k, f in request.files.items(multi=True))
+
+
 def _form_body() -> dict:
     """multipart/form-data: ``run`` and ``qrels`` files (or fields), ``measures`` (repeated or
     comma-separated), options as plain fields."""
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
+    form, files = _form_parts()
     for name in ("run", "qrels"):
-        upload = request.files.get(name)
-        if upload is not None:
-            body[name] = upload.read()  # bytes: the engine reads them without a decode
-        elif name in request.form:
-            body[name] = request.form[name]
-    measures = [m.strip() for v in request.form.getlist("measures") for m in v.split(",")
+        if name in files:
+            body[name] = files[name]  # bytes: the engine reads them without a decode
+        elif name in form:
+            body[name] = form[name]
+    measures = [m.strip() for v in form.getlist("measures") for m in v.split(",")
                 if m.strip()]
     if measures:
         body["measures"] = measures
     options: dict[str, Any] = {}
-    for key in request.form:
+    for key in form:
         if key in ("run", "qrels", "measures"):
             continue
-        value = request.form[key]
+        value = form[key]
         if key in ("per_topic", "details", "judged_only", "complete_topics"):
             if value.lower() not in _BOOL:
                 errors[key] = ["must be true or false"]
@@ -225,7 +259,7 @@ def _form_body() -> dict:
             options[key] = parsed
         else:
             body[key] = parsed
-    for key in request.files:
+    for key in files:
         if key not in ("run", "qrels"):
             errors[key] = ["unknown file field (expected run and qrels)"]
     if errors:
@@ -261,7 +295,7 @@ def load_request() -> dict:
 def _serialised(value) -> tuple[bytes, str]:
     """(bytes, format) of a run or qrels as a queued job stores them: TREC text as sent
     ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json")."""
-    if isinstance(value, str | bytes):
+    if isinstance(value, str | bytes | memoryview):
         return (value.encode("utf-8") if isinstance(value, str) else value), "trec"
     if isinstance(value, Columns):
         return bytes(value.raw), "json"
@@ -283,7 +317,7 @@ def _read(value, kind: str) -> tuple[Any, Any]:
 
 
 def _digest(source) -> str:
-    if isinstance(source, bytes):
+    if isinstance(source, bytes | memoryview):
         return hashlib.sha256(source).hexdigest()
     if isinstance(source, Mapping):
         return mapping_sha256(source)
@@ -386,7 +420,8 @@ def create_evaluation():
     fmt = _preferred_format()
     req = load_request()
     if wants_async():
-        return enqueue_evaluation(req)
+        with timed("enqueue"):
+            return enqueue_evaluation(req)
     with timed("evaluate"):
         ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
     with timed("render"):
@@ -419,20 +454,9 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
-    run_bytes, run_format = _serialised(req.pop("run"))
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms")}
-    # TREC text is hashed as sent, here; a mapping by its content, by the job that reads it
-    spec.update(run_format=run_format, run_sha256=hashlib.sha256(run_bytes).hexdigest()
-                if run_format == "trec" else None)
-    pieces = []
-    if (backend.kind == "redis" and run_format == "trec"
-            and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
-        pieces = split_trec_text(run_bytes, cfg["SHARDS"])
-    if len(pieces) <= 1:
-        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
-                                                 cfg["INPUT_TTL"])
-    del run_bytes
+    # qrels first: every shard job needs their reference
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
@@ -442,8 +466,23 @@ def enqueue_evaluation(req: dict) -> Response:
                                                      cfg["INPUT_TTL"]),
                     qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
                     qrels_format=fmt)
-    job_id = (backend.submit_sharded(spec, pieces) if len(pieces) > 1
-              else backend.submit(spec))
+    run_bytes, run_format = _serialised(req.pop("run"))
+    spec["run_format"] = run_format
+    # TREC text is hashed as sent, beside the upload to Redis (hashlib and sockets release
+    # the GIL); a mapping is hashed by its content, by the job that reads it
+    run_digest = (_DIGESTS.submit(_digest, run_bytes) if run_format == "trec"
+                  else _done(None))
+    pieces = []
+    if (backend.kind == "redis" and run_format == "trec"
+            and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
+        pieces = split_trec_text(run_bytes, cfg["SHARDS"])
+    if len(pieces) > 1:
+        job_id = backend.submit_sharded(spec, pieces, run_digest)
+    else:
+        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
+                                                 cfg["INPUT_TTL"])
+        job_id = backend.submit(dict(spec, run_sha256=run_digest.result()))
+    del run_bytes, pieces
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
     resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
     resp.headers["Location"] = f"/v1/jobs/{job_id}"

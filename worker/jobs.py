@@ -196,8 +196,8 @@ def combine_shards_job(spec: dict[str, Any]) -> dict:
     from rq.job import Job
 
     job = get_current_job()
-    shards = [j.return_value() for j in Job.fetch_many(spec["shard_ids"],
-                                                       connection=job.connection)]
+    shards = [j.return_value() if j is not None else None
+              for j in Job.fetch_many(spec["shard_ids"], connection=job.connection)]
     if any(s is None for s in shards):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}

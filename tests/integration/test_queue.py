@@ -152,7 +152,7 @@ def test_qrels_store_versions_and_cache_on_redis(api, worker):
                              {"run": BODY["run"], "qrels_id": f"adhoc-test@{v1}",
                               "measures": ["map"]}, {"Prefer": "respond-async"})
         done = wait_job(api, headers["Location"])
-        assert done["status"] == "finished", done
+        assert done["status"] == "finished", done.get("problem")
         caches.append(done["result"]["provenance"]["qrels_decodes_by_worker"])
         results.append(done["result"]["aggregate"]["map"])
     assert caches == [1, 1, 1]  # decoded once, served from the cache twice
@@ -273,7 +273,7 @@ def test_worker_killed_mid_job_the_job_finishes_once_on_another_worker(api, redi
                                    *intervals], cwd=ROOT, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         done = wait_job(api, headers["Location"], timeout=180)
-        assert done["status"] == "finished", done
+        assert done["status"] == "finished", done.get("problem")
         expected = cranfield.evaluate(run, qrels, ["all_trec"])
         for key, value in expected.aggregate.items():
             if key != "runid":
@@ -318,7 +318,7 @@ def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server,
                                   {"Prefer": "respond-async"})
         assert status == 202
         done = wait_job(sharding_api, headers["Location"])
-        assert done["status"] == "finished", done
+        assert done["status"] == "finished", done.get("problem")
         shards = done["result"]["provenance"]["shards"]
         progress = done["progress"]
         assert progress["shards_done"] == progress["shards_total"] == shards

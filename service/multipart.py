@@ -1,0 +1,100 @@
+"""multipart/form-data bodies, read whole and cut at their boundaries (RFC 7578).
+
+werkzeug's streaming parser handles every shape, but walks a 240 MB upload through Python in
+small pieces (~0.5 s here). A body that is simple — parts with a Content-Disposition naming
+them, no ``filename*`` encodings — is cut with ``bytes.find`` instead; anything else returns
+``None`` and werkzeug parses it, so the answer never depends on which parser ran.
+"""
+
+from __future__ import annotations
+
+import re
+
+from werkzeug.datastructures import MultiDict
+
+from .problems import Problem
+
+_PARAM = re.compile(r';\s*([A-Za-z0-9_*-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
+MAX_PARTS = 1000  # werkzeug's default
+
+
+def parse(body: bytes, boundary: str, max_field_bytes: int | None):
+    """(fields, files) as werkzeug MultiDicts (field values str; file values memoryviews of
+    ``body``: a copy of a 240 MB upload costs 0.2 s here), or ``None`` for anything this
+    reader does not take (the caller asks werkzeug)."""
+    if not boundary or len(boundary) > 70:
+        return None
+    delimiter = b"--" + boundary.encode("latin-1")
+    pos = body.find(delimiter)
+    if pos < 0 or (pos > 0 and body[pos - 2:pos] != b"\r\n"):
+        return None
+    fields: MultiDict = MultiDict()
+    files: MultiDict = MultiDict()
+    view = memoryview(body)
+    for _ in range(MAX_PARTS + 1):
+        after = pos + len(delimiter)
+        tail = body[after:after + 2]
+        if tail == b"--":
+            return fields, files
+        if tail != b"\r\n":
+            return None
+        head_end = body.find(b"\r\n\r\n", after + 2)
+        if head_end < 0:
+            return None
+        end = head_end + 2
+        while True:  # a delimiter is followed by CRLF or "--"; "--boundaryX" is content
+            end = body.find(b"\r\n" + delimiter, end + 2)
+            if end < 0:
+                return None
+            follows = body[end + 2 + len(delimiter):end + 4 + len(delimiter)]
+            if follows in (b"\r\n", b"--"):
+                break
+            if follows[:1] in (b" ", b"\t"):
+                return None  # transport padding: werkzeug's business
+        disposition = _disposition(body[after + 2:head_end])
+        if disposition is None:
+            return None
+        name, filename = disposition
+        if filename is not None:
+            files.add(name, view[head_end + 4:end])
+        else:
+            if max_field_bytes is not None and end - head_end - 4 > max_field_bytes:
+                raise Problem(413, "Request Entity Too Large", f"form field {name!r} exceeds "
+                              f"{max_field_bytes} bytes; send it as a file",
+                              kind="too-large", errors={name: ["too large for a form field"]})
+            try:
+                fields.add(name, body[head_end + 4:end].decode("utf-8"))
+            except UnicodeDecodeError:
+                return None
+        pos = end + 2
+    return None  # more parts than werkzeug would take: it says so
+
+
+def _disposition(head: bytes):
+    """(name, filename or None) from a part's headers, or None if they are not plain."""
+    try:
+        lines = head.decode("utf-8").split("\r\n")
+    except UnicodeDecodeError:
+        return None
+    found = None
+    for line in lines:
+        key, sep, value = line.partition(":")
+        if not sep:
+            return None
+        if key.strip().lower() != "content-disposition":
+            continue
+        kind, _, rest = value.strip().partition(";")
+        if kind.strip().lower() != "form-data":
+            return None
+        params = {}
+        for pname, pvalue in _PARAM.findall(";" + rest):
+            if pname.endswith("*"):
+                return None  # RFC 5987 encodings: werkzeug's business
+            if pvalue.startswith('"'):
+                params[pname.lower()] = re.sub(r"\\(.)", r"\1", pvalue[1:-1])
+            else:
+                params[pname.lower()] = pvalue.strip()
+        if "name" not in params:
+            return None
+        found = (params["name"], params.get("filename"))
+    return found
