@@ -309,7 +309,21 @@ def redis_client(url: str):
     from redis.backoff import ExponentialBackoff
     from redis.retry import Retry
 
+    extra = {"connection_class": _blob_connection()} if url.startswith("redis://") else {}
     return Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2,
                           retry=Retry(ExponentialBackoff(cap=0.2, base=0.01), 2),
                           retry_on_error=[RedisConnectionError, RedisTimeoutError],
-                          health_check_interval=10)
+                          health_check_interval=10, **extra)
+
+
+def _blob_connection():
+    """A TCP connection whose replies hiredis parses (in C) but whose commands are packed by
+    redis-py's Python packer, which hands large values (a run of hundreds of MB) to the socket
+    as they are; hiredis's packer copies every byte first (0.5 s for 240 MB here)."""
+    from redis.connection import Connection, PythonRespSerializer
+
+    class BlobConnection(Connection):
+        def _construct_command_packer(self, packer):
+            return packer or PythonRespSerializer(self._buffer_cutoff, self.encoder.encode)
+
+    return BlobConnection
