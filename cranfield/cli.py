@@ -64,6 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--qrels-id", default=None, metavar="ID",
                     help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
                          "(pass -)")
+    nd = sub.add_parser("ndeval", help="diversity measures exactly as NIST's ndeval 4.5 prints "
+                                       "them (CSV)")
+    nd.add_argument("qrels", metavar="QRELS", help="subtopic qrels: topic subtopic docno judgment")
+    nd.add_argument("run", metavar="RUN", help="run file")
+    nd.add_argument("-c", action="store_true", dest="complete",
+                    help="average over all qrels topics")
+    nd.add_argument("-traditional", "--traditional", action="store_true",
+                    help="order by score then docno (TREC 2012-2014 official), not by rank")
+    nd.add_argument("-alpha", "--alpha", type=float, default=0.5)
+    nd.add_argument("-beta", "--beta", type=float, default=0.5, help="NRBP patience")
+    nd.add_argument("-M", type=int, default=None, dest="depth", metavar="N",
+                    help="keep the first N results of each topic")
+    gd = sub.add_parser("gdeval", help="nDCG@k (exponential gain) and ERR@k exactly as the TREC "
+                                       "Web track's gdeval 1.3 prints them (CSV)")
+    gd.add_argument("qrels", metavar="QRELS", help="graded qrels: topic 0 docno grade (<= 4)")
+    gd.add_argument("run", metavar="RUN", help="run file")
+    gd.add_argument("-c", action="store_true", dest="complete",
+                    help="average over all topics with a relevant document")
+    gd.add_argument("-k", type=int, default=20, dest="k", help="cutoff (default 20)")
     serve = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
                                          "production, with the repository's config)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -109,6 +128,16 @@ def _source(path: str) -> tuple:
     if path == "-":
         return sys.stdin.buffer.read(), "<stdin>"
     return path, path
+
+
+def _file_bytes(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
 
 
 def run_remote(args: argparse.Namespace) -> int:
@@ -171,6 +200,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return run_eval(args)
+        if args.command in ("ndeval", "gdeval"):
+            from . import webtrack
+
+            qrels, run = _file_bytes(args.qrels), _file_bytes(args.run)
+            if args.command == "ndeval":
+                result = webtrack.ndeval(run, qrels, alpha=args.alpha, beta=args.beta,
+                                         traditional=args.traditional,
+                                         complete=args.complete, max_depth=args.depth)
+            else:
+                result = webtrack.gdeval(run, qrels, k=args.k, complete=args.complete)
+            sys.stdout.write(result.csv())
+            return 0
         if args.command == "serve":
             return run_serve(args)
         if args.command == "worker":
