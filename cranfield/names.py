@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import MeasureError, closest
-from .measures.registry import NICKNAMES, PROFILES, REGISTRY, Measure
+from .measures.registry import NICKNAMES, PROFILES, REGISTRY, KwArgs, Measure
 
 # ir_measures-style name -> (measure without cutoff, measure with @k)
 IR_NAMES: dict[str, tuple[str | None, str | None]] = {
@@ -80,7 +80,9 @@ class Instance:
             parts.append(f"{m.params[0].name}=" + ",".join(f"{v:g}" for v in vals))
         elif m.kind == "pair":
             parts.append("p=%g" % float(dict(self.value or {}).get("p", 0.9)))
-        if m.family == "graded" and m.name not in ("rbp", "rbp_resid"):
+        elif m.kind == "kw":
+            parts += [f"{p.name}={_text(self.value[p.name])}" for p in m.params]
+        if m.family == "graded" and m.kind != "kw" and m.name not in ("rbp", "rbp_resid"):
             parts.append("discount=log2")
         if m.uses_rel_level:
             parts.append(f"rel={self.rel_level or relevance_level}")
@@ -90,6 +92,51 @@ class Instance:
             parts.append(f"depth={depth}")
         parts.append(f"profile={profile}")
         return f"{m.name}({','.join(parts)})"
+
+
+def _text(value) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# ir_measures-style names of keyword measures (cranfield.measures.extended); a name also in
+# IR_NAMES goes to the keyword measure only with one of ``KW_ONLY``'s parameters, or an @k
+# that the IR_NAMES measure does not take
+KW_NAMES: dict[str, str] = {m.ir_name: n for n, m in REGISTRY.items()
+                            if m.kind == "kw" and m.ir_name}
+KW_ONLY = {"nDCG": {"gain", "discount", "b"}, "DCG": {"gain", "discount", "b"},
+           "AP": {"norm"}}
+
+
+def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) -> KwArgs:
+    """Typed, checked keyword parameters (defaults filled in) for a ``kw`` measure."""
+    out = KwArgs()
+    given = dict(args)
+    if k is not None:
+        given["k"] = k
+    for p in measure.params:
+        if p.name not in given:
+            if p.name == "k" and "required" in p.description:
+                raise MeasureError(name, f"{measure.ir_name} needs a cutoff (@k)")
+            out[p.name] = p.default
+            continue
+        text = given.pop(p.name)
+        try:
+            value: Any = (int(text) if p.type == "integer" else float(text)
+                          if p.type == "number" else text)
+        except ValueError:
+            raise MeasureError(name, f"{p.name} must be {'an' if p.type == 'integer' else 'a'} "
+                               f"{p.type}, got {text!r}") from None
+        if p.choices is not None and value not in p.choices:
+            raise MeasureError(name, f"{p.name} must be one of {', '.join(p.choices)}")
+        if (p.minimum is not None and value < p.minimum) or \
+                (p.maximum is not None and value > p.maximum):
+            raise MeasureError(name, f"{p.name}={text} is out of range")
+        out[p.name] = value
+    if given:
+        what = "takes no cutoff" if set(given) == {"k"} else \
+            f"has no parameter(s) {sorted(given)}"
+        raise MeasureError(name, f"{measure.ir_name} {what}")
+    return out
 
 
 def known_names() -> list[str]:
@@ -158,6 +205,8 @@ def _expand(measure: Measure, value: Any, param_text: str | None, key_base: str 
         fmt = (lambda v: f"{name}_{v}") if measure.kind == "cutoffs" else \
             (lambda v: f"{name}_{v:3.2f}")
         return [Instance(fmt(v), measure, v, param_text, rel_level) for v in values]
+    if measure.kind == "kw":
+        return [Instance(name, measure, _kw_value(measure, {}, None, name), None, rel_level)]
     if value is None:
         default = measure.defaults
         if measure.kind in ("float", "int"):
@@ -180,6 +229,9 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
             return [(m, None, None)]
         if m.kind == "none":
             raise MeasureError(name, f"{base} takes no parameters")
+        if m.kind == "kw":
+            raise MeasureError(name, f"write {base}'s parameters ir_measures-style, e.g. "
+                               f"{m.ir_name}(...)@10")
         return [(m, _parse_value(m, text, name), text)]
     # trec_eval's printed form: ndcg_cut_10, P_5, iprec_at_recall_0.10
     stem, _, suffix = name.rpartition("_")
@@ -196,11 +248,10 @@ _IR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?"
 def parse_ir_name(name: str) -> Instance | None:
     """Resolve an ir_measures-style name; None if ``name`` is not in that style."""
     m = _IR_RE.match(name.replace(" ", ""))
-    if not m or m.group("name") not in IR_NAMES:
+    if not m or (m.group("name") not in IR_NAMES and m.group("name") not in KW_NAMES):
         return None
     if m.group("name") in REGISTRY and not m.group("args") and m.group("k") is None:
         return None  # a bare trec_eval name (P, Rprec, infAP) keeps trec_eval's meaning
-    plain, cut = IR_NAMES[m.group("name")]
     args: dict[str, str] = {}
     if m.group("args"):
         for item in m.group("args").split(","):
@@ -209,6 +260,17 @@ def parse_ir_name(name: str) -> Instance | None:
                 raise MeasureError(name, f"expected key=value in parentheses, got {item!r}")
             args[k.strip()] = v.strip()
     k = m.group("k")
+    base = m.group("name")
+    if base in KW_NAMES and (base not in IR_NAMES or set(args) & KW_ONLY.get(base, set())
+                             or (k is not None and IR_NAMES[base][1] is None)):
+        measure = REGISTRY[KW_NAMES[base]]
+        rel = args.pop("rel", None)
+        try:
+            rel_level = int(rel) if rel is not None else None
+        except ValueError:
+            raise MeasureError(name, "rel must be an integer grade") from None
+        return Instance(name, measure, _kw_value(measure, args, k, name), None, rel_level)
+    plain, cut = IR_NAMES[base]
     target = cut if k is not None else plain
     if target is None:
         need = "needs a cutoff (@k)" if k is None else "takes no cutoff"

@@ -1,6 +1,7 @@
 """The measure registry. Importing this package registers every measure."""
 
-from . import trec  # noqa: F401  (registers trec_eval's measures)
+from . import trec  # noqa: F401, I001  (registers trec_eval's measures, in their order)
+from . import extended  # noqa: F401  (measures beyond trec_eval)
 from .context import Context
 from .registry import DEFAULT_PROFILE, NICKNAMES, PROFILES, REGISTRY, Measure, Param
 

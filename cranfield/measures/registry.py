@@ -13,6 +13,7 @@ floats     a float list kept as typed                    ``name`` / ``name_<as t
 gains      ``level=gain`` pairs                          ``name`` / ``name_<as typed>``
 pair       ``key=value`` pairs (e.g. ``p=0.9``)          ``name`` / ``name_<as typed>``
 int        one integer                                   ``name`` / ``name_<as typed>``
+kw         keyword parameters (``Param``s, ``k`` = @k)   the ir_measures name as written
 ========== ============================================ ==================================
 """
 
@@ -36,10 +37,13 @@ class Param:
     description: str
     minimum: float | None = None
     maximum: float | None = None
+    choices: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "type": self.type, "default": self.default,
                "description": self.description}
+        if self.choices is not None:
+            out["enum"] = list(self.choices)
         if self.minimum is not None:
             out["minimum"] = self.minimum
         if self.maximum is not None:
@@ -100,6 +104,13 @@ class Measure:
                     break
                 out.append(line.strip())
         return " ".join(out)
+
+
+class KwArgs(dict):
+    """The keyword parameters of a ``kw`` measure instance (hashable, so instances are)."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
 
 
 REGISTRY: dict[str, Measure] = {}

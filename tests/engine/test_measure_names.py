@@ -76,7 +76,8 @@ def test_unknown_names_suggest_the_closest(name, suggestion):
 
 @pytest.mark.parametrize("name, reason", [
     ("P.0", "positive"), ("P.x", "cannot read"), ("map.5", "takes no parameters"),
-    ("ndcg.-1=2", "grades >= 0"), ("P@0", "positive"), ("nDCG(gain=foo)@10", "unknown"),
+    ("ndcg.-1=2", "grades >= 0"), ("P@0", "positive"), ("nDCG(gain=foo)@10", "one of"),
+    ("nDCG(foo=1)@10", "unknown"), ("ERR", "needs a cutoff"), ("FDR@10", "takes no cutoff"),
     ("P", None), ("R", "needs a cutoff"),
 ])
 def test_malformed_names_are_errors(name, reason):

@@ -1,0 +1,280 @@
+"""Measures beyond trec_eval: the textbook set (contingency table, F_beta, F@k, AP normalised
+by min(k, R), 11-point interpolated AP), graded measures with a choice of gain and discount
+(CG, DCG, nDCG) and ERR.
+
+They take keyword parameters (registry kind ``kw``), named ir_measures-style:
+``nDCG(gain=exp)@10``, ``DCG(discount=jk,b=2)@10``, ``CG@10``, ``ERR@20``, ``F(beta=2)@10``,
+``F(beta=0.5)``, ``Fallout(N=500000)``, ``AP(norm=min)@10``, ``IAP11``. None of them is in
+``all_trec``: trec_eval prints none of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import MeasureError
+from .context import Context, safe_div
+from .registry import Param, register
+
+_K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
+_K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
+_GAIN = Param("gain", "enum", "linear", "gain of grade g > 0: linear (g) or exponential "
+              "(2^g - 1); grades <= 0 and unjudged documents gain 0",
+              choices=("linear", "exp"))
+_DISCOUNT = Param("discount", "enum", "log2", "log2: 1/log2(i + 1); jk: Järvelin-"
+                  "Kekäläinen's 1/log_b(max(i, b))", choices=("log2", "jk"))
+_BASE = Param("b", "number", 2.0, "log base of the jk discount (ranks below b are not "
+              "discounted)", minimum=1.0000001)
+_BETA = Param("beta", "number", 1.0, "weight of recall: F_beta = (1 + beta^2) P R / "
+              "(beta^2 P + R)", minimum=0.0)
+_N = Param("N", "integer", None, "documents in the collection (default: the evaluation's "
+           "collection_size, trec_eval's -N)", minimum=1)
+
+
+def _gain(labels: np.ndarray, kind: str) -> np.ndarray:
+    g = np.where(labels > 0, labels, 0).astype(np.float64)
+    return np.power(2.0, g) - 1.0 if kind == "exp" else g
+
+
+def _discount(ranks: np.ndarray, kind: str, b: float) -> np.ndarray:
+    ranks = ranks.astype(np.float64)
+    if kind == "jk":
+        return np.log(b) / np.log(np.maximum(ranks, b))
+    return 1.0 / np.log2(ranks + 1.0)
+
+
+def _top(ctx: Context, k) -> np.ndarray:
+    return ctx.hr <= k if k is not None else np.ones(len(ctx.hr), dtype=bool)
+
+
+def _dcg(ctx: Context, p: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(DCG@k of the run, DCG@k of the ideal ranking) per topic."""
+    k, gain, disc, b = p["k"], p["gain"], p["discount"], p["b"]
+    top = _top(ctx, k)
+    run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain) * _discount(ctx.hr[top], disc, b))
+    it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain))
+    keep = ik <= k if k is not None else np.ones(len(ik), dtype=bool)
+    ideal = ctx.tsum(it[keep], ig[keep] * _discount(ik[keep], disc, b))
+    return run, ideal
+
+
+@register("CG", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(_K_OPTIONAL, _GAIN), ir_name="CG")
+def cumulative_gain(ctx: Context, p: dict):
+    """Cumulative gain: the gains of the top k, undiscounted.
+
+    Formula: CG@k = sum_{i <= k} gain(g_i), gain linear (g) or exp (2^g - 1).
+    0/0: no judged document in the top k gives 0.
+    Reference: Järvelin & Kekäläinen 2002, Cumulated gain-based evaluation of IR techniques.
+    """
+    top = _top(ctx, p["k"])
+    return ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], p["gain"]))
+
+
+@register("dcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE), ir_name="DCG")
+def discounted_cumulative_gain(ctx: Context, p: dict):
+    """Discounted cumulative gain with a choice of gain and discount.
+
+    Formula: DCG@k = sum_{i <= k} gain(g_i) * disc(i); disc log2: 1/log2(i + 1); disc jk:
+    1/log_b(max(i, b)).
+    0/0: no judged document in the top k gives 0.
+    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exponential gain).
+    """
+    return _dcg(ctx, p)[0]
+
+
+@register("ndcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE), ir_name="nDCG")
+def normalized_dcg(ctx: Context, p: dict):
+    """nDCG with a choice of gain and discount; the ideal ranking sorts the topic's judged
+    grades (all of them, from the qrels) descending.
+
+    Formula: nDCG@k = DCG@k / IDCG@k with the same gain and discount.
+    0/0: IDCG@k = 0 (no positive grade) gives 0.
+    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005.
+    """
+    run, ideal = _dcg(ctx, p)
+    return safe_div(run, ideal)
+
+
+@register("ERR", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(_K_REQUIRED, Param("max_grade", "integer", None, "g_max in R = (2^g - 1) / "
+                                     "2^g_max (default: the topic's largest grade)",
+                                     minimum=1)),
+          ir_name="ERR")
+def expected_reciprocal_rank(ctx: Context, p: dict):
+    """Expected reciprocal rank: a user stops at rank r with probability R_r, having gone on
+    past every document above it.
+
+    Formula: ERR@k = sum_{r <= k} (R_r / r) prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max,
+    g_max the max_grade parameter or the topic's largest grade; unjudged and g <= 0: R = 0.
+    0/0: a topic without a positive grade gives 0.
+    Reference: Chapelle, Metzler, Zhang & Grinspan 2009, Expected reciprocal rank for graded
+    relevance (gdeval's variant, g_max = 4 fixed, is cranfield.webtrack.gdeval).
+    """
+    top = (ctx.hr <= p["k"]) & (ctx.hl > 0)
+    t, r, g = ctx.ht[top], ctx.hr[top], ctx.hl[top].astype(np.float64)
+    g_max = np.full(ctx.T, float(p["max_grade"])) if p["max_grade"] else \
+        ctx.max_grade.astype(np.float64)
+    stop = (np.power(2.0, g) - 1.0) / np.power(2.0, g_max[t])
+    stop = np.minimum(stop, 1.0)
+    # prod_{i < r} (1 - R_i) within each topic: an exclusive running sum of logs
+    with np.errstate(divide="ignore"):
+        log_keep = np.log1p(-stop)
+    inclusive = ctx.cumsum_in_topic(t, log_keep)
+    before = np.zeros(len(t))
+    same = np.flatnonzero(t[1:] == t[:-1]) + 1
+    before[same] = inclusive[same - 1]
+    return ctx.tsum(t, stop * np.exp(before) / r)
+
+
+def _f(p_: np.ndarray, r_: np.ndarray, beta: float) -> np.ndarray:
+    b2 = beta * beta
+    return safe_div((1.0 + b2) * p_ * r_, b2 * p_ + r_)
+
+
+@register("F", family="set", kind="kw", all_trec=(), params=(_K_OPTIONAL, _BETA), ir_name="F")
+def f_measure(ctx: Context, p: dict):
+    """F_beta of precision and recall, of the whole retrieved set or of the top k.
+
+    Formula: F_beta = (1 + beta^2) P R / (beta^2 P + R); P = rel_ret / ret, R = rel_ret / R
+    (at k: P@k with divisor k, R@k). beta > 1 weighs recall more; beta is given as beta
+    (trec_eval's set_F takes beta^2).
+    0/0: P + R = 0 gives 0.
+    Reference: van Rijsbergen 1979, Information Retrieval, ch. 7.
+    """
+    if p["k"] is None:
+        precision = safe_div(ctx.num_rel_ret, ctx.N)
+        recall = safe_div(ctx.num_rel_ret, ctx.R)
+    else:
+        hits = ctx.rel_in_top(p["k"])
+        precision = hits / float(p["k"])
+        recall = safe_div(hits, ctx.R)
+    return _f(precision, recall, p["beta"])
+
+
+def _table(ctx: Context, p: dict):
+    """The contingency table per topic: a relevant retrieved, b non-relevant retrieved
+    (unjudged counts as non-relevant), c relevant not retrieved, d the rest of the
+    collection."""
+    n = p.get("N") or ctx.collection_size
+    a = ctx.num_rel_ret.astype(np.float64)
+    b = ctx.N.astype(np.float64) - a
+    c = ctx.R.astype(np.float64) - a
+    if not n:
+        return a, b, c, None
+    return a, b, c, float(n) - a - b - c
+
+
+def _needs_n(p: dict, ctx: Context, name: str):
+    if not (p.get("N") or ctx.collection_size):
+        raise MeasureError(name, "needs the collection size: N=... or collection_size")
+
+
+@register("Fallout", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Fallout")
+def fallout(ctx: Context, p: dict):
+    """Fallout (false-positive rate): the share of the collection's non-relevant documents
+    that were retrieved.
+
+    Formula: b / (b + d) (contingency table: a rel. retrieved, b non-rel. retrieved, c rel.
+    not retrieved, d non-rel. not retrieved; d = N - a - b - c).
+    0/0: b + d = 0 gives 0.
+    Reference: Salton & McGill 1983; Manning, Raghavan & Schütze 2008, §8.3.
+    """
+    _needs_n(p, ctx, "Fallout")
+    _, b, _, d = _table(ctx, p)
+    return safe_div(b, b + d)
+
+
+@register("Specificity", family="set", kind="kw", all_trec=(), params=(_N,),
+          ir_name="Specificity")
+def specificity(ctx: Context, p: dict):
+    """Specificity (true-negative rate).
+
+    Formula: d / (b + d), d = N - a - b - c.
+    0/0: b + d = 0 gives 0.
+    Reference: Manning, Raghavan & Schütze 2008, §8.3.
+    """
+    _needs_n(p, ctx, "Specificity")
+    _, b, _, d = _table(ctx, p)
+    return safe_div(d, b + d)
+
+
+@register("NPV", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="NPV")
+def negative_predictive_value(ctx: Context, p: dict):
+    """Negative predictive value: the share of the documents not retrieved that are not
+    relevant.
+
+    Formula: d / (c + d), d = N - a - b - c.
+    0/0: c + d = 0 gives 0.
+    Reference: Altman & Bland 1994, Diagnostic tests 2: predictive values.
+    """
+    _needs_n(p, ctx, "NPV")
+    _, _, c, d = _table(ctx, p)
+    return safe_div(d, c + d)
+
+
+@register("FDR", family="set", kind="kw", all_trec=(), ir_name="FDR")
+def false_discovery_rate(ctx: Context, p: dict):
+    """False discovery rate: the share of the retrieved documents that are not relevant.
+
+    Formula: b / (a + b) = 1 - precision.
+    0/0: nothing retrieved gives 0.
+    Reference: Benjamini & Hochberg 1995.
+    """
+    a, b, _, _ = _table(ctx, p)
+    return safe_div(b, a + b)
+
+
+@register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy")
+def accuracy(ctx: Context, p: dict):
+    """Accuracy: the share of the collection classified right (retrieved and relevant, or
+    neither).
+
+    Formula: (a + d) / (a + b + c + d) = (a + d) / N.
+    0/0: N = 0 is refused (N is required).
+    Reference: Manning, Raghavan & Schütze 2008, §8.3.
+    """
+    _needs_n(p, ctx, "Accuracy")
+    a, b, c, d = _table(ctx, p)
+    return safe_div(a + d, a + b + c + d)
+
+
+@register("AP_norm", family="rank", kind="kw", all_trec=(),
+          params=(_K_REQUIRED, Param("norm", "enum", "R", "divisor: R (trec_eval's map_cut) or "
+                                     "min (min(k, R))", choices=("R", "min"))),
+          ir_name="AP")
+def average_precision_normalised(ctx: Context, p: dict):
+    """Average precision over the top k with a choice of divisor.
+
+    Formula: AP@k = (1 / D) sum_{i <= k: rel(i)} P@i, D = R (norm=R, trec_eval's map_cut)
+    or min(k, R) (norm=min, the textbooks' AP@k, which a perfect top k scores 1).
+    0/0: D = 0 gives 0.
+    Reference: Manning, Raghavan & Schütze 2008, §8.4; trec_eval m_map_cut.c.
+    """
+    k = p["k"]
+    keep = ctx.rel_r <= k
+    num = ctx.tsum(ctx.rel_t[keep], ctx.rel_k[keep] / ctx.rel_r[keep])
+    den = np.minimum(k, ctx.R) if p["norm"] == "min" else ctx.R
+    return safe_div(num, den)
+
+
+@register("IAP11", family="rank", kind="kw", all_trec=(), ir_name="IAP11")
+def eleven_point_interpolated_ap(ctx: Context, p: dict):
+    """The textbook 11-point interpolated average precision.
+
+    Formula: mean over r in {0, 0.1, ..., 1} of max{P@i : recall@i >= r} (0 if no rank
+    reaches recall r). Unlike trec_eval's iprec_at_recall / 11pt_avg, which map each recall
+    level to a count of relevant documents, recall is compared exactly (10 * rel >= r10 * R).
+    0/0: R = 0 gives 0.
+    Reference: Manning, Raghavan & Schütze 2008, §8.4; Salton & McGill 1983.
+    """
+    precision = ctx.rel_k / ctx.rel_r
+    total = np.zeros(ctx.T)
+    for level in range(11):
+        ok = 10 * ctx.rel_k >= level * ctx.R[ctx.rel_t]
+        best = np.zeros(ctx.T)
+        np.maximum.at(best, ctx.rel_t[ok], precision[ok])
+        total += best
+    return np.where(ctx.R > 0, total / 11.0, 0.0)

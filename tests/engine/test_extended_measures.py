@@ -1,0 +1,226 @@
+"""Measures beyond trec_eval (cranfield.measures.extended): the course material's worked
+examples, hand-worked 0/0 and empty cases, and agreement with a direct per-topic
+implementation written here from the textbook formulas (loops over ranked lists; nothing
+shared with the engine's array code)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_worked_examples import AP_EXAMPLES, topic  # a sibling test module
+
+import cranfield
+from cranfield.measures.extended import _f
+
+
+def graded(grades_by_rank: list[int], judged: list[int] | None = None):
+    """(run, qrels) for one topic: documents ranked by position, with these grades; extra
+    judged grades (not retrieved) from ``judged``."""
+    run = {f"d{i:02d}": float(100 - i) for i in range(len(grades_by_rank))}
+    qrels = {f"d{i:02d}": g for i, g in enumerate(grades_by_rank)}
+    for j, g in enumerate(judged or []):
+        qrels[f"x{j:02d}"] = g
+    return run, qrels
+
+
+def value(run, qrels, name: str, **options) -> float:
+    ev = cranfield.evaluate({"t": run}, {"t": qrels}, [name], **options)
+    (inst,) = ev.instances
+    return ev.per_topic["t"][inst.key]
+
+
+# ---- worked examples (docs/worked_examples.md) ---------------------------------------------
+
+ELEVEN_POINT = {"A_system1_topic1": 0.8212, "B_system2_topic1": 0.6000,
+                "C_system1_topic2": 0.5636, "D_system2_topic2": 0.4545}
+
+
+@pytest.mark.parametrize("name", list(ELEVEN_POINT))
+def test_eleven_point_interpolated_ap_worked_example(name):
+    _, ranks, depth, R, _ = next(e for e in AP_EXAMPLES if e[0] == name)
+    run, qrels = topic(ranks, depth, R)
+    assert round(value(run, qrels, "IAP11"), 4) == ELEVEN_POINT[name]
+
+
+def test_eleven_point_levels_of_ranking_A_worked_example():
+    """A's 11 interpolated precisions: 1.0, 1.0, then 5/6 seven times, then 0.6, 0.6."""
+    run, qrels = topic([1, 3, 4, 5, 6, 10], 10, 6)
+    expected = (2 * 1.0 + 7 * (5 / 6) + 2 * 0.6) / 11
+    assert value(run, qrels, "IAP11") == pytest.approx(expected, abs=1e-12)
+
+
+def test_ap_normalised_by_min_k_R_worked_example():
+    """AP1@k = (1 / min(k, R)) sum_{i <= k} rel(i) P@i; ranking A at k = 5: relevant at
+    1, 3, 4, 5 -> (1 + 2/3 + 3/4 + 4/5) / 5; trec_eval's map_cut divides by R = 6."""
+    run, qrels = topic([1, 3, 4, 5, 6, 10], 10, 6)
+    total = 1 + 2 / 3 + 3 / 4 + 4 / 5
+    assert value(run, qrels, "AP(norm=min)@5") == pytest.approx(total / 5, abs=1e-12)
+    assert value(run, qrels, "AP(norm=R)@5") == pytest.approx(total / 6, abs=1e-12)
+    assert value(run, qrels, "AP@5") == pytest.approx(total / 6, abs=1e-12)
+    perfect, q = topic(list(range(1, 11)), 20, 10)
+    assert value(perfect, q, "AP(norm=min)@5") == 1.0
+
+
+@pytest.mark.parametrize("p, r, expected", [(0.94, 0.26, 0.4073), (0.99, 0.92, 0.9537)])
+def test_f_measure_worked_example(p, r, expected):
+    assert round(float(_f(np.array([p]), np.array([r]), 1.0)[0]), 4) == expected
+
+
+def test_f_beta_takes_beta_not_beta_squared_worked_example():
+    """F_beta = (beta^2 + 1) P R / (beta^2 P + R): 10 retrieved, 4 relevant of R = 8:
+    P = 0.4, R = 0.5; trec_eval's set_F.4 is the same number (its parameter is beta^2)."""
+    run, qrels = topic([1, 2, 3, 4], 10, 8)
+    f2 = 5 * 0.4 * 0.5 / (4 * 0.4 + 0.5)
+    assert value(run, qrels, "F(beta=2)") == pytest.approx(f2, abs=1e-12)
+    assert value(run, qrels, "set_F.4") == pytest.approx(f2, abs=1e-12)
+    assert value(run, qrels, "F(beta=2)@5") == pytest.approx(
+        5 * 0.8 * 0.5 / (4 * 0.8 + 0.5), abs=1e-12)
+
+
+EXP_GRADES = [3, 2, 3, 0, 0, 1, 2, 2, 3, 0]  # the topic's judgments: the ideal sorts them
+DCG_EXP = [7.00, 8.89, 12.39, 12.39, 12.39, 12.75, 13.75, 14.70, 16.80, 16.80]
+NDCG_EXP = [1.00, 0.78, 0.83, 0.76, 0.71, 0.69, 0.73, 0.78, 0.90, 0.90]
+
+
+@pytest.mark.parametrize("k", range(1, 11))
+def test_dcg_and_ndcg_exponential_gain_worked_example(k):
+    run, qrels = graded(EXP_GRADES)
+    assert sorted(qrels.values(), reverse=True) == [3, 3, 3, 2, 2, 2, 1, 0, 0, 0]
+    assert round(value(run, qrels, f"DCG(gain=exp)@{k}"), 2) == DCG_EXP[k - 1]
+    assert round(value(run, qrels, f"nDCG(gain=exp)@{k}"), 2) == NDCG_EXP[k - 1]
+
+
+@pytest.mark.parametrize("grades, expected", [
+    ([4, 3, 4, 2, 0, 0, 0, 1, 1, 0], 11.17),
+    ([3, 3, 4, 2, 0, 0, 0, 1, 1, 0], 10.17),
+    ([4, 3, 4, 2, 0, 0, 0, 1, 1, 3], 12.08),
+])
+def test_dcg_linear_gain_jk_discount_worked_example(grades, expected):
+    run, qrels = graded(grades)
+    assert round(value(run, qrels, "DCG(discount=jk,b=2)@10"), 2) == expected
+
+
+def test_set_measures_from_the_contingency_table_worked_example():
+    """N = 100, 10 retrieved, 4 of them relevant, R = 8: a = 4, b = 6, c = 4, d = 86."""
+    run, qrels = topic([1, 2, 3, 4], 10, 8)
+    assert value(run, qrels, "Fallout(N=100)") == pytest.approx(6 / 92)
+    assert value(run, qrels, "Specificity(N=100)") == pytest.approx(86 / 92)
+    assert value(run, qrels, "NPV(N=100)") == pytest.approx(86 / 90)
+    assert value(run, qrels, "FDR") == pytest.approx(6 / 10)
+    assert value(run, qrels, "Accuracy(N=100)") == pytest.approx(90 / 100)
+    # N from the evaluation's collection_size (trec_eval's -N) when not given
+    assert value(run, qrels, "Fallout", collection_size=100) == pytest.approx(6 / 92)
+    with pytest.raises(cranfield.MeasureError, match="collection size"):
+        value(run, qrels, "Fallout")
+
+
+# ---- 0/0 and empty cases, by hand ------------------------------------------------------------
+
+def test_zero_over_zero_cases():
+    nothing_relevant = graded([0, 0, 0])
+    for name in ("nDCG(gain=exp)@10", "DCG(gain=exp)@10", "CG@10", "ERR@10", "F(beta=1)",
+                 "F(beta=1)@3", "IAP11", "AP(norm=min)@3"):
+        assert value(*nothing_relevant, name) == 0.0, name
+    # a topic whose judgments are all non-relevant: ideal DCG 0 -> nDCG 0 (not NaN)
+    assert value(*graded([0, -1, 0]), "nDCG(gain=exp,discount=jk)@2") == 0.0
+    # everything retrieved and relevant: FDR 0; N equal to what was retrieved: b + d = 0
+    run, qrels = topic([1, 2], 2, 2)
+    assert value(run, qrels, "FDR") == 0.0
+    assert value(run, qrels, "Fallout(N=2)") == 0.0
+    assert value(run, qrels, "NPV(N=2)") == 0.0  # c + d = 0
+    assert value(run, qrels, "Accuracy(N=2)") == 1.0
+
+
+def test_err_by_hand():
+    """Grades 2, 0, 1 with g_max 2: R = 3/4, 0, 1/4 -> 3/4 + (1/4)(1)(1/4)/3."""
+    run, qrels = graded([2, 0, 1])
+    assert value(run, qrels, "ERR@10") == pytest.approx(0.75 + 0.25 * 0.25 / 3, abs=1e-15)
+    assert value(run, qrels, "ERR@1") == pytest.approx(0.75, abs=1e-15)
+    # a fixed g_max of 4 (gdeval's): R = 3/16, then 1/16 at rank 3
+    assert value(run, qrels, "ERR(max_grade=4)@10") == pytest.approx(
+        3 / 16 + (13 / 16) * (1 / 16) / 3, abs=1e-15)
+    # a grade above g_max stops the user for sure (R capped at 1): nothing below counts
+    assert value(*graded([1, 3, 2]), "ERR(max_grade=1)@10") == pytest.approx(
+        0.5 + 0.5 * 1.0 / 2, abs=1e-15)
+
+
+# ---- agreement with direct per-topic implementations ------------------------------------------
+
+def ref_dcg(grades, k, gain, disc, b=2.0):
+    total = 0.0
+    for i, g in enumerate(grades[:k], 1):
+        gv = (2 ** g - 1 if gain == "exp" else g) if g > 0 else 0
+        d = 1 / math.log2(i + 1) if disc == "log2" else math.log(b) / math.log(max(i, b))
+        total += gv * d
+    return total
+
+
+def ref_err(grades, k, g_max):
+    total, keep = 0.0, 1.0
+    for r, g in enumerate(grades[:k], 1):
+        stop = min(1.0, (2 ** g - 1) / 2 ** g_max) if g > 0 else 0.0
+        total += keep * stop / r
+        keep *= 1 - stop
+    return total
+
+
+def ref_iap11(rels, R):
+    if R == 0:
+        return 0.0
+    points = []
+    found = 0
+    pr = []
+    for i, rel in enumerate(rels, 1):
+        found += rel
+        pr.append((found / i, found / R, found))
+    for level in range(11):
+        ok = [p for p, _, f in pr if 10 * f >= level * R]
+        points.append(max(ok) if ok else 0.0)
+    return sum(points) / 11
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(grades=st.lists(st.integers(-1, 4), min_size=1, max_size=25),
+       extra=st.lists(st.integers(0, 4), max_size=6), k=st.integers(1, 30),
+       gain=st.sampled_from(["linear", "exp"]), disc=st.sampled_from(["log2", "jk"]),
+       b=st.sampled_from([2.0, 3.0, 10.0]))
+def test_graded_measures_agree_with_direct_loops(grades, extra, k, gain, disc, b):
+    run, qrels = graded(grades, extra)
+    ideal = sorted((g for g in qrels.values() if g > 0), reverse=True)
+    args = f"gain={gain},discount={disc},b={b:g}"
+    dcg = ref_dcg(grades, k, gain, disc, b)
+    idcg = ref_dcg(ideal, k, gain, disc, b)
+    assert value(run, qrels, f"DCG({args})@{k}") == pytest.approx(dcg, rel=1e-12, abs=1e-12)
+    assert value(run, qrels, f"nDCG({args})@{k}") == pytest.approx(
+        dcg / idcg if idcg else 0.0, rel=1e-12, abs=1e-12)
+    g_max = max([g for g in qrels.values()] + [0])
+    assert value(run, qrels, f"ERR@{k}") == pytest.approx(
+        ref_err(grades, k, g_max) if g_max > 0 else 0.0, rel=1e-12, abs=1e-12)
+    rels = [int(g >= 1) for g in grades]
+    R = sum(1 for g in qrels.values() if g >= 1)
+    assert value(run, qrels, "IAP11") == pytest.approx(ref_iap11(rels, R), abs=1e-12)
+    hits = sum(rels[:k])
+    den = min(k, R)
+    ap = sum(sum(rels[:i]) / i for i in range(1, min(k, len(rels)) + 1) if rels[i - 1])
+    assert value(run, qrels, f"AP(norm=min)@{k}") == pytest.approx(
+        ap / den if den else 0.0, abs=1e-12)
+    p, r = hits / k, (hits / R if R else 0.0)
+    assert value(run, qrels, f"F(beta=2)@{k}") == pytest.approx(
+        5 * p * r / (4 * p + r) if p + r else 0.0, abs=1e-12)
+
+
+def test_new_measures_are_in_the_registry_with_typed_parameters():
+    from cranfield import REGISTRY
+
+    params = {p.name: p for p in REGISTRY["ndcg_gd"].params}
+    assert params["gain"].choices == ("linear", "exp") and params["b"].type == "number"
+    assert REGISTRY["ERR"].section("Reference").startswith("Chapelle")
+    for name in ("CG", "dcg_gd", "ndcg_gd", "ERR", "F", "Fallout", "Specificity", "NPV",
+                 "FDR", "Accuracy", "AP_norm", "IAP11"):
+        m = REGISTRY[name]
+        assert m.section("Formula") and m.section("0/0") and m.section("Reference"), name
+        assert m.all_trec == ()
