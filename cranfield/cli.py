@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
                     help="number of documents in the collection (for utility)")
+    ev.add_argument("--micro", action="store_const", const="micro", default="macro",
+                    dest="aggregation", help="micro-average the set measures (sum the "
+                    "contingency table over topics); others stay macro")
     ev.add_argument("-m", action="append", dest="measures", metavar="MEASURE",
                     help="measure to compute (repeatable): trec_eval names such as map, "
                          "P.5,10, ndcg_cut.10, all_trec, or ir_measures names such as nDCG@10")
@@ -149,7 +152,8 @@ def run_remote(args: argparse.Namespace) -> int:
 
     options = {"profile": args.profile, "relevance_level": args.rel_level,
                "judged_only": args.judged_only, "depth": args.depth,
-               "complete_topics": args.complete, "collection_size": args.collection_size}
+               "complete_topics": args.complete, "collection_size": args.collection_size,
+               "aggregation": args.aggregation}
     accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json"}[args.format]
     run = sys.stdin.read() if args.run == "-" else args.run
     qrels = None if args.qrels_id else (sys.stdin.read() if args.qrels == "-" else args.qrels)
@@ -183,7 +187,7 @@ def run_eval(args: argparse.Namespace) -> int:
     ev = evaluate(run, qrels, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
-                  collection_size=args.collection_size)
+                  collection_size=args.collection_size, aggregation=args.aggregation)
     if args.format == "json":
         text = format_json(ev, per_topic=args.per_topic)
     elif args.format == "csv":

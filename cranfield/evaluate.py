@@ -15,6 +15,7 @@ from .names import Instance, resolve
 from .ranking import Ranked, rank_run
 
 MIN_GEO_MEAN = 1e-5  # trec_eval.h: values are floored here before the geometric mean
+AGGREGATIONS = ("macro", "micro")
 
 # trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
 # printed name, after evaluating it against a one-document non-pool ranking.
@@ -77,7 +78,7 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
              profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
-             require_overlap: bool = True) -> Evaluation:
+             aggregation: str = "macro", require_overlap: bool = True) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics.
 
     ``run``/``qrels``: a path, TREC text, a file object, a mapping, or what
@@ -85,11 +86,18 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     ir_measures-style (default: trec_eval's ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
     ``collection_size`` (-N). ``profile`` is ``trec_eval-9.0.8`` (default; float32 scores,
-    ``+0.9`` recall cutoffs) or ``trec_eval-10``. ``require_overlap=False`` lets a run with no
-    judged topic through (used to evaluate the missing topics of a sharded run).
+    ``+0.9`` recall cutoffs) or ``trec_eval-10``. ``aggregation="micro"`` averages the set
+    measures that define it (set_P, set_recall, set_F, F, Fallout, Specificity, NPV, FDR,
+    Accuracy) over the summed contingency table of the topics instead of over their values
+    (``macro``, the default and trec_eval's way; other measures stay macro).
+    ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
+    missing topics of a sharded run).
     """
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    if aggregation not in AGGREGATIONS:
+        raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
+                              f"{list(AGGREGATIONS)}")
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
         raise EvaluationError("relevance_level must be an integer")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
@@ -127,7 +135,8 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
 
     options = {"profile": profile, "relevance_level": relevance_level,
                "judged_only": judged_only, "depth": depth,
-               "complete_topics": complete_topics, "collection_size": collection_size}
+               "complete_topics": complete_topics, "collection_size": collection_size,
+               "aggregation": aggregation}
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
 
 
@@ -140,13 +149,15 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
         printed[:] = True
     aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
                            options["complete_topics"])
+    micro = _micro(instances, ranked, options) if options.get("aggregation") == "micro" else {}
+    aggregate.update(micro)
     described = {
         inst.key: {
             "measure": inst.measure.name,
             "canonical": inst.canonical(profile, options["relevance_level"],
                                         options["judged_only"], options["depth"]),
             "family": inst.measure.family,
-            "aggregate": inst.measure.aggregate,
+            "aggregate": "micro" if inst.key in micro else inst.measure.aggregate,
             "per_topic": inst.measure.per_topic,
         }
         for inst in instances
@@ -232,6 +243,31 @@ def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], miss
             arr = arr.copy()
             arr[missing] = "" if arr.dtype == object else 0
             values[inst.key] = arr
+
+
+def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
+    """Micro-averaged aggregates: each set measure's ``micro`` form over the contingency
+    table summed over the averaged topics (a relevant retrieved, b non-relevant retrieved,
+    c relevant not retrieved, d the rest of each topic's collection, when its size is
+    known)."""
+    use = slice(None) if options["complete_topics"] else ranked.in_run
+    out: dict[str, float] = {}
+    for inst in instances:
+        form = inst.measure.extra.get("micro")
+        if form is None:
+            continue
+        ctx = Context(ranked, inst.rel_level or options["relevance_level"], options["profile"],
+                      options["collection_size"])
+        a = float(ctx.num_rel_ret[use].sum())
+        b = float(ctx.N[use].sum()) - a
+        c = float(ctx.R[use].sum()) - a
+        value = inst.value
+        n = (dict(value).get("N") if isinstance(value, dict) else None) or \
+            options["collection_size"]
+        topics = int(np.count_nonzero(np.ones(len(ranked.topics), bool)[use]))
+        d = n * topics - a - b - c if n else None
+        out[inst.key] = float(form(a, b, c, d, value))
+    return out
 
 
 def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,

@@ -24,6 +24,7 @@ from werkzeug.datastructures import MultiDict
 
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
+from cranfield.evaluate import AGGREGATIONS
 from cranfield.io import split_trec_text
 from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
@@ -110,6 +111,8 @@ class OptionsSchema(Schema):
     complete_topics = strict_bool(load_default=False)
     collection_size = fields.Integer(load_default=0, strict=True,
                                      validate=validate.Range(min=0))
+    aggregation = fields.String(load_default="macro",
+                                validate=validate.OneOf(AGGREGATIONS))
 
 
 _OPTIONS_SCHEMA = OptionsSchema()

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import MeasureError
 from .context import Context, safe_div
 from .registry import Param, register
+from .trec import _f_of, _ratio
 
 _K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
 _K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
@@ -134,7 +135,14 @@ def _f(p_: np.ndarray, r_: np.ndarray, beta: float) -> np.ndarray:
     return safe_div((1.0 + b2) * p_ * r_, b2 * p_ + r_)
 
 
-@register("F", family="set", kind="kw", all_trec=(), params=(_K_OPTIONAL, _BETA), ir_name="F")
+def _micro_f(a, b, c, d, p):
+    if p["k"] is not None:
+        raise MeasureError(f"F@{p['k']}", "micro-averaging is defined for the set F only")
+    return _f_of(_ratio(a, a + b), _ratio(a, a + c), p["beta"] ** 2)
+
+
+@register("F", family="set", kind="kw", all_trec=(), params=(_K_OPTIONAL, _BETA), ir_name="F",
+          extra={"micro": _micro_f})
 def f_measure(ctx: Context, p: dict):
     """F_beta of precision and recall, of the whole retrieved set or of the top k.
 
@@ -172,7 +180,8 @@ def _needs_n(p: dict, ctx: Context, name: str):
         raise MeasureError(name, "needs the collection size: N=... or collection_size")
 
 
-@register("Fallout", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Fallout")
+@register("Fallout", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Fallout",
+          extra={"micro": lambda a, b, c, d, p: _ratio(b, b + d)})
 def fallout(ctx: Context, p: dict):
     """Fallout (false-positive rate): the share of the collection's non-relevant documents
     that were retrieved.
@@ -188,7 +197,7 @@ def fallout(ctx: Context, p: dict):
 
 
 @register("Specificity", family="set", kind="kw", all_trec=(), params=(_N,),
-          ir_name="Specificity")
+          ir_name="Specificity", extra={"micro": lambda a, b, c, d, p: _ratio(d, b + d)})
 def specificity(ctx: Context, p: dict):
     """Specificity (true-negative rate).
 
@@ -201,7 +210,8 @@ def specificity(ctx: Context, p: dict):
     return safe_div(d, b + d)
 
 
-@register("NPV", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="NPV")
+@register("NPV", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="NPV",
+          extra={"micro": lambda a, b, c, d, p: _ratio(d, c + d)})
 def negative_predictive_value(ctx: Context, p: dict):
     """Negative predictive value: the share of the documents not retrieved that are not
     relevant.
@@ -215,7 +225,8 @@ def negative_predictive_value(ctx: Context, p: dict):
     return safe_div(d, c + d)
 
 
-@register("FDR", family="set", kind="kw", all_trec=(), ir_name="FDR")
+@register("FDR", family="set", kind="kw", all_trec=(), ir_name="FDR",
+          extra={"micro": lambda a, b, c, d, p: _ratio(b, a + b)})
 def false_discovery_rate(ctx: Context, p: dict):
     """False discovery rate: the share of the retrieved documents that are not relevant.
 
@@ -227,7 +238,8 @@ def false_discovery_rate(ctx: Context, p: dict):
     return safe_div(b, a + b)
 
 
-@register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy")
+@register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy",
+          extra={"micro": lambda a, b, c, d, p: _ratio(a + d, a + b + c + d)})
 def accuracy(ctx: Context, p: dict):
     """Accuracy: the share of the collection classified right (retrieved and relevant, or
     neither).

@@ -559,7 +559,12 @@ def success(ctx: Context, k: int):
     return (ctx.rel_in_top(k) > 0).astype(np.float64)
 
 
-@register("set_P", family="set", ir_name="SetP")
+def _ratio(num: float, den: float) -> float:
+    return num / den if den else 0.0
+
+
+@register("set_P", family="set", ir_name="SetP",
+          extra={"micro": lambda a, b, c, d, v: _ratio(a, a + b)})
 def set_precision(ctx: Context, _=None):
     """Precision of the retrieved set.
 
@@ -581,7 +586,8 @@ def set_relative_precision(ctx: Context, _=None):
     return safe_div(ctx.num_rel_ret, np.minimum(ctx.N, ctx.R))
 
 
-@register("set_recall", family="set", ir_name="SetR")
+@register("set_recall", family="set", ir_name="SetR",
+          extra={"micro": lambda a, b, c, d, v: _ratio(a, a + c)})
 def set_recall(ctx: Context, _=None):
     """Recall of the retrieved set.
 
@@ -606,7 +612,8 @@ def set_map(ctx: Context, _=None):
 @register("set_F", family="set", kind="float", defaults=(1.0,),
           params=(Param("beta_squared", "float", 1.0,
                         "trec_eval's parameter is beta squared: 0.25 means beta = 0.5",
-                        minimum=0),), ir_name="SetF")
+                        minimum=0),), ir_name="SetF",
+          extra={"micro": lambda a, b, c, d, x: _f_of(_ratio(a, a + b), _ratio(a, a + c), x)})
 def set_f(ctx: Context, x: float):
     """F measure of the retrieved set, trec_eval's parameterisation.
 
@@ -617,6 +624,11 @@ def set_f(ctx: Context, x: float):
     p = set_precision(ctx)
     r = set_recall(ctx)
     return np.where(ctx.num_rel_ret > 0, safe_div((x + 1.0) * p * r, x * p + r), 0.0)
+
+
+def _f_of(p: float, r: float, beta_squared: float) -> float:
+    """F from precision, recall and beta^2 (0 when both are 0)."""
+    return _ratio((beta_squared + 1.0) * p * r, beta_squared * p + r)
 
 
 @register("num_nonrel_judged_ret", family="count", aggregate="sum", integer=True)

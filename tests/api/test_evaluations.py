@@ -231,3 +231,23 @@ def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypa
     bad = post(client, {"run": {"q1": {"d1": 1, "d2": "x"}}, "qrels": qrels})
     assert seen[-1] is None and bad.status_code == 422 and bad.mimetype == PROBLEM
     assert "run.q1.d2" in bad.get_json()["errors"]
+
+
+def test_micro_aggregation_option_and_new_measures_over_http(client):
+    run = {"q1": {"d1": 3.0, "d2": 2.0}, "q2": {f"d{i}": float(-i) for i in range(8)}}
+    qrels = {"q1": {"d1": 1}, "q2": {"d0": 1, "d9": 2}}
+    body = {"run": run, "qrels": qrels, "measures": ["set_P", "nDCG(gain=exp)@5", "ERR@5"],
+            "options": {"aggregation": "micro"}}
+    doc = post(client, body).get_json()
+    assert doc["aggregate"]["set_P"] == pytest.approx(2 / 10)  # pooled: 2 of 10 retrieved
+    keys = {m["key"]: m for m in doc["measures"]}
+    assert keys["set_P"]["aggregate"] == "micro"
+    assert keys["nDCG(gain=exp)@5"]["canonical"].startswith("ndcg_gd(k=5,gain=exp,")
+    # q2: d0 (grade 1) at rank 1; ideal 3 (grade 2) then 1: DCG 1 / (3 + 1/log2(3))
+    import math
+    assert doc["per_topic"]["q2"]["nDCG(gain=exp)@5"] == pytest.approx(
+        1 / (3 + 1 / math.log2(3)))
+    bad = post(client, dict(body, options={"aggregation": "median"}))
+    assert bad.status_code == 422 and "options.aggregation" in bad.get_json()["errors"]
+    bad = post(client, dict(body, measures=["nDCG(gain=cubic)@5"]))
+    assert bad.status_code == 422 and "measures[0]" in bad.get_json()["errors"]

@@ -224,3 +224,33 @@ def test_new_measures_are_in_the_registry_with_typed_parameters():
         m = REGISTRY[name]
         assert m.section("Formula") and m.section("0/0") and m.section("Reference"), name
         assert m.all_trec == ()
+
+
+def test_micro_averaging_sums_the_contingency_table_worked_example():
+    """Salton's illustration in IR form: 5 topics retrieve 1 document (relevant), 5 retrieve
+    99 with 1 relevant; every topic has R = 1. Macro precision is the mean of the topics'
+    precisions, micro precision pools the 500 retrieved documents."""
+    run, qrels = {}, {}
+    for t in range(10):
+        depth = 1 if t < 5 else 99
+        run[f"t{t}"] = {f"d{i}": float(100 - i) for i in range(depth)}
+        qrels[f"t{t}"] = {"d0": 1}
+    names = ["set_P", "set_recall", "set_F", "F(beta=2)", "FDR", "Fallout(N=1000)",
+             "Specificity(N=1000)", "NPV(N=1000)", "Accuracy(N=1000)", "map"]
+    macro = cranfield.evaluate(run, qrels, names)
+    micro = cranfield.evaluate(run, qrels, names, aggregation="micro")
+    assert macro.aggregate["set_P"] == pytest.approx((5 * 1 + 5 / 99) / 10)
+    a, b, c = 10.0, 490.0, 0.0
+    d = 10 * 1000 - a - b - c
+    expected = {"set_P": a / (a + b), "set_recall": 1.0, "FDR": b / (a + b),
+                "Fallout(N=1000)": b / (b + d), "Specificity(N=1000)": d / (b + d),
+                "NPV(N=1000)": d / (c + d), "Accuracy(N=1000)": (a + d) / (a + b + c + d)}
+    for key, v in expected.items():
+        assert micro.aggregate[key] == pytest.approx(v, abs=1e-12), key
+    p, r = a / (a + b), 1.0
+    assert micro.aggregate["set_F"] == pytest.approx(2 * p * r / (p + r), abs=1e-12)
+    assert micro.aggregate["F(beta=2)"] == pytest.approx(5 * p * r / (4 * p + r), abs=1e-12)
+    assert micro.aggregate["map"] == macro.aggregate["map"]  # not a set measure: macro
+    assert micro.measures["set_P"]["aggregate"] == "micro"
+    assert micro.measures["map"]["aggregate"] == "mean"
+    assert micro.per_topic == macro.per_topic

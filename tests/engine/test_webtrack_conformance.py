@@ -92,3 +92,23 @@ def test_gdeval_edge_cases_by_hand():
     from cranfield import InputError
     with pytest.raises(InputError, match="exceeds 4"):
         gdeval(run, "1 0 a 5\n")
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("k", [10, 20])
+def test_registry_measures_equal_gdeval_on_its_topics(run, k):
+    """gdeval's nDCG@k is nDCG(gain=exp)@k and its ERR@k is ERR(max_grade=4)@k, on the topics
+    gdeval reports (those with a positive judgment): the engine's measures agree with every
+    row of the tool's CSV to its printed precision."""
+    import cranfield
+
+    rows = (WEB / "expected" / f"gdeval-1.3.c.k{k}.{run}.csv").read_text().splitlines()[1:-1]
+    ev = cranfield.evaluate(WEB / "runs" / run / "results-cata-filtered.txt",
+                            WEB / "qrels.adhoc.txt",
+                            [f"nDCG(gain=exp)@{k}", f"ERR(max_grade=4)@{k}"])
+    assert len(rows) == 50
+    for line in rows:
+        _, topic, ndcg, err = line.split(",")
+        got = ev.per_topic[topic]
+        assert f"{got[f'nDCG(gain=exp)@{k}']:.5f}" == ndcg, topic
+        assert f"{got[f'ERR(max_grade=4)@{k}']:.5f}" == err, topic
