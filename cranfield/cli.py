@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
                     help="number of documents in the collection (for utility)")
+    ev.add_argument("--curves", action="store_true",
+                    help="with --format json: precision-recall curves (per topic with -q, and "
+                         "the mean 11-point interpolated curve)")
     ev.add_argument("--micro", action="store_const", const="micro", default="macro",
                     dest="aggregation", help="micro-average the set measures (sum the "
                     "contingency table over topics); others stay macro")
@@ -189,7 +192,7 @@ def run_eval(args: argparse.Namespace) -> int:
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation)
     if args.format == "json":
-        text = format_json(ev, per_topic=args.per_topic)
+        text = format_json(ev, per_topic=args.per_topic, curves=args.curves)
     elif args.format == "csv":
         text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
     else:

@@ -97,7 +97,8 @@ def efficiency(latency: dict[str, float], evaluated: list[str]) -> dict:
 def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
                         details: dict | None, qrels_version: str | None = None) -> dict:
     """The JSON document for ``ev`` with its input lint; ``req`` holds the request's
-    ``per_topic`` and ``latency_ms``; ``qrels_version`` names stored qrels (``id@version``)."""
+    ``per_topic``, ``latency_ms`` and ``curves`` (precision-recall curves); ``qrels_version``
+    names stored qrels (``id@version``)."""
     def clean(v):
         return None if isinstance(v, float) and v != v else v
 
@@ -121,4 +122,8 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
         doc["details"] = details
     if req.get("latency_ms"):
         doc["efficiency"] = efficiency(req["latency_ms"], ev.topics.evaluated)
+    if req.get("curves"):
+        from .curves import precision_recall
+
+        doc["curves"] = precision_recall(ev, per_topic=req["per_topic"])
     return doc

@@ -59,8 +59,13 @@ def to_json_dict(ev: Evaluation, per_topic: bool = True) -> dict:
     return doc
 
 
-def format_json(ev: Evaluation, per_topic: bool = True) -> str:
-    return json.dumps(to_json_dict(ev, per_topic), indent=2, allow_nan=False) + "\n"
+def format_json(ev: Evaluation, per_topic: bool = True, curves: bool = False) -> str:
+    doc = to_json_dict(ev, per_topic)
+    if curves:
+        from .curves import precision_recall
+
+        doc["curves"] = precision_recall(ev, per_topic=per_topic)
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
 def format_csv(ev: Evaluation, per_topic: bool = True, summary: bool = True) -> str:

@@ -135,6 +135,7 @@ class EvaluationRequestSchema(Schema):
     details = strict_bool(load_default=False)
     details_depth = fields.Integer(load_default=10, strict=True,
                                    validate=validate.Range(min=1, max=1000))
+    curves = strict_bool(load_default=False)
     latency_ms = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False),
                              load_default=None)
 
@@ -245,7 +246,7 @@ def _form_body() -> dict:
         if key in ("run", "qrels", "measures"):
             continue
         value = form[key]
-        if key in ("per_topic", "details", "judged_only", "complete_topics"):
+        if key in ("per_topic", "details", "judged_only", "complete_topics", "curves"):
             if value.lower() not in _BOOL:
                 errors[key] = ["must be true or false"]
                 continue
@@ -458,7 +459,7 @@ def enqueue_evaluation(req: dict) -> Response:
         raise _measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
-                                "details_depth", "latency_ms")}
+                                "details_depth", "latency_ms", "curves")}
     # qrels first: every shard job needs their reference
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission

@@ -282,11 +282,16 @@ def eleven_point_interpolated_ap(ctx: Context, p: dict):
     0/0: R = 0 gives 0.
     Reference: Manning, Raghavan & Schütze 2008, §8.4; Salton & McGill 1983.
     """
+    return np.where(ctx.R > 0, interpolated_precision(ctx).sum(axis=1) / 11.0, 0.0)
+
+
+def interpolated_precision(ctx: Context) -> np.ndarray:
+    """(topics x 11) the textbook interpolated precision at recall 0, 0.1, ..., 1: the best
+    precision at any rank whose recall reaches the level (exactly: 10 * rel >= level * R);
+    0 where no rank does."""
     precision = ctx.rel_k / ctx.rel_r
-    total = np.zeros(ctx.T)
+    out = np.zeros((ctx.T, 11))
     for level in range(11):
         ok = 10 * ctx.rel_k >= level * ctx.R[ctx.rel_t]
-        best = np.zeros(ctx.T)
-        np.maximum.at(best, ctx.rel_t[ok], precision[ok])
-        total += best
-    return np.where(ctx.R > 0, total / 11.0, 0.0)
+        np.maximum.at(out[:, level], ctx.rel_t[ok], precision[ok])
+    return out

@@ -251,3 +251,21 @@ def test_micro_aggregation_option_and_new_measures_over_http(client):
     assert bad.status_code == 422 and "options.aggregation" in bad.get_json()["errors"]
     bad = post(client, dict(body, measures=["nDCG(gain=cubic)@5"]))
     assert bad.status_code == 422 and "measures[0]" in bad.get_json()["errors"]
+
+
+def test_precision_recall_curves_in_the_response(client):
+    run = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d1": 1.0}}
+    qrels = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}}
+    doc = post(client, {"run": run, "qrels": qrels, "measures": ["map"], "curves": True}
+               ).get_json()
+    curves = doc["curves"]
+    assert curves["per_topic"]["q1"]["recall"] == [0.5, 1.0]
+    assert curves["per_topic"]["q1"]["precision"] == pytest.approx([1.0, 2 / 3])
+    assert curves["per_topic"]["q2"]["interpolated_precision"] == [0.0] * 11
+    # q1: 1.0 up to recall 0.5, then 2/3; q2: 0 -> the mean halves them
+    assert curves["mean_interpolated_precision"] == pytest.approx(
+        [0.5] * 6 + [1 / 3] * 5)
+    no_topics = post(client, {"run": run, "qrels": qrels, "measures": ["map"],
+                              "curves": True, "per_topic": False}).get_json()
+    assert "per_topic" not in no_topics["curves"]
+    assert "curves" not in post(client, {"run": run, "qrels": qrels}).get_json()

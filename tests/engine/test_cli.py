@@ -76,3 +76,22 @@ def test_bad_input_gives_message_and_exit_code(tmp_path, capsys, make, code, mes
 def test_missing_file_exits_2(capsys, tmp_path):
     code, _, err = cli(capsys, "eval", str(tmp_path / "none"), str(DATA / "results.test"))
     assert code == 2 and "no such file" in err
+
+
+def test_curves_micro_and_new_measures_from_the_command_line(capsys):
+    import cranfield
+    from cranfield.curves import precision_recall
+
+    qrels, run = str(DATA / "qrels.test"), str(DATA / "results.test")
+    code, out, _ = cli(capsys, "eval", "--format", "json", "--curves", "-q", "-m", "map",
+                       "-m", "IAP11", qrels, run)
+    doc = json.loads(out)
+    ev = cranfield.evaluate(run, qrels, ["map", "IAP11"])
+    assert code == 0 and doc["curves"] == json.loads(json.dumps(precision_recall(ev)))
+    assert doc["aggregate"]["IAP11"] == pytest.approx(
+        sum(doc["curves"]["mean_interpolated_precision"]) / 11)
+    code, out, _ = cli(capsys, "eval", "--micro", "-m", "set_P", "-m", "nDCG(gain=exp)@10",
+                       qrels, run)
+    micro = cranfield.evaluate(run, qrels, ["set_P"], aggregation="micro").aggregate["set_P"]
+    assert code == 0 and f"set_P                 \tall\t{micro:.4f}" in out
+    assert "nDCG(gain=exp)@10" in out

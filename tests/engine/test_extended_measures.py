@@ -254,3 +254,27 @@ def test_micro_averaging_sums_the_contingency_table_worked_example():
     assert micro.measures["set_P"]["aggregate"] == "micro"
     assert micro.measures["map"]["aggregate"] == "mean"
     assert micro.per_topic == macro.per_topic
+
+
+def test_precision_recall_curves_worked_example():
+    """Rankings A and C (system 1): A's 11 points are 1, 1, 5/6 x7, 0.6, 0.6; the mean curve
+    averages A's and C's; the points are (k/R, k/rank) at each relevant rank."""
+    from cranfield.curves import precision_recall
+
+    run_a, q_a = topic([1, 3, 4, 5, 6, 10], 10, 6)
+    run_c, q_c = topic([1, 6, 10], 10, 3)
+    ev = cranfield.evaluate({"A": run_a, "C": run_c}, {"A": q_a, "C": q_c}, ["map", "IAP11"])
+    pr = precision_recall(ev)
+    a = pr["per_topic"]["A"]
+    assert a["interpolated_precision"] == pytest.approx([1, 1] + [5 / 6] * 7 + [0.6, 0.6])
+    assert a["recall"] == pytest.approx([1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6, 1])
+    assert a["precision"] == pytest.approx([1, 2 / 3, 3 / 4, 4 / 5, 5 / 6, 6 / 10])
+    c = pr["per_topic"]["C"]["interpolated_precision"]
+    assert pr["mean_interpolated_precision"] == pytest.approx(
+        [(x + y) / 2 for x, y in zip(a["interpolated_precision"], c, strict=True)])
+    assert sum(pr["mean_interpolated_precision"]) / 11 == pytest.approx(ev.aggregate["IAP11"])
+    assert pr["recall_levels"][3] == 0.3 and pr["topics_averaged"] == 2
+    # a topic without a relevant document retrieved: an empty curve, zero precision
+    ev = cranfield.evaluate({"A": run_a, "Z": {"x": 1.0}}, {"A": q_a, "Z": {"y": 1}}, ["map"])
+    z = precision_recall(ev)["per_topic"]["Z"]
+    assert z["recall"] == [] and z["interpolated_precision"] == [0.0] * 11
