@@ -104,6 +104,10 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
                               or depth < 0):
         raise EvaluationError("depth must be a non-negative integer")
     instances = resolve(measures, profile)
+    if any(i.measure.family == "diversity" for i in instances):
+        return _evaluate_diversity(run, qrels, instances, profile, relevance_level,
+                                   judged_only, depth, complete_topics, collection_size,
+                                   aggregation, require_overlap)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
@@ -222,6 +226,36 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
                      for k in parts[0].ranked.cutoff_ties})
     return _finish(parts[0].instances, values, ranked, qrels_obj, run_topics, runid,
                    dict(parts[0].options))
+
+
+def _evaluate_diversity(run, qrels, instances, profile, relevance_level, judged_only, depth,
+                        complete_topics, collection_size, aggregation,
+                        require_overlap) -> Evaluation:
+    """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
+    with measures that read ordinary qrels (runid and num_q can)."""
+    from .errors import MeasureError
+    from .measures.diversity import diversity_values
+
+    others = [i for i in instances if i.measure.family != "diversity"
+              and i.measure.name not in ("runid", "num_q")]
+    if others:
+        raise MeasureError(others[0].key, "cannot be evaluated together with diversity "
+                           "measures: those read subtopic qrels, this one ordinary qrels")
+    run_obj: Run = read_run(run)
+    qrels_obj: Qrels = read_qrels(qrels, diversity=True)
+    diverse = [i for i in instances if i.measure.family == "diversity"]
+    values, ranked = diversity_values(run_obj, qrels_obj, diverse, complete_topics, depth)
+    if require_overlap and not ranked.in_run.any():
+        raise EvaluationError("no topic has both results and relevance judgments")
+    for inst in instances:
+        if inst.measure.family != "diversity":
+            ctx = Context(ranked, relevance_level, profile, collection_size)
+            values[inst.key] = np.asarray(inst.measure.compute(ctx, inst.value))
+    options = {"profile": profile, "relevance_level": relevance_level,
+               "judged_only": judged_only, "depth": depth,
+               "complete_topics": complete_topics, "collection_size": collection_size,
+               "aggregation": aggregation}
+    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
 
 
 def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:

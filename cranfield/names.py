@@ -306,6 +306,11 @@ def parse_ir_name(name: str) -> Instance | None:
     return Instance(name, measure, value, None, rel)
 
 
+def needs_subtopics(names, profile: str = PROFILES[0]) -> bool:
+    """Whether these measures are diversity measures, read from subtopic qrels."""
+    return any(i.measure.family == "diversity" for i in resolve(names, profile))
+
+
 def parse_measure(name: str, profile: str = PROFILES[0]) -> list[Instance]:
     """All the instances one measure name stands for (a nickname or cutoff list gives many).
 

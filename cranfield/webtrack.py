@@ -22,11 +22,6 @@ import numpy as np
 from .errors import InputError
 
 NDEVAL_DEPTHS = (5, 10, 20)
-NDEVAL_COLUMNS = tuple(
-    [f"ERR-IA@{k}" for k in NDEVAL_DEPTHS] + [f"nERR-IA@{k}" for k in NDEVAL_DEPTHS]
-    + [f"alpha-DCG@{k}" for k in NDEVAL_DEPTHS] + [f"alpha-nDCG@{k}" for k in NDEVAL_DEPTHS]
-    + ["NRBP", "nNRBP", "MAP-IA"] + [f"P-IA@{k}" for k in NDEVAL_DEPTHS]
-    + [f"strec@{k}" for k in NDEVAL_DEPTHS])
 GDEVAL_MAX_JUDGMENT = 4
 
 
@@ -188,9 +183,10 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
                                    n_rel_sub.get(t, {}), alpha, beta, one_minus,
                                    t in S)
     divisor = len(qrels_topics) if complete else len(set(run_topics) & set(qrels_topics))
+    columns = columns_for(NDEVAL_DEPTHS)
     amean = {c: (sum(r[c] for r in rows.values()) / divisor if divisor else 0.0)
-             for c in NDEVAL_COLUMNS}
-    return WebTrackResult(ranked.runid, NDEVAL_COLUMNS, rows, amean, 6)
+             for c in columns}
+    return WebTrackResult(ranked.runid, columns, rows, amean, 6)
 
 
 @dataclass
@@ -289,19 +285,27 @@ def _prefix_at(values: np.ndarray, weights: np.ndarray, k: int) -> float:
     return float(np.cumsum(values[:n] * weights[:n])[-1]) if n else 0.0
 
 
+def columns_for(depths) -> tuple[str, ...]:
+    """ndeval's columns at these depths, in its order."""
+    return tuple([f"ERR-IA@{k}" for k in depths] + [f"nERR-IA@{k}" for k in depths]
+                 + [f"alpha-DCG@{k}" for k in depths] + [f"alpha-nDCG@{k}" for k in depths]
+                 + ["NRBP", "nNRBP", "MAP-IA"] + [f"P-IA@{k}" for k in depths]
+                 + [f"strec@{k}" for k in depths])
+
+
 def _ndeval_row(t, S, run: _TopicGains | None, ideal: _TopicGains | None, n_rel_sub: dict,
-                alpha, beta, one_minus, in_qrels) -> dict[str, float]:
-    row = dict.fromkeys(NDEVAL_COLUMNS, 0.0)
+                alpha, beta, one_minus, in_qrels, depths=NDEVAL_DEPTHS) -> dict[str, float]:
+    row = dict.fromkeys(columns_for(depths), 0.0)
     if S == 0 or run is None:
         if in_qrels and S == 0:
             row["nNRBP"] = float("nan")
         return row
-    depth = max(NDEVAL_DEPTHS)
+    depth = max(depths)
     ranks = np.arange(1, max(depth, run.length, ideal.length) + 1, dtype=np.float64)
     disc = math.log(2.0) / np.log(ranks + 1.0)
     inv = 1.0 / ranks
     ideal_ideal = S * np.power(one_minus, ranks - 1.0)
-    for k in NDEVAL_DEPTHS:
+    for k in depths:
         dcg = _prefix_at(run.gain, disc, k)
         err = _prefix_at(run.gain, inv, k)
         dcg_ii = _prefix_at(ideal_ideal, disc, k)

@@ -28,6 +28,7 @@ from cranfield.evaluate import AGGREGATIONS
 from cranfield.io import split_trec_text
 from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
+from cranfield.names import needs_subtopics
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
@@ -306,11 +307,12 @@ def _serialised(value) -> tuple[bytes, str]:
     return orjson.dumps(value), "json"
 
 
-def _read(value, kind: str) -> tuple[Any, Any]:
+def _read(value, kind: str, subtopics: bool = False) -> tuple[Any, Any]:
     """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
     mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
-    key order or on how the body was decoded."""
-    reader = read_run if kind == "run" else read_qrels
+    key order or on how the body was decoded. ``subtopics``: diversity qrels."""
+    reader = read_run if kind == "run" else (
+        (lambda v, name: read_qrels(v, name=name, diversity=True)) if subtopics else read_qrels)
     if isinstance(value, Columns):
         return value.value, value.value
     if isinstance(value, Mapping):
@@ -397,7 +399,8 @@ def run_evaluation(req: dict):
         if stored:
             qrels, qrels_digest = stored_qrels, stored["sha256"]
         else:
-            qrels, qrels_source = _read(req.pop("qrels"), "qrels")
+            qrels, qrels_source = _read(req.pop("qrels"), "qrels",
+                                        needs_subtopics(measures, opts["profile"]))
             qrels_digest = _digest(qrels_source)
         _check_limits(run, qrels)
         ev = cranfield.evaluate(run, qrels, measures, **opts)

@@ -8,6 +8,7 @@ from typing import Any
 
 import cranfield
 from cranfield.json_body import columns_sha256, read_json_mapping
+from cranfield.names import needs_subtopics
 from cranfield.report import details_for, evaluation_document
 
 from .store import QRELS_CACHE, NotFound, RedisStore
@@ -51,7 +52,9 @@ def _load_qrels(store, spec: dict):
     if spec.get("qrels_format") == "json":
         qrels = read_json_mapping(raw, "qrels")
         return qrels, columns_sha256(qrels), None
-    return cranfield.read_qrels(raw, name="qrels"), spec["qrels_sha256"], None
+    subtopics = needs_subtopics(spec["measures"], spec["options"]["profile"])
+    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics),
+            spec["qrels_sha256"], None)
 
 
 def run_job(store, spec: dict[str, Any]) -> dict:

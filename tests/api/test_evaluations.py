@@ -269,3 +269,21 @@ def test_precision_recall_curves_in_the_response(client):
                               "curves": True, "per_topic": False}).get_json()
     assert "per_topic" not in no_topics["curves"]
     assert "curves" not in post(client, {"run": run, "qrels": qrels}).get_json()
+
+
+def test_diversity_measures_over_http(client):
+    qrels = "1 1 a 1\n1 2 a 1\n1 2 b 1\n1 1 c 0\n"
+    run = "1 Q0 b 1 3 r\n1 Q0 a 2 2 r\n1 Q0 c 3 1 r\n"
+    doc = post(client, {"run": run, "qrels": qrels,
+                        "measures": ["alpha_nDCG(alpha=0.5)@5", "P_IA@5", "MAP_IA"]}).get_json()
+    import math
+    assert doc["per_topic"]["1"]["alpha_nDCG(alpha=0.5)@5"] == pytest.approx(
+        (1 + 1.5 / math.log2(3)) / (2 + 0.5 / math.log2(3)))
+    assert doc["aggregate"]["MAP_IA"] == pytest.approx(0.75)
+    spec = {m["key"]: m for m in doc["measures"]}["alpha_nDCG(alpha=0.5)@5"]
+    assert spec["family"] == "diversity" and spec["canonical"].startswith(
+        "alpha_nDCG(k=5,alpha=0.5")
+    bad = post(client, {"run": run, "qrels": {"1": {"a": 1}}, "measures": ["alpha_nDCG@5"]})
+    assert bad.status_code == 422 and bad.mimetype == PROBLEM
+    listed = client.get("/v1/measures?family=diversity").get_json()["measures"]
+    assert {m["name"] for m in listed} >= {"alpha_nDCG", "ERR_IA", "NRBP", "MAP_IA"}

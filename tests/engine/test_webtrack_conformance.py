@@ -112,3 +112,45 @@ def test_registry_measures_equal_gdeval_on_its_topics(run, k):
         got = ev.per_topic[topic]
         assert f"{got[f'nDCG(gain=exp)@{k}']:.5f}" == ndcg, topic
         assert f"{got[f'ERR(max_grade=4)@{k}']:.5f}" == err, topic
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("alpha, beta, setting", [
+    (0.5, 0.5, "traditional"), (0.25, 0.8, "traditional.alpha0.25.beta0.8")])
+def test_registry_diversity_measures_equal_ndeval(run, alpha, beta, setting):
+    """The registry's diversity measures, evaluated like any measure (trec_eval's ranking =
+    ndeval -traditional), equal every per-topic value and the mean of ndeval -c."""
+    import math
+
+    import cranfield
+
+    lines = (WEB / "expected" / f"ndeval-4.5.c.{setting}.{run}.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    a = f"(alpha={alpha:g})"
+    ab = f"(alpha={alpha:g},beta={beta:g})"
+    names = {f"alpha_nDCG{a}@{k}": f"alpha-nDCG@{k}" for k in (5, 10, 20)}
+    names.update({f"alpha_DCG{a}@20": "alpha-DCG@20", f"ERR_IA{a}@20": "ERR-IA@20",
+                  f"nERR_IA{a}@10": "nERR-IA@10", "P_IA@5": "P-IA@5", "strec@20": "strec@20",
+                  f"NRBP{ab}": "NRBP", f"nNRBP{ab}": "nNRBP", "MAP_IA": "MAP-IA"})
+    ev = cranfield.evaluate(WEB / "runs" / run / "results-cata-filtered.txt",
+                            WEB / "qrels-for-ndeval.txt", list(names), complete_topics=True)
+    for line in lines[1:]:
+        row = dict(zip(header, line.split(","), strict=True))
+        got = ev.aggregate if row["topic"] == "amean" else ev.per_topic[row["topic"]]
+        for key, column in names.items():
+            if key in ("P_IA@5", "strec@20", "MAP_IA") and alpha != 0.5:
+                continue  # alpha-free: checked once
+            value = got[key]
+            assert not math.isnan(value) and f"{value:.6f}" == row[column], (row["topic"], key)
+
+
+def test_diversity_measures_need_subtopic_qrels_and_their_own_evaluation():
+    import cranfield
+
+    run = {"1": {"a": 2.0, "b": 1.0}}
+    with pytest.raises(cranfield.InputError, match="subtopic qrels"):
+        cranfield.evaluate(run, {"1": {"a": 1}}, ["alpha_nDCG@10"])
+    with pytest.raises(cranfield.MeasureError, match="together with diversity"):
+        cranfield.evaluate(run, "1 1 a 1\n", ["alpha_nDCG@10", "map"])
+    ev = cranfield.evaluate(run, "1 1 a 1\n1 2 b 1\n", ["alpha_nDCG@10", "runid", "num_q"])
+    assert ev.aggregate["num_q"] == 1 and ev.per_topic["1"]["alpha_nDCG@10"] == 1.0

@@ -1,0 +1,165 @@
+"""Diversity measures in the registry, with ndeval 4.5's definitions (see
+:func:`cranfield.webtrack.ndeval`, which reproduces ndeval's CSVs).
+
+They need subtopic qrels (``topic subtopic docno judgment``), so :func:`cranfield.evaluate`
+computes them apart from the other measures (:func:`diversity_values`): the run is ranked
+as trec_eval ranks it (score descending, docno descending: ndeval's ``-traditional``, with
+scores as doubles in every profile), the topics are trec_eval's (run topics with qrels; all
+qrels topics with ``complete_topics``), and each value is ndeval's. Names:
+``alpha_nDCG(alpha=0.5)@20``, ``alpha_DCG@10``, ``ERR_IA@20``, ``nERR_IA@20``, ``P_IA@10``,
+``strec@10``, ``NRBP(alpha=0.5,beta=0.5)``, ``nNRBP``, ``MAP_IA``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import EvaluationError, InputError
+from .registry import Param, register
+
+_ALPHA = Param("alpha", "number", 0.5, "novelty discount: a subtopic already covered n times "
+               "gains (1 - alpha)^n", minimum=0.0, maximum=1.0)
+_BETA = Param("beta", "number", 0.5, "NRBP patience (probability of going on)", minimum=0.0,
+              maximum=1.0)
+_K = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
+
+# measure name -> ndeval column (with {k} for the cutoff)
+COLUMN = {"alpha_DCG": "alpha-DCG@{k}", "alpha_nDCG": "alpha-nDCG@{k}", "ERR_IA": "ERR-IA@{k}",
+          "nERR_IA": "nERR-IA@{k}", "P_IA": "P-IA@{k}", "strec": "strec@{k}", "NRBP": "NRBP",
+          "nNRBP": "nNRBP", "MAP_IA": "MAP-IA"}
+
+
+def _computed_apart(ctx, p):
+    raise EvaluationError("diversity measures are computed from subtopic qrels by evaluate()")
+
+
+def _register(name: str, doc: str, params: tuple) -> None:
+    fn = _computed_apart
+    wrapped = lambda ctx, p: fn(ctx, p)  # noqa: E731 (one function object per measure)
+    wrapped.__doc__ = doc
+    register(name, family="diversity", kind="kw", all_trec=(), uses_rel_level=False,
+             params=params, ir_name=name)(wrapped)
+
+
+_register("alpha_DCG", """alpha-DCG@k as ndeval prints it: normalised by the "ideal ideal".
+
+    Formula: sum_{r<=k} g(r) disc(r) / sum_{r<=k} S (1-alpha)^{r-1} disc(r), with
+    g(r) = sum_j rel_j(r) (1-alpha)^{c_j(r)}, disc(r) = 1/log2(r+1), S the subtopics with a
+    relevant document, c_j(r) the documents above r relevant to subtopic j.
+    0/0: S = 0 gives 0.
+    Reference: Clarke et al. 2008, Novelty and diversity in information retrieval evaluation;
+    ndeval 4.5.
+    """, (_K, _ALPHA))
+_register("alpha_nDCG", """alpha-nDCG@k: the run's alpha-DCG over the greedy ideal ranking's.
+
+    Formula: sum_{r<=k} g(r) disc(r) / the same for ndeval's greedy ideal (at each rank the
+    judged document with the largest g, ties to the larger docno).
+    0/0: a run alpha-DCG of 0 gives 0 (and S = 0).
+    Reference: Clarke et al. 2008; ndeval 4.5.
+    """, (_K, _ALPHA))
+_register("ERR_IA", """Intent-aware ERR@k as ndeval computes it (uniform intents, stopping
+    probability alpha).
+
+    Formula: sum_{r<=k} g(r)/r / sum_{r<=k} S (1-alpha)^{r-1}/r.
+    0/0: S = 0 gives 0.
+    Reference: Chapelle et al. 2011, Intent-based diversity metrics; ndeval 4.5.
+    """, (_K, _ALPHA))
+_register("nERR_IA", """ERR-IA@k normalised by the greedy ideal ranking's.
+
+    Formula: sum_{r<=k} g(r)/r / the same for the greedy ideal.
+    0/0: a run alpha-DCG@k of 0 gives 0.
+    Reference: Chapelle et al. 2011; ndeval 4.5.
+    """, (_K, _ALPHA))
+_register("P_IA", """Intent-aware precision at k.
+
+    Formula: (1/S) sum_j (1/k) sum_{r<=k} rel_j(r); missing ranks count 0, the divisor is k.
+    0/0: S = 0 gives 0.
+    Reference: Agrawal et al. 2009, Diversifying search results; ndeval 4.5.
+    """, (_K,))
+_register("strec", """Subtopic recall at k.
+
+    Formula: |{j : some r <= k has rel_j(r)}| / S.
+    0/0: S = 0 gives 0.
+    Reference: Zhai, Cohen & Lafferty 2003, Beyond independent relevance; ndeval 4.5.
+    """, (_K,))
+_register("NRBP", """Novelty- and rank-biased precision, over the whole ranking.
+
+    Formula: (1 - (1-alpha) beta)/S sum_r beta^{r-1} g(r).
+    0/0: S = 0 gives 0.
+    Reference: Clarke, Kolla & Vechtomova 2009, An effectiveness measure for ambiguous and
+    underspecified queries; ndeval 4.5.
+    """, (_ALPHA, _BETA))
+_register("nNRBP", """NRBP over the greedy ideal ranking's NRBP.
+
+    Formula: NRBP / NRBP(greedy ideal).
+    0/0: S = 0 gives NaN (as ndeval, so the mean is NaN too; JSON shows null).
+    Reference: Clarke, Kolla & Vechtomova 2009; ndeval 4.5.
+    """, (_ALPHA, _BETA))
+_register("MAP_IA", """Intent-aware mean average precision, over the whole ranking.
+
+    Formula: (1/S) sum_j AP_j, AP_j = sum_{r: rel_j(r)} (#rel_j in the top r)/r / R_j.
+    0/0: S = 0 gives 0.
+    Reference: Agrawal et al. 2009; ndeval 4.5.
+    """, ())
+
+
+def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | None = None):
+    """(per-topic values by instance key, the ranked view that fixes the topics) for the
+    diversity ``instances``, from subtopic ``qrels``."""
+    from ..io import Qrels
+    from ..ranking import rank_run
+    from ..webtrack import _gains, _greedy_ideal, _ndeval_row
+
+    if qrels.subtopics is None:
+        raise InputError(qrels.source, "diversity measures need subtopic qrels (topic subtopic "
+                         "docno judgment) as TREC text or stored diversity qrels")
+    # one judged document per (topic, docid), labelled by its position, so the ranking's
+    # hits say which document they are (and ties between them resolve exactly by docno)
+    subs_of: dict[tuple[int, str], list[int]] = {}
+    order: list[tuple[int, str]] = []
+    for t, d, s, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
+                          qrels.subtopics.tolist(), qrels.grades.tolist(), strict=True):
+        key = (t, d)
+        if key not in subs_of:
+            subs_of[key] = []
+            order.append(key)
+        try:
+            sub = int(s)
+        except ValueError:
+            raise InputError(qrels.source, f"subtopic {s!r} is not a number") from None
+        if g > 0 and sub not in subs_of[key]:
+            subs_of[key].append(sub)
+    for subs in subs_of.values():
+        subs.sort()
+    docs = Qrels(qrels.topics, np.array([t for t, _ in order], dtype=np.int32),
+                 np.array([d for _, d in order], dtype=object),
+                 np.arange(1, len(order) + 1, dtype=np.int64), None, qrels.source)
+    ranked = rank_run(run, docs, float32_scores=False, complete_topics=complete_topics,
+                      depth=depth)
+    topic_of = {name: i for i, name in enumerate(qrels.topics)}
+    evaluated = [topic_of[t] for t in ranked.topics]
+    hit_subs = [subs_of[order[label - 1]] for label in ranked.hit_label.tolist()]
+    n_rel_sub: dict[int, dict[int, int]] = {}  # relevant documents per (topic, subtopic)
+    for (t, _), subs in subs_of.items():
+        counts = n_rel_sub.setdefault(t, {})
+        for s in subs:
+            counts[s] = counts.get(s, 0) + 1
+    groups: dict[tuple[float, float], list] = {}
+    for inst in instances:
+        p = dict(inst.value)
+        groups.setdefault((p.get("alpha", 0.5), p.get("beta", 0.5)), []).append(inst)
+    values: dict[str, np.ndarray] = {}
+    for (alpha, beta), members in groups.items():
+        depths = tuple(sorted({dict(i.value)["k"] for i in members if "k" in dict(i.value)}))
+        gains = _gains(ranked.hit_topic, ranked.hit_rank, hit_subs, alpha)
+        ideal = _greedy_ideal(subs_of, list(range(len(qrels.topics))), alpha)
+        rows = []
+        for e, q in enumerate(evaluated):
+            n_rel = n_rel_sub.get(q, {})
+            rows.append(_ndeval_row(q, len(n_rel), gains.get(e), ideal.get(q), n_rel, alpha,
+                                    beta, 1.0 - alpha, True, depths or (1,)))
+        for inst in members:
+            p = dict(inst.value)
+            column = COLUMN[inst.measure.name].format(k=p.get("k"))
+            values[inst.key] = np.array([row[column] for row in rows], dtype=np.float64)
+    return values, ranked
