@@ -295,3 +295,53 @@ def interpolated_precision(ctx: Context) -> np.ndarray:
         ok = 10 * ctx.rel_k >= level * ctx.R[ctx.rel_t]
         np.maximum.at(out[:, level], ctx.rel_t[ok], precision[ok])
     return out
+
+
+def _thresholds(text: str | None, top_grade: int, name: str) -> np.ndarray:
+    """delta[k] = sum_{j <= k} g_j for k = 0..c (delta[0] = 0): g from ``a:b:c``, or uniform
+    over the grades 1..c of the qrels."""
+    if text is None:
+        c = max(top_grade, 1)
+        g = np.full(c, 1.0 / c)
+    else:
+        try:
+            g = np.array([float(x) for x in str(text).split(":")])
+        except ValueError:
+            raise MeasureError(name, "g must be probabilities per grade, like 0.2:0.3:0.5") \
+                from None
+        if (g < 0).any() or abs(g.sum() - 1.0) > 1e-9:
+            raise MeasureError(name, "the probabilities in g must be >= 0 and sum to 1")
+        if top_grade > len(g):
+            raise MeasureError(name, f"g gives {len(g)} grades; the qrels have grade "
+                                     f"{top_grade}")
+    return np.concatenate(([0.0], np.cumsum(g)))
+
+
+@register("GAP", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(Param("g", "string", None, "probability that a user's relevance threshold "
+                        "is each grade 1..c, as a:b:c summing to 1 (default: uniform over the "
+                        "grades of the qrels)"),),
+          ir_name="GAP")
+def graded_average_precision(ctx: Context, p: dict):
+    """Graded average precision: AP for users whose relevance threshold is grade i with
+    probability g_i.
+
+    Formula: sum_n (x_n / n) sum_{m <= n} x_m delta(min(g_m, g_n)) / sum_i R_i delta(i),
+    x_n = [grade of rank n > 0], delta(k) = sum_{j <= k} g_j, R_i the documents of grade i.
+    With one grade it is AP.
+    0/0: no positive grade gives 0.
+    Reference: Robertson, Kanoulas & Yilmaz 2010, Extending average precision to graded
+    relevance judgments.
+    """
+    top = int(max(ctx.qg.max(initial=0), ctx.hl.max(initial=0)))
+    delta = _thresholds(p["g"], top, "GAP")
+    rel = ctx.hl > 0
+    t, r, g = ctx.ht[rel], ctx.hr[rel], ctx.hl[rel]
+    inner = np.zeros(len(t))
+    for k in range(1, top + 1):
+        above = ctx.cumsum_in_topic(t, (g == k).astype(np.int64))  # grade-k docs up to n
+        inner += above * delta[np.minimum(k, g)]
+    num = ctx.tsum(t, inner / r)
+    judged = ctx.qg > 0
+    den = ctx.tsum(ctx.qt[judged], delta[np.minimum(ctx.qg[judged], len(delta) - 1)])
+    return safe_div(num, den)

@@ -278,3 +278,42 @@ def test_precision_recall_curves_worked_example():
     ev = cranfield.evaluate({"A": run_a, "Z": {"x": 1.0}}, {"A": q_a, "Z": {"y": 1}}, ["map"])
     z = precision_recall(ev)["per_topic"]["Z"]
     assert z["recall"] == [] and z["interpolated_precision"] == [0.0] * 11
+
+
+def ref_gap(grades, judged_grades, g):
+    delta = [0.0] + list(np.cumsum(g))
+    num = 0.0
+    for n, gn in enumerate(grades, 1):
+        if gn > 0:
+            num += sum(delta[min(gm, gn)] for gm in grades[:n] if gm > 0) / n
+    den = sum(delta[x] for x in judged_grades if x > 0)
+    return num / den if den else 0.0
+
+
+def test_graded_ap_by_hand_and_as_ap_with_one_grade():
+    run, qrels = topic([1, 3, 4, 5, 6, 10], 10, 6)  # binary: GAP = AP
+    assert value(run, qrels, "GAP") == pytest.approx(0.7750, abs=5e-5)
+    run, qrels = graded([2, 0, 1, 2], [1])
+    # g = (0.5, 0.5): delta = 0, .5, 1; rank 1 (2): 1/1; rank 3 (1): (.5 + .5)/3;
+    # rank 4 (2): (1 + .5 + 1)/4; denominator: 1 + .5 + 1 + .5 (grades 2, 1, 2, extra 1)
+    expected = (1 + 1 / 3 + 2.5 / 4) / 3.0
+    assert value(run, qrels, "GAP") == pytest.approx(expected, abs=1e-12)
+    assert value(run, qrels, "GAP(g=0.5:0.5)") == pytest.approx(expected, abs=1e-12)
+    assert value(run, qrels, "GAP(g=0:1)") == pytest.approx(
+        ref_gap([2, 0, 1, 2], list(qrels.values()), [0, 1]), abs=1e-12)
+    assert value(*graded([0, 0]), "GAP") == 0.0
+    with pytest.raises(cranfield.MeasureError, match="sum to 1"):
+        value(run, qrels, "GAP(g=0.5:0.6)")
+    with pytest.raises(cranfield.MeasureError, match="grade 2"):
+        value(run, qrels, "GAP(g=1)")
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(grades=st.lists(st.integers(-1, 3), min_size=1, max_size=20),
+       extra=st.lists(st.integers(0, 3), max_size=5),
+       g=st.sampled_from([(1 / 3, 1 / 3, 1 / 3), (0.2, 0.3, 0.5), (0.0, 0.0, 1.0)]))
+def test_graded_ap_agrees_with_a_direct_loop(grades, extra, g):
+    run, qrels = graded(grades, extra)
+    text = ":".join(repr(x) for x in g)
+    assert value(run, qrels, f"GAP(g={text})") == pytest.approx(
+        ref_gap(grades, list(qrels.values()), g), abs=1e-12)
