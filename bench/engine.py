@@ -21,6 +21,7 @@ Done-when checks for scale M are printed as PASS/FAIL; they are informational (e
     python bench/engine.py                              # S, M, L; both measure sets
     python bench/engine.py --scales S,M --repeat 5 --json bench/results/run.json
     python bench/engine.py --tools pytrec-maps,ranx --sets five
+    python bench/engine.py --scales L --sets all_trec,graded,diversity --tools cranfield-files
 """
 
 from __future__ import annotations
@@ -58,7 +59,15 @@ FIVE_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
 #: The same five in ranx's spelling.
 FIVE_MEASURES_RANX = ["map", "ndcg@10", "precision@10", "recall@100", "mrr"]
 
-MEASURE_SETS = ("five", "all_trec")
+#: Measures beyond trec_eval (cranfield only), timed beside the trec_eval sets.
+GRADED_MEASURES = ["nDCG(gain=exp)@10", "DCG(discount=jk,b=2)@10", "CG@10", "ERR@20", "GAP",
+                   "RBP(p=0.8)"]
+#: ndeval's measures, from subtopic qrels derived from the dataset's (see subtopic_qrels).
+DIVERSITY_MEASURES = ["alpha_nDCG@20", "alpha_DCG@20", "ERR_IA@20", "nERR_IA@20", "P_IA@10",
+                      "strec@20", "NRBP", "nNRBP", "MAP_IA"]
+
+MEASURE_SETS = ("five", "all_trec", "graded", "diversity")
+CRANFIELD_ONLY_SETS = ("graded", "diversity")
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,33 @@ def _import_cranfield():
 
 
 def _cranfield_measures(measure_set: str) -> list[str]:
-    return FIVE_MEASURES if measure_set == "five" else ["all_trec"]
+    return {"five": FIVE_MEASURES, "graded": GRADED_MEASURES,
+            "diversity": DIVERSITY_MEASURES}.get(measure_set, ["all_trec"])
+
+
+def subtopic_qrels(qrels_path: Path) -> Path:
+    """Diversity qrels beside a dataset's qrels (made once): each judged document keeps its
+    line for subtopic 1 and, when relevant, is also relevant to subtopic 2 and/or 3 as a
+    hash of its docid decides, so topics have 1-3 subtopics with overlapping documents."""
+    out = qrels_path.with_name("qrels-subtopics.txt")
+    if out.exists():
+        return out
+    import zlib
+
+    lines = []
+    with open(qrels_path, "rb") as handle:
+        for line in handle:
+            topic, _, doc, grade = line.split()
+            rel = int(grade) > 0
+            lines.append(b"%s 1 %s %d\n" % (topic, doc, rel))
+            h = zlib.crc32(doc)
+            for sub in (2, 3):
+                if rel and h & (1 << sub):
+                    lines.append(b"%s %d %s 1\n" % (topic, sub, doc))
+    tmp = out.with_suffix(".tmp")
+    tmp.write_bytes(b"".join(lines))
+    tmp.replace(out)
+    return out
 
 
 def _pytrec_measures(pytrec_eval, measure_set: str) -> set[str]:
@@ -189,13 +224,21 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
     """
     extra: dict = {}
     run_path, qrels_path = paths["run"], paths["qrels"]
+    if measure_set in CRANFIELD_ONLY_SETS and not tool.startswith("cranfield"):
+        return {"skipped": f"does not offer the {measure_set} measures"}
+    if measure_set == "diversity":
+        if tool != "cranfield-files":
+            return {"skipped": "subtopic qrels are read from files"}
+        qrels_path = str(subtopic_qrels(Path(qrels_path)))
     if tool == "cranfield-files":
         cranfield = _import_cranfield()
         measures = _cranfield_measures(measure_set)
         base = _current_rss_mb()
         started = time.perf_counter()
         result = cranfield.evaluate(
-            cranfield.read_run(run_path), cranfield.read_qrels(qrels_path), measures
+            cranfield.read_run(run_path),
+            cranfield.read_qrels(qrels_path, diversity=measure_set == "diversity"),
+            measures,
         )
         _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
         seconds = time.perf_counter() - started
@@ -376,7 +419,7 @@ def print_table(
 ) -> None:
     """Print one scale x measure set table."""
     run_mb = dataset.run_bytes / 1e6
-    names = ", ".join(FIVE_MEASURES) if measure_set == "five" else "all_trec"
+    names = ", ".join(_cranfield_measures(measure_set))
     print()
     print(
         f"Scale {dataset.scale.name}: {dataset.scale.description}; run file {run_mb:.1f} MB "
@@ -505,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--scales", default="S,M,L", help="comma-separated subset of S,M,L")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
-    parser.add_argument("--sets", default="five,all_trec", help="measure sets: five,all_trec")
+    parser.add_argument("--sets", default="five,all_trec,graded,diversity",
+                        help="measure sets: five,all_trec,graded,diversity")
     parser.add_argument(
         "--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}"
     )
@@ -543,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     if "M" in datasets:
         print()
         print("Done-when checks at scale M (informational):")
-        for measure_set in measure_sets:
+        for measure_set in [m for m in measure_sets if m not in CRANFIELD_ONLY_SETS]:
             for check in done_when_checks(results, datasets["M"], measure_set):
                 checks.append(check)
                 print(
