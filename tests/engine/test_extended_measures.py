@@ -317,3 +317,26 @@ def test_graded_ap_agrees_with_a_direct_loop(grades, extra, g):
     text = ":".join(repr(x) for x in g)
     assert value(run, qrels, f"GAP(g={text})") == pytest.approx(
         ref_gap(grades, list(qrels.values()), g), abs=1e-12)
+
+
+def test_alpha_ndcg_novelty_gain_worked_example():
+    """The gain of the document at rank k is sum_i J(d_k, i) (1 - alpha)^{r_{i,k-1}}: d1 covers
+    subtopics 1 and 2 (gain 2), d2 covers 1 again (gain 0.5), d3 covers 1 and 3 (0.25 + 1);
+    alpha-DCG@3 over its ideal-ideal normaliser S (1-alpha)^{r-1}/log2(r+1), S = 3."""
+    qrels = "q 1 d1 1\nq 2 d1 1\nq 1 d2 1\nq 1 d3 1\nq 3 d3 1\n"
+    run = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
+    ev = cranfield.evaluate(run, qrels, ["alpha_DCG(alpha=0.5)@3"])
+    dcg = 2 + 0.5 / math.log2(3) + 1.25 / math.log2(4)
+    ideal_ideal = 3 * (1 + 0.5 / math.log2(3) + 0.25 / math.log2(4))
+    assert ev.per_topic["q"]["alpha_DCG(alpha=0.5)@3"] == pytest.approx(dcg / ideal_ideal)
+
+
+def test_intent_aware_precision_worked_example():
+    """IA-P@k = (1/N) sum_i (1/k) sum_{j<=k} J(d_j, i) over the N subtopics of the query:
+    with the qrels above, the top 2 hold subtopic 1 twice and subtopic 2 once: (2 + 1 + 0) /
+    (2 * 3)."""
+    qrels = "q 1 d1 1\nq 2 d1 1\nq 1 d2 1\nq 1 d3 1\nq 3 d3 1\n"
+    run = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
+    ev = cranfield.evaluate(run, qrels, ["P_IA@2", "strec@2"])
+    assert ev.per_topic["q"]["P_IA@2"] == pytest.approx(3 / 6)
+    assert ev.per_topic["q"]["strec@2"] == pytest.approx(2 / 3)
