@@ -218,6 +218,8 @@ def _gains(topics: np.ndarray, ranks: np.ndarray, subs: list, alpha: float
     seen[order] = np.arange(len(order)) - group_start
     weight = np.power(1.0 - alpha, seen.astype(np.float64))
     out: dict[int, _TopicGains] = {}
+    if not len(topics):
+        return out
     bounds = np.searchsorted(topics, np.unique(topics))
     ends = np.r_[bounds[1:], len(topics)]
     # pairs are in (topic, rank, subtopic-as-listed) order: sums run in that order

@@ -340,3 +340,19 @@ def test_intent_aware_precision_worked_example():
     ev = cranfield.evaluate(run, qrels, ["P_IA@2", "strec@2"])
     assert ev.per_topic["q"]["P_IA@2"] == pytest.approx(3 / 6)
     assert ev.per_topic["q"]["strec@2"] == pytest.approx(2 / 3)
+
+
+def test_zero_over_zero_cases_of_specificity_and_the_diversity_measures():
+    run, qrels = topic([1, 2], 2, 2)
+    assert value(run, qrels, "Specificity(N=2)") == 0.0  # b + d = 0
+    # a topic whose subtopics have no relevant document (S = 0): every diversity measure is 0,
+    # except nNRBP, which is NaN as in ndeval (and JSON shows null)
+    names = ["alpha_nDCG@5", "alpha_DCG@5", "ERR_IA@5", "nERR_IA@5", "P_IA@5", "strec@5",
+             "NRBP", "MAP_IA", "nNRBP"]
+    ev = cranfield.evaluate({"q": {"a": 1.0}, "r": {"b": 1.0}}, "q 1 a 0\nr 1 b 1\n", names)
+    row = ev.per_topic["q"]
+    assert all(row[n] == 0.0 for n in names[:-1]) and math.isnan(row["nNRBP"])
+    assert ev.per_topic["r"]["alpha_nDCG@5"] == 1.0 and math.isnan(ev.aggregate["nNRBP"])
+    # nothing relevant retrieved although S > 0: all zeros, nNRBP 0
+    ev = cranfield.evaluate({"r": {"x": 1.0}}, "r 1 b 1\n", names)
+    assert all(ev.per_topic["r"][n] == 0.0 for n in names)
