@@ -165,126 +165,29 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     judged, _ = _read_subtopic_qrels(qrels)
     qrels_topics = sorted({t for t, _ in judged})
     run_topics = sorted(set(ranked.topic.tolist()))
-    # each topic's relevant subtopics (S) and their relevant-doc counts
-    n_rel_sub: dict[int, dict[int, int]] = {}
-    for (t, _), subs in judged.items():
-        counts = n_rel_sub.setdefault(t, {})
-        for s in subs:
-            counts[s] = counts.get(s, 0) + 1
-    S = {t: len(n_rel_sub.get(t, {})) for t in qrels_topics}
-
-    run_gain = _gains(ranked.topic, ranked.rank, [judged.get(k, ()) for k in
-                      zip(ranked.topic.tolist(), ranked.docno, strict=True)], alpha)
-    ideal = _greedy_ideal(judged, qrels_topics, alpha)
-    one_minus = 1.0 - alpha
-    rows: dict[str, dict[str, float]] = {}
-    for t in run_topics:
-        rows[str(t)] = _ndeval_row(t, S.get(t, 0), run_gain.get(t), ideal.get(t),
-                                   n_rel_sub.get(t, {}), alpha, beta, one_minus,
-                                   t in S)
-    divisor = len(qrels_topics) if complete else len(set(run_topics) & set(qrels_topics))
+    # one row per run topic and per qrels topic (the latter only for the ideal and S)
+    topics = sorted(set(run_topics) | set(qrels_topics))
+    index = {t: i for i, t in enumerate(topics)}
+    in_qrels = np.array([t in set(qrels_topics) for t in topics])
+    subs_of_run = [judged.get(k, ()) for k in zip(ranked.topic.tolist(), ranked.docno,
+                                                  strict=True)]
+    keep = [i for i, subs in enumerate(subs_of_run) if subs]
+    hit_pairs = _subtopic_pairs(keep, dict(enumerate(subs_of_run)))
+    docs = list(judged)
+    doc_topic = np.array([index[t] for t, _ in docs], dtype=np.int64)
+    doc_key = _desc_bytes_rank(np.array([d.encode() for _, d in docs], dtype=object))
+    pair_doc, pair_sub = _subtopic_pairs(docs, judged)
+    ideal = _greedy_gains(len(topics), doc_topic, -doc_key, pair_doc, pair_sub, alpha)
+    table = diversity_table(len(topics), np.array([index[t] for t in
+                                                    ranked.topic[keep].tolist()], np.int64),
+                            ranked.rank[keep], *hit_pairs, ideal, doc_topic[pair_doc],
+                            pair_sub, in_qrels, alpha, beta, NDEVAL_DEPTHS)
     columns = columns_for(NDEVAL_DEPTHS)
+    rows = {str(t): {c: float(table[c][index[t]]) for c in columns} for t in run_topics}
+    divisor = len(qrels_topics) if complete else len(set(run_topics) & set(qrels_topics))
     amean = {c: (sum(r[c] for r in rows.values()) / divisor if divisor else 0.0)
              for c in columns}
     return WebTrackResult(ranked.runid, columns, rows, amean, 6)
-
-
-@dataclass
-class _TopicGains:
-    """One topic's ranked list: per rank r (1-based, all ranks up to the list length), the
-    novelty gain g(r), the relevant-subtopic count, and the (rank, subtopic) relevant pairs."""
-
-    length: int
-    gain: np.ndarray       # g(r), index r-1
-    n_rel: np.ndarray      # sum_j rel_j(r)
-    pair_rank: np.ndarray  # rank of each (doc, relevant subtopic) pair
-    pair_sub: np.ndarray   # its subtopic
-    pair_seen: np.ndarray  # docs above it relevant to the same subtopic (c_j(r))
-
-
-def _gains(topics: np.ndarray, ranks: np.ndarray, subs: list, alpha: float
-           ) -> dict[int, _TopicGains]:
-    """Novelty gains of ranked lists given each position's relevant subtopics."""
-    lengths = np.fromiter(map(len, subs), np.int64, len(subs))
-    p_topic = np.repeat(topics, lengths)
-    p_rank = np.repeat(ranks, lengths)
-    p_sub = np.fromiter((s for ss in subs for s in ss), np.int64, int(lengths.sum()))
-    # c_j(r): earlier pairs of the same (topic, subtopic), in rank order
-    order = np.lexsort((p_rank, p_sub, p_topic))
-    key_t, key_s = p_topic[order], p_sub[order]
-    first = np.r_[True, (key_t[1:] != key_t[:-1]) | (key_s[1:] != key_s[:-1])]
-    group_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    seen = np.empty(len(order), dtype=np.int64)
-    seen[order] = np.arange(len(order)) - group_start
-    weight = np.power(1.0 - alpha, seen.astype(np.float64))
-    out: dict[int, _TopicGains] = {}
-    if not len(topics):
-        return out
-    bounds = np.searchsorted(topics, np.unique(topics))
-    ends = np.r_[bounds[1:], len(topics)]
-    # pairs are in (topic, rank, subtopic-as-listed) order: sums run in that order
-    p_bounds = np.searchsorted(p_topic, np.unique(topics))
-    p_ends = np.r_[p_bounds[1:], len(p_topic)]
-    for t, a, b, pa, pb in zip(np.unique(topics).tolist(), bounds.tolist(), ends.tolist(),
-                               p_bounds.tolist(), p_ends.tolist(), strict=True):
-        length = int(ranks[a:b].max()) if b > a else 0
-        r = p_rank[pa:pb]
-        gain = np.bincount(r - 1, weights=weight[pa:pb], minlength=length)
-        n_rel = np.bincount(r - 1, minlength=length)
-        out[t] = _TopicGains(length, gain, n_rel, r, p_sub[pa:pb], seen[pa:pb])
-    return out
-
-
-def _greedy_ideal(judged: dict, topics: list[int], alpha: float) -> dict[int, _TopicGains]:
-    """ndeval's ``idealResult``: every judged doc of a topic, picked greedily by largest
-    current gain, ties to the larger docno; all topics advance one rank per step."""
-    docs_by_topic: dict[int, list[tuple[str, list[int]]]] = {t: [] for t in topics}
-    for (t, d), subs in judged.items():
-        docs_by_topic[t].append((d, subs))
-    n_topics = len(topics)
-    width = max((len(v) for v in docs_by_topic.values()), default=0)
-    n_sub = max((s + 1 for v in docs_by_topic.values() for _, subs in v for s in subs),
-                default=1)
-    # docs sorted by docno descending, so that argmax (the first maximum) is the larger docno
-    rel = np.zeros((n_topics, width, n_sub), dtype=bool)
-    valid = np.zeros((n_topics, width), dtype=bool)
-    names: list[list[str]] = []
-    for i, t in enumerate(topics):
-        docs = sorted(docs_by_topic[t], key=lambda x: x[0].encode(), reverse=True)
-        names.append([d for d, _ in docs])
-        valid[i, :len(docs)] = True
-        for j, (_, subs) in enumerate(docs):
-            rel[i, j, subs] = True
-    weight = np.ones((n_topics, n_sub))
-    picked = np.zeros((n_topics, width), dtype=bool)
-    chosen = np.zeros((n_topics, width), dtype=np.int64)
-    rows = np.arange(n_topics)
-    for step in range(width):
-        gain = np.zeros((n_topics, width))
-        for j in range(n_sub):  # sequential sum over subtopics, as ndeval adds them
-            gain = gain + np.where(rel[:, :, j], weight[:, None, j], 0.0)
-        gain = np.where(valid & ~picked, gain, -1.0)
-        best = gain.argmax(axis=1)
-        chosen[:, step] = best
-        picked[rows, best] = True
-        hit = rel[rows, best] & valid[rows, best][:, None]
-        weight = np.where(hit, weight * (1.0 - alpha), weight)
-    out: dict[int, _TopicGains] = {}
-    for i, t in enumerate(topics):
-        n = int(valid[i].sum())
-        order = chosen[i, :n].tolist()
-        subs = [np.flatnonzero(rel[i, j]).tolist() for j in order]
-        gains = _gains(np.full(n, t, dtype=np.int64), np.arange(1, n + 1), subs, alpha)
-        out[t] = gains.get(t, _TopicGains(0, np.zeros(0), np.zeros(0, np.int64),
-                                          np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                          np.zeros(0, np.int64)))
-    return out
-
-
-def _prefix_at(values: np.ndarray, weights: np.ndarray, k: int) -> float:
-    """sum_{r<=k} values[r-1] weights[r-1], added in rank order."""
-    n = min(k, len(values))
-    return float(np.cumsum(values[:n] * weights[:n])[-1]) if n else 0.0
 
 
 def columns_for(depths) -> tuple[str, ...]:
@@ -295,46 +198,147 @@ def columns_for(depths) -> tuple[str, ...]:
                  + [f"strec@{k}" for k in depths])
 
 
-def _ndeval_row(t, S, run: _TopicGains | None, ideal: _TopicGains | None, n_rel_sub: dict,
-                alpha, beta, one_minus, in_qrels, depths=NDEVAL_DEPTHS) -> dict[str, float]:
-    row = dict.fromkeys(columns_for(depths), 0.0)
-    if S == 0 or run is None:
-        if in_qrels and S == 0:
-            row["nNRBP"] = float("nan")
-        return row
-    depth = max(depths)
-    ranks = np.arange(1, max(depth, run.length, ideal.length) + 1, dtype=np.float64)
-    disc = math.log(2.0) / np.log(ranks + 1.0)
-    inv = 1.0 / ranks
-    ideal_ideal = S * np.power(one_minus, ranks - 1.0)
+def _pairs(doc_topic, doc_rank, pair_doc, pair_sub):
+    """(topic, rank, subtopic) of every relevant (document, subtopic) pair — ``pair_doc``
+    indexes ``doc_topic``/``doc_rank`` — sorted by topic, rank, subtopic, with c: how many
+    documents above it were relevant to that subtopic."""
+    topic = np.asarray(doc_topic, dtype=np.int64)[pair_doc]
+    rank = np.asarray(doc_rank, dtype=np.int64)[pair_doc]
+    sub = np.asarray(pair_sub, dtype=np.int64)
+    order = np.lexsort((sub, rank, topic))
+    topic, rank, sub = topic[order], rank[order], sub[order]
+    by_sub = np.lexsort((rank, sub, topic))
+    t2, s2 = topic[by_sub], sub[by_sub]
+    first = np.r_[True, (t2[1:] != t2[:-1]) | (s2[1:] != s2[:-1])] if len(t2) else t2 > 0
+    start = np.maximum.accumulate(np.where(first, np.arange(len(by_sub)), 0)) \
+        if len(by_sub) else by_sub
+    seen = np.empty(len(by_sub), dtype=np.int64)
+    seen[by_sub] = np.arange(len(by_sub)) - start
+    return topic, rank, sub, seen
+
+
+def _subtopic_pairs(keys: list, subs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(document index, subtopic) arrays of a {key: [subtopics]} map, for ``keys`` in order."""
+    lengths = np.fromiter((len(subs[k]) for k in keys), np.int64, len(keys))
+    pair_doc = np.repeat(np.arange(len(keys)), lengths)
+    pair_sub = np.fromiter((x for k in keys for x in subs[k]), np.int64, int(lengths.sum()))
+    return pair_doc, pair_sub
+
+
+def _greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
+                  pair_doc: np.ndarray, pair_sub: np.ndarray, alpha: float) -> np.ndarray:
+    """ndeval's ``idealResult`` for every topic at once: each topic's judged documents picked
+    greedily by largest current gain, ties to the larger docno (``doc_key``: larger = larger
+    docno), each pick decaying its subtopics by (1 - alpha). Returns the ideal's gain at each
+    rank (topics x the most judged documents of a topic), 0 past a topic's list."""
+    n = len(doc_topic)
+    order = np.lexsort((-np.asarray(doc_key), doc_topic))  # docno descending in each topic
+    t = np.asarray(doc_topic)[order]
+    start = np.searchsorted(t, np.arange(n_topics))
+    pos = np.arange(n) - start[t]
+    width = int(pos.max()) + 1 if n else 0
+    n_sub = int(pair_sub.max()) + 1 if len(pair_sub) else 1
+    rel = np.zeros((n_topics, width, n_sub), dtype=bool)
+    pos_of_doc = np.empty(n, dtype=np.int64)
+    pos_of_doc[order] = pos
+    rel[np.asarray(doc_topic)[pair_doc], pos_of_doc[pair_doc], pair_sub] = True
+    valid = np.zeros((n_topics, width), dtype=bool)
+    valid[t, pos] = True
+    weight = np.ones((n_topics, n_sub))
+    picked = np.zeros((n_topics, width), dtype=bool)
+    gains = np.zeros((n_topics, width))
+    rows = np.arange(n_topics)
+    live = np.flatnonzero(valid.any(axis=1))
+    for step in range(width):
+        live = live[valid[live, step]] if step else live  # topics with a document left
+        if not len(live):
+            break
+        gain = np.zeros((len(live), width))
+        for j in range(n_sub):  # summed over subtopics in order, as ndeval adds them
+            gain = gain + np.where(rel[live, :, j], weight[live, j][:, None], 0.0)
+        gain = np.where(valid[live] & ~picked[live], gain, -1.0)
+        best = gain.argmax(axis=1)
+        gains[live, step] = gain[np.arange(len(live)), best]
+        picked[live, best] = True
+        hit = rel[live, best]
+        weight[live] = np.where(hit, weight[live] * (1.0 - alpha), weight[live])
+    del rows
+    return np.maximum(gains, 0.0)
+
+
+def diversity_table(n_topics: int, hit_topic, hit_rank, pair_hit, pair_sub,
+                    ideal_gain: np.ndarray, judged_topic, judged_sub,
+                    in_qrels: np.ndarray, alpha: float, beta: float, depths
+                    ) -> dict[str, np.ndarray]:
+    """ndeval's columns for ``n_topics`` topics at once, from the relevant (document,
+    subtopic) pairs of the ranked lists (``pair_hit`` indexes the hits' topic and rank),
+    each topic's greedy ideal gains, and the (topic, subtopic) of every relevant judgment
+    (for S and the relevant documents per subtopic). Sums run in rank order, as ndeval's
+    loops add them."""
+    cols = {c: np.zeros(n_topics) for c in columns_for(depths)}
+    one_minus = 1.0 - alpha
+    p_topic, p_rank, p_sub, seen = _pairs(hit_topic, hit_rank, pair_hit, pair_sub)
+    # relevant documents per (topic, subtopic), and S: the subtopics that have one
+    n_sub = int(max(np.max(judged_sub, initial=0), np.max(p_sub, initial=0))) + 1
+    n_rel = np.bincount(np.asarray(judged_topic) * n_sub + np.asarray(judged_sub),
+                        minlength=n_topics * n_sub).reshape(n_topics, n_sub)
+    S = (n_rel > 0).sum(axis=1)
+    weight = np.power(one_minus, seen.astype(np.float64))
+    # g(r) per (topic, rank), pairs added in subtopic order
+    key = p_topic * (int(p_rank.max(initial=0)) + 1) + p_rank
+    uniq, first = np.unique(key, return_index=True)
+    h_of_pair = np.searchsorted(uniq, key)
+    g = np.bincount(h_of_pair, weights=weight, minlength=len(uniq))
+    h_topic, h_rank = p_topic[first], p_rank[first].astype(np.float64)
+    disc = np.log(2.0) / np.log(h_rank + 1.0)
+    inv = 1.0 / h_rank
+    width = max(ideal_gain.shape[1], max(depths))
+    ranks = np.arange(1, width + 1, dtype=np.float64)
+    i_disc = np.log(2.0) / np.log(ranks + 1.0)
+    i_inv = 1.0 / ranks
+    ideal = np.zeros((n_topics, width))
+    ideal[:, :ideal_gain.shape[1]] = ideal_gain
+    ok = S > 0
+    Sf = np.where(ok, S, 1).astype(np.float64)
+    decay = np.power(one_minus, ranks - 1.0)
     for k in depths:
-        dcg = _prefix_at(run.gain, disc, k)
-        err = _prefix_at(run.gain, inv, k)
-        dcg_ii = _prefix_at(ideal_ideal, disc, k)
-        err_ii = _prefix_at(ideal_ideal, inv, k)
-        row[f"alpha-DCG@{k}"] = dcg / dcg_ii
-        row[f"ERR-IA@{k}"] = err / err_ii
-        if dcg != 0.0:
-            row[f"alpha-nDCG@{k}"] = dcg / _prefix_at(ideal.gain, disc, k)
-            row[f"nERR-IA@{k}"] = err / _prefix_at(ideal.gain, inv, k)
-        row[f"P-IA@{k}"] = float(run.n_rel[:k].sum()) / (k * S)
-        row[f"strec@{k}"] = len(set(run.pair_sub[run.pair_rank <= k].tolist())) / S
-    scale = (1.0 - one_minus * beta) / S
-    nrbp = scale * _prefix_at(run.gain, np.power(beta, ranks - 1.0), run.length)
-    ideal_nrbp = scale * _prefix_at(ideal.gain, np.power(beta, ranks - 1.0), ideal.length)
-    row["NRBP"] = nrbp
-    row["nNRBP"] = nrbp / ideal_nrbp if ideal_nrbp else float("nan")
-    ap = 0.0
-    for sub, n_rel in n_rel_sub.items():
-        mine = run.pair_sub == sub
-        ap += float(np.sum((run.pair_seen[mine] + 1) / run.pair_rank[mine])) / n_rel
-    row["MAP-IA"] = ap / S
-    return row
+        top = h_rank <= k
+        dcg = np.bincount(h_topic[top], weights=g[top] * disc[top], minlength=n_topics)
+        err = np.bincount(h_topic[top], weights=g[top] * inv[top], minlength=n_topics)
+        # the ideal-ideal normalisers: S (1-alpha)^{r-1} per rank, summed in rank order
+        levels = np.unique(Sf)  # a handful of distinct S: each normaliser once
+        ii_dcg = np.array([np.cumsum(x * decay[:k] * i_disc[:k])[-1] for x in levels])[
+            np.searchsorted(levels, Sf)]
+        ii_err = np.array([np.cumsum(x * decay[:k] * i_inv[:k])[-1] for x in levels])[
+            np.searchsorted(levels, Sf)]
+        i_dcg = np.cumsum(ideal[:, :k] * i_disc[:k], axis=1)[:, -1]
+        i_err = np.cumsum(ideal[:, :k] * i_inv[:k], axis=1)[:, -1]
+        cols[f"alpha-DCG@{k}"] = np.where(ok, dcg / ii_dcg, 0.0)
+        cols[f"ERR-IA@{k}"] = np.where(ok, err / ii_err, 0.0)
+        scored = ok & (dcg != 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cols[f"alpha-nDCG@{k}"] = np.where(scored, dcg / i_dcg, 0.0)
+            cols[f"nERR-IA@{k}"] = np.where(scored, err / i_err, 0.0)
+        pk = p_rank <= k
+        cols[f"P-IA@{k}"] = np.where(ok, np.bincount(p_topic[pk], minlength=n_topics)
+                                     / (k * Sf), 0.0)
+        covered = pk & (seen == 0)
+        cols[f"strec@{k}"] = np.where(ok, np.bincount(p_topic[covered], minlength=n_topics)
+                                      / Sf, 0.0)
+    scale = (1.0 - one_minus * beta) / Sf
+    nrbp = scale * np.bincount(h_topic, weights=np.power(beta, h_rank - 1.0) * g,
+                               minlength=n_topics)
+    i_nrbp = scale * np.cumsum(ideal * np.power(beta, ranks - 1.0), axis=1)[:, -1]
+    cols["NRBP"] = np.where(ok, nrbp, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cols["nNRBP"] = np.where(ok, np.where(i_nrbp != 0, nrbp / i_nrbp, np.nan),
+                                 np.where(in_qrels, np.nan, 0.0))
+    # MAP-IA: per (topic, subtopic) AP over its relevant documents, then the mean over S
+    ap_terms = (seen + 1) / p_rank / n_rel[p_topic, p_sub]
+    cols["MAP-IA"] = np.where(ok, np.bincount(p_topic, weights=ap_terms,
+                                              minlength=n_topics) / Sf, 0.0)
+    return cols
 
-
-# --------------------------------------------------------------------------------------------
-# gdeval
-# --------------------------------------------------------------------------------------------
 
 def _perl_number(text: str) -> float:
     """A string as Perl reads it in numeric context: its leading number, else 0 (so "Q0"

@@ -108,42 +108,55 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     diversity ``instances``, from subtopic ``qrels``."""
     from ..io import Qrels
     from ..ranking import rank_run
-    from ..webtrack import _gains, _greedy_ideal, _ndeval_row
+    from ..webtrack import _greedy_gains, diversity_table
 
     if qrels.subtopics is None:
         raise InputError(qrels.source, "diversity measures need subtopic qrels (topic subtopic "
                          "docno judgment) as TREC text or stored diversity qrels")
     # one judged document per (topic, docid), labelled by its position, so the ranking's
     # hits say which document they are (and ties between them resolve exactly by docno)
-    subs_of: dict[tuple[int, str], list[int]] = {}
-    order: list[tuple[int, str]] = []
-    for t, d, s, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
-                          qrels.subtopics.tolist(), qrels.grades.tolist(), strict=True):
-        key = (t, d)
-        if key not in subs_of:
-            subs_of[key] = []
-            order.append(key)
-        try:
-            sub = int(s)
-        except ValueError:
-            raise InputError(qrels.source, f"subtopic {s!r} is not a number") from None
-        if g > 0 and sub not in subs_of[key]:
-            subs_of[key].append(sub)
-    for subs in subs_of.values():
-        subs.sort()
-    docs = Qrels(qrels.topics, np.array([t for t, _ in order], dtype=np.int32),
-                 np.array([d for _, d in order], dtype=object),
-                 np.arange(1, len(order) + 1, dtype=np.int64), None, qrels.source)
+    try:
+        sub_of_row = np.asarray(qrels.subtopics).astype(np.int64)
+    except ValueError:
+        raise InputError(qrels.source, "subtopics must be numbers") from None
+    code, names = _codes(qrels.docids)
+    row_key = qrels.topic_index.astype(np.int64) * len(names) + code
+    keys, first, doc_of_row = np.unique(row_key, return_index=True, return_inverse=True)
+    n_docs = len(keys)
+    doc_topic = qrels.topic_index[first].astype(np.int64)
+    doc_code = code[first]
+    rel = qrels.grades > 0
+    n_sub = int(sub_of_row.max(initial=0)) + 1
+    pair_key = np.unique(doc_of_row[rel].astype(np.int64) * n_sub + sub_of_row[rel])
+    pair_doc, pair_sub = pair_key // n_sub, pair_key % n_sub  # sorted by document
+    docs = Qrels(qrels.topics, doc_topic.astype(np.int32), names[doc_code],
+                 np.arange(1, n_docs + 1, dtype=np.int64), None, qrels.source)
     ranked = rank_run(run, docs, float32_scores=False, complete_topics=complete_topics,
                       depth=depth)
+    T = len(ranked.topics)
     topic_of = {name: i for i, name in enumerate(qrels.topics)}
-    evaluated = [topic_of[t] for t in ranked.topics]
-    hit_subs = [subs_of[order[label - 1]] for label in ranked.hit_label.tolist()]
-    n_rel_sub: dict[int, dict[int, int]] = {}  # relevant documents per (topic, subtopic)
-    for (t, _), subs in subs_of.items():
-        counts = n_rel_sub.setdefault(t, {})
-        for s in subs:
-            counts[s] = counts.get(s, 0) + 1
+    e_of_q = np.full(len(qrels.topics), -1, dtype=np.int64)
+    e_of_q[[topic_of[t] for t in ranked.topics]] = np.arange(T)
+    # the relevant (hit, subtopic) pairs: each hit's document's pairs (CSR by document)
+    per_doc = np.bincount(pair_doc, minlength=n_docs)
+    pair_start = np.r_[0, np.cumsum(per_doc)]
+    hit_doc = ranked.hit_label - 1
+    keep = np.flatnonzero(per_doc[hit_doc] > 0)
+    lengths = per_doc[hit_doc[keep]]
+    pair_hit = np.repeat(np.arange(len(keep)), lengths)
+    offsets = np.r_[0, np.cumsum(lengths)][:-1]
+    hit_pair_sub = pair_sub[np.repeat(pair_start[hit_doc[keep]] - offsets, lengths)
+                            + np.arange(int(lengths.sum()))]
+    hit_topic, hit_rank = ranked.hit_topic[keep], ranked.hit_rank[keep]
+    # the ideal ranks every judged document of an evaluated topic; docno order from the codes
+    in_eval = e_of_q[doc_topic] >= 0
+    ideal_docs = np.flatnonzero(in_eval)
+    renumber = np.full(n_docs, -1, dtype=np.int64)
+    renumber[ideal_docs] = np.arange(len(ideal_docs))
+    ideal_pairs = in_eval[pair_doc]
+    judged_topic = e_of_q[doc_topic[pair_doc[ideal_pairs]]]
+    judged_sub = pair_sub[ideal_pairs]
+    doc_key = _docno_order(names)[doc_code[ideal_docs]]
     groups: dict[tuple[float, float], list] = {}
     for inst in instances:
         p = dict(inst.value)
@@ -151,15 +164,33 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     values: dict[str, np.ndarray] = {}
     for (alpha, beta), members in groups.items():
         depths = tuple(sorted({dict(i.value)["k"] for i in members if "k" in dict(i.value)}))
-        gains = _gains(ranked.hit_topic, ranked.hit_rank, hit_subs, alpha)
-        ideal = _greedy_ideal(subs_of, list(range(len(qrels.topics))), alpha)
-        rows = []
-        for e, q in enumerate(evaluated):
-            n_rel = n_rel_sub.get(q, {})
-            rows.append(_ndeval_row(q, len(n_rel), gains.get(e), ideal.get(q), n_rel, alpha,
-                                    beta, 1.0 - alpha, True, depths or (1,)))
+        ideal = _greedy_gains(T, e_of_q[doc_topic[ideal_docs]], doc_key,
+                              renumber[pair_doc[ideal_pairs]], judged_sub, alpha)
+        table = diversity_table(T, hit_topic, hit_rank, pair_hit, hit_pair_sub, ideal,
+                                judged_topic, judged_sub, np.ones(T, dtype=bool), alpha, beta,
+                                depths or (1,))
         for inst in members:
             p = dict(inst.value)
-            column = COLUMN[inst.measure.name].format(k=p.get("k"))
-            values[inst.key] = np.array([row[column] for row in rows], dtype=np.float64)
+            values[inst.key] = table[COLUMN[inst.measure.name].format(k=p.get("k"))]
     return values, ranked
+
+
+def _codes(docids) -> tuple[np.ndarray, np.ndarray]:
+    """(a code per docid, the distinct docids as an object array)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        names, code = np.unique(np.asarray(docids, dtype=object), return_inverse=True)
+        return code.astype(np.int64), names
+    encoded = pa.array(np.asarray(docids, dtype=object), pa.string()).dictionary_encode()
+    names = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), names
+
+
+def _docno_order(names: np.ndarray) -> np.ndarray:
+    """Each distinct docid's position in byte (strcmp) order."""
+    order = np.argsort(np.array([n.encode("utf-8", "surrogateescape") for n in names.tolist()],
+                                dtype=object), kind="stable")
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return rank
