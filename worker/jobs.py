@@ -134,12 +134,11 @@ def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
 
 def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
     """Merge shard outcomes into the document the unsharded job would have produced, then
-    drop the job's inputs (whatever the outcome)."""
-    try:
-        return _combine(store, spec, shards)
-    finally:
-        for key in spec["shard_keys"] + ([spec["qrels_key"]] if spec.get("qrels_key") else []):
-            store.delete_blob(key)
+    drop the job's inputs (result or problem alike; a crash leaves them for the retry)."""
+    outcome = _combine(store, spec, shards)
+    for key in spec["shard_keys"] + ([spec["qrels_key"]] if spec.get("qrels_key") else []):
+        store.delete_blob(key)
+    return outcome
 
 
 def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:

@@ -77,6 +77,11 @@ class Measure:
     order: int = 0
     extra: dict = field(default_factory=dict)
 
+    def __reduce__(self):
+        # a measure is its registry entry: pickled by name (its functions may be lambdas),
+        # so evaluations travel between processes (RQ job results)
+        return (_registered, (self.name,))
+
     @property
     def doc(self) -> str:
         import inspect
@@ -104,6 +109,10 @@ class Measure:
                     break
                 out.append(line.strip())
         return " ".join(out)
+
+
+def _registered(name: str) -> Measure:
+    return REGISTRY[name]
 
 
 class KwArgs(dict):

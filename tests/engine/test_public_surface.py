@@ -107,3 +107,19 @@ def test_shards_of_a_run_combine_to_the_unsharded_evaluation(profile, complete, 
     assert combined.per_topic == whole.per_topic
     assert combined.aggregate == whole.aggregate
     assert combined.topics == whole.topics
+
+
+def test_evaluations_pickle_with_every_kind_of_measure():
+    """Sharded jobs return evaluations through RQ (pickle): measures travel by registry name,
+    whatever their functions are (lambdas included)."""
+    import pickle
+
+    run = {"q1": {"d1": 2.0, "d2": 1.0}}
+    ev = cranfield.evaluate(run, {"q1": {"d1": 1, "d2": 2}},
+                            ["all_trec", "nDCG(gain=exp)@10", "F(beta=2)", "GAP", "FDR"],
+                            aggregation="micro")
+    back = pickle.loads(pickle.dumps(ev))
+    assert back.per_topic == ev.per_topic and back.aggregate == ev.aggregate
+    assert back.instances[0].measure is cranfield.REGISTRY[ev.instances[0].measure.name]
+    div = cranfield.evaluate(run, "q1 1 d1 1\nq1 2 d2 1\n", ["alpha_nDCG@10", "NRBP"])
+    assert pickle.loads(pickle.dumps(div)).per_topic == div.per_topic
