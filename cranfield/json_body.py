@@ -2,19 +2,21 @@
 
 A 7-million-score run sent as ``{"run": {topic: {docid: score}}}`` costs orjson about two
 seconds to turn into dicts, floats and strings, five times what evaluating it costs. This
-module reads such a body in one compiled pass (numba): it walks the top-level object, and for
-``run`` and ``qrels`` values shaped ``{string: {string: number}}`` copies the docids and the
-number texts into contiguous buffers that become Arrow arrays; pyarrow then converts the
-numbers (correctly rounded, like any conforming JSON parser). Everything else in the body is
-handed to orjson with the big values replaced by a placeholder, so the envelope is decoded and
-checked exactly as before.
+module reads such a body in one compiled pass (numba, ``_json_kernels.py``; large mappings in
+pieces on all cores): it walks the top-level object, and for ``run`` and ``qrels`` values
+shaped ``{string: {string: number}}`` copies the docids into an Arrow buffer and converts the
+numbers — exactly when Clinger's fast path applies (at most 15 significant digits, a power of
+ten up to 22), else by Arrow's correctly rounding parser — so every value is the double any
+conforming JSON parser gives. Everything else in the body is handed to orjson with the big
+values replaced by a placeholder, so the envelope is decoded and checked exactly as before.
 
 The fast path is *sound, not complete*: it accepts only input it reads exactly as orjson
 would, and answers ``None`` for anything else — escapes in a key, a docid or topic given twice
 (JSON keeps the last; the slow path does what orjson does), a non-number score, a non-finite
 value, numba or pyarrow missing, a malformed body — and the caller decodes the body with
 orjson, which gives the precise error. Results never depend on which path ran (tests
-compare both on every shape).
+compare both on every shape). One liberty: an integer score beyond 64 bits, which orjson
+refuses, is read as the nearest double.
 """
 
 from __future__ import annotations

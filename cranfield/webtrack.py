@@ -247,7 +247,6 @@ def _greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
     weight = np.ones((n_topics, n_sub))
     picked = np.zeros((n_topics, width), dtype=bool)
     gains = np.zeros((n_topics, width))
-    rows = np.arange(n_topics)
     live = np.flatnonzero(valid.any(axis=1))
     for step in range(width):
         live = live[valid[live, step]] if step else live  # topics with a document left
@@ -262,7 +261,6 @@ def _greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
         picked[live, best] = True
         hit = rel[live, best]
         weight[live] = np.where(hit, weight[live] * (1.0 - alpha), weight[live])
-    del rows
     return np.maximum(gains, 0.0)
 
 

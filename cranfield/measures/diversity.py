@@ -29,16 +29,16 @@ COLUMN = {"alpha_DCG": "alpha-DCG@{k}", "alpha_nDCG": "alpha-nDCG@{k}", "ERR_IA"
           "nNRBP": "nNRBP", "MAP_IA": "MAP-IA"}
 
 
-def _computed_apart(ctx, p):
-    raise EvaluationError("diversity measures are computed from subtopic qrels by evaluate()")
-
-
 def _register(name: str, doc: str, params: tuple) -> None:
-    fn = _computed_apart
-    wrapped = lambda ctx, p: fn(ctx, p)  # noqa: E731 (one function object per measure)
-    wrapped.__doc__ = doc
+    """Register a diversity measure: its docstring is its documentation; its values come from
+    :func:`diversity_values` (evaluate() routes them there), never from a Context."""
+    def compute(ctx, p):
+        raise EvaluationError("diversity measures are computed from subtopic qrels by "
+                              "evaluate()")
+
+    compute.__doc__ = doc
     register(name, family="diversity", kind="kw", all_trec=(), uses_rel_level=False,
-             params=params, ir_name=name)(wrapped)
+             params=params, ir_name=name)(compute)
 
 
 _register("alpha_DCG", """alpha-DCG@k as ndeval prints it: normalised by the "ideal ideal".
