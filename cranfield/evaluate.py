@@ -292,14 +292,11 @@ def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
             continue
         ctx = Context(ranked, inst.rel_level or options["relevance_level"], options["profile"],
                       options["collection_size"])
-        a = float(ctx.num_rel_ret[use].sum())
-        b = float(ctx.N[use].sum()) - a
-        c = float(ctx.R[use].sum()) - a
         value = inst.value
         n = (dict(value).get("N") if isinstance(value, dict) else None) or \
             options["collection_size"]
-        topics = int(np.count_nonzero(np.ones(len(ranked.topics), bool)[use]))
-        d = n * topics - a - b - c if n else None
+        a, b, c, d = (float(x[use].sum()) if x is not None else None
+                      for x in ctx.contingency(n))
         out[inst.key] = float(form(a, b, c, d, value))
     return out
 

@@ -24,6 +24,12 @@ def safe_div(num, den) -> np.ndarray:
     return out
 
 
+def f_beta(precision, recall, beta_squared: float):
+    """F from precision and recall (arrays or scalars) with weight beta^2: (beta^2 + 1) P R /
+    (beta^2 P + R), 0 where P + R = 0."""
+    return safe_div((beta_squared + 1.0) * precision * recall, beta_squared * precision + recall)
+
+
 class Context:
     """Per-evaluation arrays shared by all measures (computed once, on first use)."""
 
@@ -80,6 +86,15 @@ class Context:
         k = within_topic_index(t, self.T) + 1
         start = np.searchsorted(t, np.arange(self.T + 1))
         return t, k, g, start
+
+    def contingency(self, n: int | None):
+        """Per topic, as floats: (a, b, c, d) = relevant retrieved, non-relevant retrieved
+        (unjudged counts as non-relevant), relevant not retrieved, and the rest of an
+        ``n``-document collection (``d`` is None without ``n``)."""
+        a = self.num_rel_ret.astype(np.float64)
+        b = self.N.astype(np.float64) - a
+        c = self.R.astype(np.float64) - a
+        return a, b, c, (float(n) - a - b - c if n else None)
 
     # ---- run side ---------------------------------------------------------------------------
     @cached_property

@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MeasureError
-from .context import Context, safe_div
+from .context import Context, f_beta, safe_div
 from .registry import Param, register
-from .trec import _f_of, _ratio
 
 _K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
 _K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
@@ -130,15 +129,10 @@ def expected_reciprocal_rank(ctx: Context, p: dict):
     return ctx.tsum(t, stop * np.exp(before) / r)
 
 
-def _f(p_: np.ndarray, r_: np.ndarray, beta: float) -> np.ndarray:
-    b2 = beta * beta
-    return safe_div((1.0 + b2) * p_ * r_, b2 * p_ + r_)
-
-
 def _micro_f(a, b, c, d, p):
     if p["k"] is not None:
         raise MeasureError(f"F@{p['k']}", "micro-averaging is defined for the set F only")
-    return _f_of(_ratio(a, a + b), _ratio(a, a + c), p["beta"] ** 2)
+    return f_beta(safe_div(a, a + b), safe_div(a, a + c), p["beta"] ** 2)
 
 
 @register("F", family="set", kind="kw", all_trec=(), params=(_K_OPTIONAL, _BETA), ir_name="F",
@@ -159,20 +153,13 @@ def f_measure(ctx: Context, p: dict):
         hits = ctx.rel_in_top(p["k"])
         precision = hits / float(p["k"])
         recall = safe_div(hits, ctx.R)
-    return _f(precision, recall, p["beta"])
+    return f_beta(precision, recall, p["beta"] ** 2)
 
 
 def _table(ctx: Context, p: dict):
-    """The contingency table per topic: a relevant retrieved, b non-relevant retrieved
-    (unjudged counts as non-relevant), c relevant not retrieved, d the rest of the
-    collection."""
-    n = p.get("N") or ctx.collection_size
-    a = ctx.num_rel_ret.astype(np.float64)
-    b = ctx.N.astype(np.float64) - a
-    c = ctx.R.astype(np.float64) - a
-    if not n:
-        return a, b, c, None
-    return a, b, c, float(n) - a - b - c
+    """The contingency table per topic (:meth:`Context.contingency`), N from the measure or
+    the evaluation's collection_size."""
+    return ctx.contingency(p.get("N") or ctx.collection_size)
 
 
 def _needs_n(p: dict, ctx: Context, name: str):
@@ -181,7 +168,7 @@ def _needs_n(p: dict, ctx: Context, name: str):
 
 
 @register("Fallout", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Fallout",
-          extra={"micro": lambda a, b, c, d, p: _ratio(b, b + d)})
+          extra={"micro": lambda a, b, c, d, p: safe_div(b, b + d)})
 def fallout(ctx: Context, p: dict):
     """Fallout (false-positive rate): the share of the collection's non-relevant documents
     that were retrieved.
@@ -197,7 +184,7 @@ def fallout(ctx: Context, p: dict):
 
 
 @register("Specificity", family="set", kind="kw", all_trec=(), params=(_N,),
-          ir_name="Specificity", extra={"micro": lambda a, b, c, d, p: _ratio(d, b + d)})
+          ir_name="Specificity", extra={"micro": lambda a, b, c, d, p: safe_div(d, b + d)})
 def specificity(ctx: Context, p: dict):
     """Specificity (true-negative rate).
 
@@ -211,7 +198,7 @@ def specificity(ctx: Context, p: dict):
 
 
 @register("NPV", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="NPV",
-          extra={"micro": lambda a, b, c, d, p: _ratio(d, c + d)})
+          extra={"micro": lambda a, b, c, d, p: safe_div(d, c + d)})
 def negative_predictive_value(ctx: Context, p: dict):
     """Negative predictive value: the share of the documents not retrieved that are not
     relevant.
@@ -226,7 +213,7 @@ def negative_predictive_value(ctx: Context, p: dict):
 
 
 @register("FDR", family="set", kind="kw", all_trec=(), ir_name="FDR",
-          extra={"micro": lambda a, b, c, d, p: _ratio(b, a + b)})
+          extra={"micro": lambda a, b, c, d, p: safe_div(b, a + b)})
 def false_discovery_rate(ctx: Context, p: dict):
     """False discovery rate: the share of the retrieved documents that are not relevant.
 
@@ -239,7 +226,7 @@ def false_discovery_rate(ctx: Context, p: dict):
 
 
 @register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy",
-          extra={"micro": lambda a, b, c, d, p: _ratio(a + d, a + b + c + d)})
+          extra={"micro": lambda a, b, c, d, p: safe_div(a + d, a + b + c + d)})
 def accuracy(ctx: Context, p: dict):
     """Accuracy: the share of the collection classified right (retrieved and relevant, or
     neither).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ranking import UNJUDGED, segmented_search
-from .context import Context, safe_div
+from .context import Context, f_beta, safe_div
 from .registry import Param, register
 
 RANK_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -559,12 +559,8 @@ def success(ctx: Context, k: int):
     return (ctx.rel_in_top(k) > 0).astype(np.float64)
 
 
-def _ratio(num: float, den: float) -> float:
-    return num / den if den else 0.0
-
-
 @register("set_P", family="set", ir_name="SetP",
-          extra={"micro": lambda a, b, c, d, v: _ratio(a, a + b)})
+          extra={"micro": lambda a, b, c, d, v: safe_div(a, a + b)})
 def set_precision(ctx: Context, _=None):
     """Precision of the retrieved set.
 
@@ -587,7 +583,7 @@ def set_relative_precision(ctx: Context, _=None):
 
 
 @register("set_recall", family="set", ir_name="SetR",
-          extra={"micro": lambda a, b, c, d, v: _ratio(a, a + c)})
+          extra={"micro": lambda a, b, c, d, v: safe_div(a, a + c)})
 def set_recall(ctx: Context, _=None):
     """Recall of the retrieved set.
 
@@ -613,7 +609,7 @@ def set_map(ctx: Context, _=None):
           params=(Param("beta_squared", "float", 1.0,
                         "trec_eval's parameter is beta squared: 0.25 means beta = 0.5",
                         minimum=0),), ir_name="SetF",
-          extra={"micro": lambda a, b, c, d, x: _f_of(_ratio(a, a + b), _ratio(a, a + c), x)})
+          extra={"micro": lambda a, b, c, d, x: f_beta(safe_div(a, a + b), safe_div(a, a + c), x)})
 def set_f(ctx: Context, x: float):
     """F measure of the retrieved set, trec_eval's parameterisation.
 
@@ -623,12 +619,7 @@ def set_f(ctx: Context, x: float):
     """
     p = set_precision(ctx)
     r = set_recall(ctx)
-    return np.where(ctx.num_rel_ret > 0, safe_div((x + 1.0) * p * r, x * p + r), 0.0)
-
-
-def _f_of(p: float, r: float, beta_squared: float) -> float:
-    """F from precision, recall and beta^2 (0 when both are 0)."""
-    return _ratio((beta_squared + 1.0) * p * r, beta_squared * p + r)
+    return np.where(ctx.num_rel_ret > 0, f_beta(p, r, x), 0.0)
 
 
 @register("num_nonrel_judged_ret", family="count", aggregate="sum", integer=True)

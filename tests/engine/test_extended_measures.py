@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_worked_examples import AP_EXAMPLES, topic  # a sibling test module
 
 import cranfield
-from cranfield.measures.extended import _f
+from cranfield.measures.context import f_beta
 
 
 def graded(grades_by_rank: list[int], judged: list[int] | None = None):
@@ -67,7 +67,7 @@ def test_ap_normalised_by_min_k_R_worked_example():
 
 @pytest.mark.parametrize("p, r, expected", [(0.94, 0.26, 0.4073), (0.99, 0.92, 0.9537)])
 def test_f_measure_worked_example(p, r, expected):
-    assert round(float(_f(np.array([p]), np.array([r]), 1.0)[0]), 4) == expected
+    assert round(float(f_beta(np.array([p]), np.array([r]), 1.0)[0]), 4) == expected
 
 
 def test_f_beta_takes_beta_not_beta_squared_worked_example():
