@@ -327,24 +327,24 @@ def columns_sha256(value: Run | Qrels) -> str:
     little-endian int64s), the docid lengths (int32), the docid bytes, the values (float64);
     the digest is SHA-256 of ``cranfield-columns-2\\n`` followed by the four parts' SHA-256s.
     """
+    from .ranking import topic_blocks
+
     ti = value.topic_index
     values = np.asarray(value.scores if isinstance(value, Run) else value.grades, dtype="<f8")
     docids = value.docids
-    starts = np.flatnonzero(np.r_[True, ti[1:] != ti[:-1]]) if len(ti) else ti
-    block_topics = ti[starts]
-    if len(np.unique(block_topics)) != len(block_topics):  # a topic in pieces: group rows
+    lo, hi = topic_blocks(ti, len(value.topics))
+    if lo is None:  # a topic in pieces: group its rows
         order = np.argsort(ti, kind="stable")
         ti, values = ti[order], values[order]
         docids = docids[order] if isinstance(docids, np.ndarray) else docids.take(order)
-        starts = np.flatnonzero(np.r_[True, ti[1:] != ti[:-1]])
-        block_topics = ti[starts]
-    ends = np.r_[starts[1:], len(ti)].astype(np.int64)
-    blocks = np.argsort(block_topics)  # the blocks in topic order
-    header = _header(value.topics, np.bincount(ti, minlength=len(value.topics)).tolist())
-    in_order = bool((np.diff(block_topics) > 0).all())
+        lo, hi = topic_blocks(ti, len(value.topics))
+    header = _header(value.topics, (hi - lo).tolist())
+    filled = hi > lo
+    spans = list(zip(lo[filled].tolist(), hi[filled].tolist(), strict=True))  # topic order
+    in_order = bool((np.diff(lo[filled]) > 0).all())
     if isinstance(docids, np.ndarray):  # str objects (a mapping read by orjson)
         if not in_order:
-            rows = np.concatenate([np.arange(starts[b], ends[b]) for b in blocks.tolist()])
+            rows = np.concatenate([np.arange(a, b) for a, b in spans])
             docids, values = docids[rows], values[rows]
         encoded = [d.encode("utf-8", "surrogateescape") for d in docids.tolist()]
         lengths = np.fromiter(map(len, encoded), "<i4", len(encoded))
@@ -355,7 +355,7 @@ def columns_sha256(value: Run | Qrels) -> str:
     chunks = docids.chunks if isinstance(docids, pa.ChunkedArray) else [docids]
     if not in_order and len(chunks) > 1:
         chunks = [pa.concat_arrays(chunks)]
-    length_parts, data_parts, row_spans = [], [], []
+    length_parts, data_parts = [], []
     for chunk in chunks:
         offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1,
                                 offset=chunk.offset * 4)
@@ -365,9 +365,7 @@ def columns_sha256(value: Run | Qrels) -> str:
             length_parts.append(lengths)
             data_parts.append(data[offsets[0]:offsets[-1]])
         else:  # one chunk: its topic blocks in topic order
-            spans = [(int(starts[b]), int(ends[b])) for b in blocks.tolist()]
             length_parts += [lengths[a:b] for a, b in spans]
             data_parts += [data[offsets[a]:offsets[b]] for a, b in spans]
-            row_spans = spans
-    value_parts = [values[a:b] for a, b in row_spans] if row_spans else [values]
+    value_parts = [values] if in_order else [values[a:b] for a, b in spans]
     return _combine([[header], length_parts, data_parts, value_parts])

@@ -124,12 +124,12 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
-    seg_lo, seg_hi = _blocks(tix, n_run_topics)
+    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
     if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
         scores = scores[order]
-        seg_lo, seg_hi = _blocks(tix, n_run_topics)
+        seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
     if len(scores) > 1:
         rising = (scores[1:] > scores[:-1]) & (tix[1:] == tix[:-1])
         if rising.any():
@@ -137,7 +137,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
             order = inner if order is None else order[inner]
             scores = scores[inner]
             tix = tix[inner]
-            seg_lo, seg_hi = _blocks(tix, n_run_topics)
+            seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
 
     # --- judged documents that the run retrieved ------------------------------------------
     j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
@@ -213,7 +213,7 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
     return {t: out.get(t, []) for t in reversed(list(out))}
 
 
-def _blocks(tix: np.ndarray, n_topics: int):
+def topic_blocks(tix: np.ndarray, n_topics: int):
     """(start, end) of each topic's rows if every topic's rows are contiguous, else
     (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
     lo = np.zeros(n_topics, np.int64)

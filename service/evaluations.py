@@ -29,6 +29,7 @@ from cranfield.io import split_trec_text
 from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.names import needs_subtopics
+from cranfield.ranking import topic_blocks
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
@@ -348,16 +349,11 @@ def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
                       f"{cfg['MAX_TOPICS']}", kind="too-large",
                       errors={"run": [f"at most {cfg['MAX_TOPICS']} topics"]})
     if len(run) > cfg["MAX_DOCS_PER_TOPIC"]:
-        tix = run.topic_index
-        starts = np.flatnonzero(np.r_[True, tix[1:] != tix[:-1]])
-        if len(starts) == len(run.topics):  # one block per topic: its length is its count
-            sizes = np.diff(np.r_[starts, len(tix)])
-            block = int(sizes.argmax())
-            worst, count = int(tix[starts[block]]), int(sizes[block])
-        else:
-            per_topic = np.bincount(tix, minlength=len(run.topics))
-            worst = int(per_topic.argmax())
-            count = int(per_topic[worst])
+        lo, hi = topic_blocks(run.topic_index, len(run.topics))
+        per_topic = hi - lo if lo is not None else \
+            np.bincount(run.topic_index, minlength=len(run.topics))  # scattered rows
+        worst = int(per_topic.argmax())
+        count = int(per_topic[worst])
         if count > cfg["MAX_DOCS_PER_TOPIC"]:
             raise Problem(413, "Too many documents", f"topic {run.topics[worst]!r} has "
                           f"{count} documents; the limit is "
