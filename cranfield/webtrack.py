@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .ranking import within_topic_index
 
 NDEVAL_DEPTHS = (5, 10, 20)
 GDEVAL_MAX_JUDGMENT = 4
@@ -94,8 +95,7 @@ def _read_ndeval_run(data, traditional: bool, max_depth: int | None) -> _RankedR
     docnos = np.array([r[2] for r in rows], dtype=object)
     if traditional:
         # score descending, then docno descending (strcmp order: compare UTF-8 bytes)
-        keys = np.array([d.encode() for d in docnos.tolist()], dtype=object)
-        order = np.lexsort((_desc_bytes_rank(keys), -scores, topics))
+        order = np.lexsort((-docno_rank(docnos.tolist()), -scores, topics))
     else:
         order = np.lexsort((ranks, topics))
         same = (topics[order][1:] == topics[order][:-1]) & \
@@ -115,10 +115,11 @@ def _read_ndeval_run(data, traditional: bool, max_depth: int | None) -> _RankedR
     return _RankedRun(topics[keep], new_rank[keep], docnos[keep].tolist(), rows[0][5])
 
 
-def _desc_bytes_rank(keys: np.ndarray) -> np.ndarray:
-    """A sort key that orders byte strings descending (for lexsort, which sorts ascending)."""
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    return len(uniq) - inverse
+def docno_rank(docnos) -> np.ndarray:
+    """Each docno's position in strcmp order (UTF-8 bytes; equal docnos share one): the tie
+    key of trec_eval's and ndeval's orderings."""
+    keys = np.array([d.encode("utf-8", "surrogateescape") for d in docnos], dtype=object)
+    return np.unique(keys, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
 def _read_subtopic_qrels(data) -> tuple[dict[tuple[int, str], list[int]], dict[int, int]]:
@@ -175,9 +176,9 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     hit_pairs = _subtopic_pairs(keep, dict(enumerate(subs_of_run)))
     docs = list(judged)
     doc_topic = np.array([index[t] for t, _ in docs], dtype=np.int64)
-    doc_key = _desc_bytes_rank(np.array([d.encode() for _, d in docs], dtype=object))
+    doc_key = docno_rank([d for _, d in docs])
     pair_doc, pair_sub = _subtopic_pairs(docs, judged)
-    ideal = _greedy_gains(len(topics), doc_topic, -doc_key, pair_doc, pair_sub, alpha)
+    ideal = _greedy_gains(len(topics), doc_topic, doc_key, pair_doc, pair_sub, alpha)
     table = diversity_table(len(topics), np.array([index[t] for t in
                                                     ranked.topic[keep].tolist()], np.int64),
                             ranked.rank[keep], *hit_pairs, ideal, doc_topic[pair_doc],
@@ -210,10 +211,9 @@ def _pairs(doc_topic, doc_rank, pair_doc, pair_sub):
     by_sub = np.lexsort((rank, sub, topic))
     t2, s2 = topic[by_sub], sub[by_sub]
     first = np.r_[True, (t2[1:] != t2[:-1]) | (s2[1:] != s2[:-1])] if len(t2) else t2 > 0
-    start = np.maximum.accumulate(np.where(first, np.arange(len(by_sub)), 0)) \
-        if len(by_sub) else by_sub
+    group = np.cumsum(first) - 1  # one group per (topic, subtopic), in rank order
     seen = np.empty(len(by_sub), dtype=np.int64)
-    seen[by_sub] = np.arange(len(by_sub)) - start
+    seen[by_sub] = within_topic_index(group, int(group[-1]) + 1 if len(group) else 0)
     return topic, rank, sub, seen
 
 

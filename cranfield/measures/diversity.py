@@ -108,7 +108,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     diversity ``instances``, from subtopic ``qrels``."""
     from ..io import Qrels
     from ..ranking import rank_run
-    from ..webtrack import _greedy_gains, diversity_table
+    from ..webtrack import _greedy_gains, diversity_table, docno_rank
 
     if qrels.subtopics is None:
         raise InputError(qrels.source, "diversity measures need subtopic qrels (topic subtopic "
@@ -156,7 +156,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     ideal_pairs = in_eval[pair_doc]
     judged_topic = e_of_q[doc_topic[pair_doc[ideal_pairs]]]
     judged_sub = pair_sub[ideal_pairs]
-    doc_key = _docno_order(names)[doc_code[ideal_docs]]
+    doc_key = docno_rank(names.tolist())[doc_code[ideal_docs]]
     groups: dict[tuple[float, float], list] = {}
     for inst in instances:
         p = dict(inst.value)
@@ -185,12 +185,3 @@ def _codes(docids) -> tuple[np.ndarray, np.ndarray]:
     encoded = pa.array(np.asarray(docids, dtype=object), pa.string()).dictionary_encode()
     names = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), names
-
-
-def _docno_order(names: np.ndarray) -> np.ndarray:
-    """Each distinct docid's position in byte (strcmp) order."""
-    order = np.argsort(np.array([n.encode("utf-8", "surrogateescape") for n in names.tolist()],
-                                dtype=object), kind="stable")
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[order] = np.arange(len(names))
-    return rank
