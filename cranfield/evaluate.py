@@ -103,11 +103,13 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
                               or depth < 0):
         raise EvaluationError("depth must be a non-negative integer")
+    options = {"profile": profile, "relevance_level": relevance_level,
+               "judged_only": judged_only, "depth": depth,
+               "complete_topics": complete_topics, "collection_size": collection_size,
+               "aggregation": aggregation}
     instances = resolve(measures, profile)
     if any(i.measure.family == "diversity" for i in instances):
-        return _evaluate_diversity(run, qrels, instances, profile, relevance_level,
-                                   judged_only, depth, complete_topics, collection_size,
-                                   aggregation, require_overlap)
+        return _evaluate_diversity(run, qrels, instances, options, require_overlap)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
@@ -136,11 +138,6 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
         values[inst.key] = np.asarray(arr)
     if missing.any():
         _fill_missing(values, instances, missing, profile)
-
-    options = {"profile": profile, "relevance_level": relevance_level,
-               "judged_only": judged_only, "depth": depth,
-               "complete_topics": complete_topics, "collection_size": collection_size,
-               "aggregation": aggregation}
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
 
 
@@ -228,9 +225,8 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
                    dict(parts[0].options))
 
 
-def _evaluate_diversity(run, qrels, instances, profile, relevance_level, judged_only, depth,
-                        complete_topics, collection_size, aggregation,
-                        require_overlap) -> Evaluation:
+def _evaluate_diversity(run, qrels, instances, options: dict,
+                        require_overlap: bool) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
     with measures that read ordinary qrels (runid and num_q can)."""
     from .errors import MeasureError
@@ -244,17 +240,15 @@ def _evaluate_diversity(run, qrels, instances, profile, relevance_level, judged_
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels, diversity=True)
     diverse = [i for i in instances if i.measure.family == "diversity"]
-    values, ranked = diversity_values(run_obj, qrels_obj, diverse, complete_topics, depth)
+    values, ranked = diversity_values(run_obj, qrels_obj, diverse, options["complete_topics"],
+                                      options["depth"])
     if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments")
+    ctx = Context(ranked, options["relevance_level"], options["profile"],
+                  options["collection_size"])
     for inst in instances:
-        if inst.measure.family != "diversity":
-            ctx = Context(ranked, relevance_level, profile, collection_size)
+        if inst.measure.family != "diversity":  # runid, num_q
             values[inst.key] = np.asarray(inst.measure.compute(ctx, inst.value))
-    options = {"profile": profile, "relevance_level": relevance_level,
-               "judged_only": judged_only, "depth": depth,
-               "complete_topics": complete_topics, "collection_size": collection_size,
-               "aggregation": aggregation}
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
 
 

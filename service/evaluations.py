@@ -13,6 +13,7 @@ import io
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 from typing import Any
 
@@ -312,8 +313,7 @@ def _read(value, kind: str, subtopics: bool = False) -> tuple[Any, Any]:
     """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
     mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
     key order or on how the body was decoded. ``subtopics``: diversity qrels."""
-    reader = read_run if kind == "run" else (
-        (lambda v, name: read_qrels(v, name=name, diversity=True)) if subtopics else read_qrels)
+    reader = read_run if kind == "run" else partial(read_qrels, diversity=subtopics)
     if isinstance(value, Columns):
         return value.value, value.value
     if isinstance(value, Mapping):
