@@ -616,7 +616,9 @@ _FNV_PRIME = np.uint64(1099511628211)
 
 def fnv1a_hashes(strings) -> np.ndarray:
     """FNV-1a (64-bit) of each string's UTF-8 bytes, vectorised across strings one byte
-    position at a time (as many numpy passes as the longest string has bytes)."""
+    position at a time (as many numpy passes as the longest string has bytes). Not
+    :func:`docid_hashes`: this is the hash the JSON scan leaves on a run (``Run.docid_fnv``),
+    so judged docids can be looked up among its rows."""
     import pyarrow as pa
 
     arr = pa.array(strings, pa.string()) if not isinstance(strings, pa.Array) else strings
