@@ -1,0 +1,342 @@
+"""Statistics for comparing systems over topics: paired tests, CIs, corrections, effect sizes.
+
+Measure-agnostic: every function takes plain numbers, one per topic. Paired data arrive as
+``diffs`` of shape ``(n_topics, n_pairs)``, one column per compared pair, and the convention
+throughout is ``diff = b - a`` (system minus baseline: positive means b scored higher). A 1-D
+``diffs`` is read as a single column. Inputs must be finite: a NaN score is a missing
+value, and silently averaging over it would be a wrong answer, so it raises ValueError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from scipy import special, stats
+
+# Memory per chunk of the random sign / count matrices (float64), well under the ~200 MB
+# target; the chunk length depends only on n_topics, so a column's result never depends on
+# which other columns were tested alongside it.
+_CHUNK_BYTES = 64 * 2**20
+# Relative to the column's sum of |d|: rounding in a long float sum is ~n·eps of it at worst,
+# so this separates "equal up to rounding" from genuinely different sums.
+_REL_TOL = 1e-10
+# A column whose sd is this small relative to max|d| is constant up to rounding error.
+_ZERO_SD = 1e-12
+DEFAULT_EXACT_THRESHOLD = 16
+
+
+@dataclass(frozen=True)
+class TTest:
+    """One paired t-test (``paired_t_test``); ``mean_diff`` and the CI are of ``b - a``."""
+
+    statistic: float
+    df: int
+    p_value: float
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class TTestResult:
+    """Batched paired t-tests (``t_test``): arrays with one entry per column of ``diffs``."""
+
+    statistic: np.ndarray
+    df: int
+    p_value: np.ndarray
+    mean_diff: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+
+
+@dataclass(frozen=True)
+class RandomizationResult:
+    p_value: np.ndarray
+    mean_diff: np.ndarray
+    n_permutations: int  # sign vectors evaluated: 2**n when exact
+    seed: int
+    exact: bool
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    p_value: np.ndarray
+    mean_diff: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    level: float
+    n_samples: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class WilcoxonResult:
+    statistic: np.ndarray
+    p_value: np.ndarray
+
+
+class WinsTiesLosses(NamedTuple):
+    wins: np.ndarray
+    ties: np.ndarray
+    losses: np.ndarray
+
+
+def _columns(diffs) -> np.ndarray:
+    d = np.asarray(diffs, dtype=np.float64)
+    if d.ndim == 1:
+        d = d[:, None]
+    if d.ndim != 2:
+        raise ValueError(f"diffs must be 1-D or 2-D (n_topics, n_pairs), got shape {d.shape}")
+    if not np.isfinite(d).all():
+        raise ValueError("diffs must be finite (NaN/inf is not a score difference)")
+    # Column-major so each column is reduced like a 1-D array (pairwise summation): a pair's
+    # statistics are then bit-identical whether tested alone or in a batch.
+    return np.asfortranarray(d)
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+
+
+def _moments(d: np.ndarray):
+    """Per column: mean, sd (ddof=1; nan if n < 2), and whether the column is constant."""
+    n = d.shape[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = d.sum(axis=0) / n if n else np.full(d.shape[1], np.nan)
+        sd = d.std(axis=0, ddof=1) if n >= 2 else np.full(d.shape[1], np.nan)
+    scale = np.abs(d).max(axis=0) if n else np.zeros(d.shape[1])
+    constant = sd <= _ZERO_SD * scale
+    return mean, sd, constant
+
+
+def mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
+    """Student-t confidence interval of the mean over topics.
+
+    ``mean ± t_{n-1, (1+level)/2} · s / sqrt(n)`` with ``s`` the sample sd (ddof=1).
+    ``x``: 1-D finite scores. Edge cases: n = 0 → (nan, nan, nan); n = 1 → (mean, nan, nan);
+    zero variance → (mean, mean, mean). Reference: Sakai 2014, "Statistical reform in
+    information retrieval?", SIGIR Forum 48(1).
+    """
+    _check_level(level)
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D, got shape {x.shape}")
+    mean, sd, constant = (float(v[0]) for v in _moments(_columns(x)))
+    if x.size < 2:
+        return mean, float("nan"), float("nan")
+    half = 0.0 if constant else special.stdtrit(x.size - 1, 0.5 + level / 2) * sd / np.sqrt(x.size)
+    return mean, mean - half, mean + half
+
+
+def t_test(diffs, level: float = 0.95) -> TTestResult:
+    """Two-sided paired t-test per column of ``diffs`` (b - a).
+
+    ``t = mean(d) / (s_d / sqrt(n))``, df = n - 1, ``p = 2 · T_{df}(-|t|)``; CI
+    ``mean ± t_{df,(1+level)/2} · s_d / sqrt(n)``. Edge cases: n < 2 → statistic, p and CI nan.
+    Zero variance (sd ≤ 1e-12·max|d|, i.e. constant up to rounding): all differences 0 →
+    statistic nan, p 1.0 (no evidence of any difference); constant non-zero → statistic ±inf,
+    p 0.0 (every topic moved by the same amount); the CI collapses to the mean.
+    Reference: Smucker, Allan & Carterette 2007, "A comparison of statistical significance
+    tests for information retrieval evaluation", CIKM.
+    """
+    _check_level(level)
+    d = _columns(diffs)
+    n = d.shape[0]
+    mean, sd, constant = _moments(d)
+    df = n - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = sd / np.sqrt(n)
+        t = np.where(constant, np.where(mean == 0, np.nan, np.sign(mean) * np.inf), mean / se)
+        half = np.where(constant, 0.0, special.stdtrit(df, 0.5 + level / 2) * se if n >= 2 else se)
+    p = np.where(constant & (mean == 0), 1.0, 2.0 * special.stdtr(df, -np.abs(t)))
+    if n < 2:
+        t, p = np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    return TTestResult(t, df, p, mean, mean - half, mean + half)
+
+
+def paired_t_test(a, b, level: float = 0.95) -> TTest:
+    """Two-sided paired t-test of ``b`` against baseline ``a`` on ``d = b - a``.
+
+    Same formula and edge-case rules as ``t_test``; matches ``scipy.stats.ttest_rel(b, a)``.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"a and b must be 1-D of equal length, got {a.shape} and {b.shape}")
+    r = t_test(b - a, level)
+    return TTest(float(r.statistic[0]), r.df, float(r.p_value[0]), float(r.mean_diff[0]),
+                 float(r.ci_low[0]), float(r.ci_high[0]))
+
+
+def _at_least(sums: np.ndarray, observed: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Per column, how many |sums| reach |observed| (ties within ``tol`` count)."""
+    return (np.abs(sums) >= np.abs(observed) - tol).sum(axis=0)
+
+
+def randomization_test(diffs, n_permutations: int = 10000, seed: int = 0,
+                       exact_threshold: int | None = None) -> RandomizationResult:
+    """Two-sided paired randomization (sign-flip) test per column of ``diffs``.
+
+    Under H0 each topic's difference is equally likely to have either sign; the statistic is
+    |Σ s_i d_i| (equivalently |mean|) over sign vectors s ∈ {±1}^n. Exact when
+    n ≤ ``exact_threshold`` (None → 16): all 2^n sign vectors, ``p = #{|Σ s d| ≥ |Σ d|} / 2^n``.
+    Otherwise Monte Carlo with ``n_permutations`` random sign vectors from
+    ``np.random.default_rng(seed)``: ``p = (#{|Σ s d| ≥ |Σ d|} + 1) / (n_permutations + 1)``,
+    the +1 counting the observed labelling so p is never 0 (Phipson & Smyth 2010,
+    "Permutation p-values should never be zero", SAGMB 9(1)). The same sign vectors serve
+    every column, so one column's p does not depend on the others, and the same seed gives
+    the same p. Ties within 1e-10·Σ|d| count as ties (rounding must not decide them).
+    Edge cases: n = 0 → p nan; an all-zero column → p 1.0.
+    Reference: Smucker, Allan & Carterette 2007, CIKM.
+    """
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be ≥ 1, got {n_permutations!r}")
+    d = _columns(diffs)
+    n = d.shape[0]
+    threshold = DEFAULT_EXACT_THRESHOLD if exact_threshold is None else exact_threshold
+    observed = d.sum(axis=0)
+    tol = _REL_TOL * np.abs(d).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        mean = observed / n if n else np.full(d.shape[1], np.nan)
+    if n == 0:
+        return RandomizationResult(np.full(d.shape[1], np.nan), mean, 0, seed, True)
+    exact = n <= threshold
+    total = 2**n if exact else n_permutations
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_BYTES // (8 * n))
+    count = np.zeros(d.shape[1], dtype=np.int64)
+    for start in range(0, total, chunk):
+        rows = min(chunk, total - start)
+        if exact:  # bit i of the code says whether topic i is flipped
+            codes = np.arange(start, start + rows, dtype=np.int64)[:, None]
+            flips = ((codes >> np.arange(n)) & 1).astype(np.float64)
+        else:
+            packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
+            flips = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
+        # s·d = Σd − 2·(flipped indicator)·d: one matmul for every column at once.
+        count += _at_least(observed - 2.0 * (flips @ d), observed, tol)
+    p = count / total if exact else (count + 1) / (total + 1)
+    return RandomizationResult(p, mean, total, seed, exact)
+
+
+def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
+                   level: float = 0.95) -> BootstrapResult:
+    """Paired bootstrap over topics per column of ``diffs``: percentile CI and shift p-value.
+
+    Resample the n topics with replacement ``n_samples`` times (B); each resample's mean is
+    ``c · d / n`` with ``c`` its multinomial count vector (the same B resamples serve every
+    column). CI: the (1−level)/2 and (1+level)/2 quantiles of the B means. p-value (shift
+    method: H0 distribution is the bootstrap distribution centred at 0):
+    ``p = (#{|m*_b − m| ≥ |m|} + 1) / (B + 1)``, ties within 1e-10·mean|d| counted.
+    Edge cases: n = 0 → all nan; an all-zero column → p 1.0 and CI (0, 0); a constant
+    non-zero column → p 1/(B+1) and a CI of width 0.
+    References: Efron & Tibshirani 1993, An Introduction to the Bootstrap, §16.4;
+    Sakai 2006, "Evaluating evaluation metrics based on the bootstrap", SIGIR.
+    """
+    _check_level(level)
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be ≥ 1, got {n_samples!r}")
+    d = _columns(diffs)
+    n, k = d.shape
+    if n == 0:
+        nan = np.full(k, np.nan)
+        return BootstrapResult(nan, nan, nan, nan, level, n_samples, seed)
+    observed = d.sum(axis=0) / n
+    tol = _REL_TOL * np.abs(d).sum(axis=0) / n
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_BYTES // (24 * n))  # int64 indices and counts, float64 copy
+    means = np.empty((n_samples, k))
+    for start in range(0, n_samples, chunk):
+        rows = min(chunk, n_samples - start)
+        picks = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n)
+        means[start:start + rows] = (counts.astype(np.float64) @ d) / n
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    count = _at_least(means - observed, observed, tol)
+    return BootstrapResult((count + 1) / (n_samples + 1), observed, low, high, level, n_samples,
+                           seed)
+
+
+def wilcoxon_test(diffs) -> WilcoxonResult:
+    """Wilcoxon signed-rank test per column (scipy.stats.wilcoxon, zero_method "wilcox":
+    zero differences dropped; two-sided; scipy's default exact/normal choice).
+
+    Edge cases: all differences zero (or n = 0) → statistic nan, p 1.0 (n = 0: p nan).
+    Reference: Smucker, Allan & Carterette 2007, CIKM.
+    """
+    d = _columns(diffs)
+    k = d.shape[1]
+    statistic, p = np.full(k, np.nan), np.full(k, np.nan)
+    for j in range(k):  # per pair, not per topic; scipy chooses exact vs normal per column
+        if d.shape[0] and not d[:, j].any():
+            p[j] = 1.0
+        elif d.shape[0]:
+            r = stats.wilcoxon(d[:, j], zero_method="wilcox", alternative="two-sided")
+            statistic[j], p[j] = r.statistic, r.pvalue
+    return WilcoxonResult(statistic, p)
+
+
+def correct_p_values(p, method: str = "holm") -> np.ndarray:
+    """Adjust a family of p-values for multiple comparisons.
+
+    With m non-NaN p-values sorted ascending p_(1) ≤ … ≤ p_(m):
+    "bonferroni": min(1, m·p_i). "holm" (step-down; Holm 1979, Scand. J. Statist. 6):
+    p̃_(i) = max_{j≤i} min(1, (m−j+1)·p_(j)). "bh" (step-up false discovery rate;
+    Benjamini & Hochberg 1995, JRSS B 57): p̃_(i) = min_{j≥i} min(1, m·p_(j)/j).
+    "none": unchanged. NaNs pass through and do not count in m. Any shape is accepted; the
+    result has the same shape. p outside [0, 1] or an unknown method → ValueError.
+    """
+    if method not in ("holm", "bonferroni", "bh", "none"):
+        raise ValueError(f"unknown method {method!r}: use 'holm', 'bonferroni', 'bh' or 'none'")
+    p = np.asarray(p, dtype=np.float64)
+    flat = p.ravel().copy()
+    keep = ~np.isnan(flat)
+    vals = flat[keep]
+    if ((vals < 0) | (vals > 1)).any():
+        raise ValueError("p-values must lie in [0, 1]")
+    m = vals.size
+    if method == "none" or m == 0:
+        return p.copy()
+    if method == "bonferroni":
+        adjusted = np.minimum(1.0, m * vals)
+    else:
+        order = np.argsort(vals, kind="stable")
+        ranked = vals[order]
+        rank = np.arange(1, m + 1)
+        if method == "holm":
+            steps = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1) * ranked))
+        else:
+            steps = np.minimum.accumulate(np.minimum(1.0, m * ranked / rank)[::-1])[::-1]
+        adjusted = np.empty(m)
+        adjusted[order] = steps
+    flat[keep] = adjusted
+    return flat.reshape(p.shape)
+
+
+def cohens_dz(diffs) -> np.ndarray:
+    """Standardised mean difference of paired data per column: d_z = mean(d) / s_d (ddof=1).
+
+    Edge cases: n < 2 → nan; zero variance (sd ≤ 1e-12·max|d|) → nan if the mean is 0, else
+    ±inf. Reference: Lakens 2013, "Calculating and reporting effect sizes to facilitate
+    cumulative science", Frontiers in Psychology 4:863.
+    """
+    d = _columns(diffs)
+    mean, sd, constant = _moments(d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dz = np.where(constant, np.where(mean == 0, np.nan, np.sign(mean) * np.inf), mean / sd)
+    return dz if d.shape[0] >= 2 else np.full_like(mean, np.nan)
+
+
+def wins_ties_losses(diffs, tol: float = 0.0) -> WinsTiesLosses:
+    """Per column: topics where b beats a (d > tol), ties (|d| ≤ tol), losses (d < −tol).
+
+    Descriptive counts (int64, summing to n_topics); no test is implied. Use ``tol`` to call
+    differences within measurement granularity ties.
+    """
+    if tol < 0:
+        raise ValueError(f"tol must be ≥ 0, got {tol!r}")
+    d = _columns(diffs)
+    wins, losses = (d > tol).sum(axis=0), (d < -tol).sum(axis=0)
+    return WinsTiesLosses(wins, d.shape[0] - wins - losses, losses)
