@@ -1,0 +1,425 @@
+"""Self-contained HTML reports of evaluation and comparison documents.
+
+One HTML5 page per document, with inline CSS and inline SVG charts: no scripts, no template
+engine, no external assets (a Content-Security-Policy forbids loading any), so the page can
+be saved, mailed or attached to a CI job and opens offline. Every piece of text taken from the
+document is escaped; numbers have 4 decimals and missing values (None, NaN) show as "–".
+
+Charts are ``<svg class="chart …">`` elements with a ``<title>`` and a viewBox; their data
+elements carry ``data-run`` (lines) or ``data-topic`` (bars) attributes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+# Okabe & Ito's colour-blind-safe palette, most legible first; past 8 runs lines get dashes
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000",
+           "#F0E442")
+UP, DOWN, FLAT = "#009E73", "#D55E00", "#999999"
+MAX_BARS = 2000
+TESTS = (("randomization", "randomization test"), ("t_test", "paired t-test"),
+         ("bootstrap", "paired bootstrap test"), ("wilcoxon", "Wilcoxon signed-rank test"))
+_FAMILY_KEY = {"t_test": "t"}
+W, H, LEFT, RIGHT, TOP, BOTTOM = 760, 380, 64, 16, 16, 64  # chart viewBox and margins
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;
+ margin:1.5em auto;max-width:1200px;padding:0 1em;background:#fff}
+h1{font-size:1.5em;margin:.2em 0 .6em}h2{font-size:1.15em;margin:1.6em 0 .4em}h3{font-size:1em}
+table{border-collapse:collapse;margin:.4em 0 1em}
+th,td{border-bottom:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
+dl.prov{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dl.prov dt{color:#555}
+dl.prov dd{margin:0}.note{color:#555;font-style:italic}.warn{color:#8a3100}
+.gate{font-size:1.6em;font-weight:700;padding:.45em .9em;border-radius:6px;margin:.6em 0}
+.gate-pass{background:#e3f4ec;color:#00553f;border:3px solid #009E73}
+.gate-fail{background:#fbe7dc;color:#8a3100;border:3px solid #D55E00}
+.gate-unknown{background:#eee;border:3px solid #999}
+.sig-up{color:#00704f;font-weight:700}.sig-down{color:#b34700;font-weight:700}
+tr.ref td{background:#f7f7fb}strong.sig{color:#000}
+svg.chart{max-width:100%;height:auto;display:block;margin:.3em 0}
+svg.chart text{font:12px system-ui,sans-serif;fill:#333}
+svg.chart .grid{stroke:#e5e5e5}svg.chart .axis,svg.chart .zero{stroke:#333}
+ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
+.sw{display:inline-block;width:1.6em;height:.8em;margin-right:.4em;vertical-align:middle}
+"""
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
+        and math.isfinite(v)
+
+
+def _num(v, digits: int = 4) -> str:
+    """A value as escaped text: ints as they are, floats with ``digits`` decimals, "–" for
+    None and NaN."""
+    if v is None:
+        return "–"
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        if math.isnan(v):
+            return "–"
+        return f"{v:.{digits}f}" if math.isfinite(v) else ("∞" if v > 0 else "−∞")
+    return _e(v)
+
+
+def _p(v) -> str:
+    return "&lt;0.0001" if _finite(v) and 0 <= v < 0.00005 else _num(v)
+
+
+def _ci(mean, lo, hi) -> str:
+    if lo is None and hi is None:
+        return _num(mean)
+    return f"{_num(mean)} [{_num(lo)}, {_num(hi)}]"
+
+
+def _short(digest, n: int = 12) -> str:
+    if not digest:
+        return "–"
+    s = str(digest)
+    return f'<span class="mono" title="{_e(s)}">{_e(s[:n])}{"…" if len(s) > n else ""}</span>'
+
+
+def _table(head: Sequence[str], rows: Sequence[str], cls: str = "") -> str:
+    """``head`` cells are escaped; ``rows`` are ready-made ``<tr>`` markup."""
+    ths = "".join(f"<th>{_e(h)}</th>" for h in head)
+    return (f'<table class="{cls}"><thead><tr>{ths}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def _page(title: str, body: Sequence[str]) -> str:
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            f"<title>{_e(title)}</title><style>{CSS}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _nice(lo: float, hi: float, n: int = 5) -> tuple[list[float], float, float]:
+    """Round tick values spanning [lo, hi] (widened to whole steps), and the widened range."""
+    if not hi > lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw * (1 - 1e-9))
+    lo, hi = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+    ticks = [round(lo + i * step, 10) for i in range(round((hi - lo) / step) + 1)]
+    return ticks, lo, hi
+
+
+def _svg_open(cls: str, title: str, extra: str = "") -> str:
+    return (f'<svg class="chart {cls}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
+            f'role="img" preserveAspectRatio="xMinYMin meet"{extra}><title>{_e(title)}</title>')
+
+
+def _axes(xticks: Sequence[float], yticks: Sequence[float], sx: Callable, sy: Callable,
+          xlabel: str, ylabel: str) -> list[str]:
+    out = []
+    for v in yticks:
+        y = sy(v)
+        out.append(f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" '
+                   f'y2="{y:.1f}"/><text x="{LEFT - 6}" y="{y + 4:.1f}" '
+                   f'text-anchor="end">{v:g}</text>')
+    for v in xticks:
+        x = sx(v)
+        out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{H - BOTTOM}" '
+                   f'y2="{H - BOTTOM + 5}"/><text x="{x:.1f}" y="{H - BOTTOM + 18}" '
+                   f'text-anchor="middle">{v:g}</text>')
+    out.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{H - BOTTOM}"/>'
+               f'<line class="axis" x1="{LEFT}" x2="{W - RIGHT}" y1="{H - BOTTOM}" '
+               f'y2="{H - BOTTOM}"/>'
+               f'<text x="{(LEFT + W - RIGHT) / 2:.0f}" y="{H - 12}" '
+               f'text-anchor="middle">{_e(xlabel)}</text>'
+               f'<text transform="translate(16 {(TOP + H - BOTTOM) / 2:.0f}) rotate(-90)" '
+               f'text-anchor="middle">{_e(ylabel)}</text>')
+    return out
+
+
+def _pr_chart(series: Sequence[tuple[str, Sequence, Sequence]], title: str) -> str:
+    """One polyline per (name, recall levels, precisions), axes 0–1, and an HTML legend."""
+    ticks, _, _ = _nice(0.0, 1.0)
+    def sx(r):
+        return LEFT + r * (W - LEFT - RIGHT)
+
+    def sy(p):
+        return H - BOTTOM - min(max(p, 0.0), 1.0) * (H - TOP - BOTTOM)
+
+    parts = [_svg_open("pr-curve", title)]
+    parts += _axes(ticks, ticks, sx, sy, "recall", "interpolated precision")
+    legend = []
+    for i, (name, xs, ys) in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        dash = f' stroke-dasharray="{4 + 2 * (i // len(PALETTE))} 3"' if i >= len(PALETTE) else ""
+        pts = [(sx(x), sy(y)) for x, y in zip(xs or [], ys or [], strict=False)
+               if _finite(x) and _finite(y)]
+        parts.append(f'<polyline class="series" data-run="{_e(name)}" fill="none" '
+                     f'stroke="{colour}" stroke-width="2.5"{dash} stroke-linejoin="round" '
+                     f'points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in pts)}"/>')
+        parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>' for x, y in pts]
+        legend.append(f'<li><span class="sw" style="background:{colour}"></span>{_e(name)}</li>')
+    parts.append("</svg>")
+    return "".join(parts) + f'<ul class="legend">{"".join(legend)}</ul>'
+
+
+def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str, *,
+               diff: bool = False, run: str | None = None) -> str:
+    """Bars for (topic, value) pairs, in the given order; at most MAX_BARS drawn (evenly
+    spaced, first and last kept) with a note saying so. ``diff`` colours by sign."""
+    n_all, note = len(items), ""
+    if n_all > MAX_BARS:
+        keep = np.unique(np.linspace(0, n_all - 1, MAX_BARS).round().astype(int))
+        items = [items[i] for i in keep]
+        note = (f'<p class="note">{n_all:,} topics: {len(items):,} bars drawn, evenly spaced in '
+                "sorted order (first and last kept).</p>")
+    vals = [v for _, v in items]
+    lo, hi = min([0.0, *vals]), max([0.0, *vals])
+    if hi == lo:
+        lo, hi = (-1.0, 1.0) if diff else (0.0, 1.0)
+    ticks, lo, hi = _nice(lo, hi)
+
+    def sy(v):
+        return H - BOTTOM - (v - lo) / (hi - lo) * (H - TOP - BOTTOM)
+
+    few = len(items) <= 40
+    xlabel = f"{n_all:,} topic(s), sorted by value" if not few else ""
+    extra = f' data-run="{_e(run)}"' if run is not None else ""
+    parts = [_svg_open(cls, title, extra), *_axes([], ticks, lambda v: 0, sy, xlabel, ylabel)]
+    step = min((W - LEFT - RIGHT) / max(len(items), 1), 48.0)
+    gap = step * 0.2 if step > 4 else 0.0
+    y0 = sy(0.0)
+    for i, (topic, v) in enumerate(items):
+        x, y = LEFT + i * step + gap / 2, sy(v)
+        fill = (UP if v > 0 else DOWN if v < 0 else FLAT) if diff else PALETTE[0]
+        parts.append(f'<rect class="bar" data-topic="{_e(topic)}" data-value="{v:.6g}" '
+                     f'x="{x:.2f}" y="{min(y, y0):.2f}" width="{max(step - gap, 0.25):.2f}" '
+                     f'height="{abs(y0 - y):.2f}" fill="{fill}"><title>{_e(topic)}: '
+                     f"{_num(v)}</title></rect>")
+        if few:
+            label = topic if len(topic) <= 14 else topic[:13] + "…"
+            cx = x + (step - gap) / 2
+            parts.append(f'<text transform="translate({cx:.1f} {H - BOTTOM + 12}) rotate(-40)" '
+                         f'text-anchor="end">{_e(label)}</text>')
+    parts.append(f'<line class="zero" x1="{LEFT}" x2="{W - RIGHT}" y1="{y0:.1f}" '
+                 f'y2="{y0:.1f}"/></svg>')
+    return "".join(parts) + note
+
+
+def _warnings(doc: dict) -> str:
+    items = []
+    for w in doc.get("warnings") or []:
+        topics = w.get("topics") or []
+        shown = ", ".join(_e(t) for t in topics[:10]) + (" …" if len(topics) > 10 else "")
+        items.append(f'<li class="warn"><code>{_e(w.get("code", ""))}</code> '
+                     f'{_e(w.get("message", ""))}{f" (topics: {shown})" if topics else ""}</li>')
+    return "<h2>Warnings</h2>" + (f"<ul>{''.join(items)}</ul>" if items else "<p>None.</p>")
+
+
+def render_evaluation(doc: dict, title: str | None = None) -> str:
+    """An HTML page for an evaluation document (``report.evaluation_document``): provenance
+    (engine version, profile, shortened run and qrels digests, runid, options), topic counts,
+    the input warnings, a table of measures (key, canonical name, aggregate value, how it
+    aggregates), efficiency figures when present, the precision–recall curve (mean 11-point
+    interpolated precision, ``svg.pr-curve``) when ``doc["curves"]`` is present, and a bar
+    chart of one measure per topic (``svg.topic-bars``; the first per-topic measure that is not
+    a count) when ``doc["per_topic"]`` is present."""
+    prov = doc.get("provenance") or {}
+    runid = prov.get("runid") or doc.get("aggregate", {}).get("runid") or "run"
+    title = title or f"Evaluation of {runid}"
+    body = [f"<h1>{_e(title)}</h1>", "<h2>Provenance</h2>", '<dl class="prov">']
+    opts = prov.get("options") or {}
+    for label, value in (
+            ("engine", _e(f"{prov.get('engine', 'cranfield')} {prov.get('engine_version', '')}")),
+            ("profile", _e(prov.get("profile", "–"))), ("runid", _e(runid)),
+            ("run SHA-256", _short(prov.get("run_sha256"))),
+            ("qrels SHA-256", _short(prov.get("qrels_sha256"))),
+            ("qrels version", _e(prov.get("qrels_version", "–"))),
+            ("options", ", ".join(f"{_e(k)}={_e(v)}" for k, v in opts.items()) or "–")):
+        body.append(f"<dt>{label}</dt><dd>{value}</dd>")
+    topics = doc.get("topics") or {}
+    body.append("</dl><h2>Topics</h2><p>" + "; ".join(
+        f"{len(topics.get(k) or [])} {label}" for k, label in (
+            ("evaluated", "evaluated"), ("run_only", "only in the run (not evaluated)"),
+            ("qrels_only", "judged but missing from the run"))) + "</p>")
+    body.append(_warnings(doc))
+    agg = doc.get("aggregate") or {}
+    rows = [f'<tr><td><code>{_e(m.get("key"))}</code></td><td class="mono">'
+            f'{_e(m.get("canonical", ""))}</td><td class="n">{_num(agg.get(m.get("key")))}</td>'
+            f'<td>{_e(m.get("aggregate", ""))}</td></tr>' for m in doc.get("measures") or []]
+    body += ["<h2>Measures</h2>", _table(["measure", "canonical", "value", "aggregate"], rows,
+                                          "measures")]
+    if doc.get("efficiency"):
+        eff = doc["efficiency"]
+        body.append("<h2>Efficiency</h2><p>" + ", ".join(
+            f"{_e(k)} {_num(v) if not isinstance(v, list) else len(v)}" for k, v in eff.items()
+            if k != "method") + "</p>")
+    curves = doc.get("curves")
+    if curves:
+        n = curves.get("topics_averaged")
+        body += ["<h2>Precision–recall</h2>", _pr_chart(
+            [(str(runid), curves.get("recall_levels"), curves.get("mean_interpolated_precision"))],
+            f"Mean 11-point interpolated precision of {runid}"),
+            f'<p class="note">Mean over {_num(n)} topic(s).</p>']
+    per_topic = doc.get("per_topic")
+    if per_topic:
+        keys = {k for row in per_topic.values() for k in row}
+        ms = [m for m in doc.get("measures") or [] if m.get("key") in keys]
+        pick = [m for m in ms if m.get("family") not in ("count", "info")] or ms
+        if pick:
+            key = pick[0]["key"]
+            items = [(str(t), float(row[key])) for t, row in per_topic.items()
+                     if _finite(row.get(key))]
+            items.sort(key=lambda tv: -tv[1])
+            body += [f"<h2>Per topic: {_e(key)}</h2>", _bar_chart(
+                "topic-bars", f"{key} per topic", items, key)]
+            if len(items) < len(per_topic):
+                body.append(f'<p class="note">{len(per_topic) - len(items)} topic(s) without a '
+                            "value are not drawn.</p>")
+    return _page(title, body)
+
+
+def _offender(t) -> str:
+    """A gate's offending topic: an id, or ``{"topic", "drop", …}``."""
+    if isinstance(t, dict):
+        return f"{_e(t.get('topic', ''))} ({_num(t.get('drop'))})"
+    return _e(t)
+
+
+def _test_name(doc: dict, test: str) -> str | None:
+    pairs = doc.get("pairs") or []
+    present = [k for k, _ in TESTS if any(isinstance(p.get(k), dict) for p in pairs)]
+    return test if test in present else (present[0] if present else None)
+
+
+def render_comparison(doc: dict, title: str | None = None, *,
+                      test: str = "randomization") -> str:
+    """An HTML page for a comparison document (``cranfield.compare``): the gate verdict and its
+    checks (when present) first, the runs, a measures table (one row per run, one column per
+    measure: mean [95% CI], with ▲/▼ where the run is significantly better/worse than the
+    baseline — or, without one, the first run — by ``test``'s adjusted p < alpha, explained in
+    a legend), the pairs table (mean difference b − a with CI, p and adjusted p per test, d_z,
+    wins/ties/losses, largest losses), precision–recall curves of all runs on one chart
+    (``svg.pr-curve``), per-topic differences against the baseline for the first measure, one
+    ``svg.topic-diff`` chart per other run (needs ``per_topic``; the page says so otherwise),
+    and the warnings."""
+    runs = [r.get("name") for r in doc.get("runs") or []]
+    names = [str(r) for r in runs]
+    title = title or "Comparison: " + " vs ".join(names)
+    ref = doc.get("baseline") if doc.get("baseline") is not None else (runs[0] if runs else None)
+    alpha = doc.get("alpha", 0.05)
+    _alpha = f"{alpha:g}" if _finite(alpha) else _num(alpha)
+    measures = [m.get("key") for m in doc.get("measures") or []]
+    tag = " (baseline)" if doc.get("baseline") is not None else " (reference)"
+    body = [f"<h1>{_e(title)}</h1>"]
+    gate = doc.get("gate")
+    if gate:
+        verdict = str(gate.get("verdict", "unknown"))
+        cls = verdict if verdict in ("pass", "fail") else "unknown"
+        body.append(f'<div class="gate gate-{cls}">Gate: {_e(verdict.upper())}</div>')
+        rows = [f'<tr><td>{_e(c.get("candidate", ""))}</td><td>{_e(c.get("baseline", ""))}</td>'
+                f'<td>{_e(c.get("measure", ""))}</td><td>{_e(c.get("verdict", ""))}</td><td>'
+                + "<br>".join(_e(r) for r in c.get("reasons") or []) + "</td><td>"
+                + ", ".join(_offender(t) for t in (c.get("offending_topics") or [])[:20])
+                + "</td></tr>" for c in gate.get("checks") or []]
+        body.append(_table(["candidate", "baseline", "measure", "verdict", "reasons",
+                            "offending topics (drop)"], rows, "gate-checks"))
+    rows = [f"<tr><td>{_e(r.get('name'))}{tag if r.get('name') == ref else ''}</td>"
+            f"<td>{_e(r.get('runid', ''))}</td><td class=\"n\">{_num(r.get('topics_evaluated'))}"
+            "</td></tr>" for r in doc.get("runs") or []]
+    corr = doc.get("correction") or {}
+    body += ["<h2>Runs</h2>", _table(["run", "runid", "topics evaluated"], rows, "runs"),
+             f"<p>{len(doc.get('topics') or [])} common topic(s); α = {_alpha}; "
+             f"correction: {_e(corr.get('method', '–'))}.</p>"]
+    tkey = _test_name(doc, test)
+    pairs = {(p.get("measure"), p.get("a"), p.get("b")): p for p in doc.get("pairs") or []}
+    level = (doc.get("options") or {}).get("level", 0.95)
+    summary = doc.get("summary") or {}
+    rows = []
+    for run in runs:
+        cells = []
+        for m in measures:
+            s = (summary.get(m) or {}).get(run) or {}
+            mark = ""
+            p, sign = pairs.get((m, ref, run)), 1
+            if p is None:
+                p, sign = pairs.get((m, run, ref)), -1
+            block = (p or {}).get(tkey) if tkey else None
+            if run != ref and isinstance(block, dict):
+                padj = block.get("p_adjusted", block.get("p_value"))
+                diff = (p.get("mean_diff") or 0.0) * sign
+                if _finite(padj) and padj < alpha:
+                    up = diff > 0
+                    mark = (f' <span class="sig-{"up" if up else "down"}" title="significantly '
+                            f'{"better" if up else "worse"} than {_e(ref)} (adjusted p = '
+                            f'{_p(padj)})">{"▲" if up else "▼"}</span>')
+            cells.append(f'<td class="n">{_ci(s.get("mean"), s.get("ci_low"), s.get("ci_high"))}'
+                         f"{mark}</td>")
+        rows.append(f'<tr class="{"ref" if run == ref else "run"}"><td>{_e(run)}'
+                    f'{tag if run == ref else ""}</td>'
+                    + "".join(cells) + "</tr>")
+    body += ["<h2>Measures</h2>", _table(["run", *measures], rows, "summary")]
+    fam = corr.get("family_size") or {}
+    fam_n = fam.get(_FAMILY_KEY.get(tkey, tkey)) if tkey else None
+    test_label = dict(TESTS).get(tkey, "no test")
+    body.append(f'<p class="legend-sig">Cells: mean [{_num(level * 100, 0)}% CI]. ▲ / ▼: '
+                f"significantly higher / lower than {_e(ref)} — adjusted p &lt; α = "
+                f"{_alpha} by the {_e(test_label)}, {_e(corr.get('method', 'no'))} "
+                f"correction" + (f" over {_num(fam_n)} comparisons" if fam_n else "") + ".</p>")
+    tests = [(k, lab) for k, lab in TESTS if any(isinstance(p.get(k), dict)
+                                                 for p in pairs.values())]
+    rows = []
+    for p in pairs.values():
+        cells = [_e(p.get("measure")), _e(p.get("a")), _e(p.get("b"))]
+        cells.append(_ci(p.get("mean_diff"), p.get("ci_low"), p.get("ci_high")))
+        for k, _ in tests:
+            b = p.get(k) or {}
+            text = f"{_p(b.get('p_value'))} ({_p(b.get('p_adjusted'))})"
+            sig = _finite(b.get("p_adjusted")) and b["p_adjusted"] < alpha
+            cells.append(f'<strong class="sig">{text}</strong>' if sig else text)
+        cells.append(_num((p.get("effect_size") or {}).get("cohens_dz")))
+        cells.append(f"{_num(p.get('wins'))}/{_num(p.get('ties'))}/{_num(p.get('losses'))}")
+        cells.append(", ".join(f"{_e(x.get('topic'))} ({_num(x.get('diff'))})"
+                               for x in (p.get("largest_losses") or [])[:5]))
+        rows.append("<tr>" + "".join(f'<td class="n">{c}</td>' if i > 2 and i < len(cells) - 1
+                                     else f"<td>{c}</td>" for i, c in enumerate(cells)) + "</tr>")
+    body += ["<h2>Pairs</h2>", _table(["measure", "a", "b", "mean diff b − a [CI]",
+                                       *(f"{lab}: p (adjusted)" for _, lab in tests),
+                                       "d_z", "W/T/L", "largest losses"], rows, "pairs"),
+             '<p class="note">Bold: adjusted p &lt; α.</p>']
+    curves = doc.get("curves")
+    if curves:
+        series = [(str(r), (curves.get(r) or {}).get("recall_levels"),
+                   (curves.get(r) or {}).get("mean_interpolated_precision"))
+                  for r in runs if r in curves]
+        body += ["<h2>Precision–recall</h2>",
+                 _pr_chart(series, "Mean 11-point interpolated precision per run")]
+    per_topic, m0 = doc.get("per_topic"), measures[0] if measures else None
+    body.append(f"<h2>Per-topic differences{f': {_e(m0)}' if m0 else ''}</h2>")
+    if not per_topic or m0 is None or ref not in per_topic:
+        body.append('<p class="note">No per-topic values in this comparison document: ask for '
+                    "per_topic to see per-topic differences.</p>")
+    else:
+        base = per_topic[ref]
+        for run in runs:
+            if run == ref:
+                continue
+            vals, topics = per_topic.get(run) or {}, doc.get("topics") or list(base)
+            items = [(str(t), float(vals[t][m0] - base[t][m0])) for t in topics
+                     if _finite((vals.get(t) or {}).get(m0))
+                     and _finite((base.get(t) or {}).get(m0))]
+            items.sort(key=lambda tv: -tv[1])
+            body.append(f"<h3>{_e(run)} − {_e(ref)}</h3>")
+            body.append(_bar_chart("topic-diff", f"{m0}: {run} − {ref} per topic", items,
+                                   f"{m0}: {run} − {ref}", diff=True, run=str(run)))
+    body.append(_warnings(doc))
+    return _page(title, body)

@@ -1,0 +1,326 @@
+"""cranfield.html_report: self-contained pages, parsed back with html.parser — balanced
+markup, no external references, the charts and their data elements, escaping of hostile
+text, significance marks exactly where adjusted p < alpha, "–" for missing values."""
+
+from __future__ import annotations
+
+import math
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import cranfield
+from cranfield.html_report import MAX_BARS, PALETTE, render_comparison, render_evaluation
+from cranfield.report import evaluation_document
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+        "track", "wbr"}
+HOSTILE = "<script>alert(1)</script>"
+AMP = 'a&b"'
+
+
+class Page(HTMLParser):
+    """Parses a page strictly: every non-void element closed in order. Keeps each element
+    with its attributes, its enclosing chart and table cell, and all text."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, dict]] = []
+        self.elements: list[tuple[str, dict, str | None]] = []
+        self.text: list[str] = []
+        self.svg_titles: list[str] = []  # class of each chart with a <title> child
+        self.rows: list[tuple[str, list[str]]] = []  # (table class, text of each cell)
+        self.feed(text)
+        self.close()
+        assert not self.stack, f"unclosed: {[t for t, _ in self.stack]}"
+
+    def chart(self) -> str | None:
+        return next((a.get("class") for t, a in reversed(self.stack) if t == "svg"), None)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.elements.append((tag, a, self.chart()))
+        if tag == "title" and self.stack and self.stack[-1][0] == "svg":
+            self.svg_titles.append(self.stack[-1][1].get("class"))
+        if tag == "tr":
+            table = next(a for t, a in reversed(self.stack) if t == "table")
+            self.rows.append((table.get("class") or "", []))
+        if tag in ("td", "th"):
+            self.rows[-1][1].append("")
+        if tag not in VOID:
+            self.stack.append((tag, a))
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs), self.chart()))
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1][0] == tag, \
+            f"</{tag}> closes {self.stack[-1][0] if self.stack else 'nothing'}"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if any(t in ("td", "th") for t, _ in self.stack):
+            self.rows[-1][1][-1] += data
+
+    def charts(self, cls: str) -> list[dict]:
+        return [a for t, a, _ in self.elements if t == "svg" and cls in a.get("class", "").split()]
+
+    def inside(self, cls: str, tag: str) -> list[dict]:
+        return [a for t, a, c in self.elements if t == tag and c and cls in c.split()]
+
+    def table(self, cls: str) -> list[list[str]]:
+        """Rows (header first) of the table with this class, by cell text."""
+        return [cells for c, cells in self.rows if cls in c.split()]
+
+
+def parse(text: str) -> Page:
+    page = Page(text)
+    assert text.startswith("<!DOCTYPE html>")
+    for tag, a, _ in page.elements:
+        for name in ("src", "href", "xlink:href", "action", "poster"):
+            value = (a.get(name) or "").strip().lower()
+            assert not value.startswith(("http:", "https:", "//", "ftp:")), (tag, a)
+        assert not (tag == "link" and "stylesheet" in (a.get("rel") or "")), a
+        assert not (tag == "script" and "src" in a), a
+        assert tag not in ("img", "iframe", "object", "embed"), a
+    assert "url(" not in text and "@import" not in text
+    charts = page.charts("chart")
+    for svg in charts:
+        assert svg.get("viewbox"), svg
+    assert page.svg_titles == [svg["class"] for svg in charts]
+    return page
+
+
+def real_document(**req):
+    ev = cranfield.evaluate(str(DATA / "results.test"), str(DATA / "qrels.test"))
+    return evaluation_document(ev, {"per_topic": True, "curves": True, **req},
+                               "ab" * 32, "cd" * 32, None)
+
+
+def test_real_evaluation_page():
+    doc = real_document()
+    page = parse(render_evaluation(doc))
+    text = "".join(page.text)
+    assert "Evaluation of STANDARD" in text and "cranfield 0.1.0" in text
+    assert "trec_eval-9.0.8" in text
+    assert "abababababab…" in text and "ab" * 32 not in text  # digests shortened
+    rows = page.table("measures")
+    assert rows[0] == ["measure", "canonical", "value", "aggregate"]
+    by_key = {r[0]: r for r in rows[1:]}
+    assert len(by_key) == len(doc["measures"])
+    assert by_key["map"][1:3] == ["map(rel=1,profile=trec_eval-9.0.8)", "0.1785"]
+    assert by_key["num_ret"][2] == "1500" and by_key["runid"][2] == "STANDARD"
+    assert "3 evaluated" in text
+    (pr,) = page.charts("pr-curve")
+    assert "pr-curve" in pr["class"]
+    (line,) = page.inside("pr-curve", "polyline")
+    assert line["data-run"] == "STANDARD" and line["stroke"] == PALETTE[0]
+    assert len(line["points"].split()) == 11
+    (bars,) = page.charts("topic-bars")
+    rects = page.inside("topic-bars", "rect")
+    assert sorted(r["data-topic"] for r in rects) == ["301", "302", "303"]
+    values = [float(r["data-value"]) for r in rects]
+    assert values == sorted(values, reverse=True)  # sorted descending
+    assert values == pytest.approx(sorted((doc["per_topic"][t]["map"] for t in doc["per_topic"]),
+                                          reverse=True), abs=1e-5)
+    assert "Per topic: map" in text  # the first per-topic measure that is not a count
+
+
+def test_evaluation_without_curves_or_per_topic_has_no_charts():
+    ev = cranfield.evaluate(str(DATA / "results.test"), str(DATA / "qrels.test"), ["map"])
+    doc = evaluation_document(ev, {"per_topic": False}, "x", "y", None)
+    page = parse(render_evaluation(doc, title="Mine <b>"))
+    assert not page.charts("chart")
+    assert "Mine <b>" in "".join(page.text) and not any(t == "b" for t, _, _ in page.elements)
+
+
+def test_hostile_topic_ids_and_run_names_are_escaped():
+    run = {HOSTILE: {"d1": 2.0, "d2": 1.0}, AMP: {"d1": 1.0, "d3": 0.5}}
+    qrels = {HOSTILE: {"d2": 1}, AMP: {"d1": 1}, "q'3": {"d9": 1}}
+    ev = cranfield.evaluate(run, qrels, ["map", "P.5"])
+    doc = evaluation_document(ev, {"per_topic": True, "curves": True}, "s", "t", None)
+    doc["provenance"]["runid"] = AMP
+    html = render_evaluation(doc)
+    assert HOSTILE not in html and "<script" not in html.lower()
+    page = parse(html)
+    assert not any(t == "script" for t, _, _ in page.elements)
+    assert {r["data-topic"] for r in page.inside("topic-bars", "rect")} == {HOSTILE, AMP}
+    assert page.inside("pr-curve", "polyline")[0]["data-run"] == AMP
+    text = "".join(page.text)
+    assert HOSTILE in text and "q'3" in text  # shown as text (warnings: judged, not in run)
+
+
+def test_missing_values_show_a_dash():
+    doc = real_document()
+    doc["aggregate"]["map"] = float("nan")
+    doc["aggregate"]["P_5"] = None
+    rows = {r[0]: r for r in parse(render_evaluation(doc)).table("measures")[1:]}
+    assert rows["map"][2] == "–" and rows["P_5"][2] == "–"
+
+
+def bar_doc(values: dict) -> dict:
+    return {"measures": [{"key": "ndcg", "canonical": "nDCG", "family": "graded"}],
+            "aggregate": {"ndcg": 0.5}, "per_topic": {t: {"ndcg": v} for t, v in values.items()}}
+
+
+@pytest.mark.parametrize("values", [
+    {"only": 0.25}, {f"t{i}": 0.0 for i in range(7)}, {f"t{i}": 0.4 for i in range(3)},
+    {"a": -0.5, "b": 1e-12, "c": 0.5}, {"a": float("nan"), "b": None, "c": 0.1}])
+def test_bar_chart_edge_cases(values):
+    page = parse(render_evaluation(bar_doc(values)))
+    rects = page.inside("topic-bars", "rect")
+    drawn = [t for t, v in values.items() if v is not None and v == v]
+    assert sorted(r["data-topic"] for r in rects) == sorted(drawn)
+    for r in rects:
+        for k in ("x", "y", "width", "height"):
+            assert math.isfinite(float(r[k])) and float(r[k]) >= 0, r
+    if len(drawn) < len(values):
+        assert "without a value are not drawn" in "".join(page.text)
+
+
+def test_thousands_of_topics_are_capped():
+    values = {f"q{i:05d}": (i * 7919 % 1000) / 1000 for i in range(5000)}
+    page = parse(render_evaluation(bar_doc(values)))
+    rects = page.inside("topic-bars", "rect")
+    assert len(rects) == MAX_BARS
+    got = [float(r["data-value"]) for r in rects]
+    assert got[0] == max(values.values()) and got[-1] == min(values.values())
+    assert "5,000 topics: 2,000 bars drawn" in "".join(page.text)
+
+
+def comparison_doc(per_topic: bool = True, baseline: str | None = "base") -> dict:
+    """Three runs, two measures, five topics; hand-picked p-values so that exactly three
+    cells are significant by the randomization test and one more by the t-test."""
+    runs = ["base", AMP, HOSTILE]
+    topics = ["t1", "t2", "t3", "t4", "t5"]
+    scores = {"base": [0.2, 0.4, 0.1, 0.5, 0.3], AMP: [0.3, 0.5, 0.1, 0.4, 0.6],
+              HOSTILE: [0.1, 0.4, 0.0, 0.5, 0.2]}
+
+    def test_block(p, adj):
+        return {"p_value": p, "p_adjusted": adj, "significant": adj < 0.05}
+
+    def pair(m, a, b, diff, p_rand, p_t):
+        return {"measure": m, "a": a, "b": b, "mean_diff": diff, "ci_low": diff - 0.1,
+                "ci_high": diff + 0.1,
+                "t_test": {"statistic": 1.0, "df": 4, **test_block(p_t / 2, p_t)},
+                "randomization": {**test_block(p_rand / 2, p_rand), "n_permutations": 32,
+                                  "seed": 0, "exact": True},
+                "bootstrap": {**test_block(0.5, 0.9), "ci_low": -0.1, "ci_high": 0.1,
+                              "n_samples": 1000, "seed": 0},
+                "effect_size": {"cohens_dz": 0.8 if m == "map" else None},
+                "wins": 3, "ties": 1, "losses": 1,
+                "largest_losses": [{"topic": "t4", "a": 0.5, "b": 0.4, "diff": -0.1}]}
+
+    pairs = [pair("map", "base", AMP, 0.08, 0.01, 0.02),            # ▲
+             pair("map", "base", HOSTILE, -0.06, 0.2, 0.3),         # none
+             pair("map", AMP, HOSTILE, -0.14, 0.001, 0.001),        # not against the baseline
+             pair("P_10", "base", AMP, -0.03, 0.04, 0.5),           # ▼
+             pair("P_10", HOSTILE, "base", 0.02, 0.00001, 0.01),    # base better: ▼ for HOSTILE
+             pair("P_10", AMP, HOSTILE, 0.0, 0.5, 0.5)]
+    summary = {m: {r: {"mean": sum(scores[r]) / 5 + (0.01 if m == "P_10" else 0),
+                       "ci_low": 0.2012, "ci_high": 0.2850, "aggregate": 0.2431}
+                   for r in runs} for m in ("map", "P_10")}
+    summary["map"]["base"]["mean"] = 0.2431
+    summary["P_10"][HOSTILE]["mean"] = float("nan")
+    doc = {"runs": [{"name": r, "runid": f"id-{r}", "topics_evaluated": 5} for r in runs],
+           "baseline": baseline,
+           "measures": [{"key": "map", "canonical": "map(rel=1)", "family": "rank"},
+                        {"key": "P_10", "canonical": "P(k=10)", "family": "rank"}],
+           "topics": topics, "alpha": 0.05,
+           "correction": {"method": "holm", "family_size": {"t": 6, "randomization": 6,
+                                                           "bootstrap": 6}},
+           "summary": summary, "pairs": pairs,
+           "curves": {r: {"recall_levels": [i / 10 for i in range(11)],
+                          "mean_interpolated_precision": [(1 - i / 10) * (0.5 + 0.1 * k)
+                                                          for i in range(11)]}
+                      for k, r in enumerate(runs)},
+           "gate": {"verdict": "fail", "checks": [
+               {"candidate": AMP, "measure": "P_10", "verdict": "fail",
+                "reasons": ["P_10 dropped <significantly>"], "offending_topics": [HOSTILE]},
+               {"candidate": HOSTILE, "baseline": "base", "measure": "map", "verdict": "pass",
+                "reasons": [], "offending_topics": [{"topic": "t1", "baseline": 0.2,
+                                                     "candidate": 0.1, "drop": 0.1}]}]},
+           "warnings": [{"code": "few-topics", "message": "only 5 topics", "topics": topics}],
+           "options": {}}
+    if per_topic:
+        doc["per_topic"] = {r: {t: {"map": s, "P_10": s} for t, s in zip(topics, scores[r],
+                                                                        strict=True)}
+                            for r in runs}
+    return doc
+
+
+def marks(page: Page) -> dict:
+    rows = page.table("summary")
+    assert rows[0] == ["run", "map", "P_10"]
+    return {r[0].removesuffix(" (baseline)").removesuffix(" (reference)"):
+            [c.rsplit(" ", 1)[-1] if c[-1] in "▲▼" else "" for c in r[1:]] for r in rows[1:]}
+
+
+def test_comparison_page():
+    html = render_comparison(comparison_doc())
+    assert HOSTILE not in html and "<script" not in html.lower()
+    page = parse(html)
+    text = "".join(page.text)
+    assert marks(page) == {"base": ["", ""], AMP: ["▲", "▼"], HOSTILE: ["", "▼"]}
+    rows = {r[0]: r for r in page.table("summary")[1:]}
+    assert rows["base (baseline)"][1] == "0.2431 [0.2012, 0.2850]"
+    assert rows[HOSTILE][2] == "– [0.2012, 0.2850] ▼"  # NaN mean
+    assert "randomization test, holm correction over 6 comparisons" in text
+    assert "α = 0.05;" in text
+    (gate,) = [a for t, a, _ in page.elements if t == "div" and "gate" in a.get("class", "")]
+    assert "gate-fail" in gate["class"] and "Gate: FAIL" in text
+    assert "P_10 dropped <significantly>" in text
+    checks = page.table("gate-checks")
+    assert checks[1][-1] == HOSTILE and checks[2][1] == "base" and checks[2][-1] == "t1 (0.1000)"
+    pairs = page.table("pairs")
+    assert pairs[0][:4] == ["measure", "a", "b", "mean diff b − a [CI]"]
+    assert "randomization test: p (adjusted)" in pairs[0]
+    assert "Wilcoxon signed-rank test: p (adjusted)" not in pairs[0]  # absent from the doc
+    first = dict(zip(pairs[0], pairs[1], strict=True))
+    assert first["mean diff b − a [CI]"] == "0.0800 [-0.0200, 0.1800]"
+    assert first["randomization test: p (adjusted)"] == "0.0050 (0.0100)"
+    assert first["d_z"] == "0.8000" and first["W/T/L"] == "3/1/1"
+    assert first["largest losses"] == "t4 (-0.1000)"
+    assert dict(zip(pairs[0], pairs[4], strict=True))["d_z"] == "–"
+    p10 = dict(zip(pairs[0], pairs[5], strict=True))
+    assert p10["randomization test: p (adjusted)"] == "<0.0001 (<0.0001)"
+    lines = page.inside("pr-curve", "polyline")
+    assert [ln["data-run"] for ln in lines] == ["base", AMP, HOSTILE]
+    assert [ln["stroke"] for ln in lines] == list(PALETTE[:3])
+    diffs = page.charts("topic-diff")
+    assert [d["data-run"] for d in diffs] == [AMP, HOSTILE]
+    rects = page.inside("topic-diff", "rect")
+    assert len(rects) == 10
+    amp = [(r["data-topic"], float(r["data-value"]), r["fill"]) for r in rects[:5]]
+    assert amp == [("t5", pytest.approx(0.3), "#009E73"), ("t1", pytest.approx(0.1), "#009E73"),
+                   ("t2", pytest.approx(0.1), "#009E73"), ("t3", 0.0, "#999999"),
+                   ("t4", pytest.approx(-0.1), "#D55E00")]
+    assert any(a.get("class") == "zero" for t, a, c in page.elements
+               if t == "line" and c and "topic-diff" in c)
+
+
+def test_comparison_marks_follow_the_chosen_test():
+    page = parse(render_comparison(comparison_doc(), test="t_test"))
+    assert marks(page) == {"base": ["", ""], AMP: ["▲", ""], HOSTILE: ["", "▼"]}
+    assert "paired t-test" in "".join(page.text)
+
+
+def test_comparison_without_baseline_marks_against_the_first_run():
+    page = parse(render_comparison(comparison_doc(baseline=None)))
+    assert page.table("summary")[1][0] == "base (reference)"
+    assert marks(page) == {"base": ["", ""], AMP: ["▲", "▼"], HOSTILE: ["", "▼"]}
+
+
+def test_comparison_without_per_topic_says_so():
+    page = parse(render_comparison(comparison_doc(per_topic=False)))
+    assert not page.charts("topic-diff")
+    assert "No per-topic values" in "".join(page.text)
+
+
+def test_minimal_comparison_document():
+    page = parse(render_comparison({"runs": [{"name": "x"}, {"name": "y"}], "measures": []}))
+    assert "Comparison: x vs y" in "".join(page.text)
+    assert not page.charts("chart")
