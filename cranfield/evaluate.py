@@ -153,14 +153,8 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     micro = _micro(instances, ranked, options) if options.get("aggregation") == "micro" else {}
     aggregate.update(micro)
     described = {
-        inst.key: {
-            "measure": inst.measure.name,
-            "canonical": inst.canonical(profile, options["relevance_level"],
-                                        options["judged_only"], options["depth"]),
-            "family": inst.measure.family,
-            "aggregate": "micro" if inst.key in micro else inst.measure.aggregate,
-            "per_topic": inst.measure.per_topic,
-        }
+        inst.key: _description(inst, profile, options["relevance_level"],
+                               options["judged_only"], options["depth"], inst.key in micro)
         for inst in instances
     }
     in_qrels = set(qrels_obj.topics)
@@ -172,6 +166,31 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     )
     return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
                       topic_sets, runid, options, ranked)
+
+
+def _description(inst: Instance, profile: str, relevance_level: int, judged_only: bool,
+                 depth: int | None, micro: bool) -> dict:
+    """What ``Evaluation.measures`` says of one reported number (a fresh dict; cached, since
+    a service describes the same few instances on every request). The registry name, the
+    reported key and the parameter's repr fix the measure."""
+    key = (inst.measure.name, inst.key, repr(inst.value), inst.rel_level, profile,
+           relevance_level, judged_only, depth, micro)
+    found = _DESCRIPTIONS.get(key)
+    if found is None:
+        found = {
+            "measure": inst.measure.name,
+            "canonical": inst.canonical(profile, relevance_level, judged_only, depth),
+            "family": inst.measure.family,
+            "aggregate": "micro" if micro else inst.measure.aggregate,
+            "per_topic": inst.measure.per_topic,
+        }
+        if len(_DESCRIPTIONS) >= 4096:
+            _DESCRIPTIONS.clear()
+        _DESCRIPTIONS[key] = found
+    return dict(found)
+
+
+_DESCRIPTIONS: dict[tuple, dict] = {}
 
 
 def evaluate_missing_topics(qrels: Qrels, topics: list[str], measures, **options
@@ -299,7 +318,7 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
                complete_topics: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
-    use = slice(None) if complete_topics else ranked.in_run
+    use = slice(None) if complete_topics or T == len(ranked.topics) else ranked.in_run
     for inst in instances:
         how = inst.measure.aggregate
         v = values[inst.key][use]
@@ -319,6 +338,7 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
             logs = np.log(np.maximum(v.astype(np.float64), MIN_GEO_MEAN))
             out[inst.key] = float(np.exp(np.sum(logs) / T)) if T else 0.0
         else:
-            out[inst.key] = float(np.sum(v.astype(np.float64)) / T) if T else 0.0
+            v = v if v.dtype == np.float64 else v.astype(np.float64)
+            out[inst.key] = float(np.sum(v) / T) if T else 0.0
     return out
 

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+from array import array
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -286,19 +289,20 @@ def _header(topics: list[str], counts) -> bytes:
     return bytes(header)
 
 
+def _part_digest(buffers) -> bytes:
+    digest = hashlib.sha256()
+    for buffer in buffers:
+        digest.update(buffer)
+    return digest.digest()
+
+
 def _combine(parts: list[list]) -> str:
     """SHA-256 of the tag and the SHA-256 of each part (a part: a list of buffers)."""
-    def part_digest(buffers) -> bytes:
-        digest = hashlib.sha256()
-        for buffer in buffers:
-            digest.update(buffer)
-        return digest.digest()
-
     size = sum(memoryview(b).nbytes for part in parts for b in part)
     if size >= _PARALLEL_DIGEST_BYTES:
-        digests = list(_thread_pool().map(part_digest, parts))
+        digests = list(_thread_pool().map(_part_digest, parts))
     else:
-        digests = [part_digest(part) for part in parts]
+        digests = [_part_digest(part) for part in parts]
     return hashlib.sha256(_DIGEST_TAG + b"".join(digests)).hexdigest()
 
 
@@ -306,18 +310,23 @@ def mapping_sha256(mapping) -> str:
     """:func:`columns_sha256` of a ``{topic: {docid: value}}`` mapping, computed from the
     mapping itself (for small mappings: a few Python operations per document beat a few
     dozen numpy calls per input)."""
-    import sys
-    from array import array
-
     topics = sorted(mapping, key=lambda t: t.encode("utf-8", "surrogateescape"))
-    ids = [d.encode("utf-8", "surrogateescape") for t in topics for d in mapping[t]]
-    lengths = array("i", map(len, ids))
-    values = array("d", [float(v) for t in topics for v in mapping[t].values()])
+    docs = [mapping[t] for t in topics]
+    ids = list(chain.from_iterable(docs))
+    text = "".join(ids)
+    if text.isascii():  # the usual case: one encode, and a str's length is its byte count
+        data = text.encode("ascii")
+        lengths = array("i", map(len, ids))
+    else:
+        encoded = [d.encode("utf-8", "surrogateescape") for d in ids]
+        data = b"".join(encoded)
+        lengths = array("i", map(len, encoded))
+    values = array("d", chain.from_iterable(d.values() for d in docs))
     if sys.byteorder != "little":
         lengths.byteswap()
         values.byteswap()
-    header = _header(topics, [len(mapping[t]) for t in topics])
-    return _combine([[header], [lengths.tobytes()], [b"".join(ids)], [values.tobytes()]])
+    header = _header(topics, [len(d) for d in docs])
+    return _combine([[header], [lengths.tobytes()], [data], [values.tobytes()]])
 
 
 def columns_sha256(value: Run | Qrels) -> str:

@@ -17,6 +17,7 @@ reordering documents with the same label cannot change any measure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -81,6 +82,12 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
     """For each query score q in segment [lo, hi) of ``scores`` (each segment sorted
     descending, rows of one topic): the first position whose score is not > q, and the first
     whose score is not >= q (so [first, second) is q's tie group)."""
+    if len(lo) and lo[0] == 0 and hi[0] == len(scores) and (lo[0] == lo).all():
+        # every query in one segment spanning the array (a one-topic run): the descending
+        # scores negated are ascending, so two plain searches answer (negation is exact)
+        negated = -scores
+        return (np.searchsorted(negated, -query, "left"),
+                np.searchsorted(negated, -query, "right"))
     if global_keys is None:
         global_keys = len(scores) <= GLOBAL_KEYS_MAX_ROWS
     if not global_keys or len(query) == 0:
@@ -104,6 +111,12 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     Evaluated topics: run topics that have qrels, plus (``complete_topics``, trec_eval's
     ``-c``) qrels topics missing from the run, which get an empty ranking.
     """
+    if run.topics == qrels.topics:  # both sides name the same topics (both in strcmp order)
+        topics = list(qrels.topics)
+        run_to_qrels = eval_of_qrels = run_to_eval = np.arange(len(topics), dtype=np.int64)
+        return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                       float32_scores=float32_scores, depth=depth, judged_only=judged_only,
+                       tie_cutoffs=tie_cutoffs)
     qpos = {t: i for i, t in enumerate(qrels.topics)}
     run_to_qrels = np.asarray([qpos.get(t, -1) for t in run.topics], dtype=np.int64)
     if complete_topics:
@@ -115,9 +128,20 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
         eval_of_qrels = np.cumsum(present) - 1
         eval_of_qrels[~present] = -1
         topics = [t for t, p in zip(qrels.topics, present, strict=True) if p]
-    T = len(topics)
     # evaluated-topic index of each run topic (-1: not evaluated)
     run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
+    return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                   float32_scores=float32_scores, depth=depth, judged_only=judged_only,
+                   tie_cutoffs=tie_cutoffs)
+
+
+def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
+            eval_of_qrels: np.ndarray, run_to_eval: np.ndarray, *, float32_scores: bool,
+            depth: int | None, judged_only: bool, tie_cutoffs: tuple[int, ...]) -> Ranked:
+    """:func:`rank_run` once the evaluated topics are known: ``topics`` (evaluated, in qrels
+    order), and for each run topic its qrels and evaluated index, for each qrels topic its
+    evaluated index (-1: none)."""
+    T = len(topics)
 
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
     scores = _as_float32(run.scores) if float32_scores else run.scores
@@ -216,10 +240,14 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
 def topic_blocks(tix: np.ndarray, n_topics: int):
     """(start, end) of each topic's rows if every topic's rows are contiguous, else
     (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
+    if len(tix) == 0:
+        return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
+    if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
+        # topics in index order (every mapping, most files): one search gives every block
+        bounds = np.searchsorted(tix, np.arange(n_topics + 1))
+        return bounds[:-1], bounds[1:]
     lo = np.zeros(n_topics, np.int64)
     hi = np.zeros(n_topics, np.int64)
-    if len(tix) == 0:
-        return lo, hi
     change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
     starts = np.concatenate(([0], change)).astype(np.int64)
     heads = tix[starts]
@@ -321,18 +349,17 @@ def _match_mapping(run: Run, qrels: Qrels):
     origin = run._origin
     bounds = qrels.offsets.tolist()
     docids = qrels.docids.tolist()
-    found: list = []
-    for q, name in enumerate(qrels.topics):
-        docs = origin.get(name)
-        lo, hi = bounds[q], bounds[q + 1]
-        found.extend(map(docs.get, docids[lo:hi]) if docs else [None] * (hi - lo))
-    got = np.empty(len(found), dtype=object)
-    got[:] = found
-    rows = np.flatnonzero(got != None)  # noqa: E711 (elementwise comparison)
+    # a run's scores are finite (checked when it was read), so NaN can mark "not retrieved"
+    # and the lookups land straight in a float array
+    missing = repeat(np.nan)
+    got = np.fromiter(chain.from_iterable(
+        map(docs.get, docids[bounds[q]:bounds[q + 1]], missing) if docs
+        else repeat(np.nan, bounds[q + 1] - bounds[q])
+        for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64, len(docids))
+    rows = np.flatnonzero(~np.isnan(got))
     position = {t: i for i, t in enumerate(run.topics)}
     run_topic = np.asarray([position.get(t, -1) for t in qrels.topics], dtype=np.int64)
-    return (run_topic[qrels.topic_index[rows]], got[rows].astype(np.float64),
-            rows.astype(np.int64))
+    return run_topic[qrels.topic_index[rows]], got[rows], rows
 
 
 def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:

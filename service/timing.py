@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 
 from flask import Flask, g
 
 
-@contextmanager
-def timed(name: str):
-    """Record the duration of the block as ``name`` in this request's Server-Timing."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        g.setdefault("server_timing", []).append((name, time.perf_counter() - start))
+class timed:  # noqa: N801 (used like a function: ``with timed("decode"):``)
+    """Record the duration of the block as ``name`` in this request's Server-Timing.
+
+    A class rather than a generator-based context manager: a small request passes through
+    half a dozen of these, and a class's enter/exit costs a third as much."""
+
+    __slots__ = ("name", "start")
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        spans = g.get("server_timing")
+        if spans is None:
+            spans = g.server_timing = []
+        spans.append((self.name, time.perf_counter() - self.start))
 
 
 def register(app: Flask) -> None:

@@ -7,11 +7,26 @@ totals are ``np.bincount`` sums. No measure loops over topics or documents.
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 from ..ranking import Ranked, within_topic_index
+
+
+class cached_property:  # noqa: N801 (named like the functools decorator it replaces)
+    """``functools.cached_property`` without the lock Python 3.11 takes on every first access
+    (3.12 dropped it too): a Context belongs to one evaluation in one thread, and a small
+    evaluation reads a dozen of these."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
 
 
 def safe_div(num, den) -> np.ndarray:
