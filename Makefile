@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint run bench bench-http bench-queue clean
+.PHONY: venv test lint browser run bench bench-http bench-queue clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,18 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check cranfield service tests bench
 
-test: $(STAMP) lint
+# The report page's browser test drives Debian's Chromium (tests/browser): installed here when
+# missing, as root or through sudo; without it those tests skip, or fail under CI=true.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  echo "installing chromium for the report page's browser test"; \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
+	  echo "could not install chromium: the browser tests will skip (fail with CI=true)"; }
+
+test: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
 run: $(STAMP)
