@@ -3,6 +3,7 @@ same output bytes by default, clearer errors.
 
 Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable or malformed input,
 4 a docid repeated within a topic, 7 no topic with both results and judgments.
+``cranfield compare --gate``: 0 when every gate passes, 1 when one fails.
 """
 
 from __future__ import annotations
@@ -26,6 +27,35 @@ def _profile(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"unknown profile {text!r} (choose {', '.join(PROFILES)})")
     return profile
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1")
+    return value
+
+
+def _gate_arg(text: str):
+    from .compare import parse_gate
+
+    try:
+        return parse_gate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,6 +119,60 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("-c", action="store_true", dest="complete",
                     help="average over all topics with a relevant document")
     gd.add_argument("-k", type=int, default=20, dest="k", help="cutoff (default 20)")
+    cmp = sub.add_parser("compare", help="compare runs over topics: means with CIs, paired "
+                                         "tests, multiple-comparison correction, a gate",
+                         description="Compare RUNs evaluated against QRELS. With --gate the "
+                                     "exit code is 0 when every gate passes and 1 when one "
+                                     "fails (a significant drop larger than allowed).")
+    cmp.add_argument("qrels", metavar="QRELS", help="qrels file")
+    cmp.add_argument("runs", metavar="RUN", nargs="+", help="run files (two or more)")
+    cmp.add_argument("-m", action="append", dest="measures", metavar="MEASURE",
+                     help="measure to compare (repeatable; default map, ndcg_cut.10, P.10, "
+                          "recall.1000, recip_rank)")
+    cmp.add_argument("--baseline", default=None, metavar="NAME",
+                     help="compare every run with this one (default: all pairs)")
+    cmp.add_argument("--names", default=None, metavar="A,B,...",
+                     help="run names, comma-separated (default: the file names without "
+                          "extension)")
+    cmp.add_argument("--correction", choices=("holm", "bonferroni", "bh", "none"),
+                     default="holm", help="multiple-comparison correction over all measure x "
+                                          "pair comparisons (default %(default)s)")
+    cmp.add_argument("--alpha", type=_probability, default=0.05,
+                     help="significance level (default %(default)s)")
+    cmp.add_argument("--permutations", type=_positive_int, default=10000, metavar="N",
+                     help="randomization test sign vectors (default %(default)s; exact for "
+                          "16 topics or fewer)")
+    cmp.add_argument("--bootstrap", type=_positive_int, default=10000, metavar="N",
+                     help="bootstrap resamples (default %(default)s)")
+    cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    cmp.add_argument("--wilcoxon", action="store_true", help="also the Wilcoxon signed-rank "
+                                                             "test")
+    cmp.add_argument("--format", choices=("text", "json"), default="text")
+    cmp.add_argument("--gate", action="append", type=_gate_arg, default=[],
+                     metavar="MEASURE:MAX_DROP[%][@ALPHA]",
+                     help="fail (exit 1) when a run's mean drops below the baseline (or the "
+                          "first run) by more than MAX_DROP (absolute, or %% of the baseline) "
+                          "and the randomization test finds the drop significant at ALPHA "
+                          "(default 0.05); repeatable")
+    cmp.add_argument("-c", action="store_true", dest="complete",
+                     help="use all qrels topics; topics missing from a run score 0")
+    cmp.add_argument("-l", type=int, default=1, dest="rel_level", metavar="N",
+                     help="relevance level: grades >= N are relevant (default 1)")
+    cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
+                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    pl = sub.add_parser("pool", help="the judging pool of runs: the union of their top-k "
+                                     "documents per topic",
+                        description="Pool RUNs at depth k (trec_eval's ranking order), minus "
+                                    "documents already judged in --judged.")
+    pl.add_argument("runs", metavar="RUN", nargs="+", help="run files")
+    pl.add_argument("-k", type=_positive_int, required=True, dest="depth", metavar="DEPTH",
+                    help="pool depth: each run's first DEPTH documents per topic")
+    pl.add_argument("--judged", default=None, metavar="QRELS",
+                    help="leave out documents these qrels already judge")
+    pl.add_argument("--format", choices=("trec", "json"), default="trec",
+                    help="trec: 'topic 0 docid' lines (default); json: the pool with counts")
+    pl.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
+                    help="ranking profile: 9.0.8 compares scores as float32 (default)")
     serve = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
                                          "production, with the repository's config)")
     serve.add_argument("--host", default="127.0.0.1")
@@ -201,6 +285,77 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_names(paths: list[str], names: str | None) -> list[str]:
+    """--names, else file names without extension; repeats get the full file name, then a
+    number."""
+    from pathlib import Path
+
+    if names is not None:
+        given = [n.strip() for n in names.split(",")]
+        if len(given) != len(paths) or not all(given) or len(set(given)) != len(given):
+            raise InputError("--names", f"needs {len(paths)} distinct non-empty names, got "
+                             f"{names!r}")
+        return given
+    stems = ["stdin" if p == "-" else Path(p).stem or Path(p).name for p in paths]
+    full = ["stdin" if p == "-" else Path(p).name for p in paths]
+    picked = [full[i] if stems.count(s) > 1 else s for i, s in enumerate(stems)]
+    out: list[str] = []
+    for name in picked:
+        unique, n = name, 1
+        while unique in out:
+            n += 1
+            unique = f"{name}#{n}"
+        out.append(unique)
+    return out
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """Exit 0, or with --gate 1 when a gate fails; input errors as ``eval``."""
+    import json
+
+    from .compare import compare, format_text
+
+    if len(args.runs) < 2:
+        print("cranfield: compare needs at least two runs", file=sys.stderr)
+        return 1
+    try:
+        names = _run_names(args.runs, args.names)
+    except InputError as exc:
+        print(f"cranfield: {exc.reason}", file=sys.stderr)
+        return 1
+    if args.baseline is not None and args.baseline not in names:
+        print(f"cranfield: --baseline {args.baseline!r} is not one of the runs "
+              f"({', '.join(names)})", file=sys.stderr)
+        return 1
+    runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
+    doc = compare(runs, _source(args.qrels)[0], args.measures, baseline=args.baseline,
+                  wilcoxon=args.wilcoxon, correction=args.correction, alpha=args.alpha,
+                  n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
+                  gate=args.gate or None, profile=args.profile,
+                  relevance_level=args.rel_level, complete_topics=args.complete)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_text(doc))
+    return 1 if doc.get("gate", {}).get("verdict") == "fail" else 0
+
+
+def run_pool(args: argparse.Namespace) -> int:
+    import json
+
+    from .pooling import format_pool, pool
+
+    names = _run_names(args.runs, None)
+    runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
+    result = pool(runs, args.depth, judged=args.judged,
+                  float32_scores=args.profile != "trec_eval-10")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_pool(result))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -219,6 +374,10 @@ def main(argv: list[str] | None = None) -> int:
                 result = webtrack.gdeval(run, qrels, k=args.k, complete=args.complete)
             sys.stdout.write(result.csv())
             return 0
+        if args.command == "compare":
+            return run_compare(args)
+        if args.command == "pool":
+            return run_pool(args)
         if args.command == "serve":
             return run_serve(args)
         if args.command == "worker":

@@ -1,0 +1,804 @@
+"""Comparing systems over topics: per-run means, paired tests for every measure × pair, a
+correction for multiple comparisons, and a regression gate for CI jobs.
+
+``compare`` evaluates each run against one qrels and hands the evaluations to
+``compare_evaluations``, which does the statistics (the service calls it directly with stored
+evaluations). Every paired quantity is ``diff = b − a``: positive means run ``b`` scored
+higher than run ``a`` (with a baseline, ``a`` is the baseline). All measure × pair
+differences form one ``(n_topics, n_measures · n_pairs)`` matrix, and each test runs once on
+it (cranfield.stats is batched), so ten runs over thousands of topics take seconds.
+
+The result is a JSON-ready document (plain floats, ints, strings; NaN and ±inf become None).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from . import stats
+from .errors import EvaluationError, InputError, MeasureError
+from .evaluate import Evaluation, evaluate
+from .io import read_qrels
+from .measures import DEFAULT_PROFILE
+from .measures.registry import NICKNAMES
+from .names import Instance, resolve
+
+DEFAULT_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.1000", "recip_rank"]
+TESTS = ("t", "randomization", "bootstrap", "wilcoxon")
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+EVAL_OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
+                "collection_size")
+# the key each test's results sit under in a pair
+TEST_KEYS = {"t": "t_test", "randomization": "randomization", "bootstrap": "bootstrap",
+             "wilcoxon": "wilcoxon"}
+MAX_OFFENDING_TOPICS = 20
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------
+
+def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None = None, *,
+            baseline: str | None = None, tests=("t", "randomization", "bootstrap"),
+            wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
+            n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
+            largest_losses: int = 5, per_topic: bool = False, curves: bool = False,
+            gate: Any = None, **eval_options) -> dict:
+    """Evaluate every run of ``runs`` ({name: run}) against ``qrels`` and compare them.
+
+    Each run is anything :func:`cranfield.evaluate` accepts (a path, TREC text, a
+    ``{topic: {docid: score}}`` mapping, a Run); ``qrels`` likewise (read once).
+    ``measures``: names as for evaluate; default ``DEFAULT_MEASURES`` (map, ndcg_cut.10, P.10,
+    recall.1000, recip_rank); a gate's measure is added when missing. ``eval_options`` are
+    evaluate's: ``profile``, ``relevance_level``, ``judged_only``, ``depth``,
+    ``complete_topics``, ``collection_size``. Everything else, and the document returned, is
+    as :func:`compare_evaluations`.
+    """
+    unknown = sorted(set(eval_options) - set(EVAL_OPTIONS))
+    if unknown:
+        raise TypeError(f"compare() got unexpected option(s) {unknown}; evaluation options "
+                        f"are {list(EVAL_OPTIONS)}")
+    settings = _Settings.check(runs, baseline, tests, wilcoxon, correction, alpha,
+                               n_permutations, n_samples, seed, largest_losses)
+    gates = _gate_specs(gate)
+    profile = eval_options.get("profile", DEFAULT_PROFILE)
+    names = [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES)
+    wanted = {i.key for n in names for i in resolve([n], profile)}
+    for spec in gates:  # a gated measure must be compared
+        if not {i.key for i in resolve([spec.measure], profile)} <= wanted:
+            names.append(spec.measure)
+    diversity = any(i.measure.family == "diversity" for i in resolve(names, profile))
+    qrels_obj = read_qrels(qrels, diversity=diversity)
+    evaluations = {name: evaluate(run, qrels_obj, names, **eval_options)
+                   for name, run in runs.items()}
+    return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
+                               per_topic=per_topic, curves=curves)
+
+
+def compare_evaluations(evaluations: dict[str, Evaluation],
+                        measures: list[str] | str | None = None, *,
+                        baseline: str | None = None, tests=("t", "randomization", "bootstrap"),
+                        wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
+                        n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
+                        largest_losses: int = 5, per_topic: bool = False,
+                        curves: bool = False, gate: Any = None) -> dict:
+    """Compare runs from their evaluations ({name: Evaluation}, at least two, all computed with
+    the same options against the same qrels).
+
+    Measures: ``measures`` names (as evaluate takes them) matched to each evaluation's
+    measures by canonical name (so ``AP`` finds ``map``), or None for every comparable
+    measure of the first evaluation. Only per-topic numeric measures can be compared: naming
+    ``gm_map``, ``runid``, ``num_q`` or ``relstring`` raises MeasureError ("has no per-topic
+    values to compare"); a nickname (``official``) skips them with a warning.
+
+    Topics: the topics every run was evaluated on (with ``complete_topics`` evaluations,
+    every qrels topic, missing ones scored 0 as trec_eval -c does). Topics some run lacks are
+    left out and listed in a ``topics-not-in-all-runs`` warning, so a run's ``mean`` (over the
+    common topics) can differ from its own trec_eval ``aggregate``; both are reported.
+
+    Pairs: with ``baseline``, every other run against it (a = baseline, b = the other);
+    without, every pair i < j in the order given (a = the earlier run). Per measure × pair:
+    mean of ``d = b − a`` with its Student-t 95% CI; the tests in ``tests`` (``t``: paired
+    t-test; ``randomization``: sign-flip test, exact over all 2^n sign vectors when
+    n ≤ 16, else ``n_permutations`` random ones; ``bootstrap``: ``n_samples`` paired
+    resamples, percentile CI and shift p-value; ``wilcoxon`` when ``wilcoxon`` is set or
+    listed), all seeded by ``seed``; Cohen's d_z; wins/ties/losses of b (d > 0, = 0, < 0);
+    and ``largest_losses``: up to that many topics with d < 0, most negative first (ties in
+    topic order). Formulas and edge cases: :mod:`cranfield.stats`.
+
+    Multiple comparisons: each test's p-values are adjusted over the whole family of
+    measure × pair comparisons with ``correction`` (holm, bonferroni, bh or none;
+    :func:`cranfield.stats.correct_p_values`); ``significant`` is ``p_adjusted < alpha``.
+
+    A difference column with a non-finite per-topic value (a measure's 0/0) is not tested:
+    its numbers are None and a ``nan-values`` warning names it. ``per_topic`` adds every
+    run's per-topic values over the common topics; ``curves`` each run's mean 11-point
+    interpolated precision-recall curve (over that run's own averaged topics). ``gate``: a
+    :class:`Gate`, a dict of its fields, or a list of them; the document then carries
+    ``gate``, the result of :func:`gate` (baseline defaults to ``baseline``, else the first
+    run). Reference: Sakai 2014, "Statistical reform in information retrieval?", SIGIR Forum.
+    """
+    settings = _Settings.check(evaluations, baseline, tests, wilcoxon, correction, alpha,
+                               n_permutations, n_samples, seed, largest_losses)
+    specs = _gate_specs(gate)
+    for spec in specs:  # before the work, not after it
+        if spec.test not in settings.tests:
+            raise InputError("gate", f"the gate uses the {spec.test} test, which is not among "
+                             f"the tests run ({', '.join(settings.tests)})", field="gate.test")
+    run_names = list(evaluations)
+    evs = [evaluations[n] for n in run_names]
+    options = _shared_options(run_names, evs)
+    warnings: list[dict] = []
+    keys, described = _comparable_measures(run_names, evs, measures, warnings)
+    topics, rows = _common_topics(run_names, evs, warnings)
+    # values[m, r, t]: measure m of run r on common topic t
+    values = np.empty((len(keys), len(evs), len(topics)))
+    for m, run_keys in enumerate(keys):
+        for r, ev in enumerate(evs):
+            values[m, r] = np.asarray(ev.values[run_keys[r]], dtype=np.float64)[rows[r]]
+    measure_keys = [k[0] for k in keys]
+    pair_runs = _pairs(run_names, settings.baseline)
+    doc: dict[str, Any] = {
+        "runs": [{"name": n, "runid": ev.runid, "topics_evaluated": len(ev.topics.evaluated)}
+                 for n, ev in zip(run_names, evs, strict=True)],
+        "baseline": settings.baseline,
+        "measures": described,
+        "topics": topics,
+        "alpha": settings.alpha,
+        "correction": {"method": settings.correction, "family_size": {}},
+    }
+    doc["summary"] = _summary(measure_keys, run_names, topics, evs, keys, values, warnings)
+    pairs, family = _pair_results(measure_keys, run_names, pair_runs, topics, values, settings,
+                                  warnings)
+    doc["correction"]["family_size"] = family
+    doc["pairs"] = pairs
+    if per_topic:
+        doc["per_topic"] = {
+            name: {t: dict(zip(measure_keys, (_num(v) for v in row), strict=True))
+                   for t, row in zip(topics, values[:, r, :].T.tolist(), strict=True)}
+            for r, name in enumerate(run_names)}
+    if curves:
+        doc["curves"] = _curves(run_names, evs, warnings)
+    doc["warnings"] = warnings
+    doc["options"] = {**options, **settings.as_kwargs(), "tests": list(settings.tests)}
+    del doc["options"]["baseline"]
+    if specs:
+        lookup = {(name, key): values[m, r] for m, key in enumerate(measure_keys)
+                  for r, name in enumerate(run_names)}
+        doc["gate"] = _merge([_gate(doc, spec, lookup) for spec in specs])
+    return doc
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The statistical settings of one comparison, validated."""
+
+    baseline: str | None
+    tests: tuple[str, ...]
+    correction: str
+    alpha: float
+    n_permutations: int
+    n_samples: int
+    seed: int
+    largest_losses: int
+
+    @classmethod
+    def check(cls, runs, baseline, tests, wilcoxon, correction, alpha, n_permutations,
+              n_samples, seed, largest_losses) -> _Settings:
+        if not isinstance(runs, Mapping):
+            raise InputError("runs", "must be a mapping {name: run}", field="runs")
+        if len(runs) < 2:
+            raise EvaluationError(f"a comparison needs at least two runs, got {len(runs)}")
+        if baseline is not None and baseline not in runs:
+            raise InputError("baseline", f"{baseline!r} is not one of the runs "
+                             f"({', '.join(map(str, runs))})", field="baseline")
+        tests = (tests,) if isinstance(tests, str) else tuple(tests)
+        bad = [t for t in tests if t not in TESTS]
+        if bad:
+            raise InputError("tests", f"unknown test(s) {bad}; choose from {list(TESTS)}",
+                             field="tests")
+        if wilcoxon and "wilcoxon" not in tests:
+            tests += ("wilcoxon",)
+        tests = tuple(t for t in TESTS if t in tests)  # one order, whatever was given
+        if correction not in CORRECTIONS:
+            raise InputError("correction", f"unknown method {correction!r}; choose from "
+                             f"{list(CORRECTIONS)}", field="correction")
+        if not isinstance(alpha, int | float) or not 0 < alpha < 1:
+            raise InputError("alpha", f"must be between 0 and 1, got {alpha!r}", field="alpha")
+        for field, value, low in (("n_permutations", n_permutations, 1),
+                                  ("n_samples", n_samples, 1), ("largest_losses",
+                                                                largest_losses, 0)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+                raise InputError(field, f"must be an integer ≥ {low}, got {value!r}",
+                                 field=field)
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise InputError("seed", f"must be a non-negative integer, got {seed!r}",
+                             field="seed")
+        return cls(baseline, tests, correction, float(alpha), int(n_permutations),
+                   int(n_samples), int(seed), int(largest_losses))
+
+    def as_kwargs(self) -> dict:
+        out = asdict(self)
+        out["tests"] = tuple(t for t in self.tests if t != "wilcoxon")
+        out["wilcoxon"] = "wilcoxon" in self.tests
+        return out
+
+
+def _num(x) -> float | None:
+    """A JSON number: NaN and ±inf (no JSON spelling) become None."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _shared_options(run_names: list[str], evs: list[Evaluation]) -> dict:
+    """The evaluation options, which must agree: numbers computed with different relevance
+    levels, depths or profiles are not comparable."""
+    first = evs[0].options
+    for name, ev in zip(run_names[1:], evs[1:], strict=True):
+        for opt in EVAL_OPTIONS:
+            if ev.options.get(opt) != first.get(opt):
+                raise EvaluationError(
+                    f"runs {run_names[0]!r} and {name!r} were evaluated with different "
+                    f"{opt} ({first.get(opt)!r} and {ev.options.get(opt)!r}): their scores "
+                    "are not comparable")
+    return {opt: first.get(opt) for opt in EVAL_OPTIONS}
+
+
+def _comparable_measures(run_names: list[str], evs: list[Evaluation], measures,
+                         warnings: list[dict]) -> tuple[list[list[str]], list[dict]]:
+    """For each compared measure, its key in every evaluation, and its description."""
+    first = evs[0]
+    profile = first.options["profile"]
+    if measures is None:
+        wanted = [(inst, False) for inst in first.instances]
+    else:
+        names = [measures] if isinstance(measures, str) else list(measures)
+        wanted = []
+        for name in names:
+            insts = resolve([name], profile)
+            explicit = len(insts) == 1 and name.strip() not in NICKNAMES
+            wanted += [(inst, explicit) for inst in insts]
+    keys: list[list[str]] = []
+    described: list[dict] = []
+    seen: set[str] = set()
+    skipped: list[str] = []
+    for inst, explicit in wanted:
+        run_keys = [_key_in(ev, inst, name) for name, ev in zip(run_names, evs, strict=True)]
+        why = _not_comparable(inst, [ev.values[k] for ev, k in zip(evs, run_keys, strict=True)])
+        if why:
+            if explicit:
+                raise MeasureError(inst.key, why)
+            skipped.append(inst.key)
+            continue
+        canonical = first.measures[run_keys[0]]["canonical"]
+        if canonical in seen:
+            continue
+        seen.add(canonical)
+        keys.append(run_keys)
+        described.append({"key": run_keys[0], "canonical": canonical,
+                          "family": first.measures[run_keys[0]]["family"]})
+    if skipped:
+        warnings.append({"code": "measures-not-comparable",
+                         "message": f"skipped {', '.join(skipped)}: no per-topic numeric "
+                                    "values to compare"})
+    if not keys:
+        raise MeasureError(", ".join(skipped) or "(none)", "no measure with per-topic values "
+                           "to compare")
+    return keys, described
+
+
+def _key_in(ev: Evaluation, inst: Instance, run_name: str) -> str:
+    """The key ``inst`` is reported under in ``ev``: same canonical name, else same key."""
+    opts = ev.options
+    canonical = inst.canonical(opts["profile"], opts["relevance_level"], opts["judged_only"],
+                               opts["depth"])
+    for key, desc in ev.measures.items():
+        if desc["canonical"] == canonical:
+            return key
+    if inst.key in ev.values:
+        return inst.key
+    raise MeasureError(inst.key, f"was not evaluated for run {run_name!r}")
+
+
+def _not_comparable(inst: Instance, arrays: list[np.ndarray]) -> str | None:
+    if not inst.measure.per_topic:
+        return "has no per-topic values to compare (its summary is not a mean over topics)"
+    if any(np.asarray(a).dtype.kind not in "biuf" for a in arrays):
+        return "has no numeric per-topic values to compare"
+    return None
+
+
+def _available(ev: Evaluation) -> np.ndarray:
+    """The topics ``ev`` has values for that count: all of them with complete_topics (as
+    trec_eval -c), else those in both run and qrels."""
+    if ev.options.get("complete_topics"):
+        return np.asarray(ev.topic_order, dtype=str)
+    return np.asarray(ev.topics.evaluated, dtype=str)
+
+
+def _common_topics(run_names: list[str], evs: list[Evaluation],
+                   warnings: list[dict]) -> tuple[list[str], list[np.ndarray]]:
+    """The topics of every run (in code-point order, which is trec_eval's byte order for
+    UTF-8), and for each run the rows of ``values`` holding them."""
+    sets = [_available(ev) for ev in evs]
+    common = sets[0]
+    for s in sets[1:]:
+        common = np.intersect1d(common, s, assume_unique=True)
+    if common.size == 0:
+        raise EvaluationError("no topic was evaluated for every run: nothing to compare")
+    union = sets[0]
+    for s in sets[1:]:
+        union = np.union1d(union, s)
+    dropped = np.setdiff1d(union, common, assume_unique=True)
+    if dropped.size:
+        lacking = [f"{name!r} lacks {union.size - s.size}"
+                   for name, s in zip(run_names, sets, strict=True)
+                   if s.size < union.size]
+        warnings.append({"code": "topics-not-in-all-runs",
+                         "message": f"{dropped.size} topic(s) evaluated for some runs but not "
+                                    f"all are left out ({'; '.join(lacking)}); use "
+                                    "complete_topics to score missing topics as 0",
+                         "topics": dropped.tolist()})
+    rows = []
+    for ev in evs:
+        order = np.asarray(ev.topic_order, dtype=str)
+        _, _, where = np.intersect1d(common, order, assume_unique=True, return_indices=True)
+        rows.append(where)
+    return common.tolist(), rows
+
+
+def _pairs(run_names: list[str], baseline: str | None) -> list[tuple[int, int]]:
+    """(a, b) run indices: each run against the baseline, or every pair i < j."""
+    if baseline is not None:
+        base = run_names.index(baseline)
+        return [(base, j) for j in range(len(run_names)) if j != base]
+    return [(i, j) for i in range(len(run_names)) for j in range(i + 1, len(run_names))]
+
+
+def _summary(measure_keys, run_names, topics, evs, keys, values, warnings) -> dict:
+    """Per measure and run: the mean over the common topics with its t CI, and the run's own
+    trec_eval aggregate (over its own topics)."""
+    out: dict[str, dict] = {}
+    for m, key in enumerate(measure_keys):
+        out[key] = {}
+        for r, name in enumerate(run_names):
+            column = values[m, r]
+            if np.isfinite(column).all():
+                mean, low, high = stats.mean_ci(column)
+            else:
+                mean = low = high = math.nan
+                warnings.append({"code": "nan-values",
+                                 "message": f"{key} of run {name!r} is not a number on some "
+                                            "topics: its mean and comparisons are left out",
+                                 "topics": [topics[i] for i in
+                                            np.flatnonzero(~np.isfinite(column)).tolist()]})
+            aggregate = evs[r].aggregate.get(keys[m][r])
+            out[key][name] = {"mean": _num(mean), "ci_low": _num(low), "ci_high": _num(high),
+                              "aggregate": None if aggregate is None else _num(aggregate)}
+    return out
+
+
+def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: _Settings,
+                  warnings) -> tuple[list[dict], dict]:
+    """Every test on every measure × pair column at once; then one dict per column."""
+    a_idx = np.array([a for a, _ in pair_runs])
+    b_idx = np.array([b for _, b in pair_runs])
+    n_pairs, n_topics = len(pair_runs), len(topics)
+    # rows = measure-major columns: row m·n_pairs + p is measure m, pair p
+    diff_rows = (values[:, b_idx, :] - values[:, a_idx, :]).reshape(-1, n_topics)
+    finite = np.isfinite(diff_rows).all(axis=1)
+    diffs = diff_rows[finite].T  # (n_topics, tested columns), Fortran order as stats wants
+    n_cols = diff_rows.shape[0]
+
+    def spread(arr) -> np.ndarray:  # tested columns back into all columns, NaN elsewhere
+        out = np.full(n_cols, np.nan)
+        out[finite] = arr
+        return out
+
+    t = stats.t_test(diffs)
+    results: dict[str, dict[str, np.ndarray]] = {}
+    if "t" in settings.tests:
+        results["t"] = {"statistic": spread(t.statistic), "p_value": spread(t.p_value)}
+    if "randomization" in settings.tests:
+        rand = stats.randomization_test(diffs, settings.n_permutations, settings.seed)
+        results["randomization"] = {"p_value": spread(rand.p_value)}
+    if "bootstrap" in settings.tests:
+        boot = stats.bootstrap_test(diffs, settings.n_samples, settings.seed)
+        results["bootstrap"] = {"p_value": spread(boot.p_value), "ci_low": spread(boot.ci_low),
+                                "ci_high": spread(boot.ci_high)}
+    if "wilcoxon" in settings.tests:
+        wil = stats.wilcoxon_test(diffs)
+        results["wilcoxon"] = {"statistic": spread(wil.statistic),
+                               "p_value": spread(wil.p_value)}
+    family = {}
+    for test, res in results.items():
+        res["p_adjusted"] = stats.correct_p_values(res["p_value"], settings.correction)
+        family[test] = int(np.count_nonzero(~np.isnan(res["p_value"])))
+    mean_diff, ci_low, ci_high = spread(t.mean_diff), spread(t.ci_low), spread(t.ci_high)
+    dz = spread(stats.cohens_dz(diffs))
+    wtl = stats.wins_ties_losses(diffs)
+    wins, ties, losses = (spread(x) for x in wtl)
+    k = min(settings.largest_losses, n_topics)
+    worst = np.argsort(diff_rows, axis=1, kind="stable")[:, :k]  # most negative first
+    worst_diff = np.take_along_axis(diff_rows, worst, axis=1)
+    rows_of = (np.arange(n_cols) // n_pairs, a_idx[np.arange(n_cols) % n_pairs],
+               b_idx[np.arange(n_cols) % n_pairs])
+    pairs: list[dict] = []
+    for col in range(n_cols):
+        m, a, b = (int(x[col]) for x in rows_of)
+        tested = bool(finite[col])
+        if not tested:
+            warnings.append({"code": "nan-values",
+                             "message": f"{measure_keys[m]}: {run_names[b]!r} vs "
+                                        f"{run_names[a]!r} has non-numeric per-topic "
+                                        "values; not tested"})
+        pair: dict[str, Any] = {"measure": measure_keys[m], "a": run_names[a],
+                                "b": run_names[b], "mean_diff": _num(mean_diff[col]),
+                                "ci_low": _num(ci_low[col]), "ci_high": _num(ci_high[col])}
+        for test, res in results.items():
+            entry: dict[str, Any] = {}
+            if "statistic" in res:
+                entry["statistic"] = _num(res["statistic"][col])
+            if test == "t":
+                entry["df"] = n_topics - 1
+            p_adj = res["p_adjusted"][col]
+            entry.update({"p_value": _num(res["p_value"][col]), "p_adjusted": _num(p_adj),
+                          "significant": bool(p_adj < settings.alpha)})
+            if test == "randomization":
+                entry.update({"n_permutations": rand.n_permutations, "seed": rand.seed,
+                              "exact": rand.exact})
+            if test == "bootstrap":
+                entry.update({"ci_low": _num(res["ci_low"][col]),
+                              "ci_high": _num(res["ci_high"][col]),
+                              "n_samples": boot.n_samples, "seed": boot.seed})
+            pair[TEST_KEYS[test]] = entry
+        pair["effect_size"] = {"cohens_dz": _num(dz[col])}
+        for name, arr in (("wins", wins), ("ties", ties), ("losses", losses)):
+            pair[name] = int(arr[col]) if tested else None
+        pair["largest_losses"] = [
+            {"topic": topics[i], "a": _num(values[m, a, i]), "b": _num(values[m, b, i]),
+             "diff": _num(d)}
+            for i, d in zip(worst[col].tolist(), worst_diff[col].tolist(), strict=True)
+            if d < 0] if tested else []
+        pairs.append(pair)
+    return pairs, family
+
+
+def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict]) -> dict:
+    from .curves import precision_recall
+
+    out = {}
+    for name, ev in zip(run_names, evs, strict=True):
+        if ev.ranked is None:
+            warnings.append({"code": "curves-unavailable",
+                             "message": f"run {name!r}: its evaluation kept no ranking, so "
+                                        "no precision-recall curve"})
+            continue
+        curve = precision_recall(ev, per_topic=False)
+        out[name] = {"recall_levels": curve["recall_levels"],
+                     "mean_interpolated_precision":
+                         [_num(v) for v in curve["mean_interpolated_precision"]],
+                     "topics_averaged": curve["topics_averaged"]}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Regression gate
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Gate:
+    """A regression gate: ``measure`` may not drop by more than ``max_drop`` (an absolute
+    difference, or with ``relative`` a fraction of the baseline's mean) with significance
+    (``test``'s adjusted p < ``alpha``). ``baseline``/``candidate`` None: see :func:`gate`."""
+
+    measure: str
+    max_drop: float
+    relative: bool = False
+    alpha: float = 0.05
+    test: str = "randomization"
+    baseline: str | None = None
+    candidate: str | None = None
+
+
+_GATE_FORM = re.compile(r"^(?P<drop>[^%@]+?)(?P<percent>%)?(?:@(?P<alpha>.+))?$")
+
+
+def parse_gate(text: str) -> Gate:
+    """Parse the command line's ``MEASURE:MAX_DROP[%][@ALPHA]``.
+
+    ``map:0.01`` (MAP may not fall by more than 0.01), ``ndcg_cut.10:2%@0.01`` (nDCG@10 may not
+    fall by more than 2% of the baseline's mean, significance at 0.01). The measure ends at
+    the last ``:``, so ir_measures names with ``@`` work (``nDCG@10:0.02``). ALPHA defaults
+    to 0.05. Raises ValueError saying what is wrong.
+    """
+    measure, sep, rest = str(text).strip().rpartition(":")
+    if not sep or not measure.strip() or not rest.strip():
+        raise ValueError(f"gate {text!r}: expected MEASURE:MAX_DROP[%][@ALPHA], e.g. "
+                         "map:0.01 or ndcg_cut.10:2%@0.01")
+    m = _GATE_FORM.match(rest.strip())
+    if m is None:
+        raise ValueError(f"gate {text!r}: expected MAX_DROP[%][@ALPHA] after the ':', got "
+                         f"{rest!r}")
+    try:
+        drop = float(m["drop"])
+    except ValueError:
+        raise ValueError(f"gate {text!r}: max drop {m['drop']!r} is not a number") from None
+    if not math.isfinite(drop) or drop < 0:
+        raise ValueError(f"gate {text!r}: max drop must be a finite number ≥ 0")
+    alpha = 0.05
+    if m["alpha"] is not None:
+        try:
+            alpha = float(m["alpha"])
+        except ValueError:
+            raise ValueError(f"gate {text!r}: alpha {m['alpha']!r} is not a number") from None
+        if not 0 < alpha < 1:
+            raise ValueError(f"gate {text!r}: alpha must be between 0 and 1")
+    relative = m["percent"] is not None
+    return Gate(measure.strip(), drop / 100 if relative else drop, relative, alpha)
+
+
+def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None = None,
+         candidate: str | None = None, relative: bool = False, alpha: float = 0.05,
+         test: str = "randomization") -> dict:
+    """Pass or fail a candidate against a baseline on one measure of a comparison document.
+
+    Rule: a candidate FAILS when both (1) its mean drop versus the baseline over the compared
+    topics exceeds ``max_drop`` (drop = mean(baseline) − mean(candidate); with ``relative``,
+    drop / |mean(baseline)| is compared with ``max_drop`` as a fraction, e.g. 0.02 = 2%), and
+    (2) the difference is significant: the adjusted p-value of ``test`` (t, randomization,
+    bootstrap, wilcoxon; adjusted over the document's whole family) is below ``alpha``.
+    Otherwise it passes: a drop within the allowance, or a larger drop that the test cannot
+    tell from chance. Every check gives its reasons in words.
+
+    ``baseline`` None: the document's baseline, else its first run. ``candidate`` None: every
+    other run, one check each; the verdict is "fail" if any check fails. Each check lists
+    ``offending_topics`` (at most 20, worst first): topics where the candidate drops by more
+    than ``max_drop`` (per topic, absolute or relative to the baseline's value). They come
+    from the document's ``per_topic`` values when present (compare passes its own), else
+    from the pair's ``largest_losses`` (``offending_topics_from`` says which).
+
+    Returns ``{"verdict", "reasons", "checks": [{"measure", "baseline", "candidate",
+    "verdict", "reasons", "mean_baseline", "mean_candidate", "drop", "relative_drop",
+    "max_drop", "relative", "test", "alpha", "p_value", "p_adjusted", "offending_topics",
+    "offending_topics_from"}]}``.
+    """
+    spec = Gate(measure, max_drop, relative, alpha, test, baseline, candidate)
+    lookup = None
+    if "per_topic" in document:
+        lookup = {(run, key): np.array([np.nan if row[key] is None else row[key]
+                                        for row in (per[t] for t in document["topics"])])
+                  for run, per in document["per_topic"].items()
+                  for key in (m["key"] for m in document["measures"])}
+    return _gate(document, spec, lookup)
+
+
+def _gate_specs(gates) -> list[Gate]:
+    if gates is None:
+        return []
+    if isinstance(gates, Gate | Mapping):
+        gates = [gates]
+    out = []
+    for g in gates:
+        if isinstance(g, Gate):
+            out.append(g)
+        elif isinstance(g, Mapping):
+            try:
+                out.append(Gate(**g))
+            except TypeError as exc:
+                raise InputError("gate", f"not a gate: {exc}", field="gate") from None
+        else:
+            raise InputError("gate", f"not a gate: {g!r}", field="gate")
+    return [_check_gate(g) for g in out]
+
+
+def _merge(results: list[dict]) -> dict:
+    checks = [c for r in results for c in r["checks"]]
+    failed = any(c["verdict"] == "fail" for c in checks)
+    return {"verdict": "fail" if failed else "pass",
+            "reasons": [r for c in checks for r in c["reasons"]], "checks": checks}
+
+
+def _document_key(document: dict, name: str) -> str:
+    """The document's key for a measure name (its key, or a name with the same canonical)."""
+    keys = [m["key"] for m in document["measures"]]
+    if name in keys:
+        return name
+    opts = document.get("options", {})
+    profile = opts.get("profile", DEFAULT_PROFILE)
+    try:
+        insts = resolve([name], profile)
+    except MeasureError:
+        insts = []
+    for inst in insts:
+        canonical = inst.canonical(profile, opts.get("relevance_level", 1),
+                                   opts.get("judged_only", False), opts.get("depth"))
+        for m in document["measures"]:
+            if m["canonical"] == canonical or m["key"] == inst.key:
+                return m["key"]
+    raise MeasureError(name, f"is not among the compared measures ({', '.join(keys)})",
+                       [k for k in keys if k.lower().startswith(name.lower()[:2])][:3])
+
+
+def _check_gate(spec: Gate) -> Gate:
+    if isinstance(spec.max_drop, bool) or not isinstance(spec.max_drop, int | float) or not (
+            0 <= spec.max_drop < math.inf):
+        raise InputError("gate", f"max_drop must be a finite number ≥ 0, got "
+                         f"{spec.max_drop!r}", field="gate.max_drop")
+    if not isinstance(spec.alpha, int | float) or not 0 < spec.alpha < 1:
+        raise InputError("gate", f"alpha must be between 0 and 1, got {spec.alpha!r}",
+                         field="gate.alpha")
+    if spec.test not in TESTS:
+        raise InputError("gate", f"unknown test {spec.test!r}; choose from {list(TESTS)}",
+                         field="gate.test")
+    if not isinstance(spec.measure, str) or not spec.measure.strip():
+        raise InputError("gate", "a gate needs a measure", field="gate.measure")
+    return spec
+
+
+def _gate(document: dict, spec: Gate, lookup: dict | None) -> dict:
+    _check_gate(spec)
+    key = _document_key(document, spec.measure)
+    names = [r["name"] for r in document["runs"]]
+    base = spec.baseline or document.get("baseline") or names[0]
+    if base not in names:
+        raise InputError("gate", f"baseline {base!r} is not one of the runs "
+                         f"({', '.join(names)})", field="gate.baseline")
+    if spec.candidate is not None and (spec.candidate not in names or spec.candidate == base):
+        raise InputError("gate", f"candidate {spec.candidate!r} is not one of the other runs "
+                         f"({', '.join(n for n in names if n != base)})",
+                         field="gate.candidate")
+    candidates = [spec.candidate] if spec.candidate else [n for n in names if n != base]
+    checks = [_check(document, spec, key, base, cand, lookup) for cand in candidates]
+    return _merge([{"checks": checks}])
+
+
+def _check(document: dict, spec: Gate, key: str, base: str, cand: str,
+           lookup: dict | None) -> dict:
+    pair = next((p for p in document["pairs"] if p["measure"] == key
+                 and {p["a"], p["b"]} == {base, cand}), None)
+    if pair is None:
+        raise InputError("gate", f"the document does not compare {cand!r} with {base!r} "
+                         f"(compare with baseline {base!r}, or without a baseline)",
+                         field="gate.baseline")
+    test_key = TEST_KEYS[spec.test]
+    if test_key not in pair:
+        raise InputError("gate", f"the {spec.test} test was not run in this comparison",
+                         field="gate.test")
+    summary = document["summary"][key]
+    mean_base, mean_cand = summary[base]["mean"], summary[cand]["mean"]
+    sign = 1.0 if pair["a"] == base else -1.0   # pairs hold b − a; drop = base − cand
+    drop = None if pair["mean_diff"] is None else -sign * pair["mean_diff"]
+    rel_drop = (drop / abs(mean_base) if drop is not None and mean_base else None)
+    result = pair[test_key]
+    p_adj = result["p_adjusted"]
+    unit = f"{spec.max_drop * 100:g}%" if spec.relative else f"{spec.max_drop:g}"
+    check: dict[str, Any] = {
+        "measure": key, "baseline": base, "candidate": cand, "mean_baseline": mean_base,
+        "mean_candidate": mean_cand, "drop": drop, "relative_drop": rel_drop,
+        "max_drop": spec.max_drop, "relative": spec.relative, "test": spec.test,
+        "alpha": spec.alpha, "p_value": result["p_value"], "p_adjusted": p_adj}
+    what = f"{key} {cand} vs {base}:"
+    if drop is None:
+        verdict, reason = "pass", f"{what} no mean difference (non-numeric values); not gated"
+    else:
+        if spec.relative:
+            exceeds = drop > 0 and drop > spec.max_drop * abs(mean_base)
+            amount = f"{rel_drop:.2%}" if rel_drop is not None else f"{drop:.4f} (from 0)"
+        else:
+            exceeds = drop > spec.max_drop
+            amount = f"{drop:.4f}"
+        significant = p_adj is not None and p_adj < spec.alpha
+        p_text = "no p-value" if p_adj is None else f"{spec.test} p_adj {p_adj:.4g}"
+        if drop <= 0:
+            verdict, reason = "pass", f"{what} no drop ({cand} is {-drop:.4f} higher)"
+        elif not exceeds:
+            verdict, reason = "pass", f"{what} drop {amount} within the allowed {unit}"
+        elif not significant:
+            verdict = "pass"
+            reason = (f"{what} drop {amount} exceeds {unit} but is not significant "
+                      f"({p_text} ≥ {spec.alpha:g})" if p_adj is not None else
+                      f"{what} drop {amount} exceeds {unit} but has no p-value")
+        else:
+            verdict = "fail"
+            reason = (f"{what} drop {amount} (mean {mean_base:.4f} → {mean_cand:.4f}) exceeds "
+                      f"the allowed {unit} and is significant ({p_text} < {spec.alpha:g})")
+    check["verdict"], check["reasons"] = verdict, [reason]
+    check["offending_topics"], check["offending_topics_from"] = _offending(
+        document, spec, key, base, cand, pair, lookup)
+    return check
+
+
+def _offending(document, spec: Gate, key, base, cand, pair, lookup) -> tuple[list, str | None]:
+    """Topics where the candidate drops by more than max_drop, worst first (at most 20)."""
+    if lookup is not None and (base, key) in lookup:
+        base_v, cand_v = lookup[(base, key)], lookup[(cand, key)]
+        topics = document["topics"]
+        source = "per_topic"
+    elif pair["a"] == base:  # largest_losses are the candidate's worst drops
+        rows = pair["largest_losses"]
+        topics = [r["topic"] for r in rows]
+        base_v = np.array([r["a"] for r in rows], dtype=np.float64)
+        cand_v = np.array([r["b"] for r in rows], dtype=np.float64)
+        source = "largest_losses"
+    else:
+        return [], None
+    drop = base_v - cand_v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if spec.relative:
+            over = (drop > 0) & (drop > spec.max_drop * np.abs(base_v))
+            badness = np.where(base_v != 0, drop / np.abs(base_v), np.inf)
+        else:
+            over = drop > spec.max_drop
+            badness = drop
+    rows = np.flatnonzero(over)
+    rows = rows[np.argsort(-badness[rows], kind="stable")][:MAX_OFFENDING_TOPICS]
+    return [{"topic": topics[i], "baseline": _num(base_v[i]), "candidate": _num(cand_v[i]),
+             "drop": _num(drop[i])} for i in rows.tolist()], source
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------
+
+_SHORT = {"t": "t", "randomization": "rand", "bootstrap": "boot", "wilcoxon": "wilcoxon"}
+
+
+def format_text(document: dict) -> str:
+    """A comparison document as a readable table: per measure, each run's mean with its 95% CI
+    (and trec_eval aggregate), then each pair: mean difference b − a with its CI, each test's
+    adjusted p-value (``*`` when significant) and wins/ties/losses of b; then the gate."""
+
+    def fmt(x, signed=False) -> str:  # 7 wide, so columns line up
+        return f"{'-':>7}" if x is None else (f"{x:+7.4f}" if signed else f"{x:7.4f}")
+
+    names = [r["name"] for r in document["runs"]]
+    width = max(12, *(len(n) for n in names))
+    pair_width = max(16, *(len(p["b"]) + len(p["a"]) + 4 for p in document["pairs"]))
+    corr = document["correction"]
+    tests = [t for t in TESTS if t in corr["family_size"]]
+    base = document["baseline"]
+    out = [f"{len(names)} runs over {len(document['topics'])} topics"
+           + (f", baseline {base}" if base else ", all pairs")
+           + f"; p-values adjusted by {corr['method']} over "
+           + ", ".join(f"{n} {_SHORT[t]}" for t, n in corr["family_size"].items())
+           + f" comparisons; * = p_adj < {document['alpha']:g}\n"]
+    for w in document["warnings"]:
+        out.append(f"warning: {w['message']}\n")
+    for m in document["measures"]:
+        key = m["key"]
+        out.append(f"\n{key}  ({m['canonical']})\n")
+        out.append(f"  {'run':<{width}}  {'mean':>7}  {'95% CI':<18}  {'aggregate':>9}\n")
+        for name in names:
+            s = document["summary"][key][name]
+            out.append(f"  {name:<{width}}  {fmt(s['mean']):>7}  "
+                       f"[{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]  {fmt(s['aggregate']):>9}\n")
+        head = "".join(f"  {_SHORT[t] + ' p_adj':>11}" for t in tests)
+        out.append(f"  {'b vs a':<{pair_width}}  {'diff':>7}  {'95% CI':<18}{head}  W/T/L\n")
+        for p in document["pairs"]:
+            if p["measure"] != key:
+                continue
+            cells = ""
+            for t in tests:
+                r = p[TEST_KEYS[t]]
+                mark = "*" if r["significant"] else " "
+                cells += f"  {fmt(r['p_adjusted']):>10}{mark}"
+            wtl = "-" if p["wins"] is None else f"{p['wins']}/{p['ties']}/{p['losses']}"
+            out.append(f"  {p['b'] + ' vs ' + p['a']:<{pair_width}}  "
+                       f"{fmt(p['mean_diff'], True):>7}  "
+                       f"[{fmt(p['ci_low'], True)}, {fmt(p['ci_high'], True)}]{cells}  {wtl}\n")
+    if "gate" in document:
+        out.append(f"\ngate: {document['gate']['verdict'].upper()}\n")
+        for check in document["gate"]["checks"]:
+            out.append(f"  {check['verdict']}: {'; '.join(check['reasons'])}\n")
+            if check["verdict"] == "fail" and check["offending_topics"]:
+                worst = ", ".join(f"{o['topic']} ({-o['drop']:+.4f})" if o["drop"] is not None
+                                  else o["topic"] for o in check["offending_topics"][:10])
+                out.append(f"    worst topics: {worst}\n")
+    return "".join(out)
