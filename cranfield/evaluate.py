@@ -65,7 +65,7 @@ class Evaluation:
         """{topic: {measure key: value}} for the topics with per-topic values."""
         keys = [i.key for i in self.instances if i.measure.per_topic]
         columns = [self.values[k].tolist() for k in keys]
-        rows = np.flatnonzero(self.printed).tolist()
+        rows = self.printed.nonzero()[0].tolist()
         return {self.topic_order[r]: {k: col[r] for k, col in zip(keys, columns, strict=True)}
                 for r in rows}
 
@@ -333,12 +333,12 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
                 # trec_eval -c recomputes num_rel over all qrels, counting grade > 0 (m_num_rel.c)
                 out[inst.key] = int((qrels.grades > 0).sum())
             else:
-                out[inst.key] = int(np.sum(v))
+                out[inst.key] = int(v.sum())
         elif how == "gmean":
             logs = np.log(np.maximum(v.astype(np.float64), MIN_GEO_MEAN))
-            out[inst.key] = float(np.exp(np.sum(logs) / T)) if T else 0.0
+            out[inst.key] = float(np.exp(logs.sum() / T)) if T else 0.0
         else:
             v = v if v.dtype == np.float64 else v.astype(np.float64)
-            out[inst.key] = float(np.sum(v) / T) if T else 0.0
+            out[inst.key] = float(v.sum() / T) if T else 0.0
     return out
 

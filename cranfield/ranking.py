@@ -60,7 +60,7 @@ def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     ``keep_going(values[j], i)`` is False, given that it is True on a prefix of the range."""
     lo = lo.astype(np.int64, copy=True)
     hi = hi.astype(np.int64, copy=True)
-    active = np.flatnonzero(lo < hi)
+    active = (lo < hi).nonzero()[0]
     while active.size:
         mid = (lo[active] + hi[active]) // 2
         go = keep_going(values[mid], active)
@@ -86,8 +86,8 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
         # every query in one segment spanning the array (a one-topic run): the descending
         # scores negated are ascending, so two plain searches answer (negation is exact)
         negated = -scores
-        return (np.searchsorted(negated, -query, "left"),
-                np.searchsorted(negated, -query, "right"))
+        return (negated.searchsorted(-query, "left"),
+                negated.searchsorted(-query, "right"))
     if global_keys is None:
         global_keys = len(scores) <= GLOBAL_KEYS_MAX_ROWS
     if not global_keys or len(query) == 0:
@@ -99,8 +99,8 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
     n = len(uniq) + 1
     ordinal = np.cumsum(np.concatenate(([1], tix[1:] != tix[:-1]))) if len(tix) else tix
     keys = ordinal.astype(np.int64) * n + (len(uniq) - rank)
-    q_key = ordinal[lo].astype(np.int64) * n + (len(uniq) - np.searchsorted(uniq, query))
-    return np.searchsorted(keys, q_key, "left"), np.searchsorted(keys, q_key, "right")
+    q_key = ordinal[lo].astype(np.int64) * n + (len(uniq) - uniq.searchsorted(query))
+    return keys.searchsorted(q_key, "left"), keys.searchsorted(q_key, "right")
 
 
 def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
@@ -125,7 +125,7 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
     else:
         present = np.zeros(len(qrels.topics), dtype=bool)
         present[run_to_qrels[run_to_qrels >= 0]] = True
-        eval_of_qrels = np.cumsum(present) - 1
+        eval_of_qrels = present.cumsum() - 1
         eval_of_qrels[~present] = -1
         topics = [t for t, p in zip(qrels.topics, present, strict=True) if p]
     # evaluated-topic index of each run topic (-1: not evaluated)
@@ -174,7 +174,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     lo, hi = seg_lo[j_rt], seg_hi[j_rt]
     above, tie_end = score_positions(scores, tix, lo, hi, j_score)
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
-    tied = np.flatnonzero(tie_end - above > 1)
+    tied = (tie_end - above > 1).nonzero()[0]
     if tied.size:
         rank[tied] += _docno_tie_offsets(run, qrels, order, above[tied], tie_end[tied],
                                          j_qrow[tied], j_label[tied])
@@ -204,7 +204,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
     q_grade = qrels.grades[q_keep].astype(np.int64)
     ties = {}
-    evaluated_rt = np.flatnonzero(evaluated_run)
+    evaluated_rt = evaluated_run.nonzero()[0]
     for k in tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint)
         long_enough = evaluated_rt[lens[evaluated_rt] > k]
         at = seg_lo[long_enough] + k - 1
@@ -220,12 +220,12 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
     scores = _as_float32(run.scores) if float32_scores else run.scores
     order = np.lexsort((-scores, run.topic_index))
     tix, srt = run.topic_index[order], scores[order]
-    start = np.searchsorted(tix, np.arange(len(run.topics) + 1))
+    start = tix.searchsorted(np.arange(len(run.topics) + 1))
     pos = np.arange(len(tix)) - start[tix]
     lens = np.diff(start)
     kth = np.where(lens >= depth, srt[np.minimum(start[:-1] + depth - 1, max(len(srt) - 1, 0))],
                    -np.inf) if len(srt) else np.zeros(0)
-    cand = np.flatnonzero((pos < depth) | (srt >= kth[tix]))
+    cand = ((pos < depth) | (srt >= kth[tix])).nonzero()[0]
     rows = order[cand]
     docs = run.docids_at(rows).astype(str)
     final = np.lexsort((docs, srt[cand], tix[cand]))[::-1]  # all keys descending
@@ -244,11 +244,11 @@ def topic_blocks(tix: np.ndarray, n_topics: int):
         return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
     if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
         # topics in index order (every mapping, most files): one search gives every block
-        bounds = np.searchsorted(tix, np.arange(n_topics + 1))
+        bounds = tix.searchsorted(np.arange(n_topics + 1))
         return bounds[:-1], bounds[1:]
     lo = np.zeros(n_topics, np.int64)
     hi = np.zeros(n_topics, np.int64)
-    change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
+    change = (tix[1:] != tix[:-1]).nonzero()[0] + 1
     starts = np.concatenate(([0], change)).astype(np.int64)
     heads = tix[starts]
     if len(np.unique(heads)) != len(heads):  # some topic's rows come in several blocks
@@ -260,7 +260,7 @@ def topic_blocks(tix: np.ndarray, n_topics: int):
 
 def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
     """0-based position of each element within its topic, for ``topic`` sorted ascending."""
-    starts = np.searchsorted(topic, np.arange(n_topics))
+    starts = topic.searchsorted(np.arange(n_topics))
     return np.arange(len(topic), dtype=np.int64) - starts[topic]
 
 
@@ -282,7 +282,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         lookup = {d: i for i, d in enumerate(uniq.tolist())}
         code = np.fromiter(map(lookup.get, run.docids.tolist(), [-1] * len(run)), np.int64,
                            len(run))
-        cand = np.flatnonzero(code >= 0)
+        cand = (code >= 0).nonzero()[0]
         code = code[cand]
         n_uniq = len(uniq)
     else:
@@ -309,7 +309,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
         cands, codes, offset = [], [], 0
         for chunk in chunks:
-            hit = np.flatnonzero(chunk.is_valid().to_numpy(zero_copy_only=False))
+            hit = (chunk.is_valid().to_numpy(zero_copy_only=False)).nonzero()[0]
             cands.append(hit + offset)
             codes.append(chunk.take(pa.array(hit)).to_numpy(zero_copy_only=False))
             offset += len(chunk)
@@ -325,7 +325,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     cand, code = cand[rq >= 0], code[rq >= 0]
     rq = rq[rq >= 0]
     key = rq * n_uniq + code
-    pos = np.minimum(np.searchsorted(q_key_sorted, key), len(q_key_sorted) - 1)
+    pos = np.minimum(q_key_sorted.searchsorted(key), len(q_key_sorted) - 1)
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
     return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]]
@@ -339,7 +339,7 @@ def _take_rows(docids, rows: np.ndarray):
     if not isinstance(docids, pa.ChunkedArray):
         return docids.take(pa.array(rows))
     bounds = np.cumsum([0] + [len(c) for c in docids.chunks])
-    cut = np.searchsorted(rows, bounds)
+    cut = rows.searchsorted(bounds)
     return pa.chunked_array([chunk.take(pa.array(rows[cut[k]:cut[k + 1]] - bounds[k]))
                              for k, chunk in enumerate(docids.chunks)], docids.type)
 
@@ -356,7 +356,7 @@ def _match_mapping(run: Run, qrels: Qrels):
         map(docs.get, docids[bounds[q]:bounds[q + 1]], missing) if docs
         else repeat(np.nan, bounds[q + 1] - bounds[q])
         for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64, len(docids))
-    rows = np.flatnonzero(~np.isnan(got))
+    rows = (~np.isnan(got)).nonzero()[0]
     position = {t: i for i, t in enumerate(run.topics)}
     run_topic = np.asarray([position.get(t, -1) for t in qrels.topics], dtype=np.int64)
     return run_topic[qrels.topic_index[rows]], got[rows], rows
@@ -382,13 +382,13 @@ def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -
 
     same = homogeneous[g_inv]
     if same.any():
-        idx = np.flatnonzero(same)
+        idx = same.nonzero()[0]
         srt = idx[np.argsort(g_inv[idx], kind="stable")]
         grp = g_inv[srt]
-        first = np.searchsorted(grp, grp)     # first position of each group in srt
+        first = grp.searchsorted(grp)     # first position of each group in srt
         offsets[srt] = np.arange(len(srt)) - first
 
-    mixed_groups = np.flatnonzero(~homogeneous)
+    mixed_groups = (~homogeneous).nonzero()[0]
     if mixed_groups.size:
         g_start = g_id[mixed_groups]
         g_len = size_of_group[mixed_groups]
@@ -399,9 +399,9 @@ def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -
         member_doc = run.docids_at(rows).astype(str)
         srt = np.lexsort((member_doc, member_group))
         member_doc = member_doc[srt]
-        bounds = np.concatenate(([0], np.cumsum(g_len)))
-        which = np.flatnonzero(~same)
-        local = np.searchsorted(mixed_groups, g_inv[which])
+        bounds = np.concatenate(([0], g_len.cumsum()))
+        which = (~same).nonzero()[0]
+        local = mixed_groups.searchsorted(g_inv[which])
         mine = qrels.docids[qrow[which]].astype(str)
         below = segmented_search(member_doc, bounds[local], bounds[local + 1],
                                  lambda v, i: v < mine[i])

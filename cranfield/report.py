@@ -24,14 +24,14 @@ def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
                     f"topic(s) are missing from the run ({counted})",
                     "topics": t.qrels_only[:20]})
     ranked = ev.ranked
-    empty = [ranked.topics[i] for i in np.flatnonzero((ranked.num_ret == 0) & ranked.in_run)]
+    empty = [ranked.topics[i] for i in ((ranked.num_ret == 0) & ranked.in_run).nonzero()[0]]
     if empty:
         out.append({"code": "empty-topics", "message": f"{len(empty)} topic(s) retrieved no "
                     "documents", "topics": empty[:20]})
     no_rel = np.bincount(ranked.q_topic[ranked.q_grade >= ev.options["relevance_level"]],
                          minlength=len(ranked.topics)) == 0
     if no_rel.any():
-        names = [ranked.topics[i] for i in np.flatnonzero(no_rel)]
+        names = [ranked.topics[i] for i in no_rel.nonzero()[0]]
         out.append({"code": "topics-without-relevant", "message": f"{len(names)} topic(s) "
                     "have no relevant document in the qrels; most measures score them 0",
                     "topics": names[:20]})
@@ -44,10 +44,10 @@ def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
         out.append({"code": "unjudged-in-top-10", "message": f"{int(holes.sum())} topic(s) have "
                     f"unjudged documents in their top 10 ({share:.1%} of those ranks); they "
                     "count as non-relevant", "topics": [ranked.topics[i] for i in
-                                                       np.flatnonzero(holes)[:20]]})
+                                                       holes.nonzero()[0][:20]]})
     for k, tied in sorted(ev.cutoff_ties.items()):
         if tied.any():
-            names = [ranked.topics[i] for i in np.flatnonzero(tied)]
+            names = [ranked.topics[i] for i in tied.nonzero()[0]]
             out.append({"code": "tie-at-cutoff", "message": f"in {len(names)} topic(s) a score "
                         f"tie straddles rank {k}: which document counts is decided by docno",
                         "cutoff": k, "topics": names[:20]})
@@ -67,7 +67,7 @@ def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Q
     names = qrels.topics
     judged = {(names[t], d) for t, d, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
                                                 qrels.grades.tolist(), strict=True) if g >= 0}
-    starts = np.searchsorted(ranked.hit_topic, np.arange(len(ranked.topics) + 1))
+    starts = ranked.hit_topic.searchsorted(np.arange(len(ranked.topics) + 1))
     for i, topic in enumerate(ranked.topics):
         if not ranked.in_run[i]:
             continue

@@ -99,7 +99,7 @@ class Context:
         srt = np.lexsort((-g, t))
         t, g = t[srt], g[srt]
         k = within_topic_index(t, self.T) + 1
-        start = np.searchsorted(t, np.arange(self.T + 1))
+        start = t.searchsorted(np.arange(self.T + 1))
         return t, k, g, start
 
     def contingency(self, n: int | None):
@@ -133,7 +133,7 @@ class Context:
 
     @cached_property
     def rel_start(self) -> np.ndarray:
-        return np.searchsorted(self.rel_t, np.arange(self.T + 1))
+        return self.rel_t.searchsorted(np.arange(self.T + 1))
 
     @cached_property
     def num_rel_ret(self) -> np.ndarray:
@@ -154,8 +154,8 @@ class Context:
         """
         values = np.asarray(values)
         if values.dtype.kind in "iub":
-            c = np.cumsum(values)
-            start = np.searchsorted(topics, np.arange(self.T))
+            c = values.cumsum()
+            start = topics.searchsorted(np.arange(self.T))
             before = np.concatenate(([0], c))[start]
             return c - before[topics]
         pos = within_topic_index(topics, self.T)
@@ -163,7 +163,7 @@ class Context:
         step = 1
         longest = int(pos.max()) + 1 if len(pos) else 0
         while step < longest:
-            take = np.flatnonzero(pos >= step)
+            take = (pos >= step).nonzero()[0]
             prev = out.copy()
             out[take] += prev[take - step]
             step *= 2

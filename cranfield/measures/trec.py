@@ -59,7 +59,7 @@ def _dcg_prefix(ctx: Context, gains: dict | None):
 def _value_at_rank(ctx: Context, prefix: np.ndarray, topics: np.ndarray,
                    x: np.ndarray) -> np.ndarray:
     """prefix value of the last hit with rank <= x in each (topic, x) query (0 if none)."""
-    start = np.searchsorted(ctx.ht, np.arange(ctx.T + 1))
+    start = ctx.ht.searchsorted(np.arange(ctx.T + 1))
     lo, hi = start[topics], start[topics + 1]
     idx = segmented_search(ctx.hr, lo, hi, lambda v, i: v <= x[i])
     return _take_or_zero(prefix, idx - 1, idx > lo)
@@ -222,7 +222,7 @@ def _interpolated_precision(ctx: Context) -> np.ndarray:
     step = 1
     longest = int(ctx.num_rel_ret.max()) if ctx.T else 0
     while step < longest:
-        take = np.flatnonzero(pos + step < n)
+        take = (pos + step < n).nonzero()[0]
         prev = out.copy()
         out[take] = np.maximum(prev[take], prev[take + step])
         step *= 2
@@ -488,7 +488,7 @@ def r_ndcg(ctx: Context, gains):
     nxt_same = np.zeros(len(ig), dtype=bool)
     if len(ig) > 1:
         nxt_same[:-1] = (it[1:] == it[:-1]) & (ig[1:] == ig[:-1])
-    b_idx = np.flatnonzero(~nxt_same)
+    b_idx = (~nxt_same).nonzero()[0]
     bt, bk = it[b_idx], ik[b_idx]
     vals = safe_div(_value_at_rank(ctx, prefix, bt, np.minimum(bk, ctx.N[bt])),
                     ideal_prefix[b_idx])
