@@ -2,8 +2,9 @@
 
 Starts a private redis-server, the API under gunicorn (REDIS_URL set) and N `cranfield worker`
 processes, all on loopback; prints the end-to-end time of one job (upload, queue, evaluation in
-topic shards, combination, result) with 1 worker and with 2 workers, and the peak memory of a
-worker.
+topic shards, the run's SHA-256, combination, result) with 1 worker and with 2 workers, run in
+alternating pairs so that a noisy machine's drift affects both alike, and the peak memory of
+a worker.
 
     python bench/queue.py               # needs bench/data/M-* (python bench/datagen.py --scales M)
 
@@ -22,6 +23,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
+import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
@@ -154,7 +156,11 @@ def timeline(redis_url: str) -> None:
     conn = Redis.from_url(redis_url)
     combine = Job.fetch(LAST["id"], connection=conn)
     jobs = [(f"shard {i}", j) for i, j in enumerate(
-        Job.fetch_many(combine.meta.get("shards", []), connection=conn))] + [("combine", combine)]
+        Job.fetch_many(combine.meta.get("shards", []), connection=conn))]
+    digest_id = (combine.args[0] if combine.args else {}).get("digest_id")
+    if digest_id:
+        jobs.append(("digest", Job.fetch(digest_id, connection=conn)))
+    jobs.append(("combine", combine))
     sent = LAST["sent"]
     parts = []
     for name, job in jobs:
@@ -169,7 +175,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--upload", choices=("multipart", "json"), default="multipart",
                         help="TREC files as multipart/form-data (like curl -F) or in JSON")
     args = parser.parse_args()
@@ -200,33 +206,52 @@ def main() -> int:
                                       cwd=ROOT, env=env))
         api = f"http://127.0.0.1:{api_port}"
         wait_http(api + "/readyz")
-        workers = [subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url], cwd=ROOT,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-        procs += workers
+
+        def start_worker() -> subprocess.Popen:
+            proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url], cwd=ROOT,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(proc)
+            return proc
+
+        def stop_worker(proc: subprocess.Popen) -> None:
+            proc.terminate()  # warm shutdown: it is idle between jobs
+            proc.wait(timeout=30)
+            procs.remove(proc)
+
+        first = start_worker()
         time.sleep(1)
         print(f"M run: {len(body) / 2**20:.0f} MB {args.upload} body (TREC text), "
-              f"{len(MEASURES)} measures")
-        sampler = PeakSampler(workers[0].pid)
-        one = sorted(run_job(api, body, args.timeout, content_type)
-                     for _ in range(args.repeat))
+              f"{len(MEASURES)} measures; {args.repeat} pairs of runs, 1 and 2 workers "
+              "alternating (so the machine's drift hits both alike)")
+        run_job(api, body, args.timeout, content_type)  # warm-up: caches, page cache
+        sampler = PeakSampler(first.pid)
+        one, two, ratios = [], [], []
+        for r in range(args.repeat):
+            pair = {}
+            for n in ((1, 2) if r % 2 == 0 else (2, 1)):
+                second = start_worker() if n == 2 else None
+                if second is not None:
+                    time.sleep(1.5)  # registered and waiting on the queue
+                pair[n] = run_job(api, body, args.timeout, content_type)
+                if second is not None:
+                    timeline(redis_url)
+                    stop_worker(second)
+                elif r == 0:
+                    timeline(redis_url)
+            one.append(pair[1])
+            two.append(pair[2])
+            ratios.append(pair[1] / pair[2])
         peak = sampler.stop()
-        timeline(redis_url)
         run_mb = (data / "run.txt").stat().st_size / 2**20
-        workers.append(subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url],
-                                        cwd=ROOT, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL))
-        procs.append(workers[-1])
-        time.sleep(1)
-        two = sorted(run_job(api, body, args.timeout, content_type)
-                     for _ in range(args.repeat))
-        timeline(redis_url)
-        m1, m2 = one[len(one) // 2], two[len(two) // 2]
-        print(f"{'workers':>8s} {'median s':>9s} {'runs':>24s}")
-        print(f"{1:>8d} {m1:9.2f} {' '.join(f'{x:.2f}' for x in one):>24s}")
-        print(f"{2:>8d} {m2:9.2f} {' '.join(f'{x:.2f}' for x in two):>24s}")
-        print(f"2 workers vs 1: {m1 / m2:.2f}x faster (target >= 1.6x); {args.shards} shards")
+        med = statistics.median
+        print(f"{'workers':>8s} {'median s':>9s}  runs")
+        print(f"{1:>8d} {med(one):9.2f}  {' '.join(f'{x:.2f}' for x in one)}")
+        print(f"{2:>8d} {med(two):9.2f}  {' '.join(f'{x:.2f}' for x in two)}")
+        print(f"2 workers vs 1: median of paired ratios {med(ratios):.2f}x "
+              f"({' '.join(f'{x:.2f}' for x in ratios)}); ratio of medians "
+              f"{med(one) / med(two):.2f}x (target >= 1.6x); {args.shards} shards")
         accepted = sorted(ACCEPTED)[len(ACCEPTED) // 2]
-        print(f"of which upload to 202 Accepted (the API: receive, hash, split, store): median "
+        print(f"of which upload to 202 Accepted (the API: receive, split, store): median "
               f"{accepted:.2f} s")
         print(f"worker peak memory: {peak:.0f} MB (worker + work horse PSS) = "
               f"{peak / run_mb:.2f}x the {run_mb:.0f} MB run file")

@@ -9,7 +9,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from worker.cli import QUEUE
-from worker.jobs import COMBINE_FUNCTION, JOB_FUNCTION, SHARD_FUNCTION, execute
+from worker.jobs import COMBINE_FUNCTION, DIGEST_FUNCTION, JOB_FUNCTION, SHARD_FUNCTION, execute
 from worker.store import MemoryStore, RedisStore, redis_client
 
 
@@ -102,11 +102,13 @@ class RedisBackend:
             retry=Retry(max=2))
         return job_id
 
-    def submit_sharded(self, spec: dict, pieces: list, run_digest) -> str:
-        """One job per piece of the run (any worker takes them), and a combine job that RQ
-        enqueues once they have all finished; the combine job's id is the job's id. Each
-        piece's job is enqueued as soon as the piece is stored, so workers start while the
-        rest uploads; ``run_digest`` (a future) is needed only by the combine job."""
+    def submit_sharded(self, spec: dict, pieces: list) -> str:
+        """One job per piece of the run (any worker takes them), a digest job (the SHA-256 of
+        the whole run, over the stored pieces in order), and a combine job that RQ enqueues
+        once they have all finished; the combine job's id is the job's id. Each piece's job
+        is enqueued as soon as the piece is stored, so workers start while the rest uploads;
+        the digest job goes to the front of the queue, so that the longest single task
+        starts early rather than trailing the shards."""
         from rq import Retry
 
         cfg = self.config
@@ -124,11 +126,14 @@ class RedisBackend:
             self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=keys[-1],
                                                                shard=i),),
                                     job_id=shard_ids[-1], **shard_opts)
+        digest_id = new_job_id()
+        self.queue.enqueue_call(DIGEST_FUNCTION, args=({"keys": keys},), job_id=digest_id,
+                                at_front=True, **shard_opts)
         job_id = new_job_id()
         self.queue.enqueue_call(COMBINE_FUNCTION,
-                                args=(dict(spec, run_sha256=run_digest.result(),
-                                           shard_ids=shard_ids, shard_keys=keys),),
-                                job_id=job_id, depends_on=shard_ids,
+                                args=(dict(spec, shard_ids=shard_ids, shard_keys=keys,
+                                           digest_id=digest_id),),
+                                job_id=job_id, depends_on=[*shard_ids, digest_id],
                                 meta={"shards": shard_ids}, **common)
         return job_id
 

@@ -471,20 +471,18 @@ def enqueue_evaluation(req: dict) -> Response:
                     qrels_format=fmt)
     run_bytes, run_format = _serialised(req.pop("run"))
     spec["run_format"] = run_format
-    # TREC text is hashed as sent, beside the upload to Redis (hashlib and sockets release
-    # the GIL); a mapping is hashed by its content, by the job that reads it
-    run_digest = (_DIGESTS.submit(_digest, run_bytes) if run_format == "trec"
-                  else _done(None))
+    # The run's SHA-256 is the workers' to compute (the job itself, or a digest job beside
+    # the shards): hashing 250 MB costs a second of CPU a web process should not spend.
     pieces = []
     if (backend.kind == "redis" and run_format == "trec"
             and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
         pieces = split_trec_text(run_bytes, cfg["SHARDS"])
     if len(pieces) > 1:
-        job_id = backend.submit_sharded(spec, pieces, run_digest)
+        job_id = backend.submit_sharded(spec, pieces)
     else:
         spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
                                                  cfg["INPUT_TTL"])
-        job_id = backend.submit(dict(spec, run_sha256=run_digest.result()))
+        job_id = backend.submit(spec)
     del run_bytes, pieces
     job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
     resp = Response(orjson.dumps(job), status=202, mimetype="application/json")

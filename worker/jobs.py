@@ -4,6 +4,7 @@ synchronous API returns."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import cranfield
@@ -63,8 +64,9 @@ def run_job(store, spec: dict[str, Any]) -> dict:
         run_bytes = store.get_blob(spec["run_key"])
         qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-        if spec["run_format"] == "trec":
-            run, run_digest = cranfield.read_run(run_bytes, name="run"), spec["run_sha256"]
+        if spec["run_format"] == "trec":  # TREC text is hashed as sent
+            run = cranfield.read_run(run_bytes, name="run")
+            run_digest = spec.get("run_sha256") or hashlib.sha256(run_bytes).hexdigest()
         else:  # a mapping is hashed by its content, as the synchronous path does
             run = read_json_mapping(run_bytes, "run")
             run_digest = columns_sha256(run)
@@ -107,7 +109,20 @@ def evaluate_job(spec: dict[str, Any]) -> dict:
 # --------------------------------------------------------------------------------------------
 
 SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
+DIGEST_FUNCTION = "worker.jobs.digest_pieces_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
+
+
+def digest_pieces(store, keys: list[str]) -> str | dict:
+    """SHA-256 of a run stored as pieces (its text cut at topic boundaries): the digest of
+    the pieces' bytes in order, which is the digest of the run as it was sent."""
+    digest = hashlib.sha256()
+    try:
+        for key in keys:
+            digest.update(store.get_blob(key))
+    except NotFound as exc:
+        return {"problem": _missing(exc)}
+    return digest.hexdigest()
 
 
 def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
@@ -173,7 +188,7 @@ def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
         return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
         return {"problem": _problem(exc)}
-    doc = evaluation_document(ev, spec, spec["run_sha256"], qrels_digest, details,
+    doc = evaluation_document(ev, spec, spec.get("run_sha256"), qrels_digest, details,
                               qrels_version)
     doc["provenance"]["shards"] = len(shards)
     return {"result": doc}
@@ -192,15 +207,26 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
     return run_shard(RedisStore(job.connection), spec, on_topics=report)
 
 
+def digest_pieces_job(spec: dict[str, Any]) -> str | dict:
+    """RQ entry point for a sharded run's SHA-256 (``worker.jobs.digest_pieces_job``)."""
+    from rq import get_current_job
+
+    return digest_pieces(RedisStore(get_current_job().connection), spec["keys"])
+
+
 def combine_shards_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point run once every shard has finished (``worker.jobs.combine_shards_job``)."""
+    """RQ entry point run once every shard and the digest have finished
+    (``worker.jobs.combine_shards_job``)."""
     from rq import get_current_job
     from rq.job import Job
 
     job = get_current_job()
-    shards = [j.return_value() if j is not None else None
-              for j in Job.fetch_many(spec["shard_ids"], connection=job.connection)]
-    if any(s is None for s in shards):
+    done = Job.fetch_many([*spec["shard_ids"], spec["digest_id"]], connection=job.connection)
+    results = [j.return_value() if j is not None else None for j in done]
+    shards, digest = results[:-1], results[-1]
+    if any(s is None for s in results):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}
-    return run_combine(RedisStore(job.connection), spec, shards)
+    if isinstance(digest, dict):  # the pieces were gone: the shards will say so too
+        shards.append(digest)
+    return run_combine(RedisStore(job.connection), dict(spec, run_sha256=digest), shards)

@@ -3,6 +3,7 @@ worker processes (`cranfield worker`), and the API under gunicorn in front of th
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -126,6 +127,7 @@ def test_async_evaluation_equals_sync_on_real_workers(api, worker):
     assert done["result"]["aggregate"] == sync["aggregate"]
     assert done["result"]["per_topic"] == sync["per_topic"]
     assert round(done["result"]["aggregate"]["map"], 4) == 0.1785
+    assert done["result"]["provenance"]["run_sha256"] == sync["provenance"]["run_sha256"]
 
 
 def test_qrels_store_versions_and_cache_on_redis(api, worker):
@@ -331,6 +333,10 @@ def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server,
         assert done["result"]["provenance"]["shards"] >= 2
         for key in ("aggregate", "per_topic", "topics", "measures"):
             assert done["result"][key] == sync[key], key
+        # the digest job hashed the stored pieces in order: the SHA-256 of the text as sent
+        expected = hashlib.sha256(body["run"].encode()).hexdigest()
+        assert done["result"]["provenance"]["run_sha256"] == sync["provenance"]["run_sha256"] \
+            == expected
     finally:
         for w in workers:
             w.terminate()
