@@ -127,3 +127,35 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
 
         doc["curves"] = precision_recall(ev, per_topic=req["per_topic"])
     return doc
+
+
+def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
+    """The per-topic side of an :class:`~cranfield.Evaluation` from its JSON document (a
+    finished job's result), enough to compare it with others (:mod:`cranfield.compare`):
+    values per measure key over the document's topics, the measures' descriptions, options,
+    topic sets and aggregates. The ranking is not in a document, so it has no curves.
+    Raises ``ValueError`` when the document has no per-topic values."""
+    from .evaluate import Evaluation, TopicSets
+
+    per_topic = doc.get("per_topic")
+    if not per_topic:
+        raise ValueError("it has no per-topic values (it was made with per_topic false)")
+    topics = list(per_topic)
+    measures = {m["key"]: {k: v for k, v in m.items() if k != "key"} for m in doc["measures"]}
+    values = {}
+    for key, desc in measures.items():
+        if not desc.get("per_topic"):
+            continue
+        column = [per_topic[t].get(key) for t in topics]
+        numeric = all(v is None or isinstance(v, int | float) for v in column)
+        values[key] = (np.asarray([np.nan if v is None else v for v in column], np.float64)
+                       if numeric else np.asarray(column, dtype=object))
+    prov = doc.get("provenance", {})
+    sets = doc.get("topics", {})
+    return Evaluation(
+        instances=[], values=values, topic_order=topics,
+        printed=np.ones(len(topics), bool), aggregate=dict(doc.get("aggregate", {})),
+        measures=measures,
+        topics=TopicSets(list(sets.get("evaluated", topics)), list(sets.get("run_only", [])),
+                         list(sets.get("qrels_only", []))),
+        runid=str(prov.get("runid", "")), options=dict(prov.get("options", {})), ranked=None)

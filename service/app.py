@@ -13,7 +13,7 @@ import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from . import docs, evaluations, health, jobs, measures, qrels, timing
+from . import comparisons, docs, evaluations, health, jobs, measures, qrels, timing
 from .backend import make_backend
 from .problems import register_error_handlers
 
@@ -88,6 +88,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
     app.register_blueprint(evaluations.bp)
+    app.register_blueprint(comparisons.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(docs.docs_blueprint())
     return app

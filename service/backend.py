@@ -9,7 +9,16 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from worker.cli import QUEUE
-from worker.jobs import COMBINE_FUNCTION, DIGEST_FUNCTION, JOB_FUNCTION, SHARD_FUNCTION, execute
+from worker.jobs import (
+    COMBINE_FUNCTION,
+    COMPARE_FUNCTION,
+    DIGEST_FUNCTION,
+    JOB_FUNCTION,
+    SHARD_FUNCTION,
+    execute,
+    finished_evaluation,
+    run_comparison,
+)
 from worker.store import MemoryStore, RedisStore, redis_client
 
 
@@ -46,13 +55,22 @@ class MemoryBackend:
                 return
             job.update(status="started", started_at=time.time())
         try:
-            outcome = execute(self.store, spec)
+            if spec.get("kind") == "comparison":
+                outcome = run_comparison(self.store, spec, self.finished_evaluation)
+            else:
+                outcome = execute(self.store, spec)
         except Exception as exc:  # a bug, reported on the job rather than lost
             outcome = {"problem": {"status": 500, "title": "Job crashed",
                                    "detail": f"{exc.__class__.__name__}: {exc}"}}
         with self._lock:
             job.update(outcome, ended_at=time.time(),
                        status="failed" if "problem" in outcome else "finished")
+
+    def finished_evaluation(self, job_id: str) -> dict | None:
+        """The document of a finished evaluation job (None if there is none)."""
+        job = self.job(job_id)
+        doc = (job or {}).get("result") if (job or {}).get("status") == "finished" else None
+        return doc if doc is not None and "pairs" not in doc else None
 
     def job(self, job_id: str) -> dict | None:
         with self._lock:
@@ -90,12 +108,17 @@ class RedisBackend:
     def ping(self) -> None:
         self.redis.ping()
 
+    def finished_evaluation(self, job_id: str) -> dict | None:
+        """The document of a finished evaluation job (None if there is none)."""
+        return finished_evaluation(self.redis, job_id)
+
     def submit(self, spec: dict) -> str:
         from rq import Retry
 
         job_id = new_job_id()
+        function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else JOB_FUNCTION
         self.queue.enqueue_call(
-            JOB_FUNCTION, args=(spec,), job_id=job_id,
+            function, args=(spec,), job_id=job_id,
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
             failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
             # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker

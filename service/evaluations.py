@@ -410,10 +410,12 @@ def run_evaluation(req: dict):
 def _preferred_format() -> str:
     if not request.accept_mimetypes.provided:
         return "application/json"
-    best = request.accept_mimetypes.best_match(["application/json", "text/plain", "text/csv"])
+    best = request.accept_mimetypes.best_match(["application/json", "text/plain", "text/csv",
+                                                "text/html"])
     if best is None:
         raise Problem(406, "Not Acceptable", "this resource is available as application/json, "
-                      "text/plain (trec_eval's text) or text/csv", kind="not-acceptable")
+                      "text/plain (trec_eval's text), text/csv or text/html (a report page)",
+                      kind="not-acceptable")
     return best
 
 
@@ -433,8 +435,14 @@ def create_evaluation():
         if fmt == "text/csv":
             return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
         details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
+        if fmt == "text/html":  # the page plots the precision-recall curve
+            req = dict(req, curves=True)
         doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
                                   req.get("qrels_version"))
+        if fmt == "text/html":
+            from cranfield.html_report import render_evaluation
+
+            return Response(render_evaluation(doc), mimetype="text/html")
         return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),
                         mimetype="application/json")
 

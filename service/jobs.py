@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import orjson
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response, current_app, request
 
 from .problems import Problem
 
@@ -34,7 +35,42 @@ def present(job: dict) -> dict:
 
 @bp.get("/<job_id>")
 def get_job(job_id: str):
-    return Response(orjson.dumps(present(_find(job_id))), mimetype="application/json")
+    """The job as JSON; with ``Accept: text/html`` (what a browser sends) its report page."""
+    job = _find(job_id)
+    offers = ["application/json", "text/html"]
+    if request.accept_mimetypes.provided:
+        best = request.accept_mimetypes.best_match(offers)
+        if best is None:
+            raise Problem(406, "Not Acceptable", "a job is available as application/json or "
+                          "text/html (its report page)", kind="not-acceptable")
+        if best == "text/html":
+            return _page(job)
+    return Response(orjson.dumps(present(job)), mimetype="application/json")
+
+
+@bp.get("/<job_id>/report")
+def get_job_report(job_id: str):
+    """The report page of a job: the evaluation's or comparison's page once it has finished,
+    else a page that says how far it is and reloads itself."""
+    return _page(_find(job_id))
+
+
+def _page(job: dict) -> Response:
+    from cranfield.html_report import render_comparison, render_evaluation
+
+    result = job.get("result")
+    if job.get("status") == "finished" and result is not None:
+        render = render_comparison if "pairs" in result else render_evaluation
+        return Response(render(result, title=f"Cranfield job {job['id']}"),
+                        mimetype="text/html")
+    status = html.escape(str(job.get("status")))
+    detail = html.escape(str((job.get("problem") or {}).get("detail", "")))
+    refresh = '<meta http-equiv="refresh" content="2">' if status in ("queued", "started") \
+        else ""
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">{refresh}'
+            f"<title>Cranfield job {html.escape(job['id'])}</title></head><body>"
+            f"<h1>Job {html.escape(job['id'])}: {status}</h1><p>{detail}</p></body></html>")
+    return Response(page, mimetype="text/html")
 
 
 @bp.delete("/<job_id>")

@@ -230,3 +230,164 @@ def combine_shards_job(spec: dict[str, Any]) -> dict:
     if isinstance(digest, dict):  # the pieces were gone: the shards will say so too
         shards.append(digest)
     return run_combine(RedisStore(job.connection), dict(spec, run_sha256=digest), shards)
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons: several runs (inline, or finished evaluations by job id) against one qrels.
+# --------------------------------------------------------------------------------------------
+
+COMPARE_FUNCTION = "worker.jobs.compare_job"
+COMPARE_SETTINGS = ("baseline", "tests", "correction", "alpha", "n_permutations", "n_samples",
+                    "seed", "largest_losses", "per_topic", "curves")
+
+
+def compared_measures(spec: dict) -> list[str]:
+    """The measures a comparison evaluates: those asked for (default: compare's), plus any
+    a gate checks."""
+    from cranfield.compare import DEFAULT_MEASURES, parse_gate
+    from cranfield.names import resolve
+
+    names = list(spec.get("measures") or DEFAULT_MEASURES)
+    for g in _gates(spec.get("gate")):
+        measure = parse_gate(g).measure if isinstance(g, str) else g.get("measure")
+        try:
+            resolve([measure], spec["options"]["profile"])
+        except cranfield.MeasureError as exc:
+            raise BadInput(_field_problem("gate.measure", str(exc))) from None
+        if measure not in names:
+            names.append(measure)
+    return names
+
+
+def _gates(gate) -> list:
+    return [] if gate is None else gate if isinstance(gate, list) else [gate]
+
+
+def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
+                   qrels_version: str | None, spec: dict) -> dict:
+    """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}`` or
+    ``{"name", "evaluation": document, "evaluation_id"}``). Inline runs are evaluated
+    against ``qrels``; finished evaluations must have been made against the same qrels.
+    Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``...)."""
+    from cranfield.compare import compare_evaluations, parse_gate
+    from cranfield.report import evaluation_from_document
+
+    measures = compared_measures(spec)
+    evaluations: dict[str, cranfield.Evaluation] = {}
+    provenance_runs: dict[str, dict] = {}
+    stored_qrels: dict[str, str] = {}
+    for i, entry in enumerate(entries):
+        name = entry["name"]
+        if "evaluation" in entry:
+            doc = entry["evaluation"]
+            digest = doc.get("provenance", {}).get("qrels_sha256")
+            if qrels_digest is not None and digest != qrels_digest:
+                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", "was evaluated "
+                                              "against other qrels than this comparison's"))
+            stored_qrels[name] = digest
+            try:
+                evaluations[name] = evaluation_from_document(doc)
+            except ValueError as exc:
+                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", str(exc))) from None
+            provenance_runs[name] = {"evaluation_id": entry["evaluation_id"],
+                                     "sha256": doc.get("provenance", {}).get("run_sha256")}
+            continue
+        try:
+            evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures,
+                                                   **spec["options"])
+        except cranfield.MeasureError as exc:
+            raise BadInput(_problem(exc)) from None
+        except cranfield.CranfieldError as exc:
+            problem = _problem(exc)
+            if not isinstance(exc, cranfield.InputError):
+                problem["errors"] = {f"runs[{i}]": [str(exc)]}
+            raise BadInput(problem) from None
+        provenance_runs[name] = {"sha256": entry["sha256"]}
+    if len(set(stored_qrels.values())) > 1:
+        raise BadInput(_field_problem("runs", "the finished evaluations were made against "
+                                      "different qrels: their scores are not comparable"))
+    gates = [parse_gate(g) if isinstance(g, str) else g for g in _gates(spec.get("gate"))]
+    try:
+        doc = compare_evaluations(evaluations, measures, gate=gates or None,
+                                  **{k: spec[k] for k in COMPARE_SETTINGS})
+    except cranfield.CranfieldError as exc:
+        raise BadInput(_problem(exc)) from None
+    doc["provenance"] = {"engine": "cranfield", "engine_version": cranfield.__version__,
+                         "qrels_sha256": qrels_digest or next(iter(stored_qrels.values()), None),
+                         "runs": provenance_runs}
+    if qrels_version:
+        doc["provenance"]["qrels_version"] = qrels_version
+    return doc
+
+
+def _field_problem(field: str, sentence: str) -> dict:
+    return {"status": 422, "title": "Invalid input", "detail": f"{field}: {sentence}",
+            "errors": {field: [sentence]}}
+
+
+def run_comparison(store, spec: dict, find_evaluation) -> dict:
+    """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
+    blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
+    None), qrels from the store."""
+    try:
+        if spec.get("qrels_ref") or spec.get("qrels_key"):
+            qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+        else:
+            qrels = qrels_digest = qrels_version = None
+        entries = []
+        for i, run in enumerate(spec["runs"]):
+            if "evaluation_id" in run:
+                doc = find_evaluation(run["evaluation_id"])
+                if doc is None:
+                    raise BadInput(_field_problem(
+                        f"runs[{i}].evaluation_id", f"no finished evaluation "
+                        f"{run['evaluation_id']!r} (unknown, unfinished, or expired)"))
+                entries.append({"name": run["name"], "evaluation": doc,
+                                "evaluation_id": run["evaluation_id"]})
+                continue
+            raw = store.get_blob(run["run_key"])
+            label = f"runs[{i}]"
+            if run["run_format"] == "json":
+                value = read_json_mapping(raw, label)
+                digest = columns_sha256(value)
+            else:
+                value = cranfield.read_run(raw, name=label)
+                digest = hashlib.sha256(raw).hexdigest()
+            entries.append({"name": run["name"], "run": value, "sha256": digest})
+        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec)}
+    except NotFound as exc:
+        outcome = {"problem": _missing(exc)}
+    except BadInput as exc:
+        outcome = {"problem": exc.problem}
+    except cranfield.CranfieldError as exc:
+        outcome = {"problem": _problem(exc)}
+    for run in spec["runs"]:
+        if "run_key" in run:
+            store.delete_blob(run["run_key"])
+    if spec.get("qrels_key"):
+        store.delete_blob(spec["qrels_key"])
+    return outcome
+
+
+def finished_evaluation(connection, job_id: str) -> dict | None:
+    """The document of a finished evaluation job on RQ (None: unknown, unfinished, failed,
+    or not an evaluation)."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    try:
+        job = Job.fetch(job_id, connection=connection)
+    except NoSuchJobError:
+        return None
+    outcome = job.return_value() if job.get_status(refresh=False) == "finished" else None
+    doc = (outcome or {}).get("result") if isinstance(outcome, dict) else None
+    return doc if doc is not None and "aggregate" in doc and "pairs" not in doc else None
+
+
+def compare_job(spec: dict[str, Any]) -> dict:
+    """RQ entry point for a queued comparison (``worker.jobs.compare_job``)."""
+    from rq import get_current_job
+
+    connection = get_current_job().connection
+    return run_comparison(RedisStore(connection), spec,
+                          lambda job_id: finished_evaluation(connection, job_id))

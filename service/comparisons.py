@@ -1,0 +1,442 @@
+"""``POST /v1/comparisons`` (is run B better than A?) and ``POST /v1/pools`` (what to judge).
+
+A comparison takes two or more runs — inline (mappings or TREC text), uploaded as multipart
+files, or the ids of finished evaluation jobs — against one qrels, and answers with each
+run's mean and CI per measure, paired tests with family-wide corrected p-values, effect
+sizes, wins/ties/losses, the topics with the largest losses and an optional regression gate
+(:mod:`cranfield.compare`). Large ones (a body over the async threshold, or ``Prefer:
+respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import PurePath
+from typing import Any
+
+import orjson
+from flask import Blueprint, Response, current_app, request
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+import cranfield
+from cranfield import CranfieldError
+from cranfield.compare import TESTS
+from cranfield.html_report import render_comparison
+from cranfield.names import needs_subtopics
+from cranfield.pooling import format_pool, pool
+
+from .evaluations import (
+    OptionsSchema,
+    RunOrQrels,
+    _digest,
+    _flatten,
+    _form_parts,
+    _json_body,
+    _read,
+    _serialised,
+    _stored_qrels,
+    strict_bool,
+    wants_async,
+)
+from .jobs import present
+from .problems import Problem, from_engine_error
+
+bp = Blueprint("comparisons", __name__)
+
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+
+
+# --------------------------------------------------------------------------------------------
+# Schemas
+# --------------------------------------------------------------------------------------------
+
+class CompareOptionsSchema(OptionsSchema):
+    """The evaluation options of every compared run (micro-averaging has no per-topic
+    values, so it is not one of them)."""
+
+    class Meta:
+        unknown = RAISE
+        exclude = ("aggregation",)
+
+
+_NAME = validate.Regexp(r"^[^\x00-\x1f]{1,200}$", error="must be 1-200 printable characters")
+
+
+class RunEntrySchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(load_default=None, validate=_NAME)
+    run = RunOrQrels(load_default=None)
+    evaluation_id = fields.String(load_default=None, validate=validate.Regexp(
+        r"^[0-9a-f]{32}$", error="must be the id of a finished evaluation job"))
+
+    @validates_schema
+    def _one_source(self, data, **kwargs):
+        if (data.get("run") is None) == (data.get("evaluation_id") is None):
+            raise ValidationError("give exactly one of run and evaluation_id", "run")
+
+
+class GateSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    measure = fields.String(required=True, validate=validate.Length(min=1))
+    max_drop = fields.Float(required=True, allow_nan=False, validate=validate.Range(min=0))
+    relative = strict_bool(load_default=False)
+    alpha = fields.Float(load_default=0.05, allow_nan=False,
+                         validate=validate.Range(min=0, max=1, min_inclusive=False,
+                                                 max_inclusive=False))
+    test = fields.String(load_default="randomization", validate=validate.OneOf(TESTS))
+    baseline = fields.String(load_default=None)
+    candidate = fields.String(load_default=None)
+
+
+class GateField(fields.Field):
+    """A gate: the CLI's ``MEASURE:MAX_DROP[%][@ALPHA]`` text, an object, or a list of them."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        from cranfield.compare import parse_gate
+
+        items = value if isinstance(value, list) else [value]
+        if not items:
+            raise ValidationError("give at least one gate")
+        out, errors = [], {}
+        for i, item in enumerate(items):
+            where = i if isinstance(value, list) else None
+            try:
+                if isinstance(item, str):
+                    parse_gate(item)  # checked here, parsed by the job
+                    out.append(item)
+                elif isinstance(item, dict):
+                    out.append(GateSchema().load(item))
+                else:
+                    raise ValidationError("must be MEASURE:MAX_DROP[%][@ALPHA] or an object")
+            except ValueError as exc:  # parse_gate's message; ValidationError is one too
+                msg = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+                if where is None:
+                    raise ValidationError(msg) from None
+                errors[where] = msg
+        if errors:
+            raise ValidationError(errors)
+        return out if isinstance(value, list) else out[0]
+
+
+class ComparisonRequestSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    runs = fields.List(fields.Nested(RunEntrySchema), required=True,
+                       validate=validate.Length(min=2, max=50))
+    qrels = RunOrQrels(load_default=None)
+    qrels_id = fields.String(load_default=None, validate=validate.Regexp(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
+        error="must be a stored qrels id, optionally @version"))
+    measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
+                           validate=validate.Length(min=1, max=50))
+    options = fields.Nested(CompareOptionsSchema, load_default=lambda: CompareOptionsSchema()
+                            .load({}))
+    baseline = fields.String(load_default=None)
+    tests = fields.List(fields.String(validate=validate.OneOf(TESTS)),
+                        load_default=lambda: ["t", "randomization", "bootstrap"],
+                        validate=validate.Length(min=1))
+    correction = fields.String(load_default="holm", validate=validate.OneOf(CORRECTIONS))
+    alpha = fields.Float(load_default=0.05, allow_nan=False, validate=validate.Range(
+        min=0, max=1, min_inclusive=False, max_inclusive=False))
+    permutations = fields.Integer(load_default=10_000, strict=True,
+                                  validate=validate.Range(min=100, max=1_000_000))
+    bootstrap_samples = fields.Integer(load_default=10_000, strict=True,
+                                       validate=validate.Range(min=100, max=1_000_000))
+    seed = fields.Integer(load_default=0, strict=True, validate=validate.Range(min=0))
+    largest_losses = fields.Integer(load_default=5, strict=True,
+                                    validate=validate.Range(min=0, max=100))
+    per_topic = strict_bool(load_default=True)
+    curves = strict_bool(load_default=True)
+    gate = GateField(load_default=None)
+
+    @validates_schema
+    def _names_and_qrels(self, data, **kwargs):
+        names = [r.get("name") or f"run{i + 1}" for i, r in enumerate(data.get("runs") or [])]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValidationError({"runs": {i: {"name": [f"{name!r} names two runs"]}}})
+        if data.get("baseline") is not None and data["baseline"] not in names:
+            raise ValidationError(f"{data['baseline']!r} is not one of the runs "
+                                  f"({', '.join(names)})", "baseline")
+        inline = any(r.get("run") is not None for r in data.get("runs") or [])
+        if data.get("qrels") is not None and data.get("qrels_id") is not None:
+            raise ValidationError("give at most one of qrels and qrels_id", "qrels")
+        if inline and data.get("qrels") is None and data.get("qrels_id") is None:
+            raise ValidationError("inline runs need qrels or qrels_id", "qrels")
+
+
+_REQUEST_SCHEMA = ComparisonRequestSchema()
+
+
+class PoolRequestSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    runs = fields.List(fields.Nested(RunEntrySchema(only=("name", "run"))), required=True,
+                       validate=validate.Length(min=1, max=200))
+    depth = fields.Integer(required=True, strict=True,
+                           validate=validate.Range(min=1, max=10_000))
+    qrels_id = fields.String(load_default=None, validate=validate.Regexp(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
+        error="must be a stored qrels id, optionally @version"))
+    profile = fields.String(load_default="trec_eval-9.0.8",
+                            validate=validate.OneOf(cranfield.PROFILES))
+
+    @validates_schema
+    def _runs_given(self, data, **kwargs):
+        for i, r in enumerate(data.get("runs") or []):
+            if r.get("run") is None:
+                raise ValidationError({"runs": {i: {"run": ["is required"]}}})
+
+
+_POOL_SCHEMA = PoolRequestSchema()
+
+
+# --------------------------------------------------------------------------------------------
+# Request parsing
+# --------------------------------------------------------------------------------------------
+
+_FORM_SCALARS = {"alpha": float, "permutations": int, "bootstrap_samples": int, "seed": int,
+                 "largest_losses": int, "depth": int, "relevance_level": int,
+                 "collection_size": int}
+_FORM_BOOLEANS = ("per_topic", "curves", "judged_only", "complete_topics")
+_FORM_LISTS = ("measures", "tests", "gate")
+_OPTION_KEYS = ("profile", "relevance_level", "judged_only", "complete_topics",
+                "collection_size")
+
+
+def _form_request(option_keys=_OPTION_KEYS) -> dict:
+    """multipart/form-data: repeated ``runs`` files (named by their file names), a ``qrels``
+    file, and the other fields as text (lists repeated or comma-separated)."""
+    form, files = _form_parts()
+    body: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    names = [PurePath(f.filename or f"run{i + 1}").name
+             for i, f in enumerate(request.files.getlist("runs"))] if request.files else []
+    uploads = files.getlist("runs")
+    if len(names) != len(uploads):  # large bodies were cut without werkzeug's file objects
+        names = [f"run{i + 1}" for i in range(len(uploads))]
+    runs = [{"name": n, "run": data} for n, data in zip(names, uploads, strict=True)]
+    runs += [{"run": text} for text in form.getlist("runs")]
+    if runs:
+        body["runs"] = runs
+    if "qrels" in files:
+        body["qrels"] = files["qrels"]
+    for key in form:
+        if key == "runs":
+            continue
+        values = form.getlist(key)
+        if key in _FORM_LISTS:
+            items = [v.strip() for value in values for v in
+                     (value.split(",") if key != "gate" else [value]) if v.strip()]
+            body[key] = items if key != "gate" or len(items) > 1 else items[0]
+            continue
+        value = values[-1]
+        try:
+            if key in _FORM_BOOLEANS:
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError("must be true or false")
+                parsed: Any = value.lower() in ("true", "1", "yes")
+            elif key in _FORM_SCALARS:
+                parsed = _FORM_SCALARS[key](value)
+            else:
+                parsed = value
+        except ValueError:
+            errors[key] = [f"must be {'true or false' if key in _FORM_BOOLEANS else 'a number'}"]
+            continue
+        if key in option_keys:
+            body.setdefault("options", {})[key] = parsed
+        else:
+            body[key] = parsed
+    for key in files:
+        if key not in ("runs", "qrels"):
+            errors[key] = ["unknown file field (expected runs and qrels)"]
+    if errors:
+        raise Problem(422, "Invalid request", "some form fields are invalid",
+                      kind="invalid-request", errors=errors)
+    return body
+
+
+def _load(schema: Schema, **form_kwargs) -> dict:
+    mimetype = request.mimetype
+    if mimetype == "application/json" or mimetype.endswith("+json"):
+        body = _json_body()
+    elif mimetype == "multipart/form-data":
+        body = _form_request(**form_kwargs)
+    else:
+        raise Problem(415, "Unsupported Media Type",
+                      f"send application/json or multipart/form-data, not {mimetype or 'nothing'}",
+                      kind="unsupported-media-type")
+    try:
+        return schema.load(body)
+    except ValidationError as exc:
+        raise Problem(422, "Invalid request", "the request does not match the schema",
+                      kind="invalid-request", errors=_flatten(exc.messages)) from None
+
+
+def _accepted(*offers: str) -> str:
+    if not request.accept_mimetypes.provided:
+        return offers[0]
+    best = request.accept_mimetypes.best_match(offers)
+    if best is None:
+        raise Problem(406, "Not Acceptable", f"this resource is available as "
+                      f"{', '.join(offers)}", kind="not-acceptable")
+    return best
+
+
+def _bad_input(problem: dict) -> Problem:
+    return Problem(problem.get("status", 422), problem.get("title", "Invalid input"),
+                   problem.get("detail", ""), kind="invalid-input",
+                   errors=problem.get("errors"))
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons
+# --------------------------------------------------------------------------------------------
+
+def _spec(req: dict) -> dict:
+    """What the comparison needs besides its inputs, as the job carries it."""
+    return {"kind": "comparison", "measures": req["measures"], "options": req["options"],
+            "baseline": req["baseline"], "tests": req["tests"],
+            "correction": req["correction"], "alpha": req["alpha"],
+            "n_permutations": req["permutations"], "n_samples": req["bootstrap_samples"],
+            "seed": req["seed"], "largest_losses": req["largest_losses"],
+            "per_topic": req["per_topic"], "curves": req["curves"], "gate": req["gate"],
+            "details": False, "details_depth": 10}
+
+
+def _names(req: dict) -> list[str]:
+    return [r["name"] or f"run{i + 1}" for i, r in enumerate(req["runs"])]
+
+
+@bp.post("/v1/comparisons")
+def create_comparison():
+    """Compare two or more runs over topics: means with CIs, paired tests with corrected
+    p-values, effect sizes, wins/ties/losses, largest losses, and an optional gate."""
+    from worker.jobs import BadInput, compare_inputs, compared_measures
+
+    fmt = _accepted("application/json", "text/html", "text/plain")
+    req = _load(_REQUEST_SCHEMA)
+    spec = _spec(req)
+    names = _names(req)
+    backend = current_app.extensions["cranfield"]
+    try:
+        measures = compared_measures(spec)
+    except BadInput as exc:
+        raise _bad_input(exc.problem) from None
+    if wants_async():
+        return _enqueue_comparison(req, spec, names)
+    qrels = qrels_digest = version = None
+    try:
+        if req.get("qrels_id"):
+            qrels, meta = _stored_qrels(req["qrels_id"])
+            qrels_digest, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
+        elif req.get("qrels") is not None:
+            subtopics = needs_subtopics(measures, req["options"]["profile"])
+            qrels, source = _read(req["qrels"], "qrels", subtopics)
+            qrels_digest = _digest(source)
+        entries = []
+        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
+            if entry.get("evaluation_id"):
+                doc = backend.finished_evaluation(entry["evaluation_id"])
+                if doc is None:
+                    raise Problem(422, "Unknown evaluation", f"no finished evaluation "
+                                  f"{entry['evaluation_id']!r}", kind="unknown-evaluation",
+                                  errors={f"runs[{i}].evaluation_id": [
+                                      "no finished evaluation job with this id (unknown, "
+                                      "unfinished, failed or expired)"]})
+                entries.append({"name": name, "evaluation": doc,
+                                "evaluation_id": entry["evaluation_id"]})
+                continue
+            run, source = _read_run(entry["run"], f"runs[{i}]")
+            entries.append({"name": name, "run": run, "sha256": _digest(source)})
+        doc = compare_inputs(entries, qrels, qrels_digest, version, spec)
+    except BadInput as exc:
+        raise _bad_input(exc.problem) from None
+    except CranfieldError as exc:
+        raise from_engine_error(exc) from None
+    return _render(doc, fmt)
+
+
+def _read_run(value, label: str):
+    """A run as read, and what its SHA-256 is computed from (see evaluations._read)."""
+    if isinstance(value, dict):
+        run = cranfield.read_run(value, name=label)
+        return run, value
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return cranfield.read_run(data, name=label), data
+
+
+def _render(doc: dict, fmt: str) -> Response:
+    if fmt == "text/html":
+        return Response(render_comparison(doc), mimetype="text/html")
+    if fmt == "text/plain":
+        from cranfield.compare import format_text
+
+        return Response(format_text(doc), mimetype="text/plain")
+    return Response(orjson.dumps(doc), mimetype="application/json")
+
+
+def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
+    """Store inline runs (and qrels) under their own keys; the job carries the keys and the
+    ids of finished evaluations, never the inputs."""
+    backend = current_app.extensions["cranfield"]
+    cfg = current_app.config
+    if req.get("qrels_id"):
+        _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
+        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
+    elif req.get("qrels") is not None:
+        data, fmt = _serialised(req["qrels"])
+        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
+                                                     cfg["INPUT_TTL"]),
+                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
+                    qrels_format=fmt)
+    runs = []
+    for name, entry in zip(names, req["runs"], strict=True):
+        if entry.get("evaluation_id"):
+            runs.append({"name": name, "evaluation_id": entry["evaluation_id"]})
+            continue
+        data, fmt = _serialised(entry["run"])
+        runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
+            f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
+    spec["runs"] = runs
+    job_id = backend.submit(spec)
+    job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
+    resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
+    resp.headers["Location"] = f"/v1/jobs/{job_id}"
+    resp.headers["Preference-Applied"] = "respond-async"
+    return resp
+
+
+# --------------------------------------------------------------------------------------------
+# Pools
+# --------------------------------------------------------------------------------------------
+
+@bp.post("/v1/pools")
+def create_pool():
+    """The pool to judge: per topic, the union of every run's top ``depth`` documents,
+    optionally without those already judged in stored qrels."""
+    fmt = _accepted("application/json", "text/plain")
+    req = _load(_POOL_SCHEMA, option_keys=())
+    judged = None
+    if req.get("qrels_id"):
+        judged, _ = _stored_qrels(req["qrels_id"])
+    names = _names(req)
+    runs = {}
+    try:
+        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
+            runs[name], _ = _read_run(entry["run"], f"runs[{i}]")
+        result = pool(runs, req["depth"], judged=judged,
+                      float32_scores=req["profile"] != "trec_eval-10")
+    except CranfieldError as exc:
+        raise from_engine_error(exc) from None
+    if fmt == "text/plain":
+        return Response(format_pool(result), mimetype="text/plain")
+    return Response(orjson.dumps(result), mimetype="application/json")
+
