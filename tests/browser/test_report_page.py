@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import decode_png
+from browser_tools import decode_png
 
 import cranfield
 from cranfield.html_report import DOWN, PALETTE, UP, render_comparison, render_evaluation

@@ -341,3 +341,44 @@ def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server,
         for w in workers:
             w.terminate()
             w.wait(timeout=10)
+
+
+def test_queued_comparison_on_real_workers_from_inline_runs_and_finished_evaluations(
+        api, worker):
+    """A comparison queued on RQ equals the synchronous one; finished evaluation jobs
+    (fetched by the worker from RQ) compare like the inline runs they came from."""
+    qrels = (DATA / "qrels.test").read_text()
+    runs = {"full": (DATA / "results.test").read_text(),
+            "trunc": (DATA / "results.trunc").read_text()}
+    body = {"runs": [{"name": n, "run": r} for n, r in runs.items()], "qrels": qrels,
+            "measures": ["map", "P.10"], "gate": "map:0.05"}
+    status, _, sync = call(api, "POST", "/v1/comparisons", body)
+    assert status == 200
+    status, headers, _ = call(api, "POST", "/v1/comparisons", body, {"Prefer": "respond-async"})
+    assert status == 202
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done.get("problem")
+    for key in ("summary", "pairs", "gate", "topics"):
+        assert done["result"][key] == sync[key], key
+    ids = []
+    for run in runs.values():
+        status, headers, _ = call(api, "POST", "/v1/evaluations",
+                                  {"run": run, "qrels": qrels, "measures": ["map", "P.10"]},
+                                  {"Prefer": "respond-async"})
+        assert status == 202
+        assert wait_job(api, headers["Location"])["status"] == "finished"
+        ids.append(headers["Location"].rsplit("/", 1)[1])
+    by_id = {"runs": [{"name": n, "evaluation_id": i} for n, i in zip(runs, ids, strict=True)],
+             "measures": ["map", "P.10"], "gate": "map:0.05"}
+    status, headers, _ = call(api, "POST", "/v1/comparisons", by_id, {"Prefer": "respond-async"})
+    assert status == 202
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done.get("problem")
+    assert done["result"]["pairs"] == sync["pairs"]
+    assert done["result"]["provenance"]["runs"]["full"]["evaluation_id"] == ids[0]
+    # an unknown evaluation id fails the job at once, naming the field
+    bad = {"runs": [{"evaluation_id": ids[0]}, {"evaluation_id": "0" * 32}]}
+    status, headers, _ = call(api, "POST", "/v1/comparisons", bad, {"Prefer": "respond-async"})
+    failed = wait_job(api, headers["Location"])
+    assert failed["status"] == "failed"
+    assert "runs[1].evaluation_id" in failed["problem"]["errors"]
