@@ -160,6 +160,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relevance level: grades >= N are relevant (default 1)")
     cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                      help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    keys = sub.add_parser("keys", help="make an API key for the service (it stores only the "
+                                       "hash)",
+                          description="Print a new API key and the line to add to "
+                                      "CRANFIELD_API_KEYS_FILE (its SHA-256, role, tenant). The "
+                                      "key is shown once; the service keeps only the hash.")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    keys_new = keys_sub.add_parser("new", help="a new key and its keys-file line")
+    keys_new.add_argument("--role", choices=("read", "write", "admin"), required=True)
+    keys_new.add_argument("--tenant", required=True,
+                          help="whose qrels and jobs the key sees (1-64 letters, digits, . _ -)")
+    keys_new.add_argument("--name", default=None, help="a label for logs and metrics")
     pl = sub.add_parser("pool", help="the judging pool of runs: the union of their top-k "
                                      "documents per topic",
                         description="Pool RUNs at depth k (trec_eval's ranking order), minus "
@@ -378,6 +389,15 @@ def main(argv: list[str] | None = None) -> int:
             return run_compare(args)
         if args.command == "pool":
             return run_pool(args)
+        if args.command == "keys":
+            from service.auth import TENANT, key_line, new_key
+
+            if not TENANT.match(args.tenant):
+                parser.error("--tenant must be 1-64 letters, digits, '.', '_' or '-'")
+            key = new_key()
+            print(f"key:  {key}")
+            print(f"line: {key_line(key, args.role, args.tenant, args.name)}")
+            return 0
         if args.command == "serve":
             return run_serve(args)
         if args.command == "worker":

@@ -13,7 +13,7 @@ import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from . import comparisons, docs, evaluations, health, jobs, measures, qrels, timing
+from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrels, timing
 from .backend import make_backend
 from .problems import register_error_handlers
 
@@ -30,10 +30,14 @@ DEFAULTS: dict[str, Any] = {
     "INPUT_TTL": 7 * 24 * 3600,  # seconds an enqueued run is kept if no worker takes it
     "SHARDS": 4,                # a large queued run is split into this many topic shards
     "SHARD_MIN_BYTES": 16 * 1024 * 1024,  # ... when its TREC text is at least this large
+    "MAX_QUEUED_JOBS": 100,     # per tenant: queued or running jobs before 429
+    "API_KEYS_FILE": None,      # API keys on (see service/auth.py): a file of hashed keys
+    "API_KEYS": None,           # ... or the same lines in the variable itself
+    "RATE_LIMIT": None,         # per key, e.g. 600/60 (requests per seconds); None: no limit
 }
 _INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC",
              "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL",
-             "SHARDS", "SHARD_MIN_BYTES")
+             "SHARDS", "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS")
 
 
 class ConfigError(RuntimeError):
@@ -82,6 +86,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.json = OrjsonProvider(app)
     app.extensions["cranfield"] = make_backend(app.config)
     register_error_handlers(app)
+    try:
+        auth.init_app(app)
+    except auth.KeyFileError as exc:
+        raise ConfigError(str(exc)) from None
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)

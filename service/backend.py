@@ -44,7 +44,8 @@ class MemoryBackend:
     def submit(self, spec: dict) -> str:
         job_id = new_job_id()
         with self._lock:
-            self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time()}
+            self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time(),
+                                  "tenant": spec.get("tenant")}
         self._pool.submit(self._run, job_id, spec)
         return job_id
 
@@ -56,7 +57,8 @@ class MemoryBackend:
             job.update(status="started", started_at=time.time())
         try:
             if spec.get("kind") == "comparison":
-                outcome = run_comparison(self.store, spec, self.finished_evaluation)
+                outcome = run_comparison(self.store, spec, lambda job_id: (
+                    self.finished_evaluation(job_id, spec.get("tenant"))))
             else:
                 outcome = execute(self.store, spec)
         except Exception as exc:  # a bug, reported on the job rather than lost
@@ -66,11 +68,18 @@ class MemoryBackend:
             job.update(outcome, ended_at=time.time(),
                        status="failed" if "problem" in outcome else "finished")
 
-    def finished_evaluation(self, job_id: str) -> dict | None:
-        """The document of a finished evaluation job (None if there is none)."""
-        job = self.job(job_id)
-        doc = (job or {}).get("result") if (job or {}).get("status") == "finished" else None
+    def finished_evaluation(self, job_id: str, tenant: str | None) -> dict | None:
+        """The document of ``tenant``'s finished evaluation job (None if there is none)."""
+        job = self.job(job_id) or {}
+        if job.get("tenant") != tenant or job.get("status") != "finished":
+            return None
+        doc = job.get("result")
         return doc if doc is not None and "pairs" not in doc else None
+
+    def active_jobs(self, tenant: str | None) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values()
+                       if j.get("tenant") == tenant and j["status"] in ("queued", "started"))
 
     def job(self, job_id: str) -> dict | None:
         with self._lock:
@@ -108,17 +117,41 @@ class RedisBackend:
     def ping(self) -> None:
         self.redis.ping()
 
-    def finished_evaluation(self, job_id: str) -> dict | None:
-        """The document of a finished evaluation job (None if there is none)."""
-        return finished_evaluation(self.redis, job_id)
+    def finished_evaluation(self, job_id: str, tenant: str | None) -> dict | None:
+        """The document of ``tenant``'s finished evaluation job (None if there is none)."""
+        return finished_evaluation(self.redis, job_id, tenant)
+
+    def _active_key(self, tenant: str | None) -> str:
+        return f"cranfield:active:{tenant or ''}"
+
+    def _track(self, tenant: str | None, job_id: str) -> None:
+        self.redis.zadd(self._active_key(tenant), {job_id: time.time()})
+
+    def active_jobs(self, tenant: str | None) -> int:
+        """The tenant's jobs still queued or running: its set of submitted jobs, pruned of
+        those that have ended (or expired) at each look."""
+        from rq.job import Job
+
+        key = self._active_key(tenant)
+        ids = [i.decode() for i in self.redis.zrange(key, 0, -1)]
+        if not ids:
+            return 0
+        ended = [job_id for job_id, job in zip(ids, Job.fetch_many(ids, connection=self.redis),
+                                                strict=True)
+                 if job is None or getattr(job.get_status(refresh=False), "value", None) in
+                 ("finished", "failed", "stopped", "canceled")]
+        if ended:
+            self.redis.zrem(key, *ended)
+        return len(ids) - len(ended)
 
     def submit(self, spec: dict) -> str:
         from rq import Retry
 
         job_id = new_job_id()
         function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else JOB_FUNCTION
+        self._track(spec.get("tenant"), job_id)
         self.queue.enqueue_call(
-            function, args=(spec,), job_id=job_id,
+            function, args=(spec,), job_id=job_id, meta={"tenant": spec.get("tenant")},
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
             failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
             # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker
@@ -153,11 +186,13 @@ class RedisBackend:
         self.queue.enqueue_call(DIGEST_FUNCTION, args=({"keys": keys},), job_id=digest_id,
                                 at_front=True, **shard_opts)
         job_id = new_job_id()
+        self._track(spec.get("tenant"), job_id)
         self.queue.enqueue_call(COMBINE_FUNCTION,
                                 args=(dict(spec, shard_ids=shard_ids, shard_keys=keys,
                                            digest_id=digest_id),),
                                 job_id=job_id, depends_on=[*shard_ids, digest_id],
-                                meta={"shards": shard_ids}, **common)
+                                meta={"shards": shard_ids, "tenant": spec.get("tenant")},
+                                **common)
         return job_id
 
     def _fetch(self, job_id: str):
@@ -178,7 +213,7 @@ class RedisBackend:
             return None
         out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
-               "ended_at": _ts(job.ended_at)}
+               "ended_at": _ts(job.ended_at), "tenant": (job.meta or {}).get("tenant")}
         shards = (job.meta or {}).get("shards")
         if shards:
             from rq.job import Job

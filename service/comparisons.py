@@ -26,6 +26,7 @@ from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
 from cranfield.pooling import format_pool, pool
 
+from .auth import current_tenant
 from .evaluations import (
     OptionsSchema,
     RunOrQrels,
@@ -36,6 +37,7 @@ from .evaluations import (
     _read,
     _serialised,
     _stored_qrels,
+    check_job_cap,
     strict_bool,
     wants_async,
 )
@@ -344,7 +346,7 @@ def create_comparison():
         entries = []
         for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
             if entry.get("evaluation_id"):
-                doc = backend.finished_evaluation(entry["evaluation_id"])
+                doc = backend.finished_evaluation(entry["evaluation_id"], current_tenant())
                 if doc is None:
                     raise Problem(422, "Unknown evaluation", f"no finished evaluation "
                                   f"{entry['evaluation_id']!r}", kind="unknown-evaluation",
@@ -388,6 +390,8 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
     ids of finished evaluations, never the inputs."""
     backend = current_app.extensions["cranfield"]
     cfg = current_app.config
+    check_job_cap()
+    spec["tenant"] = current_tenant()
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"

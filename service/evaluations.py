@@ -35,6 +35,7 @@ from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
 from . import multipart
+from .auth import current_tenant
 from .jobs import present
 from .problems import Problem, from_engine_error
 from .request_body import read_body
@@ -372,7 +373,7 @@ def _stored_qrels(ref: str):
     from worker.store import StoreError
 
     try:
-        return current_app.extensions["cranfield"].store.load_qrels(ref)
+        return current_app.extensions["cranfield"].store.scoped(current_tenant()).load_qrels(ref)
     except StoreError as exc:
         raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
                       errors={"qrels_id": [str(exc)]}) from None
@@ -447,6 +448,16 @@ def create_evaluation():
                         mimetype="application/json")
 
 
+def check_job_cap() -> None:
+    """429 when the caller's tenant already has MAX_QUEUED_JOBS jobs queued or running."""
+    cap = current_app.config["MAX_QUEUED_JOBS"]
+    active = current_app.extensions["cranfield"].active_jobs(current_tenant())
+    if active >= cap:
+        raise Problem(429, "Too Many Requests", f"{active} jobs are queued or running for "
+                      f"you; the limit is {cap}: wait for some to finish",
+                      kind="too-many-jobs", headers={"Retry-After": "10"})
+
+
 def wants_async() -> bool:
     """RFC 7240 ``Prefer: respond-async``, or a body over the configured size."""
     prefer = ",".join(request.headers.getlist("Prefer")).lower()
@@ -465,8 +476,10 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
+    check_job_cap()
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms", "curves")}
+    spec["tenant"] = current_tenant()
     # qrels first: every shard job needs their reference
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission

@@ -8,6 +8,7 @@ import re
 import orjson
 from flask import Blueprint, Response, current_app, request
 
+from .auth import current_tenant
 from .problems import Problem
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
@@ -16,6 +17,9 @@ JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
 def _find(job_id: str) -> dict:
     job = current_app.extensions["cranfield"].job(job_id) if JOB_ID.match(job_id) else None
+    # another tenant's job is answered as if it did not exist
+    if job is not None and job.pop("tenant", None) != current_tenant():
+        job = None
     if job is None:
         raise Problem(404, "Not Found", f"no job {job_id!r} (unknown, or its result expired)",
                       kind="not-found")
@@ -23,7 +27,9 @@ def _find(job_id: str) -> dict:
 
 
 def present(job: dict) -> dict:
-    """A job as the API shows it: a failure reason is a full RFC 9457 problem."""
+    """A job as the API shows it: a failure reason is a full RFC 9457 problem; whose it is
+    stays inside."""
+    job = {k: v for k, v in job.items() if k != "tenant"}
     if "problem" in job:
         p = job["problem"]
         job = dict(job, problem={"type": "https://cranfield.dev/problems/job-failed",

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, request
 import cranfield
 from worker.store import StoreError, split_ref
 
+from .auth import current_tenant
 from .problems import Problem, from_engine_error
 from .request_body import read_body
 
@@ -20,8 +21,9 @@ bp = Blueprint("qrels", __name__, url_prefix="/v1/qrels")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-def backend():
-    return current_app.extensions["cranfield"]
+def store():
+    """The stored qrels the caller's tenant sees (all of them when API keys are off)."""
+    return current_app.extensions["cranfield"].store.scoped(current_tenant())
 
 
 def _json(doc, status=200, headers=None) -> Response:
@@ -100,7 +102,7 @@ def put_qrels(qrels_id: str):
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})
     try:
-        meta, created = backend().store.put_qrels(qrels_id, qrels,
+        meta, created = store().put_qrels(qrels_id, qrels,
                                                   request.headers.get("If-Match"))
     except StoreError as exc:
         raise _store_error(exc) from None
@@ -115,7 +117,7 @@ def get_qrels(qrels_id: str):
     qrels_id, version = split_ref(qrels_id)
     _check_id(qrels_id)
     try:
-        meta = backend().store.meta(qrels_id, version)
+        meta = store().meta(qrels_id, version)
     except StoreError as exc:
         raise _store_error(exc) from None
     return _json(meta, headers={"ETag": f'"{meta["version"]}"'})
@@ -133,7 +135,7 @@ def list_qrels():
     if offset < 0 or not 1 <= limit <= 1000:
         raise Problem(400, "Invalid parameter", "offset >= 0 and 1 <= limit <= 1000",
                       kind="invalid-parameter", errors={"limit": ["integer 1..1000"]})
-    items, total = backend().store.list_qrels(offset, limit)
+    items, total = store().list_qrels(offset, limit)
     nxt = offset + limit if offset + limit < total else None
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
                   "next": f"/v1/qrels?offset={nxt}&limit={limit}" if nxt is not None else None})
@@ -143,7 +145,7 @@ def list_qrels():
 def delete_qrels(qrels_id: str):
     _check_id(qrels_id)
     try:
-        backend().store.delete_qrels(qrels_id)
+        store().delete_qrels(qrels_id)
     except StoreError as exc:
         raise _store_error(exc) from None
     return Response(status=204)

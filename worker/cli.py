@@ -22,7 +22,8 @@ def worker_class():
                 from .store import RedisStore
 
                 try:
-                    RedisStore(self.connection).load_qrels(spec["qrels_ref"])
+                    RedisStore(self.connection).scoped(spec.get("tenant")).load_qrels(
+                        spec["qrels_ref"])
                 except Exception:  # the job itself reports what is wrong with its input
                     log.debug("could not warm qrels %s", spec["qrels_ref"], exc_info=True)
             return super().execute_job(job, queue)

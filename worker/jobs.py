@@ -47,7 +47,7 @@ def _load_qrels(store, spec: dict):
     """(qrels, their SHA-256, ``id@version`` if stored) for a job: stored ones through the
     worker's decode cache, inline ones from their blob."""
     if spec.get("qrels_ref"):
-        qrels, meta = store.load_qrels(spec["qrels_ref"])
+        qrels, meta = store.scoped(spec.get("tenant")).load_qrels(spec["qrels_ref"])
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
     raw = store.get_blob(spec["qrels_key"])
     if spec.get("qrels_format") == "json":
@@ -369,15 +369,17 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
     return outcome
 
 
-def finished_evaluation(connection, job_id: str) -> dict | None:
-    """The document of a finished evaluation job on RQ (None: unknown, unfinished, failed,
-    or not an evaluation)."""
+def finished_evaluation(connection, job_id: str, tenant: str | None) -> dict | None:
+    """The document of ``tenant``'s finished evaluation job on RQ (None: unknown, another
+    tenant's, unfinished, failed, or not an evaluation)."""
     from rq.exceptions import NoSuchJobError
     from rq.job import Job
 
     try:
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
+        return None
+    if (job.meta or {}).get("tenant") != tenant:
         return None
     outcome = job.return_value() if job.get_status(refresh=False) == "finished" else None
     doc = (outcome or {}).get("result") if isinstance(outcome, dict) else None
@@ -390,4 +392,5 @@ def compare_job(spec: dict[str, Any]) -> dict:
 
     connection = get_current_job().connection
     return run_comparison(RedisStore(connection), spec,
-                          lambda job_id: finished_evaluation(connection, job_id))
+                          lambda job_id: finished_evaluation(connection, job_id,
+                                                             spec.get("tenant")))

@@ -111,13 +111,21 @@ def split_ref(ref: str) -> tuple[str, str | None]:
 class RedisStore:
     """Qrels versions and run blobs in Redis.
 
-    Keys: ``cranfield:qrels:{id}`` (hash version -> metadata JSON), ``…:{id}:order`` (list
-    of versions, oldest first), ``…:{id}:v:{version}`` (compressed text), ``cranfield:qrels``
-    (sorted set of ids by creation time), ``cranfield:run:{key}`` (compressed run, with TTL).
+    Keys, under ``cranfield`` (or ``cranfield:tenant:{tenant}`` for a tenant's qrels):
+    ``…:qrels:{id}`` (hash version -> metadata JSON), ``…:{id}:order`` (list of versions, oldest
+    first), ``…:{id}:v:{version}`` (compressed text), ``…:qrels`` (sorted set of ids by
+    creation time); ``cranfield:blob:{key}`` (a run or inline qrels, as sent, with a TTL).
     """
 
-    def __init__(self, redis):
+    def __init__(self, redis, prefix: str = PREFIX):
         self.redis = redis
+        self.prefix = prefix  # a tenant's qrels live under their own prefix
+
+    def scoped(self, tenant: str | None) -> RedisStore:
+        """The store as ``tenant`` sees it: its own qrels (ids are per tenant); run blobs are
+        shared (their keys are random). None: the one shared space of a service without
+        API keys."""
+        return self if tenant is None else RedisStore(self.redis, f"{PREFIX}:tenant:{tenant}")
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
@@ -125,7 +133,7 @@ class RedisStore:
         text = canonical_text(qrels)
         meta = describe(qrels, text)
         version = meta["version"]
-        base = f"{PREFIX}:qrels:{qrels_id}"
+        base = f"{self.prefix}:qrels:{qrels_id}"
         with self.redis.pipeline() as pipe:
             while True:
                 try:
@@ -144,7 +152,7 @@ class RedisStore:
                         pipe.hset(base, version, orjson.dumps(meta))
                         pipe.set(f"{base}:v:{version}", zlib.compress(text, 6))
                     pipe.rpush(f"{base}:order", version)
-                    pipe.zadd(f"{PREFIX}:qrels", {qrels_id: meta["created"]}, nx=True)
+                    pipe.zadd(f"{self.prefix}:qrels", {qrels_id: meta["created"]}, nx=True)
                     pipe.execute()
                     return self.meta(qrels_id, version), True
                 except self._watch_error():
@@ -157,10 +165,11 @@ class RedisStore:
         return redis.WatchError
 
     def versions(self, qrels_id: str) -> list[str]:
-        return [v.decode() for v in self.redis.lrange(f"{PREFIX}:qrels:{qrels_id}:order", 0, -1)]
+        order = f"{self.prefix}:qrels:{qrels_id}:order"
+        return [v.decode() for v in self.redis.lrange(order, 0, -1)]
 
     def meta(self, qrels_id: str, version: str | None = None) -> dict:
-        base = f"{PREFIX}:qrels:{qrels_id}"
+        base = f"{self.prefix}:qrels:{qrels_id}"
         if version is None:
             latest = self.redis.lindex(f"{base}:order", -1)
             if latest is None:
@@ -177,7 +186,7 @@ class RedisStore:
     def load_qrels(self, ref: str) -> tuple[Qrels, dict]:
         qrels_id, version = split_ref(ref)
         meta = self.meta(qrels_id, version)
-        key = f"{PREFIX}:qrels:{qrels_id}:v:{meta['version']}"
+        key = f"{self.prefix}:qrels:{qrels_id}:v:{meta['version']}"
 
         def blob() -> bytes:
             data = self.redis.get(key)
@@ -188,8 +197,8 @@ class RedisStore:
         return QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)), meta
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
-        total = self.redis.zcard(f"{PREFIX}:qrels")
-        ids = [i.decode() for i in self.redis.zrange(f"{PREFIX}:qrels", offset,
+        total = self.redis.zcard(f"{self.prefix}:qrels")
+        ids = [i.decode() for i in self.redis.zrange(f"{self.prefix}:qrels", offset,
                                                     offset + limit - 1)]
         items = []
         for qrels_id in ids:
@@ -200,12 +209,12 @@ class RedisStore:
         return items, total
 
     def delete_qrels(self, qrels_id: str) -> None:
-        base = f"{PREFIX}:qrels:{qrels_id}"
+        base = f"{self.prefix}:qrels:{qrels_id}"
         versions = self.versions(qrels_id)
         if not versions:
             raise NotFound(f"no qrels {qrels_id!r}")
         self.redis.delete(base, f"{base}:order", *(f"{base}:v:{v}" for v in set(versions)))
-        self.redis.zrem(f"{PREFIX}:qrels", qrels_id)
+        self.redis.zrem(f"{self.prefix}:qrels", qrels_id)
 
     # -- runs -------------------------------------------------------------------------------
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
@@ -228,12 +237,20 @@ class MemoryStore:
     """The same interface in process memory: the embedded default when no REDIS_URL is set
     (``make run`` needs nothing else). Not shared between processes."""
 
-    def __init__(self):
-        self._lock = threading.Lock()
+    def __init__(self, parent: MemoryStore | None = None):
+        self._lock = parent._lock if parent else threading.Lock()
         self._qrels: dict[str, dict[str, dict]] = {}
         self._order: dict[str, list[str]] = {}
-        self._texts: dict[str, bytes] = {}
-        self._blobs: dict[str, tuple[float, bytes]] = {}
+        self._texts: dict[str, bytes] = parent._texts if parent else {}
+        self._blobs: dict[str, tuple[float, bytes]] = parent._blobs if parent else {}
+        self._tenants: dict[str, MemoryStore] = {}
+
+    def scoped(self, tenant: str | None) -> MemoryStore:
+        """The store as ``tenant`` sees it (see RedisStore.scoped)."""
+        if tenant is None:
+            return self
+        with self._lock:
+            return self._tenants.setdefault(tenant, MemoryStore(parent=self))
 
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
                   ) -> tuple[dict, bool]:
