@@ -70,8 +70,8 @@ class RunEntrySchema(Schema):
         unknown = RAISE
 
     name = fields.String(load_default=None, validate=_NAME)
-    run = RunOrQrels(load_default=None)
-    evaluation_id = fields.String(load_default=None, validate=validate.Regexp(
+    run = RunOrQrels(load_default=None, allow_none=False)
+    evaluation_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[0-9a-f]{32}$", error="must be the id of a finished evaluation job"))
 
     @validates_schema
@@ -131,8 +131,8 @@ class ComparisonRequestSchema(Schema):
 
     runs = fields.List(fields.Nested(RunEntrySchema), required=True,
                        validate=validate.Length(min=2, max=50))
-    qrels = RunOrQrels(load_default=None)
-    qrels_id = fields.String(load_default=None, validate=validate.Regexp(
+    qrels = RunOrQrels(load_default=None, allow_none=False)
+    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
     measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
@@ -155,7 +155,7 @@ class ComparisonRequestSchema(Schema):
                                     validate=validate.Range(min=0, max=100))
     per_topic = strict_bool(load_default=True)
     curves = strict_bool(load_default=True)
-    gate = GateField(load_default=None)
+    gate = GateField(load_default=None, allow_none=False)
 
     @validates_schema
     def _names_and_qrels(self, data, **kwargs):
@@ -184,7 +184,7 @@ class PoolRequestSchema(Schema):
                        validate=validate.Length(min=1, max=200))
     depth = fields.Integer(required=True, strict=True,
                            validate=validate.Range(min=1, max=10_000))
-    qrels_id = fields.String(load_default=None, validate=validate.Regexp(
+    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
     profile = fields.String(load_default="trec_eval-9.0.8",
@@ -237,7 +237,10 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
         if key in _FORM_LISTS:
             items = [v.strip() for value in values for v in
                      (value.split(",") if key != "gate" else [value]) if v.strip()]
-            body[key] = items if key != "gate" or len(items) > 1 else items[0]
+            if not items:  # an empty field: as if the list were empty (the schema decides)
+                body[key] = [] if key != "gate" else ""
+            else:
+                body[key] = items if key != "gate" or len(items) > 1 else items[0]
             continue
         value = values[-1]
         try:

@@ -132,9 +132,10 @@ def list_qrels():
         raise Problem(400, "Invalid parameter", "offset and limit must be integers",
                       kind="invalid-parameter", errors={"offset": ["integer >= 0"],
                                                         "limit": ["integer 1..1000"]}) from None
-    if offset < 0 or not 1 <= limit <= 1000:
-        raise Problem(400, "Invalid parameter", "offset >= 0 and 1 <= limit <= 1000",
-                      kind="invalid-parameter", errors={"limit": ["integer 1..1000"]})
+    if not 0 <= offset < 2**53 or not 1 <= limit <= 1000:  # 2**53: exact in any JSON reader
+        raise Problem(400, "Invalid parameter", "0 <= offset < 2^53 and 1 <= limit <= 1000",
+                      kind="invalid-parameter", errors={"offset": ["integer 0..2^53-1"],
+                                                        "limit": ["integer 1..1000"]})
     items, total = store().list_qrels(offset, limit)
     nxt = offset + limit if offset + limit < total else None
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
