@@ -15,6 +15,7 @@ from flask.json.provider import JSONProvider
 
 from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrels, timing
 from .backend import make_backend
+from .observability import init_app as init_observability
 from .problems import register_error_handlers
 
 DEFAULTS: dict[str, Any] = {
@@ -86,6 +87,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.json = OrjsonProvider(app)
     app.extensions["cranfield"] = make_backend(app.config)
     register_error_handlers(app)
+    init_observability(app)
     try:
         auth.init_app(app)
     except auth.KeyFileError as exc:

@@ -19,6 +19,7 @@ from worker.jobs import (
     finished_evaluation,
     run_comparison,
 )
+from worker.metrics import metered_queue, observe_embedded_job, record_enqueued, spec_kind
 from worker.store import MemoryStore, RedisStore, redis_client
 
 
@@ -47,6 +48,7 @@ class MemoryBackend:
             self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time(),
                                   "tenant": spec.get("tenant")}
         self._pool.submit(self._run, job_id, spec)
+        record_enqueued(None, spec_kind(spec))
         return job_id
 
     def _run(self, job_id: str, spec: dict) -> None:
@@ -64,6 +66,7 @@ class MemoryBackend:
         except Exception as exc:  # a bug, reported on the job rather than lost
             outcome = {"problem": {"status": 500, "title": "Job crashed",
                                    "detail": f"{exc.__class__.__name__}: {exc}"}}
+        observe_embedded_job(spec, job_id, outcome, job["started_at"])
         with self._lock:
             job.update(outcome, ended_at=time.time(),
                        status="failed" if "problem" in outcome else "finished")
@@ -107,11 +110,9 @@ class RedisBackend:
     kind = "redis"
 
     def __init__(self, url: str, config: dict):
-        from rq import Queue
-
         self.redis = redis_client(url)
         self.store = RedisStore(self.redis)
-        self.queue = Queue(QUEUE, connection=self.redis)
+        self.queue = metered_queue(QUEUE, self.redis)
         self.config = config
 
     def ping(self) -> None:
@@ -183,7 +184,8 @@ class RedisBackend:
                                                                shard=i),),
                                     job_id=shard_ids[-1], **shard_opts)
         digest_id = new_job_id()
-        self.queue.enqueue_call(DIGEST_FUNCTION, args=({"keys": keys},), job_id=digest_id,
+        digest_spec = {"keys": keys, "request_id": spec.get("request_id")}
+        self.queue.enqueue_call(DIGEST_FUNCTION, args=(digest_spec,), job_id=digest_id,
                                 at_front=True, **shard_opts)
         job_id = new_job_id()
         self._track(spec.get("tenant"), job_id)

@@ -42,6 +42,7 @@ from .evaluations import (
     wants_async,
 )
 from .jobs import present
+from .observability import current_request_id
 from .problems import Problem, from_engine_error
 
 bp = Blueprint("comparisons", __name__)
@@ -395,6 +396,7 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
     cfg = current_app.config
     check_job_cap()
     spec["tenant"] = current_tenant()
+    spec["request_id"] = current_request_id()
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"

@@ -37,6 +37,7 @@ from cranfield.trec_format import format_csv, format_trec
 from . import multipart
 from .auth import current_tenant
 from .jobs import present
+from .observability import current_request_id
 from .problems import Problem, from_engine_error
 from .request_body import read_body
 from .timing import timed
@@ -480,6 +481,7 @@ def enqueue_evaluation(req: dict) -> Response:
     spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
                                 "details_depth", "latency_ms", "curves")}
     spec["tenant"] = current_tenant()
+    spec["request_id"] = current_request_id()
     # qrels first: every shard job needs their reference
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission

@@ -5,8 +5,13 @@
 Every setting can be overridden by an environment variable of the same name in capitals
 with the ``CRANFIELD_`` prefix (e.g. ``CRANFIELD_WORKERS=4``)."""
 
+import glob
 import multiprocessing
 import os
+import shutil
+import tempfile
+
+from worker.metrics import logging_config
 
 bind = os.environ.get("CRANFIELD_BIND", "127.0.0.1:8000")
 # Without Redis, stored qrels and queued jobs live in the serving process: one process (with
@@ -14,19 +19,59 @@ bind = os.environ.get("CRANFIELD_BIND", "127.0.0.1:8000")
 _shared_state = bool(os.environ.get("REDIS_URL") or os.environ.get("CRANFIELD_REDIS_URL"))
 workers = int(os.environ.get("CRANFIELD_WORKERS",
                              str(min(4, multiprocessing.cpu_count()) if _shared_state else 1)))
-threads = int(os.environ.get("CRANFIELD_THREADS", "1" if _shared_state else "4"))
+# Threads in every mode: a client that sends its body slowly holds one thread, not a whole
+# process (sync workers let three slow clients stall two processes), and keep-alive works.
+threads = int(os.environ.get("CRANFIELD_THREADS", "4"))
 # evaluations of large runs take seconds: keep the worker alive while it computes
 timeout = int(os.environ.get("CRANFIELD_TIMEOUT", "120"))
 graceful_timeout = 30
 keepalive = 5
-accesslog = os.environ.get("CRANFIELD_ACCESS_LOG", "-")
+# The app writes one JSON access line per request (service/observability.py); gunicorn's own
+# access log only when asked for (a path, or "-")
+accesslog = os.environ.get("CRANFIELD_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("CRANFIELD_LOG_LEVEL", "info")
+# every log record, gunicorn's and the app's, as one JSON object per line on stderr
+logconfig_dict = logging_config(loglevel, accesslog)
 
 
 def on_starting(server):
-    """Compile (or load from numba's cache) the large-JSON kernels once, in the master before
-    the workers fork, so that no request pays for it."""
+    """In the master, before the workers fork: compile (or load from numba's cache) the
+    large-JSON kernels once, so that no request pays for it; and set up Prometheus's
+    multiprocess mode."""
     from cranfield.json_body import warm_up
 
+    _metrics_directory(server)
     warm_up()
+
+
+def _metrics_directory(server) -> None:
+    """Every worker process writes its HTTP metrics to files in ``PROMETHEUS_MULTIPROC_DIR``
+    and /metrics sums them all. Not set: a fresh directory of our own, removed on exit. Set
+    by the operator: emptied of metric files (those of an earlier run would be added in).
+    Set here rather than when this file is read, so that reading it (tests do) changes
+    nothing; before the workers fork, which import the app, and prometheus_client with it.
+    (With ``--preload`` the app is imported first: each process then counts on its own.)"""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if path:
+        for stale in glob.glob(os.path.join(path, "*.db")):
+            os.remove(stale)
+    else:
+        path = server._cranfield_metrics_dir = tempfile.mkdtemp(prefix="cranfield-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    if server.cfg.preload_app:
+        server.log.warning("--preload: /metrics counts the requests of the process that "
+                           "answers it only")
+
+
+def child_exit(server, worker):
+    """A worker process is gone: drop its live-gauge files (its counters stay counted)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    own = getattr(server, "_cranfield_metrics_dir", None)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)

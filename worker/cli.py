@@ -12,12 +12,29 @@ log = logging.getLogger("cranfield.worker")
 def worker_class():
     """RQ's forking Worker (a work horse per job, watched with heartbeats, so a killed worker's
     job is retried elsewhere), warming the decoded-qrels cache in the parent before each fork:
-    the horse inherits it, so jobs against the same qrels decode them once per worker."""
+    the horse inherits it, so jobs against the same qrels decode them once per worker.
+
+    It also counts each job's outcome and duration (``worker.metrics``, in Redis, where
+    /metrics reads them) and logs the job's start and end as JSON lines carrying the id of
+    the request that enqueued it (``spec["request_id"]``)."""
     from rq import Worker
+
+    from .metrics import REQUEST_ID
 
     class CranfieldWorker(Worker):
         def execute_job(self, job, queue):
             spec = job.args[0] if job.args else {}
+            spec = spec if isinstance(spec, dict) else {}
+            token = REQUEST_ID.set(spec.get("request_id"))
+            try:
+                self._cache_mark = _cache_counts()
+                _job_log(logging.INFO, "job started", job, spec, event="job_started")
+                self._warm_and_execute(job, queue, spec)
+            finally:
+                REQUEST_ID.reset(token)
+
+        def _warm_and_execute(self, job, queue, spec):
+            """The qrels warm-up, then the fork (RQ's execute_job)."""
             if isinstance(spec, dict) and spec.get("qrels_ref"):
                 from .store import RedisStore
 
@@ -26,9 +43,73 @@ def worker_class():
                         spec["qrels_ref"])
                 except Exception:  # the job itself reports what is wrong with its input
                     log.debug("could not warm qrels %s", spec["qrels_ref"], exc_info=True)
+            # what the warm-up looked up is not the job's own lookup (see _cache_counts)
+            hits, misses = _cache_counts()
+            self._prefetch_lookups = hits + misses - sum(self._cache_mark)
             return super().execute_job(job, queue)
 
+        # Both run in the work horse (handle_job_failure also in this process when the horse
+        # died), before RQ stores the outcome: once a client sees the job ended, /metrics
+        # counts it.
+        def handle_job_success(self, job, queue, *args, **kwargs):
+            result = getattr(job, "_result", None)  # what the job function returned
+            failed = isinstance(result, dict) and "problem" in result
+            self._job_ended(job, "failed" if failed else "finished",
+                            result["problem"] if failed else None)
+            return super().handle_job_success(job, queue, *args, **kwargs)
+
+        def handle_job_failure(self, job, queue, *args, **kwargs):
+            retrying = job.should_retry and getattr(self, "_stopped_job_id", None) != job.id
+            exc_string = kwargs.get("exc_string", args[1] if len(args) > 1 else "") or ""
+            detail = exc_string.strip().splitlines()[-1:] or [None]
+            self._job_ended(job, "retrying" if retrying else "failed", {"detail": detail[0]})
+            return super().handle_job_failure(job, queue, *args, **kwargs)
+
+        def _job_ended(self, job, outcome: str, problem: dict | None) -> None:
+            from .metrics import kind_of, record_cache, record_outcome
+
+            spec = job.args[0] if job.args and isinstance(job.args[0], dict) else {}
+            kind = kind_of(job.func_name)
+            duration = ((job.ended_at - job.started_at).total_seconds()
+                        if job.started_at and job.ended_at else None)
+            try:
+                if outcome != "retrying":  # an attempt to be retried is not an outcome yet
+                    record_outcome(self.connection, kind, outcome, duration)
+                mark = getattr(self, "_cache_mark", None)
+                if mark is not None:  # once per job: the horse, or the parent if it died
+                    self._cache_mark = None
+                    hits, misses = _cache_counts()
+                    prefetch = getattr(self, "_prefetch_lookups", 0)
+                    record_cache(self.connection, max(0, hits - mark[0] - prefetch),
+                                 misses - mark[1])
+            finally:
+                fields = {"event": "job_ended", "outcome": outcome,
+                          "duration_ms": round(duration * 1000, 3) if duration is not None
+                          else None, "retries_left": job.retries_left}
+                if problem:
+                    fields["problem"] = {k: problem[k] for k in ("status", "title", "detail")
+                                         if k in problem}
+                _job_log(logging.INFO if outcome == "finished" else logging.WARNING,
+                         f"job {outcome}", job, spec, **fields)
+
     return CranfieldWorker
+
+
+def _cache_counts() -> tuple[int, int]:
+    """(hits, misses) of this process's decoded-qrels cache. The parent's warm-up before the
+    fork is a prefetch: a decode there counts as the job's miss, and the hit it then gives
+    the job in the horse is not counted; so each lookup a job makes counts once."""
+    from .store import QRELS_CACHE
+
+    return QRELS_CACHE.hits, QRELS_CACHE.misses
+
+
+def _job_log(level: int, message: str, job, spec: dict, **fields) -> None:
+    from .metrics import kind_of
+
+    log.log(level, message, extra={"job_id": job.id, "kind": kind_of(job.func_name),
+                                   "queue": job.origin, "tenant": spec.get("tenant"),
+                                   "request_id": spec.get("request_id"), **fields})
 
 
 def preload() -> None:
@@ -59,11 +140,13 @@ def run_worker(redis_url: str | None, burst: bool = False, name: str | None = No
                maintenance_interval: int | None = None) -> int:
     from rq import Queue
 
+    from .metrics import configure_logging, log_level
     from .store import redis_client
 
-    url = redis_url or os.environ.get("REDIS_URL")
+    url = redis_url or os.environ.get("CRANFIELD_REDIS_URL") or os.environ.get("REDIS_URL")
     if not url:
         raise SystemExit("cranfield worker: set REDIS_URL or pass --redis-url")
+    configure_logging(log_level())  # JSON lines on stderr (CRANFIELD_LOG_LEVEL)
     preload()
     conn = redis_client(url)
     kwargs = {}
