@@ -78,6 +78,17 @@ def _validated(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def check_configuration(config: dict[str, Any] | None = None) -> None:
+    """Raise :class:`ConfigError` naming the first invalid setting (gunicorn's master calls
+    this before starting any worker, so a bad value stops start-up with one clear line)."""
+    settings = _validated({**DEFAULTS, **_from_environment(), **(config or {})})
+    try:
+        auth.key_ring(settings)
+        auth.parse_rate(settings.get("RATE_LIMIT"))
+    except auth.KeyFileError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     settings = dict(DEFAULTS)

@@ -13,17 +13,32 @@ import tempfile
 
 from worker.metrics import logging_config
 
+
+def _positive(name: str, default: int) -> int:
+    """A positive integer setting; anything else stops start-up with a message naming it."""
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise SystemExit(f"cranfield: {name} must be a positive integer, got {text!r}")
+    return value
+
+
 bind = os.environ.get("CRANFIELD_BIND", "127.0.0.1:8000")
 # Without Redis, stored qrels and queued jobs live in the serving process: one process (with
 # threads) keeps them visible to every request. With Redis, processes scale out.
 _shared_state = bool(os.environ.get("REDIS_URL") or os.environ.get("CRANFIELD_REDIS_URL"))
-workers = int(os.environ.get("CRANFIELD_WORKERS",
-                             str(min(4, multiprocessing.cpu_count()) if _shared_state else 1)))
+workers = _positive("CRANFIELD_WORKERS",
+                    min(4, multiprocessing.cpu_count()) if _shared_state else 1)
 # Threads in every mode: a client that sends its body slowly holds one thread, not a whole
 # process (sync workers let three slow clients stall two processes), and keep-alive works.
-threads = int(os.environ.get("CRANFIELD_THREADS", "4"))
+threads = _positive("CRANFIELD_THREADS", 4)
 # evaluations of large runs take seconds: keep the worker alive while it computes
-timeout = int(os.environ.get("CRANFIELD_TIMEOUT", "120"))
+timeout = _positive("CRANFIELD_TIMEOUT", 120)
 graceful_timeout = 30
 keepalive = 5
 # The app writes one JSON access line per request (service/observability.py); gunicorn's own
@@ -31,6 +46,9 @@ keepalive = 5
 accesslog = os.environ.get("CRANFIELD_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("CRANFIELD_LOG_LEVEL", "info")
+if loglevel.lower() not in ("debug", "info", "warning", "error", "critical"):
+    raise SystemExit(f"cranfield: CRANFIELD_LOG_LEVEL must be debug, info, warning, error or "
+                     f"critical, got {loglevel!r}")
 # every log record, gunicorn's and the app's, as one JSON object per line on stderr
 logconfig_dict = logging_config(loglevel, accesslog)
 
@@ -40,7 +58,12 @@ def on_starting(server):
     large-JSON kernels once, so that no request pays for it; and set up Prometheus's
     multiprocess mode."""
     from cranfield.json_body import warm_up
+    from service.app import ConfigError, check_configuration
 
+    try:
+        check_configuration()
+    except ConfigError as exc:
+        raise SystemExit(f"cranfield: {exc}") from None
     _metrics_directory(server)
     warm_up()
 
