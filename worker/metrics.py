@@ -198,9 +198,18 @@ class CacheReporter:
         self._lock = threading.Lock()
         self._reported = (0, 0)
 
+    def pending(self) -> bool:
+        """Lookups since the last report (read without the lock: a stale answer only delays a
+        report to the next request)."""
+        from .store import QRELS_CACHE
+
+        return (QRELS_CACHE.hits, QRELS_CACHE.misses) != self._reported
+
     def flush(self, connection) -> None:
         from .store import QRELS_CACHE
 
+        if (QRELS_CACHE.hits, QRELS_CACHE.misses) == self._reported:
+            return  # the usual case: nothing looked up since the last report
         with self._lock:
             hits, misses = QRELS_CACHE.hits, QRELS_CACHE.misses
             seen_hits, seen_misses = self._reported
