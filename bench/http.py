@@ -189,7 +189,8 @@ def main() -> int:
     ceiling = start_gunicorn("bench.http_ceiling:create_app()", ceiling_port, args.workers)
     procs = [api, ceiling]
     try:
-        print(f"gunicorn: {args.workers} sync workers each; {args.clients} keep-alive clients; "
+        print(f"gunicorn: {args.workers} worker processes x 4 threads each (the config's "
+              f"default); {args.clients} keep-alive clients; "
               f"{args.seconds:.0f} s per phase; {os.cpu_count()} cores shared by all")
         body = small_body()
         small = load(api_port, "POST", "/v1/evaluations", body, args.seconds, args.clients)

@@ -489,7 +489,8 @@ def main() -> int:
         print(f"load: {args.seconds:.0f} s, {args.clients} keep-alive client processes "
               f"(seed {args.seed}), mix 70% sync evaluations (1x100, {len(MEASURES)} "
               "measures) / 20% qrels reads / 10% async jobs (50x100)")
-        print(f"stack on loopback: gunicorn (service/gunicorn.conf.py, 2 sync workers), "
+        print("stack on loopback: gunicorn (service/gunicorn.conf.py, 2 worker processes x 4 "
+              "threads), "
               f"2 `cranfield worker`, redis-server {redis_port}; {os.cpu_count()} cores "
               f"shared with the clients; load average before "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
