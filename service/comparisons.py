@@ -31,13 +31,12 @@ from .evaluations import (
     OptionsSchema,
     RunOrQrels,
     _digest,
-    _flatten,
     _form_parts,
-    _json_body,
     _read,
     _serialised,
     _stored_qrels,
     check_job_cap,
+    load_body,
     strict_bool,
     wants_async,
 )
@@ -270,20 +269,7 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
 
 
 def _load(schema: Schema, **form_kwargs) -> dict:
-    mimetype = request.mimetype
-    if mimetype == "application/json" or mimetype.endswith("+json"):
-        body = _json_body()
-    elif mimetype == "multipart/form-data":
-        body = _form_request(**form_kwargs)
-    else:
-        raise Problem(415, "Unsupported Media Type",
-                      f"send application/json or multipart/form-data, not {mimetype or 'nothing'}",
-                      kind="unsupported-media-type")
-    try:
-        return schema.load(body)
-    except ValidationError as exc:
-        raise Problem(422, "Invalid request", "the request does not match the schema",
-                      kind="invalid-request", errors=_flatten(exc.messages)) from None
+    return load_body(schema, lambda: _form_request(**form_kwargs))
 
 
 def _accepted(*offers: str) -> str:

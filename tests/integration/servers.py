@@ -49,3 +49,52 @@ def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen
                                    Path(log_path).read_text(errors="replace")) from None
             time.sleep(0.2)
     return url, proc
+
+
+class RedisServer:
+    """A private redis-server on a free port; with ``folder``, append-only persistence there
+    (fsync on every write), so a restart keeps what was queued."""
+
+    def __init__(self, port: int | None = None, folder: Path | None = None):
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.folder = folder
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import shutil
+
+        import redis
+
+        persistence = (["--dir", str(self.folder), "--appendonly", "yes", "--appendfsync",
+                        "always"] if self.folder else ["--appendonly", "no"])
+        self.proc = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", *persistence], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis(port=self.port).ping()
+                return
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+def require_redis_server() -> None:
+    """Skip without redis-server; with CI=true, fail instead (the queue tests must run)."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is required (CI=true): install it")
+        pytest.skip("redis-server not installed")

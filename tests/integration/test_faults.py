@@ -4,59 +4,22 @@ keeps serving; tenants and the queued-job cap on Redis with real gunicorn proces
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
 
 import orjson
 import pytest
-from servers import free_port, start_gunicorn
+from servers import RedisServer, require_redis_server, start_gunicorn
 from test_queue import BODY, CRANFIELD, ROOT, call
 
 from service.auth import key_line
 
 
-class PersistentRedis:
-    """redis-server with append-only persistence in a folder of its own."""
-
-    def __init__(self, folder):
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.folder = folder
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        import redis
-
-        self.proc = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--dir", str(self.folder), "--appendonly", "yes", "--appendfsync", "always",
-             "--save", ""], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(port=self.port).ping()
-                return
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-            self.proc = None
-
-
 @pytest.fixture(scope="module")
 def persistent_redis(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
-    server = PersistentRedis(tmp_path_factory.mktemp("redis-aof"))
+    require_redis_server()
+    server = RedisServer(folder=tmp_path_factory.mktemp("redis-aof"))
     server.start()
     yield server
     server.stop()

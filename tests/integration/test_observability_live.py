@@ -7,7 +7,6 @@ the request that enqueued the job."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,8 +21,8 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import ROOT, free_port, start_gunicorn
-from test_queue import RedisServer, call, wait_job
+from servers import ROOT, RedisServer, require_redis_server, start_gunicorn
+from test_queue import call, wait_job
 
 DATA = ROOT / "tests" / "data" / "trec_eval"
 CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
@@ -33,11 +32,8 @@ QRELS = (DATA / "qrels.test").read_bytes()
 
 @pytest.fixture(scope="module")
 def redis_server():
-    if shutil.which("redis-server") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
-    server = RedisServer(free_port())
+    require_redis_server()
+    server = RedisServer()
     server.start()
     yield server
     server.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,46 +15,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from servers import ROOT, free_port, start_gunicorn
+from servers import ROOT, RedisServer, free_port, require_redis_server, start_gunicorn
 
 DATA = ROOT / "tests" / "data" / "trec_eval"
 CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 
 
-class RedisServer:
-    def __init__(self, port: int):
-        self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        import redis
-
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis(port=self.port).ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-            self.proc = None
-
-
 @pytest.fixture(scope="module")
 def redis_server():
-    if shutil.which("redis-server") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
+    require_redis_server()
     server = RedisServer(free_port())
     server.start()
     yield server
