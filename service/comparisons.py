@@ -41,6 +41,7 @@ from .evaluations import (
     wants_async,
 )
 from .jobs import present
+from .negotiation import negotiate
 from .observability import current_request_id
 from .problems import Problem, from_engine_error
 
@@ -272,16 +273,6 @@ def _load(schema: Schema, **form_kwargs) -> dict:
     return load_body(schema, lambda: _form_request(**form_kwargs))
 
 
-def _accepted(*offers: str) -> str:
-    if not request.accept_mimetypes.provided:
-        return offers[0]
-    best = request.accept_mimetypes.best_match(offers)
-    if best is None:
-        raise Problem(406, "Not Acceptable", f"this resource is available as "
-                      f"{', '.join(offers)}", kind="not-acceptable")
-    return best
-
-
 def _bad_input(problem: dict) -> Problem:
     return Problem(problem.get("status", 422), problem.get("title", "Invalid input"),
                    problem.get("detail", ""), kind="invalid-input",
@@ -313,7 +304,7 @@ def create_comparison():
     p-values, effect sizes, wins/ties/losses, largest losses, and an optional gate."""
     from worker.jobs import BadInput, compare_inputs, compared_measures
 
-    fmt = _accepted("application/json", "text/html", "text/plain")
+    fmt = negotiate(["application/json", "text/html", "text/plain"])
     req = _load(_REQUEST_SCHEMA)
     spec = _spec(req)
     names = _names(req)
@@ -417,7 +408,7 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
 def create_pool():
     """The pool to judge: per topic, the union of every run's top ``depth`` documents,
     optionally without those already judged in stored qrels."""
-    fmt = _accepted("application/json", "text/plain")
+    fmt = negotiate(["application/json", "text/plain"])
     req = _load(_POOL_SCHEMA, option_keys=())
     judged = None
     if req.get("qrels_id"):

@@ -37,6 +37,7 @@ from cranfield.trec_format import format_csv, format_trec
 from . import multipart
 from .auth import current_tenant
 from .jobs import present
+from .negotiation import negotiate
 from .observability import current_request_id
 from .problems import Problem, from_engine_error
 from .request_body import read_body
@@ -415,22 +416,12 @@ def run_evaluation(req: dict):
     return ev, run, qrels, (run_digest.result(), qrels_digest)
 
 
-def _preferred_format() -> str:
-    if not request.accept_mimetypes.provided:
-        return "application/json"
-    best = request.accept_mimetypes.best_match(["application/json", "text/plain", "text/csv",
-                                                "text/html"])
-    if best is None:
-        raise Problem(406, "Not Acceptable", "this resource is available as application/json, "
-                      "text/plain (trec_eval's text), text/csv or text/html (a report page)",
-                      kind="not-acceptable")
-    return best
-
-
 @bp.post("")
 def create_evaluation():
     """Evaluate synchronously and answer with per-topic and aggregate scores."""
-    fmt = _preferred_format()
+    fmt = negotiate(["application/json", "text/plain", "text/csv", "text/html"],
+                    "application/json, text/plain (trec_eval's text), text/csv or text/html "
+                    "(a report page)")
     req = load_request()
     if wants_async():
         with timed("enqueue"):

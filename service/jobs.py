@@ -6,9 +6,10 @@ import html
 import re
 
 import orjson
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app
 
 from .auth import current_tenant
+from .negotiation import negotiate
 from .problems import Problem
 
 bp = Blueprint("jobs", __name__, url_prefix="/v1/jobs")
@@ -43,14 +44,9 @@ def present(job: dict) -> dict:
 def get_job(job_id: str):
     """The job as JSON; with ``Accept: text/html`` (what a browser sends) its report page."""
     job = _find(job_id)
-    offers = ["application/json", "text/html"]
-    if request.accept_mimetypes.provided:
-        best = request.accept_mimetypes.best_match(offers)
-        if best is None:
-            raise Problem(406, "Not Acceptable", "a job is available as application/json or "
-                          "text/html (its report page)", kind="not-acceptable")
-        if best == "text/html":
-            return _page(job)
+    if negotiate(["application/json", "text/html"],
+                 "application/json or text/html (its report page)") == "text/html":
+        return _page(job)
     return Response(orjson.dumps(present(job)), mimetype="application/json")
 
 
