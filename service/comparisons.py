@@ -337,7 +337,7 @@ def create_comparison():
                 entries.append({"name": name, "evaluation": doc,
                                 "evaluation_id": entry["evaluation_id"]})
                 continue
-            run, source = _read_run(entry["run"], f"runs[{i}]")
+            run, source = _read(entry["run"], "run", label=f"runs[{i}]")
             entries.append({"name": name, "run": run, "sha256": _digest(source)})
         doc = compare_inputs(entries, qrels, qrels_digest, version, spec)
     except BadInput as exc:
@@ -345,15 +345,6 @@ def create_comparison():
     except CranfieldError as exc:
         raise from_engine_error(exc) from None
     return _render(doc, fmt)
-
-
-def _read_run(value, label: str):
-    """A run as read, and what its SHA-256 is computed from (see evaluations._read)."""
-    if isinstance(value, dict):
-        run = cranfield.read_run(value, name=label)
-        return run, value
-    data = value.encode("utf-8") if isinstance(value, str) else value
-    return cranfield.read_run(data, name=label), data
 
 
 def _render(doc: dict, fmt: str) -> Response:
@@ -417,7 +408,7 @@ def create_pool():
     runs = {}
     try:
         for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
-            runs[name], _ = _read_run(entry["run"], f"runs[{i}]")
+            runs[name], _ = _read(entry["run"], "run", label=f"runs[{i}]")
         result = pool(runs, req["depth"], judged=judged,
                       float32_scores=req["profile"] != "trec_eval-10")
     except CranfieldError as exc:

@@ -318,18 +318,21 @@ def _serialised(value) -> tuple[bytes, str]:
     return orjson.dumps(value), "json"
 
 
-def _read(value, kind: str, subtopics: bool = False) -> tuple[Any, Any]:
+def _read(value, kind: str, subtopics: bool = False, label: str | None = None
+          ) -> tuple[Any, Any]:
     """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
     mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
-    key order or on how the body was decoded. ``subtopics``: diversity qrels."""
+    key order or on how the body was decoded. ``subtopics``: diversity qrels; ``label``: the
+    name errors give the input (default ``kind``, e.g. ``runs[2]`` for a compared run)."""
     reader = read_run if kind == "run" else partial(read_qrels, diversity=subtopics)
+    label = label or kind
     if isinstance(value, Columns):
         return value.value, value.value
     if isinstance(value, Mapping):
-        read = reader(value, name=kind)
+        read = reader(value, name=label)
         return read, (value if len(read) <= 10_000 else read)
     data = value.encode("utf-8") if isinstance(value, str) else value
-    return reader(data, name=kind), data
+    return reader(data, name=label), data
 
 
 def _digest(source) -> str:
