@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 import orjson
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
@@ -220,12 +220,10 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
     form, files = _form_parts()
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
-    names = [PurePath(f.filename or f"run{i + 1}").name
-             for i, f in enumerate(request.files.getlist("runs"))] if request.files else []
-    uploads = files.getlist("runs")
-    if len(names) != len(uploads):  # large bodies were cut without werkzeug's file objects
-        names = [f"run{i + 1}" for i in range(len(uploads))]
-    runs = [{"name": n, "run": data} for n, data in zip(names, uploads, strict=True)]
+    names = [PurePath(f or f"run{i + 1}").name
+             for i, f in enumerate(files.filenames.getlist("runs"))]
+    runs = [{"name": n, "run": data}
+            for n, data in zip(names, files.getlist("runs"), strict=True)]
     runs += [{"run": text} for text in form.getlist("runs")]
     if runs:
         body["runs"] = runs

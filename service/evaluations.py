@@ -21,7 +21,6 @@ import numpy as np
 import orjson
 from flask import Blueprint, Response, current_app, request
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
-from werkzeug.datastructures import MultiDict
 
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
@@ -214,7 +213,8 @@ FAST_MULTIPART_MIN_BYTES = 1 << 20
 
 
 def _form_parts():
-    """(form fields, files as bytes) of a multipart body."""
+    """(form fields, files as bytes with their file names: :class:`multipart.Uploads`) of a
+    multipart body."""
     if (request.content_length or 0) >= FAST_MULTIPART_MIN_BYTES:
         with timed("read"):
             raw = read_body()
@@ -225,11 +225,16 @@ def _form_parts():
                 parser = request.make_form_data_parser()
                 _, form, uploads = parser.parse(io.BytesIO(raw), request.mimetype,
                                                 len(raw), request.mimetype_params)
-                parsed = form, MultiDict((k, f.read()) for k, f in uploads.items(multi=True))
+                parsed = form, _uploads(uploads)
                 for upload in uploads.values():
                     upload.close()
         return parsed
-    return request.form, MultiDict((k, f.read()) for k, f in request.files.items(multi=True))
+    return request.form, _uploads(request.files)
+
+
+def _uploads(files) -> multipart.Uploads:
+    """werkzeug's file storages as :class:`multipart.Uploads` (contents read whole)."""
+    return multipart.Uploads((k, f.filename, f.read()) for k, f in files.items(multi=True))
 
 
 def _form_body() -> dict:

@@ -167,6 +167,20 @@ def test_comparison_from_uploaded_files(client):
     assert bad.status_code == 422 and "alpha" in bad.get_json()["errors"]
 
 
+def test_large_uploads_keep_their_file_names(client, monkeypatch):
+    """Bodies of 1 MiB or more are cut by service.multipart: the runs keep their names."""
+    from service import evaluations
+
+    monkeypatch.setattr(evaluations, "FAST_MULTIPART_MIN_BYTES", 0)
+    resp = client.post("/v1/comparisons", data={
+        "runs": [(io.BytesIO(FULL.encode()), "full.txt"), (io.BytesIO(TRUNC.encode()),
+                                                           "trunc.txt")],
+        "qrels": (io.BytesIO(QRELS.encode()), "qrels.txt"), "measures": "map"},
+        content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.get_json()
+    assert [r["name"] for r in resp.get_json()["runs"]] == ["full.txt", "trunc.txt"]
+
+
 def _finished(client, location: str) -> dict:
     deadline = time.monotonic() + 30
     while True:
