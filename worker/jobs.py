@@ -58,18 +58,23 @@ def _load_qrels(store, spec: dict):
             spec["qrels_sha256"], None)
 
 
+def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None):
+    """(a stored run as read, its SHA-256): TREC text is hashed as sent (unless the digest is
+    known), a mapping by its content, as the synchronous path does."""
+    if fmt == "trec":
+        return cranfield.read_run(raw, name=label), sha256 or hashlib.sha256(raw).hexdigest()
+    run = read_json_mapping(raw, label)
+    return run, columns_sha256(run)
+
+
 def run_job(store, spec: dict[str, Any]) -> dict:
     """Evaluate the job described by ``spec`` against ``store`` and build the document."""
     try:
         run_bytes = store.get_blob(spec["run_key"])
         qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-        if spec["run_format"] == "trec":  # TREC text is hashed as sent
-            run = cranfield.read_run(run_bytes, name="run")
-            run_digest = spec.get("run_sha256") or hashlib.sha256(run_bytes).hexdigest()
-        else:  # a mapping is hashed by its content, as the synchronous path does
-            run = read_json_mapping(run_bytes, "run")
-            run_digest = columns_sha256(run)
+        run, run_digest = _read_stored_run(run_bytes, spec["run_format"], "run",
+                                           spec.get("run_sha256"))
         ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
@@ -345,14 +350,8 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
                 entries.append({"name": run["name"], "evaluation": doc,
                                 "evaluation_id": run["evaluation_id"]})
                 continue
-            raw = store.get_blob(run["run_key"])
-            label = f"runs[{i}]"
-            if run["run_format"] == "json":
-                value = read_json_mapping(raw, label)
-                digest = columns_sha256(value)
-            else:
-                value = cranfield.read_run(raw, name=label)
-                digest = hashlib.sha256(raw).hexdigest()
+            value, digest = _read_stored_run(store.get_blob(run["run_key"]),
+                                             run["run_format"], f"runs[{i}]")
             entries.append({"name": run["name"], "run": value, "sha256": digest})
         outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec)}
     except NotFound as exc:
