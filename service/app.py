@@ -78,10 +78,15 @@ def _validated(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _settings(config: dict[str, Any] | None) -> dict[str, Any]:
+    """Defaults, then ``CRANFIELD_*`` variables, then ``config``, validated."""
+    return _validated({**DEFAULTS, **_from_environment(), **(config or {})})
+
+
 def check_configuration(config: dict[str, Any] | None = None) -> None:
     """Raise :class:`ConfigError` naming the first invalid setting (gunicorn's master calls
     this before starting any worker, so a bad value stops start-up with one clear line)."""
-    settings = _validated({**DEFAULTS, **_from_environment(), **(config or {})})
+    settings = _settings(config)
     try:
         auth.key_ring(settings)
         auth.parse_rate(settings.get("RATE_LIMIT"))
@@ -91,10 +96,7 @@ def check_configuration(config: dict[str, Any] | None = None) -> None:
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
-    settings = dict(DEFAULTS)
-    settings.update(_from_environment())
-    settings.update(config or {})
-    app.config.update(_validated(settings))
+    app.config.update(_settings(config))
     app.json = OrjsonProvider(app)
     app.extensions["cranfield"] = make_backend(app.config)
     register_error_handlers(app)

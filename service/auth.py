@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from flask import Flask, current_app, g, request
+from flask import Flask, g, request
 
 from .problems import Problem
 
@@ -217,6 +217,8 @@ def init_app(app: Flask) -> None:
     app.extensions["cranfield_keys"] = ring
     if ring is None:
         return
+    backend = app.extensions["cranfield"]  # made before this hook: create_app's order
+    counter = RedisCounter(backend.redis) if backend.kind == "redis" else MemoryCounter()
 
     @app.before_request
     def _authenticate():
@@ -237,7 +239,7 @@ def init_app(app: Flask) -> None:
         g.principal = principal
         if rate is not None:
             limit, window = rate
-            count, reset = _counter().hit(principal.key_id, window)
+            count, reset = counter.hit(principal.key_id, window)
             if count > limit:
                 retry = max(1, int(reset + 0.999))
                 raise Problem(429, "Too Many Requests", f"this key may make {limit} requests "
@@ -245,11 +247,3 @@ def init_app(app: Flask) -> None:
                               headers={"Retry-After": str(retry)})
         return None
 
-
-def _counter():
-    counter = current_app.extensions.get("cranfield_rate_counter")
-    if counter is None:
-        backend = current_app.extensions["cranfield"]
-        counter = RedisCounter(backend.redis) if backend.kind == "redis" else MemoryCounter()
-        current_app.extensions["cranfield_rate_counter"] = counter
-    return counter

@@ -79,6 +79,10 @@ class MemoryBackend:
         doc = job.get("result")
         return doc if doc is not None and "pairs" not in doc else None
 
+    def queued_count(self) -> int:
+        with self._lock:
+            return sum(1 for j in self._jobs.values() if j["status"] == "queued")
+
     def active_jobs(self, tenant: str | None) -> int:
         with self._lock:
             return sum(1 for j in self._jobs.values()
@@ -121,6 +125,9 @@ class RedisBackend:
     def finished_evaluation(self, job_id: str, tenant: str | None) -> dict | None:
         """The document of ``tenant``'s finished evaluation job (None if there is none)."""
         return finished_evaluation(self.redis, job_id, tenant)
+
+    def queued_count(self) -> int:
+        return self.queue.count
 
     def _active_key(self, tenant: str | None) -> str:
         return f"cranfield:active:{tenant or ''}"

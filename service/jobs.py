@@ -19,7 +19,7 @@ JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 def _find(job_id: str) -> dict:
     job = current_app.extensions["cranfield"].job(job_id) if JOB_ID.match(job_id) else None
     # another tenant's job is answered as if it did not exist
-    if job is not None and job.pop("tenant", None) != current_tenant():
+    if job is not None and job.get("tenant") != current_tenant():
         job = None
     if job is None:
         raise Problem(404, "Not Found", f"no job {job_id!r} (unknown, or its result expired)",

@@ -155,18 +155,7 @@ class Observability:
 
     def queue_depth(self) -> int | None:
         backend = self._backend()
-        if backend is None:
-            return None
-        if getattr(backend, "kind", None) == "redis":
-            return backend.queue.count
-        counter = getattr(backend, "queued_count", None)
-        if counter is not None:
-            return counter()
-        lock, jobs = getattr(backend, "_lock", None), getattr(backend, "_jobs", None)
-        if lock is None or jobs is None:
-            return None
-        with lock:
-            return sum(1 for job in jobs.values() if job.get("status") == "queued")
+        return backend.queued_count() if backend is not None else None
 
     def job_families(self) -> list:
         redis = self._redis()
