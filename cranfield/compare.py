@@ -27,7 +27,7 @@ from .evaluate import Evaluation, evaluate
 from .io import read_qrels
 from .measures import DEFAULT_PROFILE
 from .measures.registry import NICKNAMES
-from .names import Instance, resolve
+from .names import Instance, needs_subtopics, resolve
 
 DEFAULT_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.1000", "recip_rank"]
 TESTS = ("t", "randomization", "bootstrap", "wilcoxon")
@@ -68,17 +68,26 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
                                n_permutations, n_samples, seed, largest_losses)
     gates = _gate_specs(gate)
     profile = eval_options.get("profile", DEFAULT_PROFILE)
-    names = [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES)
-    wanted = {i.key for n in names for i in resolve([n], profile)}
-    for spec in gates:  # a gated measure must be compared
-        if not {i.key for i in resolve([spec.measure], profile)} <= wanted:
-            names.append(spec.measure)
-    diversity = any(i.measure.family == "diversity" for i in resolve(names, profile))
-    qrels_obj = read_qrels(qrels, diversity=diversity)
+    names = with_gate_measures(
+        [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES),
+        gates, profile)
+    qrels_obj = read_qrels(qrels, diversity=needs_subtopics(names, profile))
     evaluations = {name: evaluate(run, qrels_obj, names, **eval_options)
                    for name, run in runs.items()}
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
                                per_topic=per_topic, curves=curves)
+
+
+def with_gate_measures(names: list[str], gates, profile: str) -> list[str]:
+    """``names`` and the measure of each gate (a :class:`Gate` or its dict) they do not
+    already cover (by key, so ``AP`` counts as ``map``): a gated measure must be compared."""
+    names = list(names)
+    wanted = {i.key for n in names for i in resolve([n], profile)}
+    for spec in gates:
+        measure = spec["measure"] if isinstance(spec, Mapping) else spec.measure
+        if not {i.key for i in resolve([measure], profile)} <= wanted:
+            names.append(measure)
+    return names
 
 
 def compare_evaluations(evaluations: dict[str, Evaluation],

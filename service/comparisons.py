@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import asdict
 from pathlib import PurePath
 from typing import Any
 
@@ -109,9 +110,8 @@ class GateField(fields.Field):
         for i, item in enumerate(items):
             where = i if isinstance(value, list) else None
             try:
-                if isinstance(item, str):
-                    parse_gate(item)  # checked here, parsed by the job
-                    out.append(item)
+                if isinstance(item, str):  # parsed once, here: jobs get the fields
+                    out.append(asdict(parse_gate(item)))
                 elif isinstance(item, dict):
                     out.append(GateSchema().load(item))
                 else:
@@ -337,7 +337,7 @@ def create_comparison():
                 continue
             run, source = _read(entry["run"], "run", label=f"runs[{i}]")
             entries.append({"name": name, "run": run, "sha256": _digest(source)})
-        doc = compare_inputs(entries, qrels, qrels_digest, version, spec)
+        doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
     except CranfieldError as exc:

@@ -43,9 +43,10 @@ def _problem(exc: Exception) -> dict:
             "errors": {"run": [str(exc)]}}
 
 
-def _load_qrels(store, spec: dict):
+def _load_qrels(store, spec: dict, measures: list[str] | None = None):
     """(qrels, their SHA-256, ``id@version`` if stored) for a job: stored ones through the
-    worker's decode cache, inline ones from their blob."""
+    worker's decode cache, inline ones from their blob, with subtopics when ``measures``
+    (default: the spec's) need them."""
     if spec.get("qrels_ref"):
         qrels, meta = store.scoped(spec.get("tenant")).load_qrels(spec["qrels_ref"])
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
@@ -53,7 +54,8 @@ def _load_qrels(store, spec: dict):
     if spec.get("qrels_format") == "json":
         qrels = read_json_mapping(raw, "qrels")
         return qrels, columns_sha256(qrels), None
-    subtopics = needs_subtopics(spec["measures"], spec["options"]["profile"])
+    subtopics = needs_subtopics(spec["measures"] if measures is None else measures,
+                                spec["options"]["profile"])
     return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics),
             spec["qrels_sha256"], None)
 
@@ -248,36 +250,37 @@ COMPARE_SETTINGS = ("baseline", "tests", "correction", "alpha", "n_permutations"
 
 def compared_measures(spec: dict) -> list[str]:
     """The measures a comparison evaluates: those asked for (default: compare's), plus any
-    a gate checks."""
-    from cranfield.compare import DEFAULT_MEASURES, parse_gate
+    a gate checks (an unknown one is the gate's error, not the measures')."""
+    from cranfield.compare import DEFAULT_MEASURES, with_gate_measures
     from cranfield.names import resolve
 
-    names = list(spec.get("measures") or DEFAULT_MEASURES)
+    profile = spec["options"]["profile"]
     for g in _gates(spec.get("gate")):
-        measure = parse_gate(g).measure if isinstance(g, str) else g.get("measure")
         try:
-            resolve([measure], spec["options"]["profile"])
+            resolve([g["measure"]], profile)
         except cranfield.MeasureError as exc:
             raise BadInput(_field_problem("gate.measure", str(exc))) from None
-        if measure not in names:
-            names.append(measure)
-    return names
+    try:
+        return with_gate_measures(spec.get("measures") or DEFAULT_MEASURES,
+                                  _gates(spec.get("gate")), profile)
+    except cranfield.MeasureError as exc:  # an unknown name among the measures asked for
+        raise BadInput(_problem(exc)) from None
 
 
-def _gates(gate) -> list:
+def _gates(gate) -> list[dict]:
+    """The spec's gates (dicts of :class:`cranfield.compare.Gate`'s fields) as a list."""
     return [] if gate is None else gate if isinstance(gate, list) else [gate]
 
 
 def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
-                   qrels_version: str | None, spec: dict) -> dict:
+                   qrels_version: str | None, spec: dict, measures: list[str]) -> dict:
     """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}`` or
     ``{"name", "evaluation": document, "evaluation_id"}``). Inline runs are evaluated
     against ``qrels``; finished evaluations must have been made against the same qrels.
     Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``...)."""
-    from cranfield.compare import compare_evaluations, parse_gate
+    from cranfield.compare import compare_evaluations
     from cranfield.report import evaluation_from_document
 
-    measures = compared_measures(spec)
     evaluations: dict[str, cranfield.Evaluation] = {}
     provenance_runs: dict[str, dict] = {}
     stored_qrels: dict[str, str] = {}
@@ -311,7 +314,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     if len(set(stored_qrels.values())) > 1:
         raise BadInput(_field_problem("runs", "the finished evaluations were made against "
                                       "different qrels: their scores are not comparable"))
-    gates = [parse_gate(g) if isinstance(g, str) else g for g in _gates(spec.get("gate"))]
+    gates = _gates(spec.get("gate"))
     try:
         doc = compare_evaluations(evaluations, measures, gate=gates or None,
                                   **{k: spec[k] for k in COMPARE_SETTINGS})
@@ -335,8 +338,9 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
     blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
     None), qrels from the store."""
     try:
+        measures = compared_measures(spec)
         if spec.get("qrels_ref") or spec.get("qrels_key"):
-            qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+            qrels, qrels_digest, qrels_version = _load_qrels(store, spec, measures)
         else:
             qrels = qrels_digest = qrels_version = None
         entries = []
@@ -353,7 +357,8 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
             value, digest = _read_stored_run(store.get_blob(run["run_key"]),
                                              run["run_format"], f"runs[{i}]")
             entries.append({"name": run["name"], "run": value, "sha256": digest})
-        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec)}
+        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec,
+                                            measures)}
     except NotFound as exc:
         outcome = {"problem": _missing(exc)}
     except BadInput as exc:
