@@ -9,10 +9,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
+import orjson
+
 ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "trec_eval"
+CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 
 
 def free_port() -> int:
@@ -98,3 +103,32 @@ def require_redis_server() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is required (CI=true): install it")
         pytest.skip("redis-server not installed")
+
+
+def call(base: str, method: str, path: str, body=None, headers=None, content_type=None):
+    data = orjson.dumps(body) if isinstance(body, dict) else body
+    hdrs = dict(headers or {})
+    if data is not None:
+        hdrs["Content-Type"] = content_type or "application/json"
+    req = urllib.request.Request(base + path, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            raw = resp.read()
+            return resp.status, dict(resp.headers), orjson.loads(raw) if raw else None
+    except urllib.error.HTTPError as err:
+        raw = err.read()
+        return err.code, dict(err.headers), orjson.loads(raw) if raw else None
+
+
+def wait_job(base: str, location: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status, _, job = call(base, "GET", location)
+        assert status == 200, job
+        if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.05)
+
+
+BODY = {"run": (DATA / "results.test").read_text(), "qrels": (DATA / "qrels.test").read_text(),
+        "measures": ["all_trec"]}

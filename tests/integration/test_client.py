@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from servers import ROOT
+from servers import CRANFIELD, DATA, ROOT
 
 from cranfield.client import ApiError, Client
-
-DATA = ROOT / "tests" / "data" / "trec_eval"
-CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -21,22 +20,10 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import ROOT, RedisServer, require_redis_server, start_gunicorn
-from test_queue import call, wait_job
+from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
 
-DATA = ROOT / "tests" / "data" / "trec_eval"
-CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 RUN = (DATA / "results.test").read_text()
 QRELS = (DATA / "qrels.test").read_bytes()
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,27 +7,10 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from pathlib import Path
 
-import orjson
 import pytest
-from servers import ROOT, RedisServer, free_port, require_redis_server, start_gunicorn
-
-DATA = ROOT / "tests" / "data" / "trec_eval"
-CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    require_redis_server()
-    server = RedisServer(free_port())
-    server.start()
-    yield server
-    server.stop()
+from servers import BODY, CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
 
 
 @pytest.fixture(scope="module")
@@ -54,34 +37,6 @@ def worker(redis_server):
     except subprocess.TimeoutExpired:
         proc.kill()
 
-
-def call(base: str, method: str, path: str, body=None, headers=None, content_type=None):
-    data = orjson.dumps(body) if isinstance(body, dict) else body
-    hdrs = dict(headers or {})
-    if data is not None:
-        hdrs["Content-Type"] = content_type or "application/json"
-    req = urllib.request.Request(base + path, data=data, method=method, headers=hdrs)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            raw = resp.read()
-            return resp.status, dict(resp.headers), orjson.loads(raw) if raw else None
-    except urllib.error.HTTPError as err:
-        raw = err.read()
-        return err.code, dict(err.headers), orjson.loads(raw) if raw else None
-
-
-def wait_job(base: str, location: str, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        status, _, job = call(base, "GET", location)
-        assert status == 200, job
-        if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.05)
-
-
-BODY = {"run": (DATA / "results.test").read_text(), "qrels": (DATA / "qrels.test").read_text(),
-        "measures": ["all_trec"]}
 
 
 def test_async_evaluation_equals_sync_on_real_workers(api, worker):
