@@ -10,7 +10,6 @@ respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from dataclasses import asdict
 from pathlib import PurePath
@@ -36,14 +35,13 @@ from .evaluations import (
     _read,
     _serialised,
     _stored_qrels,
-    check_job_cap,
+    accepted,
+    job_spec,
     load_body,
     strict_bool,
     wants_async,
 )
-from .jobs import present
 from .negotiation import negotiate
-from .observability import current_request_id
 from .problems import Problem, from_engine_error
 
 bp = Blueprint("comparisons", __name__)
@@ -360,18 +358,7 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
     ids of finished evaluations, never the inputs."""
     backend = current_app.extensions["cranfield"]
     cfg = current_app.config
-    check_job_cap()
-    spec["tenant"] = current_tenant()
-    spec["request_id"] = current_request_id()
-    if req.get("qrels_id"):
-        _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
-        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
-    elif req.get("qrels") is not None:
-        data, fmt = _serialised(req["qrels"])
-        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
-                                                     cfg["INPUT_TTL"]),
-                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
-                    qrels_format=fmt)
+    job_spec(spec, req)
     runs = []
     for name, entry in zip(names, req["runs"], strict=True):
         if entry.get("evaluation_id"):
@@ -381,12 +368,7 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
         runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
             f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
     spec["runs"] = runs
-    job_id = backend.submit(spec)
-    job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
-    resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
-    resp.headers["Location"] = f"/v1/jobs/{job_id}"
-    resp.headers["Preference-Applied"] = "respond-async"
-    return resp
+    return accepted(backend.submit(spec))
 
 
 # --------------------------------------------------------------------------------------------

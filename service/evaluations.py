@@ -482,21 +482,8 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise _measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
-    check_job_cap()
-    spec = {k: req[k] for k in ("measures", "options", "per_topic", "details",
-                                "details_depth", "latency_ms", "curves")}
-    spec["tenant"] = current_tenant()
-    spec["request_id"] = current_request_id()
-    # qrels first: every shard job needs their reference
-    if req.get("qrels_id"):
-        _, meta = _stored_qrels(req["qrels_id"])  # pin the version current at submission
-        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
-    else:
-        data, fmt = _serialised(req.pop("qrels"))
-        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
-                                                     cfg["INPUT_TTL"]),
-                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
-                    qrels_format=fmt)
+    spec = job_spec({k: req[k] for k in ("measures", "options", "per_topic", "details",
+                                         "details_depth", "latency_ms", "curves")}, req)
     run_bytes, run_format = _serialised(req.pop("run"))
     spec["run_format"] = run_format
     # The run's SHA-256 is the workers' to compute (the job itself, or a digest job beside
@@ -512,7 +499,32 @@ def enqueue_evaluation(req: dict) -> Response:
                                                  cfg["INPUT_TTL"])
         job_id = backend.submit(spec)
     del run_bytes, pieces
-    job = present(backend.job(job_id) or {"id": job_id, "status": "queued"})
+    return accepted(job_id)
+
+
+def job_spec(spec: dict, req: dict) -> dict:
+    """``spec`` as a queued job carries it: the caller's tenant and request id, and the qrels
+    by reference (stored ones pinned to the version current at submission, inline ones put
+    under a key of their own); 429 when the tenant's jobs are at the cap."""
+    check_job_cap()
+    backend = current_app.extensions["cranfield"]
+    spec.update(tenant=current_tenant(), request_id=current_request_id())
+    if req.get("qrels_id"):
+        _, meta = _stored_qrels(req["qrels_id"])
+        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
+    elif req.get("qrels") is not None:
+        data, fmt = _serialised(req.pop("qrels"))
+        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
+                                                     current_app.config["INPUT_TTL"]),
+                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
+                    qrels_format=fmt)
+    return spec
+
+
+def accepted(job_id: str) -> Response:
+    """202 for a queued job: the job as it stands, ``Location`` to poll."""
+    job = present(current_app.extensions["cranfield"].job(job_id)
+                  or {"id": job_id, "status": "queued"})
     resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
     resp.headers["Location"] = f"/v1/jobs/{job_id}"
     resp.headers["Preference-Applied"] = "respond-async"
