@@ -157,9 +157,6 @@ def timeline(redis_url: str) -> None:
     combine = Job.fetch(LAST["id"], connection=conn)
     jobs = [(f"shard {i}", j) for i, j in enumerate(
         Job.fetch_many(combine.meta.get("shards", []), connection=conn))]
-    digest_id = (combine.args[0] if combine.args else {}).get("digest_id")
-    if digest_id:
-        jobs.append(("digest", Job.fetch(digest_id, connection=conn)))
     jobs.append(("combine", combine))
     sent = LAST["sent"]
     parts = []

@@ -12,7 +12,6 @@ from worker.cli import QUEUE
 from worker.jobs import (
     COMBINE_FUNCTION,
     COMPARE_FUNCTION,
-    DIGEST_FUNCTION,
     JOB_FUNCTION,
     SHARD_FUNCTION,
     execute,
@@ -166,13 +165,12 @@ class RedisBackend:
             retry=Retry(max=2))
         return job_id
 
-    def submit_sharded(self, spec: dict, pieces: list) -> str:
-        """One job per piece of the run (any worker takes them), a digest job (the SHA-256 of
-        the whole run, over the stored pieces in order), and a combine job that RQ enqueues
-        once they have all finished; the combine job's id is the job's id. Each piece's job
-        is enqueued as soon as the piece is stored, so workers start while the rest uploads;
-        the digest job goes to the front of the queue, so that the longest single task
-        starts early rather than trailing the shards."""
+    def submit_sharded(self, spec: dict, pieces: list, run_sha256) -> str:
+        """One job per piece of the run (any worker takes them) and a combine job that RQ
+        enqueues once they have all finished; the combine job's id is the job's id. Each
+        piece's job is enqueued as soon as the piece is stored, so workers start while the
+        rest is stored. ``run_sha256``: a future of the whole run's SHA-256 (computed beside
+        the stores: hashlib releases the GIL), which the combine job carries."""
         from rq import Retry
 
         cfg = self.config
@@ -190,16 +188,12 @@ class RedisBackend:
             self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=keys[-1],
                                                                shard=i),),
                                     job_id=shard_ids[-1], **shard_opts)
-        digest_id = new_job_id()
-        digest_spec = {"keys": keys, "request_id": spec.get("request_id")}
-        self.queue.enqueue_call(DIGEST_FUNCTION, args=(digest_spec,), job_id=digest_id,
-                                at_front=True, **shard_opts)
         job_id = new_job_id()
         self._track(spec.get("tenant"), job_id)
         self.queue.enqueue_call(COMBINE_FUNCTION,
                                 args=(dict(spec, shard_ids=shard_ids, shard_keys=keys,
-                                           digest_id=digest_id),),
-                                job_id=job_id, depends_on=[*shard_ids, digest_id],
+                                           run_sha256=run_sha256.result()),),
+                                job_id=job_id, depends_on=shard_ids,
                                 meta={"shards": shard_ids, "tenant": spec.get("tenant")},
                                 **common)
         return job_id

@@ -116,20 +116,7 @@ def evaluate_job(spec: dict[str, Any]) -> dict:
 # --------------------------------------------------------------------------------------------
 
 SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
-DIGEST_FUNCTION = "worker.jobs.digest_pieces_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
-
-
-def digest_pieces(store, keys: list[str]) -> str | dict:
-    """SHA-256 of a run stored as pieces (its text cut at topic boundaries): the digest of
-    the pieces' bytes in order, which is the digest of the run as it was sent."""
-    digest = hashlib.sha256()
-    try:
-        for key in keys:
-            digest.update(store.get_blob(key))
-    except NotFound as exc:
-        return {"problem": _missing(exc)}
-    return digest.hexdigest()
 
 
 def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
@@ -214,29 +201,19 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
     return run_shard(RedisStore(job.connection), spec, on_topics=report)
 
 
-def digest_pieces_job(spec: dict[str, Any]) -> str | dict:
-    """RQ entry point for a sharded run's SHA-256 (``worker.jobs.digest_pieces_job``)."""
-    from rq import get_current_job
-
-    return digest_pieces(RedisStore(get_current_job().connection), spec["keys"])
-
-
 def combine_shards_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point run once every shard and the digest have finished
-    (``worker.jobs.combine_shards_job``)."""
+    """RQ entry point run once every shard has finished (``worker.jobs.combine_shards_job``).
+    The run's SHA-256 came with the spec: the API hashed the text as it stored the pieces."""
     from rq import get_current_job
     from rq.job import Job
 
     job = get_current_job()
-    done = Job.fetch_many([*spec["shard_ids"], spec["digest_id"]], connection=job.connection)
-    results = [j.return_value() if j is not None else None for j in done]
-    shards, digest = results[:-1], results[-1]
-    if any(s is None for s in results):
+    done = Job.fetch_many(spec["shard_ids"], connection=job.connection)
+    shards = [j.return_value() if j is not None else None for j in done]
+    if any(s is None for s in shards):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}
-    if isinstance(digest, dict):  # the pieces were gone: the shards will say so too
-        shards.append(digest)
-    return run_combine(RedisStore(job.connection), dict(spec, run_sha256=digest), shards)
+    return run_combine(RedisStore(job.connection), spec, shards)
 
 
 # --------------------------------------------------------------------------------------------

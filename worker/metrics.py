@@ -42,7 +42,6 @@ KINDS = {
     "evaluate_job": "evaluation",
     "evaluate_shard_job": "shard",
     "combine_shards_job": "combine",
-    "digest_pieces_job": "digest",
     "compare_job": "comparison",
 }
 OUTCOMES = ("finished", "failed")
@@ -124,7 +123,7 @@ _METERED_QUEUE = None
 def metered_queue(name: str, connection):
     """An RQ ``Queue`` that counts every job enqueued through it (``enqueue_call`` and
     ``enqueue``), by kind: the web service's queue, so that each enqueue site (evaluations,
-    shards, digests, combines, comparisons) is counted without a line of its own."""
+    shards, combines, comparisons) is counted without a line of its own."""
     global _METERED_QUEUE
     if _METERED_QUEUE is None:
         from rq import Queue

@@ -117,7 +117,7 @@ def test_metrics_count_only_this_apps_requests_and_show_the_job_families(http):
                    "cranfield_qrels_cache_hits_total", "cranfield_qrels_cache_misses_total",
                    "cranfield_queue_depth"):
         assert family in text, family
-    for kind in ("evaluation", "shard", "combine", "digest", "comparison"):
+    for kind in ("evaluation", "shard", "combine", "comparison"):
         assert ("cranfield_jobs_enqueued_total", (("kind", kind),)) in samples
     assert value(samples, "cranfield_queue_depth") == 0
     _, again = scrape(http)
@@ -277,7 +277,6 @@ def test_job_kinds_come_from_the_job_functions():
     assert job_metrics.kind_of("worker.jobs.evaluate_job") == "evaluation"
     assert job_metrics.kind_of("worker.jobs.evaluate_shard_job") == "shard"
     assert job_metrics.kind_of("worker.jobs.combine_shards_job") == "combine"
-    assert job_metrics.kind_of("worker.jobs.digest_pieces_job") == "digest"
     assert job_metrics.kind_of("worker.jobs.compare_job") == "comparison"
     assert job_metrics.spec_kind({"kind": "comparison"}) == "comparison"
     assert job_metrics.spec_kind({"measures": ["map"]}) == "evaluation"

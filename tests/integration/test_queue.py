@@ -256,7 +256,7 @@ def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server,
         assert done["result"]["provenance"]["shards"] >= 2
         for key in ("aggregate", "per_topic", "topics", "measures"):
             assert done["result"][key] == sync[key], key
-        # the digest job hashed the stored pieces in order: the SHA-256 of the text as sent
+        # the API hashed the text beside storing its pieces: the SHA-256 of the text as sent
         expected = hashlib.sha256(body["run"].encode()).hexdigest()
         assert done["result"]["provenance"]["run_sha256"] == sync["provenance"]["run_sha256"] \
             == expected
