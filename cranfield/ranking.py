@@ -143,12 +143,24 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     evaluated index (-1: none)."""
     T = len(topics)
 
+    # --- judged documents that the run retrieved ------------------------------------------
+    j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
+    keep = run_to_eval[j_rt] >= 0
+    if not keep.all():
+        j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
+
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
-    scores = _as_float32(run.scores) if float32_scores else run.scores
+    if float32_scores:  # both casts under one errstate (entering one costs a few us)
+        with np.errstate(over="ignore"):
+            scores = run.scores.astype(np.float32)
+            j_score = j_raw_score.astype(np.float32)
+    else:
+        scores, j_score = run.scores, j_raw_score
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
-    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
+    # a run read from a mapping lists its topics in index order
+    seg_lo, seg_hi = topic_blocks(tix, n_run_topics, ascending=run._origin is not None)
     if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
@@ -163,11 +175,6 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
             tix = tix[inner]
             seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
 
-    # --- judged documents that the run retrieved ------------------------------------------
-    j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
-    keep = run_to_eval[j_rt] >= 0
-    j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
-    j_score = _as_float32(j_raw_score) if float32_scores else j_raw_score
     j_label = qrels.grades[j_qrow].astype(np.int64)
     j_label[j_label < 0] = UNJUDGED
 
@@ -204,13 +211,16 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
     q_grade = qrels.grades[q_keep].astype(np.int64)
     ties = {}
-    evaluated_rt = evaluated_run.nonzero()[0]
-    for k in tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint)
-        long_enough = evaluated_rt[lens[evaluated_rt] > k]
-        at = seg_lo[long_enough] + k - 1
-        tied = np.zeros(T, dtype=bool)
-        tied[run_to_eval[long_enough]] = scores[at] == scores[at + 1]
-        ties[k] = tied
+    if tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint; all k at once)
+        evaluated_rt = evaluated_run.nonzero()[0]
+        ks = np.asarray(tie_cutoffs, dtype=np.int64)
+        long_enough = lens[evaluated_rt] > ks[:, None]             # [cutoffs, topics]
+        # (positions of topics shorter than k are clipped into range, then masked out)
+        at = np.minimum(seg_lo[evaluated_rt] + ks[:, None] - 1, max(len(scores) - 2, 0))
+        tied = np.zeros((len(ks), T), dtype=bool)
+        if len(scores) > 1:
+            tied[:, run_to_eval[evaluated_rt]] = long_enough & (scores[at] == scores[at + 1])
+        ties = dict(zip(tie_cutoffs, tied, strict=True))
     return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
 
 
@@ -237,12 +247,13 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
     return {t: out.get(t, []) for t in reversed(list(out))}
 
 
-def topic_blocks(tix: np.ndarray, n_topics: int):
+def topic_blocks(tix: np.ndarray, n_topics: int, *, ascending: bool = False):
     """(start, end) of each topic's rows if every topic's rows are contiguous, else
-    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
+    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0).
+    ``ascending``: the caller knows ``tix`` is sorted (a run read from a mapping)."""
     if len(tix) == 0:
         return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
-    if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
+    if ascending or (tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all())):
         # topics in index order (every mapping, most files): one search gives every block
         bounds = tix.searchsorted(np.arange(n_topics + 1))
         return bounds[:-1], bounds[1:]
@@ -347,7 +358,7 @@ def _take_rows(docids, rows: np.ndarray):
 def _match_mapping(run: Run, qrels: Qrels):
     """Look each judged docid up in the run's dict for its topic (one ``map`` per topic)."""
     origin = run._origin
-    bounds = qrels.offsets.tolist()
+    bounds = qrels.topic_index.searchsorted(np.arange(len(qrels.topics) + 1)).tolist()
     docids = qrels.docids.tolist()
     # a run's scores are finite (checked when it was read), so NaN can mark "not retrieved"
     # and the lookups land straight in a float array
@@ -357,6 +368,8 @@ def _match_mapping(run: Run, qrels: Qrels):
         else repeat(np.nan, bounds[q + 1] - bounds[q])
         for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64, len(docids))
     rows = (~np.isnan(got)).nonzero()[0]
+    if run.topics == qrels.topics:  # the usual request: the same topics on both sides
+        return qrels.topic_index[rows].astype(np.int64), got[rows], rows
     position = {t: i for i, t in enumerate(run.topics)}
     run_topic = np.asarray([position.get(t, -1) for t in qrels.topics], dtype=np.int64)
     return run_topic[qrels.topic_index[rows]], got[rows], rows

@@ -84,6 +84,30 @@ class RunOrQrels(fields.Field):
         raise self.make_error("invalid")
 
 
+class NameList(fields.Field):
+    """A list of 1 to 200 non-empty strings (measure names), checked in one pass: a
+    ``List(String(...))`` deserialises and validates each element as a field of its own,
+    which costs a small evaluation more than the evaluation's reading of its run. Errors
+    are marshmallow's own, by index (``measures[2]``)."""
+
+    default_error_messages = {"invalid": "Not a valid list.",
+                              "length": "Length must be between 1 and 200.",
+                              "string": "Not a valid string.",
+                              "empty": "Shorter than minimum length 1."}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list | tuple):
+            raise self.make_error("invalid")
+        if not all(type(v) is str and v for v in value):
+            raise ValidationError({i: [self.error_messages["string" if not isinstance(v, str)
+                                                            else "empty"]]
+                                   for i, v in enumerate(value)
+                                   if not isinstance(v, str) or not v})
+        if not 1 <= len(value) <= 200:
+            raise self.make_error("length")
+        return list(value)
+
+
 def _blank(value: str | bytes | memoryview) -> bool:
     """Empty or only whitespace (isspace stops at the first other character; a view is
     copied whole only if its first 64 KiB are blank)."""
@@ -133,8 +157,7 @@ class EvaluationRequestSchema(Schema):
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
-    measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
-                           validate=validate.Length(min=1, max=200))
+    measures = NameList(load_default=None)
     options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
     per_topic = strict_bool(load_default=True)
     details = strict_bool(load_default=False)
@@ -466,7 +489,8 @@ def check_job_cap() -> None:
 
 def wants_async() -> bool:
     """RFC 7240 ``Prefer: respond-async``, or a body over the configured size."""
-    prefer = ",".join(request.headers.getlist("Prefer")).lower()
+    # a WSGI server joins repeated headers with commas into one environ entry
+    prefer = request.environ.get("HTTP_PREFER", "").lower()
     if "respond-async" in [p.strip().split(";")[0] for p in prefer.split(",")]:
         return True
     return (request.content_length or 0) > current_app.config["ASYNC_THRESHOLD_BYTES"]

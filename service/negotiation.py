@@ -10,7 +10,10 @@ from .problems import Problem
 def negotiate(offers: list[str], described: str | None = None) -> str:
     """The best of ``offers`` for the request's ``Accept`` (the first when it has none); 406,
     saying what is available (``described``, else the media types), when none is acceptable."""
-    if not request.accept_mimetypes.provided:
+    accept = request.environ.get("HTTP_ACCEPT")
+    if not accept or accept == "*/*" or accept == offers[0]:
+        # what most clients send (curl: */*; libraries: nothing or JSON), answered without
+        # parsing the header: best_match would pick the first offer too
         return offers[0]
     best = request.accept_mimetypes.best_match(offers)
     if best is None:
