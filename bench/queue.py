@@ -62,8 +62,7 @@ def rss_mb(pid: int) -> float:
     their PSS (proportional set size), so pages the horse shares with its parent count once
     (RSS would count them twice); VmRSS where smaps_rollup is not available."""
     total = 0.0
-    pids = [pid] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == pid]
-    for p in pids:
+    for p in [pid] + _children(pid):
         try:
             lines = Path(f"/proc/{p}/smaps_rollup").read_text().splitlines()
             key = "Pss:"
@@ -96,6 +95,47 @@ class PeakSampler:
         self._stop.set()
         self._thread.join()
         return self.peak
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process and of its children that it has waited for (an RQ worker's work
+    horses), user + system, in seconds (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds spent by each role (API, Redis, workers, this client) between ``start``
+    and ``stop``: on a machine whose cores all of them share, N workers cannot finish before
+    the job's total CPU divided by the cores, however the work is split."""
+
+    def __init__(self, roles: dict[str, list[int]]):
+        self.roles = roles
+
+    def _read(self) -> dict[str, float]:
+        out = {role: sum(cpu_seconds(p) for p in pids) for role, pids in self.roles.items()}
+        times = os.times()
+        out["client (this bench)"] = times.user + times.system
+        return out
+
+    def start(self) -> None:
+        self.before = self._read()
+
+    def stop(self) -> dict[str, float]:
+        after = self._read()
+        return {role: after[role] - self.before[role] for role in after}
+
+
+def _children(pid: int) -> list[int]:
+    """A process's children, from the kernel's list (scanning all of /proc every 20 ms cost
+    this bench most of a core, taken from the processes it measures)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def _ppid(pid: int) -> int:
@@ -221,15 +261,27 @@ def main() -> int:
               f"{len(MEASURES)} measures; {args.repeat} pairs of runs, 1 and 2 workers "
               "alternating (so the machine's drift hits both alike)")
         run_job(api, body, args.timeout, content_type)  # warm-up: caches, page cache
+        # Memory is sampled during a job of its own: reading smaps_rollup 50 times a second
+        # costs the kernel a page-table walk each time, charged to this process, and would
+        # take a share of the cores the timed jobs share.
         sampler = PeakSampler(first.pid)
+        run_job(api, body, args.timeout, content_type)
+        peak = sampler.stop()
         one, two, ratios = [], [], []
+        cpu: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+        api_pids = [procs[1].pid] + _children(procs[1].pid)
         for r in range(args.repeat):
             pair = {}
             for n in ((1, 2) if r % 2 == 0 else (2, 1)):
                 second = start_worker() if n == 2 else None
                 if second is not None:
                     time.sleep(1.5)  # registered and waiting on the queue
+                meter = CpuMeter({"API (gunicorn)": api_pids, "redis-server": [procs[0].pid],
+                                  "workers (with horses)": [first.pid] + (
+                                      [second.pid] if second is not None else [])})
+                meter.start()
                 pair[n] = run_job(api, body, args.timeout, content_type)
+                cpu[n].append(meter.stop())
                 if second is not None:
                     timeline(redis_url)
                     stop_worker(second)
@@ -238,7 +290,6 @@ def main() -> int:
             one.append(pair[1])
             two.append(pair[2])
             ratios.append(pair[1] / pair[2])
-        peak = sampler.stop()
         run_mb = (data / "run.txt").stat().st_size / 2**20
         med = statistics.median
         print(f"{'workers':>8s} {'median s':>9s}  runs")
@@ -247,6 +298,20 @@ def main() -> int:
         print(f"2 workers vs 1: median of paired ratios {med(ratios):.2f}x "
               f"({' '.join(f'{x:.2f}' for x in ratios)}); ratio of medians "
               f"{med(one) / med(two):.2f}x (target >= 1.6x); {args.shards} shards")
+        print("CPU seconds per job by role (median), and what they allow on "
+              f"{os.cpu_count()} cores shared by all:")
+        roles = list(cpu[1][0])
+        print(f"{'workers':>8s} " + " ".join(f"{r:>22s}" for r in roles) + f"{'total':>8s}")
+        totals = {}
+        for n in (1, 2):
+            row = {r: med([c[r] for c in cpu[n]]) for r in roles}
+            totals[n] = med([sum(c.values()) for c in cpu[n]])
+            print(f"{n:>8d} " + " ".join(f"{row[r]:22.2f}" for r in roles)
+                  + f"{totals[n]:8.2f}")
+        floor = totals[2] / (os.cpu_count() or 1)
+        print(f"with 2 workers the job's {totals[2]:.2f} CPU-s cannot finish in under "
+              f"{floor:.2f} s on {os.cpu_count()} cores: 1 worker's median {med(one):.2f} s "
+              f"allows at most {med(one) / floor:.2f}x")
         accepted = sorted(ACCEPTED)[len(ACCEPTED) // 2]
         print(f"of which upload to 202 Accepted (the API: receive, split, store): median "
               f"{accepted:.2f} s")
