@@ -91,6 +91,27 @@ def test_warnings_lint_the_input(client):
     assert codes["unjudged-in-top-10"]["topics"] == ["q1"]
 
 
+def test_ties_at_each_cutoff_are_linted_per_topic(client):
+    """Each cutoff the measures use is checked on its own: q1 ties across rank 2 only, q2
+    across rank 5 only, q3 (too short for either) at neither."""
+    run = {"q1": {"a": 3.0, "b": 2.0, "c": 2.0, "d": 1.0, "e": 0.5, "f": 0.1},
+           "q2": {"a": 6.0, "b": 5.0, "c": 4.0, "d": 3.0, "e": 2.0, "f": 2.0},
+           "q3": {"a": 1.0}}
+    qrels = {t: {"a": 1} for t in run}
+    doc = post(client, {"run": run, "qrels": qrels, "measures": ["P.2,5"]}).get_json()
+    ties = {w["cutoff"]: w["topics"] for w in doc["warnings"] if w["code"] == "tie-at-cutoff"}
+    assert ties == {2: ["q1"], 5: ["q2"]}
+
+
+def test_server_timing_names_where_the_time_went(client):
+    resp = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map"]})
+    spans = [part.split(";")[0] for part in resp.headers["Server-Timing"].split(", ")]
+    assert spans == ["read", "decode", "validate", "evaluate", "render"]
+    # the next request starts with no spans of this one's
+    again = client.get("/healthz")
+    assert "Server-Timing" not in again.headers
+
+
 def test_details_give_relevant_ranks_and_unjudged_documents(client):
     doc = post(client, {"run": RUN, "qrels": QRELS, "measures": ["map"], "details": True,
                         "details_depth": 2}).get_json()
@@ -127,6 +148,13 @@ def test_per_topic_false_omits_topics(client):
     ({"run": RUN, "qrels": QRELS, "measures": ["map", "mapp"]}, 422, "measures[1]",
      "did you mean 'map'"),
     ({"run": RUN, "qrels": QRELS, "measures": []}, 422, "measures", "Length"),
+    ({"run": RUN, "qrels": QRELS, "measures": ["map", ""]}, 422, "measures[1]",
+     "Shorter than minimum length 1"),
+    ({"run": RUN, "qrels": QRELS, "measures": "map"}, 422, "measures", "Not a valid list"),
+    ({"run": RUN, "qrels": QRELS, "measures": ["map"] * 201}, 422, "measures",
+     "Length must be between 1 and 200"),
+    ({"run": RUN, "qrels": QRELS, "measures": [None]}, 422, "measures[0]",
+     "Not a valid string"),
     ({"run": {}, "qrels": QRELS}, 422, "run", "empty"),
     ({"run": "", "qrels": QRELS}, 422, "run", "empty"),
     ({"run": 5, "qrels": QRELS}, 422, "run", "must be an object"),
