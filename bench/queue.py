@@ -121,10 +121,18 @@ class CpuMeter:
         out["client (this bench)"] = times.user + times.system
         return out
 
-    def start(self) -> None:
+    def start(self, workers: list[int]) -> None:
+        # a worker's long-lived children (its scheduler), as opposed to its work horses
+        self.resident = {pid: set(_children(pid)) for pid in workers}
         self.before = self._read()
 
     def stop(self) -> dict[str, float]:
+        # A horse's CPU joins its worker's count once the worker has reaped it, and the
+        # horse reports the job finished before it exits: wait for that (1 s at most).
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and any(
+                set(_children(pid)) - kept for pid, kept in self.resident.items()):
+            time.sleep(0.005)
         after = self._read()
         return {role: after[role] - self.before[role] for role in after}
 
@@ -276,10 +284,10 @@ def main() -> int:
                 second = start_worker() if n == 2 else None
                 if second is not None:
                     time.sleep(1.5)  # registered and waiting on the queue
+                workers = [first.pid] + ([second.pid] if second is not None else [])
                 meter = CpuMeter({"API (gunicorn)": api_pids, "redis-server": [procs[0].pid],
-                                  "workers (with horses)": [first.pid] + (
-                                      [second.pid] if second is not None else [])})
-                meter.start()
+                                  "workers (with horses)": workers})
+                meter.start(workers)
                 pair[n] = run_job(api, body, args.timeout, content_type)
                 cpu[n].append(meter.stop())
                 if second is not None:

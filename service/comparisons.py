@@ -28,6 +28,7 @@ from cranfield.pooling import format_pool, pool
 
 from .auth import current_tenant
 from .evaluations import (
+    NameList,
     OptionsSchema,
     RunOrQrels,
     _digest,
@@ -134,8 +135,7 @@ class ComparisonRequestSchema(Schema):
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
-    measures = fields.List(fields.String(validate=validate.Length(min=1)), load_default=None,
-                           validate=validate.Length(min=1, max=50))
+    measures = NameList(max_names=50, load_default=None)
     options = fields.Nested(CompareOptionsSchema, load_default=lambda: CompareOptionsSchema()
                             .load({}))
     baseline = fields.String(load_default=None)

@@ -85,26 +85,36 @@ class RunOrQrels(fields.Field):
 
 
 class NameList(fields.Field):
-    """A list of 1 to 200 non-empty strings (measure names), checked in one pass: a
-    ``List(String(...))`` deserialises and validates each element as a field of its own,
+    """A list of 1 to ``max_names`` non-empty strings (measure names), checked in one pass:
+    a ``List(String(...))`` deserialises and validates each element as a field of its own,
     which costs a small evaluation more than the evaluation's reading of its run. Errors
-    are marshmallow's own, by index (``measures[2]``)."""
+    are those marshmallow's List(String) gives, by index (``measures[2]``)."""
 
     default_error_messages = {"invalid": "Not a valid list.",
-                              "length": "Length must be between 1 and 200.",
+                              "length": "Length must be between 1 and {max_names}.",
+                              "null": "Field may not be null.",
                               "string": "Not a valid string.",
                               "empty": "Shorter than minimum length 1."}
+
+    def __init__(self, *, max_names: int, **kwargs):
+        super().__init__(**kwargs)
+        self.max_names = max_names
+
+    def _element_error(self, value) -> str | None:
+        if value is None:
+            return self.error_messages["null"]
+        if not isinstance(value, str):
+            return self.error_messages["string"]
+        return None if value else self.error_messages["empty"]
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, list | tuple):
             raise self.make_error("invalid")
-        if not all(type(v) is str and v for v in value):
-            raise ValidationError({i: [self.error_messages["string" if not isinstance(v, str)
-                                                            else "empty"]]
-                                   for i, v in enumerate(value)
-                                   if not isinstance(v, str) or not v})
-        if not 1 <= len(value) <= 200:
-            raise self.make_error("length")
+        if not all(isinstance(v, str) and v for v in value):
+            raise ValidationError({i: [message] for i, v in enumerate(value)
+                                   if (message := self._element_error(v)) is not None})
+        if not 1 <= len(value) <= self.max_names:
+            raise self.make_error("length", max_names=self.max_names)
         return list(value)
 
 
@@ -157,7 +167,7 @@ class EvaluationRequestSchema(Schema):
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
-    measures = NameList(load_default=None)
+    measures = NameList(max_names=200, load_default=None)
     options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
     per_topic = strict_bool(load_default=True)
     details = strict_bool(load_default=False)

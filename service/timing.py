@@ -9,7 +9,9 @@ from flask import Flask
 
 # This request's spans. A context variable rather than ``flask.g``: every span would go
 # through g's proxy (~2 us each here); each gunicorn thread has its own context, and the
-# after-request hook empties it.
+# after-request and teardown hooks empty it. So ``timed`` belongs in views and what they
+# call: a span recorded after the response (in a streamed body, say) would be reported by
+# the next request on the thread.
 _SPANS: ContextVar[list | None] = ContextVar("cranfield_server_timing", default=None)
 
 

@@ -203,17 +203,43 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
 
 def combine_shards_job(spec: dict[str, Any]) -> dict:
     """RQ entry point run once every shard has finished (``worker.jobs.combine_shards_job``).
-    The run's SHA-256 came with the spec: the API hashed the text as it stored the pieces."""
+    The run's SHA-256 came with the spec: the API hashed the text as it stored the pieces
+    (a job queued by an earlier API names a digest job instead, whose result it is)."""
     from rq import get_current_job
     from rq.job import Job
 
     job = get_current_job()
-    done = Job.fetch_many(spec["shard_ids"], connection=job.connection)
-    shards = [j.return_value() if j is not None else None for j in done]
-    if any(s is None for s in shards):
+    digest_id = spec.get("digest_id") if "run_sha256" not in spec else None
+    done = Job.fetch_many([*spec["shard_ids"], *([digest_id] if digest_id else [])],
+                          connection=job.connection)
+    results = [j.return_value() if j is not None else None for j in done]
+    if any(r is None for r in results):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}
+    if digest_id:
+        shards, digest = results[:-1], results[-1]
+        if isinstance(digest, dict):  # the pieces were gone: the shards will say so too
+            shards.append(digest)
+        spec = dict(spec, run_sha256=digest)
+    else:
+        shards = results
     return run_combine(RedisStore(job.connection), spec, shards)
+
+
+def digest_pieces_job(spec: dict[str, Any]) -> str | dict:
+    """RQ entry point of the digest jobs an earlier API queued beside a sharded run's shards
+    (``worker.jobs.digest_pieces_job``): SHA-256 of the stored pieces in order. Kept so that
+    workers upgraded before the API finish the jobs it queued; the API no longer queues any."""
+    from rq import get_current_job
+
+    store = RedisStore(get_current_job().connection)
+    digest = hashlib.sha256()
+    try:
+        for key in spec["keys"]:
+            digest.update(store.get_blob(key))
+    except NotFound as exc:
+        return {"problem": _missing(exc)}
+    return digest.hexdigest()
 
 
 # --------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ KINDS = {
     "evaluate_job": "evaluation",
     "evaluate_shard_job": "shard",
     "combine_shards_job": "combine",
+    "digest_pieces_job": "digest",  # queued by APIs before the web process hashed the run
     "compare_job": "comparison",
 }
 OUTCOMES = ("finished", "failed")

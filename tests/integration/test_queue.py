@@ -305,3 +305,48 @@ def test_queued_comparison_on_real_workers_from_inline_runs_and_finished_evaluat
     failed = wait_job(api, headers["Location"])
     assert failed["status"] == "failed"
     assert "runs[1].evaluation_id" in failed["problem"]["errors"]
+
+
+def test_sharded_jobs_queued_by_an_earlier_api_still_finish(sharding_api, redis_server):
+    """An API before this one queued a digest job beside the shards and a combine job naming
+    it (no SHA-256 in its spec): workers upgraded first still finish such jobs, with the
+    digest of the text as sent."""
+    from redis import Redis
+    from rq import Queue
+    from rq.job import Job
+
+    from worker.cli import QUEUE
+
+    body = {"run": (DATA / "results.test").read_text(), "qrels": BODY["qrels"],
+            "measures": ["map", "P.5", "ndcg_cut.10"]}
+    status, _, sync = call(sharding_api, "POST", "/v1/evaluations", body)
+    assert status == 200
+    status, headers, _ = call(sharding_api, "POST", "/v1/evaluations", body,
+                              {"Prefer": "respond-async"})  # no worker yet: all queued
+    assert status == 202
+    conn = Redis.from_url(redis_server.url)
+    new = Job.fetch(headers["Location"].rsplit("/", 1)[-1], connection=conn)
+    spec = dict(new.args[0])
+    new.cancel()  # the earlier API's digest and combine jobs take its place
+    queue = Queue(QUEUE, connection=conn)
+    digest = queue.enqueue_call("worker.jobs.digest_pieces_job",
+                                args=({"keys": spec["shard_keys"]},))
+    old_spec = {k: v for k, v in spec.items() if k != "run_sha256"}
+    old_spec["digest_id"] = digest.id
+    combine = queue.enqueue_call("worker.jobs.combine_shards_job", args=(old_spec,),
+                                 depends_on=[*spec["shard_ids"], digest.id])
+    worker = start_worker(redis_server.url)
+    try:
+        deadline = time.monotonic() + 60
+        while combine.get_status(refresh=True) not in ("finished", "failed"):
+            assert time.monotonic() < deadline, "the combine job did not finish"
+            time.sleep(0.1)
+        outcome = combine.return_value()
+        assert "result" in outcome, outcome
+        for key in ("aggregate", "per_topic", "topics", "measures"):
+            assert outcome["result"][key] == sync[key], key
+        assert outcome["result"]["provenance"]["run_sha256"] == \
+            hashlib.sha256(body["run"].encode()).hexdigest()
+    finally:
+        worker.terminate()
+        worker.wait(timeout=10)
