@@ -105,7 +105,7 @@ class Qrels:
     @property
     def offsets(self) -> np.ndarray:
         """Start of each topic's rows, with a final end sentinel (length ``len(topics)+1``)."""
-        return np.searchsorted(self.topic_index, np.arange(len(self.topics) + 1))
+        return self.topic_index.searchsorted(np.arange(len(self.topics) + 1))
 
     def subset(self, topics) -> Qrels:
         """The judgments of ``topics`` only (topics not in these qrels are ignored)."""

@@ -48,11 +48,12 @@ class Ranked:
 
 
 
-def _as_float32(scores: np.ndarray) -> np.ndarray:
+def _as_float32(*scores: np.ndarray) -> tuple[np.ndarray, ...]:
     """Scores as trec_eval 9.0.8 holds them, in a C float: beyond its range they become
-    +-inf (a cast, not an error)."""
+    +-inf (a cast, not an error). Several arrays at once: entering errstate costs a few us,
+    which a small evaluation notices."""
     with np.errstate(over="ignore"):
-        return scores.astype(np.float32)
+        return tuple(s.astype(np.float32) for s in scores)
 
 def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                      keep_going) -> np.ndarray:
@@ -150,17 +151,12 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
 
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
-    if float32_scores:  # both casts under one errstate (entering one costs a few us)
-        with np.errstate(over="ignore"):
-            scores = run.scores.astype(np.float32)
-            j_score = j_raw_score.astype(np.float32)
-    else:
-        scores, j_score = run.scores, j_raw_score
+    scores, j_score = (_as_float32(run.scores, j_raw_score) if float32_scores
+                       else (run.scores, j_raw_score))
     tix = run.topic_index
     n_run_topics = len(run.topics)
     order = None
-    # a run read from a mapping lists its topics in index order
-    seg_lo, seg_hi = topic_blocks(tix, n_run_topics, ascending=run._origin is not None)
+    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
     if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
@@ -227,7 +223,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
 def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:
     """The first ``depth`` docids of each topic in trec_eval's order (score descending, docno
     descending). Sorts only each topic's candidates: scores at or above its depth-th score."""
-    scores = _as_float32(run.scores) if float32_scores else run.scores
+    scores = _as_float32(run.scores)[0] if float32_scores else run.scores
     order = np.lexsort((-scores, run.topic_index))
     tix, srt = run.topic_index[order], scores[order]
     start = tix.searchsorted(np.arange(len(run.topics) + 1))
@@ -247,13 +243,12 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
     return {t: out.get(t, []) for t in reversed(list(out))}
 
 
-def topic_blocks(tix: np.ndarray, n_topics: int, *, ascending: bool = False):
+def topic_blocks(tix: np.ndarray, n_topics: int):
     """(start, end) of each topic's rows if every topic's rows are contiguous, else
-    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0).
-    ``ascending``: the caller knows ``tix`` is sorted (a run read from a mapping)."""
+    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
     if len(tix) == 0:
         return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
-    if ascending or (tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all())):
+    if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
         # topics in index order (every mapping, most files): one search gives every block
         bounds = tix.searchsorted(np.arange(n_topics + 1))
         return bounds[:-1], bounds[1:]
@@ -286,7 +281,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     if len(qrels) == 0 or len(run) == 0:
         return empty, np.zeros(0, np.float64), empty
     if run._origin is not None:
-        return _match_mapping(run, qrels)
+        return _match_mapping(run, qrels, run_to_qrels)
     if isinstance(run.docids, np.ndarray):
         # read line by line (no pyarrow): that reader already costs a loop per line
         uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
@@ -355,10 +350,10 @@ def _take_rows(docids, rows: np.ndarray):
                              for k, chunk in enumerate(docids.chunks)], docids.type)
 
 
-def _match_mapping(run: Run, qrels: Qrels):
+def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     """Look each judged docid up in the run's dict for its topic (one ``map`` per topic)."""
     origin = run._origin
-    bounds = qrels.topic_index.searchsorted(np.arange(len(qrels.topics) + 1)).tolist()
+    bounds = qrels.offsets.tolist()
     docids = qrels.docids.tolist()
     # a run's scores are finite (checked when it was read), so NaN can mark "not retrieved"
     # and the lookups land straight in a float array
@@ -368,11 +363,11 @@ def _match_mapping(run: Run, qrels: Qrels):
         else repeat(np.nan, bounds[q + 1] - bounds[q])
         for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64, len(docids))
     rows = (~np.isnan(got)).nonzero()[0]
-    if run.topics == qrels.topics:  # the usual request: the same topics on both sides
-        return qrels.topic_index[rows].astype(np.int64), got[rows], rows
-    position = {t: i for i, t in enumerate(run.topics)}
-    run_topic = np.asarray([position.get(t, -1) for t in qrels.topics], dtype=np.int64)
-    return run_topic[qrels.topic_index[rows]], got[rows], rows
+    # the run topic of each qrels topic: run_to_qrels inverted (-1: not in the run)
+    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
+    judged = (run_to_qrels >= 0).nonzero()[0]
+    qrels_to_run[run_to_qrels[judged]] = judged
+    return qrels_to_run[qrels.topic_index[rows]], got[rows], rows
 
 
 def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:
