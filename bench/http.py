@@ -23,9 +23,10 @@ from __future__ import annotations
 import sys
 
 # Run as a script, this file's folder leads sys.path and this file would shadow the
-# standard library's ``http`` package: drop that entry first.
+# standard library's ``http`` package: the repository's root takes that entry instead
+# (bench.procstat is imported from there).
 if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
-    sys.path.pop(0)
+    sys.path[0] = __import__("os").path.dirname(sys.path[0])
 
 import argparse  # noqa: E402
 import http.client  # noqa: E402
@@ -37,6 +38,8 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from bench.procstat import children, cpu_seconds  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -82,25 +85,6 @@ def _client(port: int, method: str, path: str, body: bytes, seconds: float, out)
         latencies.append(time.perf_counter() - t0)
         errors += resp.status >= 500
     out.put((latencies, errors))
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    """gunicorn's worker processes (the master's children)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(p) for p in fh.read().split()]
-    except OSError:
-        return []
 
 
 def load(port: int, method: str, path: str, body: bytes, seconds: float, clients: int,

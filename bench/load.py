@@ -31,7 +31,9 @@ from __future__ import annotations
 import sys
 
 if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
-    sys.path.pop(0)  # keep bench/http.py and bench/queue.py from shadowing the standard library
+    # keep bench/http.py and bench/queue.py from shadowing the standard library; the
+    # repository's root takes the entry instead (bench.procstat is imported from there)
+    sys.path[0] = __import__("os").path.dirname(sys.path[0])
 
 import argparse  # noqa: E402
 import http.client  # noqa: E402
@@ -46,6 +48,8 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from bench.procstat import children  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -221,17 +225,6 @@ def follow_job(client: Client, rng: random.Random, opts: dict,
 
 
 # ---------------------------------------------------------------- processes and memory
-
-
-def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
-
-
-def children(pid: int) -> list[int]:
-    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == pid)
 
 
 def memory(pid: int) -> dict | None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import sys
 
 if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
-    sys.path.pop(0)  # keep bench/http.py from shadowing the standard library's http
+    # keep bench/http.py from shadowing the standard library's http; the repository's root
+    # takes the entry instead (bench.procstat is imported from there)
+    sys.path[0] = __import__("os").path.dirname(sys.path[0])
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -28,6 +30,8 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 import urllib.request  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from bench.procstat import children, cpu_seconds  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -62,7 +66,7 @@ def rss_mb(pid: int) -> float:
     their PSS (proportional set size), so pages the horse shares with its parent count once
     (RSS would count them twice); VmRSS where smaps_rollup is not available."""
     total = 0.0
-    for p in [pid] + _children(pid):
+    for p in [pid] + children(pid):
         try:
             lines = Path(f"/proc/{p}/smaps_rollup").read_text().splitlines()
             key = "Pss:"
@@ -97,16 +101,6 @@ class PeakSampler:
         return self.peak
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a process and of its children that it has waited for (an RQ worker's work
-    horses), user + system, in seconds (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 class CpuMeter:
     """CPU seconds spent by each role (API, Redis, workers, this client) between ``start``
     and ``stop``: on a machine whose cores all of them share, N workers cannot finish before
@@ -123,7 +117,7 @@ class CpuMeter:
 
     def start(self, workers: list[int]) -> None:
         # a worker's long-lived children (its scheduler), as opposed to its work horses
-        self.resident = {pid: set(_children(pid)) for pid in workers}
+        self.resident = {pid: set(children(pid)) for pid in workers}
         self.before = self._read()
 
     def stop(self) -> dict[str, float]:
@@ -131,26 +125,10 @@ class CpuMeter:
         # horse reports the job finished before it exits: wait for that (1 s at most).
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline and any(
-                set(_children(pid)) - kept for pid, kept in self.resident.items()):
+                set(children(pid)) - kept for pid, kept in self.resident.items()):
             time.sleep(0.005)
         after = self._read()
         return {role: after[role] - self.before[role] for role in after}
-
-
-def _children(pid: int) -> list[int]:
-    """A process's children, from the kernel's list (scanning all of /proc every 20 ms cost
-    this bench most of a core, taken from the processes it measures)."""
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
 
 
 def multipart(run: bytes, qrels: bytes, measures: list[str]) -> tuple[bytes, str]:
@@ -277,7 +255,7 @@ def main() -> int:
         peak = sampler.stop()
         one, two, ratios = [], [], []
         cpu: dict[int, list[dict[str, float]]] = {1: [], 2: []}
-        api_pids = [procs[1].pid] + _children(procs[1].pid)
+        api_pids = [procs[1].pid] + children(procs[1].pid)
         for r in range(args.repeat):
             pair = {}
             for n in ((1, 2) if r % 2 == 0 else (2, 1)):
