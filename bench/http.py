@@ -53,11 +53,16 @@ def free_port() -> int:
 
 
 def start_gunicorn(app: str, port: int, workers: int, **env_extra: str) -> subprocess.Popen:
-    env = dict(os.environ, CRANFIELD_WORKERS=str(workers), CRANFIELD_ACCESS_LOG="/dev/null",
-               CRANFIELD_LOG_LEVEL="warning", PYTHONPATH=str(ROOT), **env_extra)
+    # The README's settings: the app logs one JSON access line per request (to stderr, here
+    # thrown away) and gunicorn's own access log is off. (Pointing CRANFIELD_ACCESS_LOG at
+    # /dev/null would turn gunicorn's on: ~12% of the API's CPU, and a third of the ceiling's.)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CRANFIELD_ACCESS_LOG", "CRANFIELD_LOG_LEVEL", "CRANFIELD_THREADS")}
+    env.update(CRANFIELD_WORKERS=str(workers), PYTHONPATH=str(ROOT), **env_extra)
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c",
                              str(ROOT / "service" / "gunicorn.conf.py"), "--bind",
-                             f"127.0.0.1:{port}", app], cwd=ROOT, env=env)
+                             f"127.0.0.1:{port}", app], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -191,6 +196,49 @@ def large(ports: dict[str, int], repeat: int) -> None:
                 print(f"         Server-Timing (ms): {median_timing}")
 
 
+def stages(args, ceiling_port: int, ceiling_pid: int, procs: list) -> None:
+    """Load the ceiling, each stage route of bench/http_stages.py and the API itself on one
+    server (alternating rounds, medians), and print what each stage adds per request: in
+    machine time under this load (cores / req/s, the clients' share included) and straight
+    through WSGI in this process (warm caches, no sockets)."""
+    from bench.http_stages import STAGES, create_app, in_process
+
+    port = free_port()
+    server = start_gunicorn("bench.http_stages:create_app()", port, args.workers)
+    procs.append(server)
+    body = small_body()
+    paths = [f"/stages/{name}" for name in STAGES] + ["/v1/evaluations"]
+    labels = ["bare route: gunicorn, Flask, the service's hooks",
+              "+ body read, JSON decoded, schema (marshmallow)",
+              "+ run and qrels into columns, SHA-256s, limits",
+              "+ the engine (5 measures)",
+              "+ response document: the API itself"]
+    rps: dict[str, list[float]] = {path: [] for path in ["ceiling", *paths]}
+    for _ in range(args.rounds):
+        rps["ceiling"].append(load(ceiling_port, "GET", "/constant", b"", args.seconds,
+                                   args.clients, ceiling_pid)["rps"])
+        for path in paths:
+            rps[path].append(load(port, "POST", path, body, args.seconds, args.clients,
+                                  server.pid)["rps"])
+    app = create_app()
+    cores = os.cpu_count() or 1
+    ceiling = statistics.median(rps["ceiling"])
+    print(f"stages of a small request on one server ({args.rounds} alternating rounds, "
+          f"medians; machine time = {cores} cores / req/s, load generator included):")
+    print(f"{'':50s}{'req/s':>7s}{'of ceiling':>11s}{'machine us':>11s}{'+us':>6s}"
+          f"{'in-process us':>15s}")
+    print(f"{'bare Flask app (the ceiling)':50s}{ceiling:7.0f}{1:11.1%}"
+          f"{cores / ceiling * 1e6:11.0f}")
+    before = None
+    for label, path in zip(labels, paths, strict=True):
+        med = statistics.median(rps[path])
+        machine = cores / med * 1e6
+        step = f"{machine - before:+6.0f}" if before is not None else f"{'':6s}"
+        print(f"{label:50s}{med:7.0f}{med / ceiling:11.1%}{machine:11.0f}{step}"
+              f"{in_process(app, path, body):15.0f}")
+        before = machine
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -200,6 +248,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds of the small-request and ceiling loads")
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--stages", action="store_true",
+                        help="also load each cumulative stage of a small request on the "
+                             "service's own app (bench/http_stages.py): what each one costs")
     args = parser.parse_args()
 
     api_port, ceiling_port = free_port(), free_port()
@@ -230,6 +281,8 @@ def main() -> int:
                   f"{sum(x['errors_5xx'] for x in (smalls if r is small else bares)):6d}")
         print(f"ratio: {small['rps'] / bare['rps']:.1%} of the bare-Flask ceiling "
               "(target >= 50%)")
+        if args.stages:
+            stages(args, ceiling_port, ceiling.pid, procs)
         if not args.skip_large:
             # sync: the server answers the request itself (#3's measure); queued: the README's
             # defaults, where a body over 32 MiB becomes a job (202, then poll to the result)

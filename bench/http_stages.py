@@ -1,0 +1,87 @@
+"""Where a small request's cost goes, for bench/http.py ``--stages``: the service's own app
+(its hooks, its configuration) with one route per cumulative stage of ``POST
+/v1/evaluations``, each calling the service's own functions and answering the ceiling's
+constant body, so that load on each route shows what every stage adds under gunicorn:
+
+    bare       the stack: gunicorn, Flask and the service's request hooks (body not read)
+    validate   + body read, JSON decoded, validated by the request schema (marshmallow)
+    inputs     + run and qrels read into columns, their SHA-256s, the size limits
+    evaluate   + the engine (the request's measures)
+    (the API)  + the response document and its JSON: POST /v1/evaluations itself
+
+Bench-only: the routes are added here, never to the service.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+from flask import Flask, Response
+
+from bench.http_ceiling import BODY
+
+STAGES = ("bare", "validate", "inputs", "evaluate")
+
+
+def create_app() -> Flask:
+    from cranfield import CranfieldError
+    from service import evaluations as api
+    from service.app import create_app as service_app
+    from service.problems import from_engine_error
+
+    def constant() -> Response:
+        return Response(BODY, mimetype="application/json")
+
+    def bare() -> Response:
+        return constant()
+
+    def validate() -> Response:
+        api.load_request()
+        return constant()
+
+    def inputs() -> Response:
+        req = api.load_request()
+        try:  # as run_evaluation does it, short of the engine
+            run, run_source = api._read(req.pop("run"), "run")
+            api._digest(run_source)
+            qrels, qrels_source = api._read(req.pop("qrels"), "qrels")
+            api._digest(qrels_source)
+            api._check_limits(run, qrels)
+        except CranfieldError as exc:
+            raise from_engine_error(exc) from None
+        return constant()
+
+    def evaluate() -> Response:
+        api.run_evaluation(api.load_request())
+        return constant()
+
+    app = service_app()
+    for name, view in zip(STAGES, (bare, validate, inputs, evaluate), strict=True):
+        app.add_url_rule(f"/stages/{name}", f"stage_{name}", view, methods=["POST"])
+    return app
+
+
+def in_process(app: Flask, path: str, body: bytes, seconds: float = 2.0) -> float:
+    """Microseconds per request of ``POST path`` called straight through WSGI in this process,
+    in a tight loop (warm caches, no sockets, no other process): the stage's cost at best."""
+    def call() -> None:
+        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "SERVER_NAME": "bench",
+                   "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "bench",
+                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
+                   "wsgi.errors": sys.stderr, "CONTENT_LENGTH": str(len(body)),
+                   "CONTENT_TYPE": "application/json", "REMOTE_ADDR": "127.0.0.1"}
+        status = []
+        b"".join(app(environ, lambda s, h, exc=None: status.append(s)))
+        if not status[0].startswith("200"):
+            raise RuntimeError(f"{path}: {status[0]}")
+
+    for _ in range(200):
+        call()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(100):
+            call()
+        n += 100
+    return (time.perf_counter() - t0) / n * 1e6
