@@ -152,7 +152,9 @@ def large(ports: dict[str, int], repeat: int) -> None:
 
     import cranfield
 
-    data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
+    # a complete dataset: datagen.py writes meta.json last
+    data = next((m.parent for m in sorted((BENCH / "data").glob("M-seed*/meta.json"))),
+                None)
     if data is None:
         print("  no M data under bench/data: run `python bench/datagen.py --scales M` first")
         return

@@ -202,7 +202,9 @@ def main() -> int:
     parser.add_argument("--upload", choices=("multipart", "json"), default="multipart",
                         help="TREC files as multipart/form-data (like curl -F) or in JSON")
     args = parser.parse_args()
-    data = next(iter(sorted((BENCH / "data").glob("M-seed*"))), None)
+    # a complete dataset: datagen.py writes meta.json last
+    data = next((m.parent for m in sorted((BENCH / "data").glob("M-seed*/meta.json"))),
+                None)
     if data is None or shutil.which("redis-server") is None:
         print("needs bench/data/M-* (python bench/datagen.py --scales M) and redis-server")
         return 0
