@@ -55,7 +55,7 @@ def free_port() -> int:
 def start_gunicorn(app: str, port: int, workers: int, **env_extra: str) -> subprocess.Popen:
     # The README's settings: the app logs one JSON access line per request (to stderr, here
     # thrown away) and gunicorn's own access log is off. (Pointing CRANFIELD_ACCESS_LOG at
-    # /dev/null would turn gunicorn's on: ~12% of the API's CPU, and a third of the ceiling's.)
+    # /dev/null would turn gunicorn's on: 12% of the API's GIL time, by py-spy.)
     env = {k: v for k, v in os.environ.items()
            if k not in ("CRANFIELD_ACCESS_LOG", "CRANFIELD_LOG_LEVEL", "CRANFIELD_THREADS")}
     env.update(CRANFIELD_WORKERS=str(workers), PYTHONPATH=str(ROOT), **env_extra)
