@@ -26,10 +26,8 @@ STAGES = ("bare", "validate", "inputs", "evaluate")
 
 
 def create_app() -> Flask:
-    from cranfield import CranfieldError
     from service import evaluations as api
     from service.app import create_app as service_app
-    from service.problems import from_engine_error
 
     def constant() -> Response:
         return Response(BODY, mimetype="application/json")
@@ -42,15 +40,7 @@ def create_app() -> Flask:
         return constant()
 
     def inputs() -> Response:
-        req = api.load_request()
-        try:  # as run_evaluation does it, short of the engine
-            run, run_source = api._read(req.pop("run"), "run")
-            api._digest(run_source)
-            qrels, qrels_source = api._read(req.pop("qrels"), "qrels")
-            api._digest(qrels_source)
-            api._check_limits(run, qrels)
-        except CranfieldError as exc:
-            raise from_engine_error(exc) from None
+        api.read_inputs(api.load_request())[2].result()  # the run's SHA-256 too
         return constant()
 
     def evaluate() -> Response:

@@ -428,9 +428,17 @@ def _stored_qrels(ref: str):
                       errors={"qrels_id": [str(exc)]}) from None
 
 
-def run_evaluation(req: dict):
-    """Read, check limits, evaluate; every engine error becomes a 4xx naming the field.
-    Returns the evaluation, the inputs as read and their SHA-256 digests."""
+def _engine_problem(exc: CranfieldError, measures: list[str] | None) -> Problem:
+    """An engine error as the 4xx that names its field (an unknown measure: by its index)."""
+    if isinstance(exc, cranfield.MeasureError):
+        return _measure_problem(exc, measures)
+    return from_engine_error(exc)
+
+
+def read_inputs(req: dict) -> tuple[cranfield.Run, cranfield.Qrels, Future, str]:
+    """The request's run and qrels, read (stored qrels looked up, ``req["qrels_version"]``
+    recorded) and within the limits, with their SHA-256 digests: the run's as a future, since
+    a big run's is hashed beside the evaluation. Engine errors become 4xx naming the field."""
     opts = req["options"]
     measures = req["measures"]
     stored = None
@@ -449,11 +457,19 @@ def run_evaluation(req: dict):
                                         needs_subtopics(measures, opts["profile"]))
             qrels_digest = _digest(qrels_source)
         _check_limits(run, qrels)
-        ev = cranfield.evaluate(run, qrels, measures, **opts)
-    except cranfield.MeasureError as exc:
-        raise _measure_problem(exc, measures) from None
     except CranfieldError as exc:
-        raise from_engine_error(exc) from None
+        raise _engine_problem(exc, measures) from None
+    return run, qrels, run_digest, qrels_digest
+
+
+def run_evaluation(req: dict):
+    """Read, check limits, evaluate; every engine error becomes a 4xx naming the field.
+    Returns the evaluation, the inputs as read and their SHA-256 digests."""
+    run, qrels, run_digest, qrels_digest = read_inputs(req)
+    try:
+        ev = cranfield.evaluate(run, qrels, req["measures"], **req["options"])
+    except CranfieldError as exc:
+        raise _engine_problem(exc, req["measures"]) from None
     return ev, run, qrels, (run_digest.result(), qrels_digest)
 
 
