@@ -209,12 +209,7 @@ def stages(args, ceiling_port: int, ceiling_pid: int, procs: list) -> None:
     server = start_gunicorn("bench.http_stages:create_app()", port, args.workers)
     procs.append(server)
     body = small_body()
-    paths = [f"/stages/{name}" for name in STAGES] + ["/v1/evaluations"]
-    labels = ["bare route: gunicorn, Flask, the service's hooks",
-              "+ body read, JSON decoded, schema (marshmallow)",
-              "+ run and qrels into columns, SHA-256s, limits",
-              "+ the engine (5 measures)",
-              "+ response document: the API itself"]
+    paths = [path for path, _ in STAGES]
     rps: dict[str, list[float]] = {path: [] for path in ["ceiling", *paths]}
     for _ in range(args.rounds):
         rps["ceiling"].append(load(ceiling_port, "GET", "/constant", b"", args.seconds,
@@ -232,7 +227,7 @@ def stages(args, ceiling_port: int, ceiling_pid: int, procs: list) -> None:
     print(f"{'bare Flask app (the ceiling)':50s}{ceiling:7.0f}{1:11.1%}"
           f"{cores / ceiling * 1e6:11.0f}")
     before = None
-    for label, path in zip(labels, paths, strict=True):
+    for path, label in STAGES:
         med = statistics.median(rps[path])
         machine = cores / med * 1e6
         step = f"{machine - before:+6.0f}" if before is not None else f"{'':6s}"

@@ -15,14 +15,19 @@ Bench-only: the routes are added here, never to the service.
 from __future__ import annotations
 
 import io
-import sys
 import time
 
 from flask import Flask, Response
+from werkzeug.test import EnvironBuilder
 
 from bench.http_ceiling import BODY
 
-STAGES = ("bare", "validate", "inputs", "evaluate")
+# (route, what the stage adds), in order; the last row is the API itself
+STAGES = (("/stages/bare", "bare route: gunicorn, Flask, the service's hooks"),
+          ("/stages/validate", "+ body read, JSON decoded, schema (marshmallow)"),
+          ("/stages/inputs", "+ run and qrels into columns, SHA-256s, limits"),
+          ("/stages/evaluate", "+ the engine (5 measures)"),
+          ("/v1/evaluations", "+ response document: the API itself"))
 
 
 def create_app() -> Flask:
@@ -48,22 +53,22 @@ def create_app() -> Flask:
         return constant()
 
     app = service_app()
-    for name, view in zip(STAGES, (bare, validate, inputs, evaluate), strict=True):
-        app.add_url_rule(f"/stages/{name}", f"stage_{name}", view, methods=["POST"])
+    for (path, _), view in zip(STAGES[:-1], (bare, validate, inputs, evaluate),
+                                strict=True):
+        app.add_url_rule(path, view.__name__, view, methods=["POST"])
     return app
 
 
 def in_process(app: Flask, path: str, body: bytes, seconds: float = 2.0) -> float:
     """Microseconds per request of ``POST path`` called straight through WSGI in this process,
     in a tight loop (warm caches, no sockets, no other process): the stage's cost at best."""
+    environ = EnvironBuilder(path=path, method="POST", data=body,
+                             content_type="application/json").get_environ()
+
     def call() -> None:
-        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "SERVER_NAME": "bench",
-                   "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "bench",
-                   "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
-                   "wsgi.errors": sys.stderr, "CONTENT_LENGTH": str(len(body)),
-                   "CONTENT_TYPE": "application/json", "REMOTE_ADDR": "127.0.0.1"}
         status = []
-        b"".join(app(environ, lambda s, h, exc=None: status.append(s)))
+        b"".join(app(dict(environ, **{"wsgi.input": io.BytesIO(body)}),
+                     lambda s, h, exc=None: status.append(s)))
         if not status[0].startswith("200"):
             raise RuntimeError(f"{path}: {status[0]}")
 

@@ -17,8 +17,9 @@ def stages_client():
     return create_app().test_client()
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", ["bare", "validate", "inputs", "evaluate"])
 def test_each_stage_answers_the_constant_body(stages_client, stage):
+    assert f"/stages/{stage}" in dict(STAGES)  # the bench loads these routes
     resp = stages_client.post(f"/stages/{stage}", data=small_body(),
                               content_type="application/json")
     assert resp.status_code == 200
