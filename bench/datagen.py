@@ -169,6 +169,20 @@ def dataset_dir(scale: Scale, seed: int, data_dir: Path = DEFAULT_DATA_DIR) -> P
     return Path(data_dir) / f"{scale.name}-seed{seed}-v{GENERATOR_VERSION}"
 
 
+def _complete(directory: Path) -> bool:
+    """Generated in full: meta.json is written last, after the run and the qrels."""
+    return all((directory / name).exists() for name in ("run.txt", "qrels.txt", "meta.json"))
+
+
+def cached_dataset(
+    scale_name: str, seed: int = DEFAULT_SEED, data_dir: Path = DEFAULT_DATA_DIR
+) -> Path | None:
+    """The cache directory of ``scale_name`` and ``seed`` if it was generated in full, else
+    None (for scripts that use the data and leave generating it to this one)."""
+    directory = dataset_dir(SCALES[scale_name], seed, data_dir)
+    return directory if _complete(directory) else None
+
+
 def ensure_dataset(
     scale_name: str, seed: int = DEFAULT_SEED, data_dir: Path = DEFAULT_DATA_DIR
 ) -> Dataset:
@@ -178,7 +192,7 @@ def ensure_dataset(
     run_path = directory / "run.txt"
     qrels_path = directory / "qrels.txt"
     meta_path = directory / "meta.json"
-    if not (run_path.exists() and qrels_path.exists() and meta_path.exists()):
+    if not _complete(directory):
         directory.mkdir(parents=True, exist_ok=True)
         meta = generate(scale, seed, run_path, qrels_path)
         _atomic_write_bytes(meta_path, json.dumps(meta, indent=2).encode() + b"\n")

@@ -39,6 +39,7 @@ import subprocess  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from bench.datagen import cached_dataset  # noqa: E402
 from bench.procstat import children, cpu_seconds  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -152,9 +153,7 @@ def large(ports: dict[str, int], repeat: int) -> None:
 
     import cranfield
 
-    # a complete dataset: datagen.py writes meta.json last
-    data = next((m.parent for m in sorted((BENCH / "data").glob("M-seed*/meta.json"))),
-                None)
+    data = cached_dataset("M")
     if data is None:
         print("  no M data under bench/data: run `python bench/datagen.py --scales M` first")
         return

@@ -31,6 +31,7 @@ import time  # noqa: E402
 import urllib.request  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from bench.datagen import cached_dataset  # noqa: E402
 from bench.procstat import children, cpu_seconds  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
@@ -202,9 +203,7 @@ def main() -> int:
     parser.add_argument("--upload", choices=("multipart", "json"), default="multipart",
                         help="TREC files as multipart/form-data (like curl -F) or in JSON")
     args = parser.parse_args()
-    # a complete dataset: datagen.py writes meta.json last
-    data = next((m.parent for m in sorted((BENCH / "data").glob("M-seed*/meta.json"))),
-                None)
+    data = cached_dataset("M")
     if data is None or shutil.which("redis-server") is None:
         print("needs bench/data/M-* (python bench/datagen.py --scales M) and redis-server")
         return 0
