@@ -110,9 +110,10 @@ class NameList(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, list | tuple):
             raise self.make_error("invalid")
-        if not all(isinstance(v, str) and v for v in value):
-            raise ValidationError({i: [message] for i, v in enumerate(value)
-                                   if (message := self._element_error(v)) is not None})
+        errors = {i: [message] for i, v in enumerate(value)
+                  if (message := self._element_error(v)) is not None}
+        if errors:
+            raise ValidationError(errors)
         if not 1 <= len(value) <= self.max_names:
             raise self.make_error("length", max_names=self.max_names)
         return list(value)
