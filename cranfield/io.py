@@ -14,7 +14,6 @@ nothing loops in Python per document.
 from __future__ import annotations
 
 import io
-import math
 import os
 from array import array
 from collections.abc import Mapping
@@ -24,12 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from . import grammar
 from .errors import InputError
 
 Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file object, or a mapping
 
-# Below this size the line reader is faster than importing and starting pyarrow.
-FAST_READER_MIN_BYTES = 4 << 20
+# Below this size the line reader is faster than importing and starting pyarrow (settable so
+# that tests can send small inputs through the columnar reader).
+FAST_READER_MIN_BYTES = int(os.environ.get("CRANFIELD_FAST_READER_MIN_BYTES", 4 << 20))
 # Multi-threaded parsing is faster on an idle machine but holds ~15% more memory in flight.
 _THREADS = os.environ.get("CRANFIELD_READ_THREADS", "0") == "1"
 
@@ -171,8 +172,10 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     data, label = _load_bytes(source, name, "qrels")
     cols = None
     if len(data) >= FAST_READER_MIN_BYTES:
-        cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "int"})
-    if cols is None:
+        cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "dict"})
+        if cols is not None:
+            cols[3] = _grades_by_grammar(cols[3])
+    if cols is None or cols[3] is None:
         cols = _slow_qrels_columns(bytes(data), label)
     qids, subtopics, docids, grades = cols
     return _build_qrels(qids, docids, grades, subtopics, label, diversity, data=data)
@@ -307,6 +310,43 @@ def _delimiter(data: bytes | str, ncols: int) -> str | None:
     return delim if len(head.split(delim.encode())) == ncols else None
 
 
+def _plain_bytes(data: bytes | memoryview | str, delim: str) -> bool:
+    """Whether the columnar reader splits ``data`` (bytes, or a path) as the input grammar
+    does: no control character but LF, CR before LF and the delimiter, and not the other
+    field separator either (a tab inside a space-delimited file is a separator to the
+    grammar, part of a field to pyarrow). Counted in 16 MiB chunks, a few numpy and
+    ``bytes.count`` passes each."""
+    other = b"\t" if delim == " " else b" "
+    step = 16 << 20
+
+    def chunks():
+        if isinstance(data, str):
+            with open(data, "rb") as fh:
+                while block := fh.read(step):
+                    yield block
+        else:
+            view = memoryview(data)
+            for start in range(0, len(view), step):
+                yield view[start:start + step]
+
+    carry_cr = False  # the previous chunk ended with CR
+    for block in chunks():
+        as_bytes = bytes(block)  # a copy of a view's chunk: bytes.count needs bytes
+        arr = np.frombuffer(as_bytes, dtype=np.uint8)
+        if carry_cr and arr[0] != 10:
+            return False
+        if other in as_bytes or b"\x7f" in as_bytes:
+            return False
+        n_cr = as_bytes.count(b"\r")
+        carry_cr = as_bytes.endswith(b"\r")
+        if n_cr != as_bytes.count(b"\r\n") + carry_cr:
+            return False
+        allowed = as_bytes.count(b"\n") + n_cr + (as_bytes.count(b"\t") if delim == "\t" else 0)
+        if int(np.count_nonzero(arr < 32)) != allowed:
+            return False
+    return not carry_cr
+
+
 def _csv_options(csv, ncols: int, delim: str, column_types: dict) -> dict:
     """pyarrow CSV options for whitespace-delimited TREC columns ``c0..c{ncols-1}``: no
     quoting or escaping, only ``column_types``' columns materialised, none nullable."""
@@ -342,7 +382,7 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
     except ImportError:  # the engine works without pyarrow, only slower
         return None
     delim = _delimiter(data, ncols)
-    if delim is None:
+    if delim is None or not _plain_bytes(data, delim):
         return None
     type_map = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
                 "dict": pa.dictionary(pa.int32(), pa.string())}
@@ -382,15 +422,35 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
     return out
 
 
+def _grades_by_grammar(column) -> np.ndarray | None:
+    """A grade column read as dictionary strings, as int64 by the grammar's integer rule (a
+    qrels file has few distinct grades: each spelling is parsed once); None if one is not
+    a grade (the line reader then names its line). pyarrow's own int64 parser is not used:
+    it reads ``0x10`` as 16."""
+    try:
+        values = np.asarray([grammar.parse_grade(t) for t in column.dictionary.to_pylist()],
+                            dtype=np.int64)
+    except grammar.GrammarError:
+        return None
+    return values[column.indices.to_numpy(zero_copy_only=False)] if len(values) else \
+        np.zeros(len(column), np.int64)
+
+
 def _split_lines(data: bytes, label: str):
-    """Yield (line number, fields) for every content line; skips blanks and ``#`` comments."""
+    """Yield (line number, fields) for every content line by the input grammar
+    (:mod:`cranfield.grammar`: fields split on ASCII space and tab, no control characters);
+    skips blank lines and ``#`` comments."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(label, "not valid UTF-8 text", line=line) from None
+    bad = grammar.text_problem(text)
+    if bad is not None:
+        raise InputError(label, bad[1], line=bad[0])
+    split = str.split if text.isascii() else grammar.split_fields
     for lineno, line in enumerate(io.StringIO(text), start=1):
-        fields = line.split()
+        fields = split(line)
         if not fields or fields[0].startswith("#"):
             continue
         yield lineno, fields
@@ -398,21 +458,16 @@ def _split_lines(data: bytes, label: str):
 
 def _parse_score(text: str, label: str, lineno: int) -> float:
     try:
-        value = float(text)
-    except ValueError:
-        raise InputError(label, f"{text!r} is not a number", line=lineno,
-                         field="score") from None
-    if not math.isfinite(value):
-        raise InputError(label, f"{text!r} is not a finite number", line=lineno, field="score")
-    return value
+        return grammar.parse_score(text)
+    except grammar.GrammarError as exc:
+        raise InputError(label, str(exc), line=lineno, field="score") from None
 
 
 def _parse_grade(text: str, label: str, lineno: int) -> int:
     try:
-        return int(text)
-    except ValueError:
-        raise InputError(label, f"{text!r} is not an integer grade", line=lineno,
-                         field="grade") from None
+        return grammar.parse_grade(text)
+    except grammar.GrammarError as exc:
+        raise InputError(label, str(exc), line=lineno, field="grade") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,7 +486,7 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
         return None
     delim = _delimiter(data, 6)
     last = _last_line(data).split()
-    if delim is None or len(last) < 6:
+    if delim is None or len(last) < 6 or not _plain_bytes(data, delim):
         return None
     dict32 = pa.dictionary(pa.int32(), pa.string())
     topic_ids: dict[str, int] = {}
@@ -530,36 +585,69 @@ def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
 
 
 def _run_from_mapping(run: Mapping, label: str) -> Run:
-    """Flatten ``{topic: {docid: score}}`` without a Python loop per document."""
-    for topic, docs in run.items():
-        if not isinstance(topic, str):
-            raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
-        if not isinstance(docs, Mapping):
-            raise InputError(label, "must map docids to scores", field=f"{label}.{topic}")
-    topics = sorted(run, key=_byte_key)
+    """Flatten ``{topic: {docid: score}}`` without a Python loop per document; ids and
+    scores by the input grammar (one C-speed pass each when all are valid)."""
+    topics = _mapping_topics(run, label, "scores")
     lengths = np.fromiter((len(run[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
+    _check_mapping_values(run, topics, label, grammar.json_score_problem)
     try:
         scores = np.fromiter(chain.from_iterable(run[t].values() for t in topics),
                              np.float64, total)
-    except (TypeError, ValueError):
-        _raise_bad_score(run, topics, label)
+    except OverflowError:  # an int beyond a double: the per-value check names it
+        _raise_bad_value(run, topics, label, grammar.json_score_problem)
     if not np.isfinite(scores).all():
-        _raise_bad_score(run, topics, label)
+        _raise_bad_value(run, topics, label, grammar.json_score_problem)
     docids = np.fromiter(chain.from_iterable(run[t].keys() for t in topics), object, total)
     topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
     return Run(list(topics), topic_index, docids, scores, label if label != "run" else
                "cranfield", label, _origin=run)
 
 
-def _raise_bad_score(run: Mapping, topics: list[str], label: str):
+def _mapping_topics(mapping: Mapping, label: str, what: str) -> list[str]:
+    """The topics of ``{topic: {docid: value}}`` in strcmp order, every topic id and docid
+    checked by the grammar (the error names the path)."""
+    for topic, docs in mapping.items():
+        if not isinstance(topic, str):
+            raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
+        if not isinstance(docs, Mapping):
+            raise InputError(label, f"must map docids to {what}", field=f"{label}.{topic}")
+    bad = grammar.bad_id(mapping)
+    if bad is not None:
+        topic = list(mapping)[bad[0]]
+        raise InputError(label, f"topic id {topic!r}: {bad[1]}", field=f"{label}.{topic}")
+    topics = sorted(mapping, key=_byte_key)
+    if grammar.bad_id(chain.from_iterable(mapping[t] for t in topics)) is not None:
+        for t in topics:
+            bad = grammar.bad_id(mapping[t])
+            if bad is not None:
+                doc = list(mapping[t])[bad[0]]
+                raise InputError(label, f"docid {doc!r}: {bad[1]}", field=f"{label}.{t}.{doc}")
+    return topics
+
+
+_NUMBER_TYPES = (int, float, np.integer, np.floating)
+
+
+def _check_mapping_values(mapping: Mapping, topics: list[str], label: str, problem) -> None:
+    """Every value a number (not a bool, not a string: numpy would read ``"3.0"`` as 3.0):
+    one pass over the value types in C; the per-value search runs only when one is not."""
+    types = set(map(type, chain.from_iterable(mapping[t].values() for t in topics)))
+    if any(not issubclass(t, _NUMBER_TYPES) or issubclass(t, bool | np.bool_) for t in types):
+        _raise_bad_value(mapping, topics, label, problem)
+
+
+def _raise_bad_value(mapping: Mapping, topics: list[str], label: str, problem,
+                     always: bool = True) -> None:
+    """Raise naming the first value ``problem`` refuses (if none does: a general error, or
+    nothing when not ``always``)."""
     for t in topics:
-        for d, s in run[t].items():
-            ok = isinstance(s, int | float) and not isinstance(s, bool) and math.isfinite(s)
-            if not ok:
-                raise InputError(label, f"score {s!r} is not a finite number",
-                                 field=f"{label}.{t}.{d}")
-    raise InputError(label, "scores must be finite numbers")
+        for d, v in mapping[t].items():
+            reason = problem(v.item() if isinstance(v, np.generic) else v)
+            if reason:
+                raise InputError(label, reason, field=f"{label}.{t}.{d}")
+    if always:
+        raise InputError(label, "values must be finite numbers")
 
 
 _HASH_P = np.uint64(0x100000001B3)            # odd: invertible modulo 2**64
@@ -678,32 +766,32 @@ def _slow_qrels_columns(data: bytes, label: str) -> list:
 
 def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     """Flatten ``{topic: {docid: grade}}`` topic by topic (already grouped; a dict cannot
-    hold a docid twice), checking the grades as one array."""
-    for topic, docs in qrels.items():
-        if not isinstance(topic, str) or not isinstance(docs, Mapping):
-            raise InputError(label, "must map topic ids to {docid: grade}",
-                             field=f"{label}.{topic}")
-    topics = sorted(qrels, key=_byte_key)
+    hold a docid twice), ids and grades by the input grammar: a grade is an integer, or a
+    float with no fraction, within int64 — exactly, not through a double."""
+    topics = _mapping_topics(qrels, label, "grades")
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
     docids = np.fromiter(chain.from_iterable(qrels[t].keys() for t in topics), object, total)
-    types = set(map(type, chain.from_iterable(qrels[t].values() for t in topics)))
+    _check_mapping_values(qrels, topics, label, grammar.json_grade_problem)
+
+    def values():
+        return chain.from_iterable(qrels[t].values() for t in topics)
+
+    grades = None
     try:
-        raw = np.fromiter(chain.from_iterable(qrels[t].values() for t in topics), np.float64,
-                          total)
-        ok = bool not in types and np.isfinite(raw).all() and (raw == np.round(raw)).all()
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        for t in topics:
-            for d, g in qrels[t].items():
-                integral = isinstance(g, int | np.integer) or (
-                    isinstance(g, float) and g.is_integer())
-                if isinstance(g, bool) or not integral:
-                    raise InputError(label, f"grade {g!r} is not an integer",
-                                     field=f"{label}.{t}.{d}")
+        if all(issubclass(t, int | np.integer) for t in set(map(type, values()))):
+            grades = np.fromiter(values(), np.int64, total)  # OverflowError beyond int64
+        else:
+            raw = np.fromiter(values(), np.float64, total)
+            if (np.abs(raw) < 2.0**53).all() and (raw == np.round(raw)).all():
+                grades = raw.astype(np.int64)  # exact: integral doubles below 2**53
+    except OverflowError:
+        pass
+    if grades is None:  # a grade that is not one, or beyond 2**53: value by value
+        _raise_bad_value(qrels, topics, label, grammar.json_grade_problem, always=False)
+        grades = np.fromiter((int(g) for g in values()), np.int64, total)
     topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
-    return Qrels(topics, topic_index, docids, raw.astype(np.int64), None, label)
+    return Qrels(topics, topic_index, docids, grades, None, label)
 
 
 def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:

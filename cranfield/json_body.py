@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from . import grammar
 from .errors import InputError
 from .io import Qrels, Run, _in_strcmp_order
 
@@ -250,8 +251,8 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
             values[slow_rows] = pc.cast(texts, pa.float64()).to_numpy()
     except (UnicodeDecodeError, pa.ArrowInvalid):
         return None, -1
-    if not np.isfinite(values).all():
-        return None, -1
+    if not np.isfinite(values).all() or not _ids_by_grammar(topics_seen, pieces):
+        return None, -1  # the slow path names what is wrong
     first_seen = {t: i for i, t in enumerate(topics_seen)}
     if len(first_seen) != len(topics_seen):
         return None, -1  # a topic twice: JSON keeps the last, as the slow path does
@@ -266,13 +267,29 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
         value: Run | Qrels = Run(topics, topic_index, docids, values, "cranfield", "run",
                                  docid_fnv=hashes)
     else:
-        if not (values == np.round(values)).all():
-            return None, -1  # the slow path names the grade that is not an integer
+        if not ((values == np.round(values)).all() and (np.abs(values) < 2.0**53).all()):
+            return None, -1  # the slow path names the grade that is not one, or reads a
+            # grade beyond 2**53 exactly
         order = np.argsort(topic_index, kind="stable")  # qrels rows are grouped by topic
         value = Qrels(topics, topic_index[order], np.asarray(
             docids.take(pa.array(order)).to_numpy(zero_copy_only=False), dtype=object),
             values[order].astype(np.int64), None, "qrels")
     return Columns(value, memoryview(raw)[start:end]), end
+
+
+def _ids_by_grammar(topics: list[str], pieces: list) -> bool:
+    """Whether every topic id and docid is an id by the input grammar (non-empty, no ASCII
+    whitespace or control character): numpy passes over the docid bytes and lengths."""
+    if grammar.bad_id(topics) is not None:
+        return False
+    for piece in pieces:
+        doc_bytes, doc_off = piece[4], piece[5]
+        if len(doc_off) > 1 and int(np.diff(doc_off).min()) == 0:
+            return False
+        if len(doc_bytes) and (np.count_nonzero(doc_bytes <= 32)
+                               or np.count_nonzero(doc_bytes == 127)):
+            return False
+    return True
 
 
 # Digests of mappings: SHA-256 over the SHA-256 of four parts, so that the parts (tens of MB

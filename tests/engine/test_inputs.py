@@ -130,12 +130,16 @@ def test_line_reader_names_the_first_repeat_of_a_docid():
 
 def test_a_mapping_topic_with_no_documents_is_evaluated_as_empty():
     """Found by schemathesis: an empty {docid: score} dict used to break topic grouping."""
-    run = {"q2": {}, "q1": {"d1": 1.0, "d3": 3.0}, "": {}}
+    run = {"q2": {}, "q1": {"d1": 1.0, "d3": 3.0}}
     ev = cranfield.evaluate(run, {"q1": {"d1": 1, "d3": 2}, "q2": {"x": 1}},
                             ["map", "num_ret"])
     assert ev.per_topic["q2"] == {"num_ret": 0, "map": 0.0}
     assert ev.per_topic["q1"] == {"num_ret": 2, "map": 1.0}
     assert ev.aggregate["map"] == 0.5
+    # an empty topic id is not an id (docs/inputs.md), with or without documents
+    with pytest.raises(cranfield.InputError, match="may not be empty") as err:
+        cranfield.evaluate(dict(run, **{"": {}}), {"q1": {"d1": 1}}, ["map"])
+    assert err.value.field == "run."
 
 
 @pytest.mark.parametrize("seed", range(20))
