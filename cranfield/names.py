@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import MeasureError, closest
-from .measures.registry import NICKNAMES, PROFILES, REGISTRY, KwArgs, Measure
+from .measures.registry import NICKNAMES, PROFILES, REGISTRY, REL, KwArgs, Measure
 
 # ir_measures-style name -> (measure without cutoff, measure with @k)
 IR_NAMES: dict[str, tuple[str | None, str | None]] = {
@@ -61,6 +61,11 @@ class Instance:
     rel_level: int | None = None   # per-measure relevance level (ir_measures ``rel=``)
     options: dict = field(default_factory=dict, compare=False, hash=False)
 
+    def level(self, relevance_level: int) -> int:
+        """The relevance level this instance reads: its own ``rel=`` (0 included), else the
+        evaluation's."""
+        return relevance_level if self.rel_level is None else self.rel_level
+
     def canonical(self, profile: str, relevance_level: int, judged_only: bool = False,
                   depth: int | None = None) -> str:
         """The measure with every parameter explicit, e.g.
@@ -85,7 +90,7 @@ class Instance:
         if m.family == "graded" and m.kind != "kw" and m.name not in ("rbp", "rbp_resid"):
             parts.append("discount=log2")
         if m.uses_rel_level:
-            parts.append(f"rel={self.rel_level or relevance_level}")
+            parts.append(f"rel={self.level(relevance_level)}")
         if judged_only:
             parts.append("judged_only=true")
         if depth is not None:
@@ -126,17 +131,58 @@ def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) 
         except ValueError:
             raise MeasureError(name, f"{p.name} must be {'an' if p.type == 'integer' else 'a'} "
                                f"{p.type}, got {text!r}") from None
-        if p.choices is not None and value not in p.choices:
-            raise MeasureError(name, f"{p.name} must be one of {', '.join(p.choices)}")
-        if (p.minimum is not None and value < p.minimum) or \
-                (p.maximum is not None and value > p.maximum):
-            raise MeasureError(name, f"{p.name}={text} is out of range")
-        out[p.name] = value
+        out[p.name] = p.check(value, measure.name, name)
     if given:
         what = "takes no cutoff" if set(given) == {"k"} else \
             f"has no parameter(s) {sorted(given)}"
         raise MeasureError(name, f"{measure.ir_name} {what}")
     return out
+
+
+def _check_value(measure: Measure, value: Any, name: str) -> Any:
+    """``value`` as parsed for ``measure``'s kind (a cutoff, a tuple, a mapping, ...), checked
+    against the ranges its parameters declare at registration (:meth:`Param.check`); a
+    :class:`MeasureError` naming the measure, the parameter and the range otherwise. Every
+    way of writing a measure ends here (or in :func:`_kw_value` for keyword measures)."""
+    if value is None or not measure.params:
+        return value
+    first = measure.params[0]
+    if measure.kind in ("cutoffs", "fcutoffs", "floats"):
+        for v in value if isinstance(value, tuple) else (value,):
+            first.check(v, measure.name, name)
+    elif measure.kind in ("float", "int", "gains"):
+        first.check(value, measure.name, name)
+    elif measure.kind == "pair":
+        by_name = {p.name: p for p in measure.params}
+        for key, v in dict(value).items():
+            if key not in by_name:
+                raise MeasureError(name, f"{measure.name} has no parameter {key!r} (it takes "
+                                         f"{', '.join(by_name)})")
+            by_name[key].check(v, measure.name, name)
+    return value
+
+
+def _number(text: str, what: str, name: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise MeasureError(name, f"{what} must be a number, got {text!r}") from None
+
+
+def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
+    """ir_measures' ``rel=`` (popped from ``args``), checked: only a measure that reads the
+    relevance level takes it, and it is an integer in the relevance level's range."""
+    if "rel" not in args:
+        return None
+    text = args.pop("rel")
+    if not measure.uses_rel_level:
+        raise MeasureError(name, f"{measure.name} takes no parameter rel: it does not use a "
+                                 "relevance level")
+    try:
+        level = int(text)
+    except ValueError:
+        raise MeasureError(name, f"rel must be an integer grade, got {text!r}") from None
+    return REL.check(level, measure.name, name)
 
 
 def known_names() -> list[str]:
@@ -161,10 +207,7 @@ def _parse_value(measure: Measure, text: str, name: str) -> Any:
     items = [s for s in text.split(",")]
     try:
         if measure.kind == "cutoffs":
-            values = sorted({_atol(s) for s in items})
-            if not values or values[0] <= 0:
-                raise MeasureError(name, "cutoffs must be positive integers")
-            return tuple(values)
+            return tuple(sorted({_atol(s) for s in items}))
         if measure.kind == "fcutoffs":
             return tuple(sorted({float(s) for s in items}))
         if measure.kind == "floats":
@@ -180,14 +223,9 @@ def _parse_value(measure: Measure, text: str, name: str) -> Any:
                 if not sep:
                     raise MeasureError(name, f"expected key=value pairs, got {item!r}")
                 if measure.kind == "gains":
-                    level = _atol(k)
-                    if level < 0:
-                        raise MeasureError(name, "gain levels must be grades >= 0")
-                    pairs[level] = float(v)
+                    pairs[_atol(k)] = float(v)
                 else:
                     pairs[k.strip()] = float(v)
-            if measure.kind == "pair" and set(pairs) - {"p"}:
-                raise MeasureError(name, f"unknown parameter(s) {sorted(set(pairs) - {'p'})}")
             return pairs
     except MeasureError:
         raise
@@ -232,12 +270,12 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
         if m.kind == "kw":
             raise MeasureError(name, f"write {base}'s parameters ir_measures-style, e.g. "
                                f"{m.ir_name}(...)@10")
-        return [(m, _parse_value(m, text, name), text)]
+        return [(m, _check_value(m, _parse_value(m, text, name), name), text)]
     # trec_eval's printed form: ndcg_cut_10, P_5, iprec_at_recall_0.10
     stem, _, suffix = name.rpartition("_")
     if stem in REGISTRY and REGISTRY[stem].kind in ("cutoffs", "fcutoffs") and suffix:
         m = REGISTRY[stem]
-        return [(m, _parse_value(m, suffix, name), suffix)]
+        return [(m, _check_value(m, _parse_value(m, suffix, name), name), suffix)]
     raise _unknown(name)
 
 
@@ -264,11 +302,7 @@ def parse_ir_name(name: str) -> Instance | None:
     if base in KW_NAMES and (base not in IR_NAMES or set(args) & KW_ONLY.get(base, set())
                              or (k is not None and IR_NAMES[base][1] is None)):
         measure = REGISTRY[KW_NAMES[base]]
-        rel = args.pop("rel", None)
-        try:
-            rel_level = int(rel) if rel is not None else None
-        except ValueError:
-            raise MeasureError(name, "rel must be an integer grade") from None
+        rel_level = _rel_level(measure, args, name)
         return Instance(name, measure, _kw_value(measure, args, k, name), None, rel_level)
     plain, cut = IR_NAMES[base]
     target = cut if k is not None else plain
@@ -278,32 +312,31 @@ def parse_ir_name(name: str) -> Instance | None:
     if target not in REGISTRY:
         raise MeasureError(name, "not implemented yet")
     measure = REGISTRY[target]
-    rel = None
-    if "rel" in args:
-        try:
-            rel = int(args.pop("rel"))
-        except ValueError:
-            raise MeasureError(name, "rel must be an integer grade") from None
+    rel = _rel_level(measure, args, name)
     value: Any = None
     if k is not None:
         try:
             value = float(k) if measure.kind == "fcutoffs" else int(k)
         except ValueError:
             raise MeasureError(name, f"bad cutoff {k!r}") from None
-        if measure.kind == "cutoffs" and value <= 0:
-            raise MeasureError(name, "the cutoff must be a positive integer")
     if measure.name == "set_F":
-        beta = float(args.pop("beta", 1.0))
+        # SetF takes beta, as F does (the same parameter, with F's range); set_F beta^2
+        beta = _number(args.pop("beta", "1"), "beta", name)
+        _param(REGISTRY["F"], "beta").check(beta, measure.name, name)
         value = beta * beta
     elif measure.kind == "pair" and "p" in args:
-        value = {"p": float(args.pop("p"))}
+        value = {"p": _number(args.pop("p"), "p", name)}
     elif measure.kind == "pair":
         value = {}
     elif measure.kind == "gains":
         value = {}
     if args:
         raise MeasureError(name, f"unknown parameter(s) {sorted(args)} for {m.group('name')}")
-    return Instance(name, measure, value, None, rel)
+    return Instance(name, measure, _check_value(measure, value, name), None, rel)
+
+
+def _param(measure: Measure, name: str):
+    return next(p for p in measure.params if p.name == name)
 
 
 def needs_subtopics(names, profile: str = PROFILES[0]) -> bool:

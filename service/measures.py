@@ -67,6 +67,6 @@ def resolve_measure(name: str):
     return jsonify(
         name=name,
         instances=[{"key": i.key, "measure": i.measure.name,
-                    "canonical": i.canonical(profile, i.rel_level or 1)} for i in instances],
+                    "canonical": i.canonical(profile, 1)} for i in instances],
         measures=list(measures.values()),
     )

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import MeasureError
 from .context import Context, f_beta, safe_div
-from .registry import Param, register
+from .registry import WEIGHT_LIMIT, Param, register
 
 _K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
 _K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
@@ -26,7 +26,7 @@ _DISCOUNT = Param("discount", "enum", "log2", "log2: 1/log2(i + 1); jk: Järveli
 _BASE = Param("b", "number", 2.0, "log base of the jk discount (ranks below b are not "
               "discounted)", minimum=1.0000001)
 _BETA = Param("beta", "number", 1.0, "weight of recall: F_beta = (1 + beta^2) P R / "
-              "(beta^2 P + R)", minimum=0.0)
+              "(beta^2 P + R)", minimum=0.0, maximum=WEIGHT_LIMIT)
 _N = Param("N", "integer", None, "documents in the collection (default: the evaluation's "
            "collection_size, trec_eval's -N)", minimum=1)
 
@@ -117,7 +117,8 @@ def expected_reciprocal_rank(ctx: Context, p: dict):
     t, r, g = ctx.ht[top], ctx.hr[top], ctx.hl[top].astype(np.float64)
     g_max = np.full(ctx.T, float(p["max_grade"])) if p["max_grade"] else \
         ctx.max_grade.astype(np.float64)
-    stop = (np.power(2.0, g) - 1.0) / np.power(2.0, g_max[t])
+    with np.errstate(over="ignore"):  # 2^g_max past 2^1023 is inf: R = 0, as in the limit
+        stop = (np.power(2.0, g) - 1.0) / np.power(2.0, g_max[t])
     stop = np.minimum(stop, 1.0)
     # prod_{i < r} (1 - R_i) within each topic: an exclusive running sum of logs
     with np.errstate(divide="ignore"):
@@ -168,6 +169,7 @@ def _needs_n(p: dict, ctx: Context, name: str):
 
 
 @register("Fallout", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Fallout",
+          uses_collection_size=True,
           extra={"micro": lambda a, b, c, d, p: safe_div(b, b + d)})
 def fallout(ctx: Context, p: dict):
     """Fallout (false-positive rate): the share of the collection's non-relevant documents
@@ -184,7 +186,8 @@ def fallout(ctx: Context, p: dict):
 
 
 @register("Specificity", family="set", kind="kw", all_trec=(), params=(_N,),
-          ir_name="Specificity", extra={"micro": lambda a, b, c, d, p: safe_div(d, b + d)})
+          ir_name="Specificity", uses_collection_size=True,
+          extra={"micro": lambda a, b, c, d, p: safe_div(d, b + d)})
 def specificity(ctx: Context, p: dict):
     """Specificity (true-negative rate).
 
@@ -198,6 +201,7 @@ def specificity(ctx: Context, p: dict):
 
 
 @register("NPV", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="NPV",
+          uses_collection_size=True,
           extra={"micro": lambda a, b, c, d, p: safe_div(d, c + d)})
 def negative_predictive_value(ctx: Context, p: dict):
     """Negative predictive value: the share of the documents not retrieved that are not
@@ -226,6 +230,7 @@ def false_discovery_rate(ctx: Context, p: dict):
 
 
 @register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy",
+          uses_collection_size=True,
           extra={"micro": lambda a, b, c, d, p: safe_div(a + d, a + b + c + d)})
 def accuracy(ctx: Context, p: dict):
     """Accuracy: the share of the collection classified right (retrieved and relevant, or

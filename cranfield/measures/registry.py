@@ -19,17 +19,36 @@ kw         keyword parameters (``Param``s, ``k`` = @k)   the ir_measures name as
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from ..errors import MeasureError
 
 PROFILES = ("trec_eval-9.0.8", "trec_eval-10")
 DEFAULT_PROFILE = "trec_eval-9.0.8"
 
+# integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# the largest magnitude of a weight that is summed or multiplied (gains, utility's
+# coefficients, F's beta): products with int64 counts and sums over a topic stay finite
+WEIGHT_LIMIT = 1e100
+
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a measure, as ``GET /v1/measures`` describes it."""
+    """One parameter of a measure, as ``GET /v1/measures`` describes it, and its range.
+
+    The range is declared here once and every measure name is checked against it
+    (:meth:`check`, called by :mod:`cranfield.names` for every way of writing a measure):
+    ``integer`` types (and lists of them) take ints within ``minimum``..``maximum``, which
+    default to int64's bounds; ``number``/``float`` types take finite numbers within the
+    bounds given (none: any finite number); ``enum`` one of ``choices``; a ``mapping`` type
+    maps keys checked by ``key`` to finite numbers within the bounds given.
+    """
 
     name: str
     type: str
@@ -38,6 +57,14 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
+    key: Param | None = None
+
+    def __post_init__(self):
+        if self.type.startswith("integer"):
+            if self.minimum is None:
+                object.__setattr__(self, "minimum", INT64_MIN)
+            if self.maximum is None:
+                object.__setattr__(self, "maximum", INT64_MAX)
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "type": self.type, "default": self.default,
@@ -50,6 +77,81 @@ class Param:
             out["maximum"] = self.maximum
         return out
 
+    def allowed(self) -> str:
+        """The declared range in words, e.g. ``a finite number, p >= 0 and <= 1``."""
+        if self.choices is not None:
+            return "one of " + ", ".join(self.choices)
+        if self.key is not None:
+            values = self._span(self)
+            return (f"{self.key.name}=value pairs with {self.key.name}s {self._span(self.key)} "
+                    f"and {'values ' + values if values else 'finite values'}")
+        if self.type.startswith("integer"):
+            what = {0: "a non-negative integer", 1: "a positive integer"}.get(
+                self.minimum, "an integer")
+        else:
+            what = "a finite number"
+        span = self._span(self)
+        return f"{what}, {self.name} {span}" if span else what
+
+    @staticmethod
+    def _span(p: Param) -> str:
+        bounds = ([f">= {_num(p.minimum)}"] if p.minimum is not None else []) + \
+            ([f"<= {_num(p.maximum)}"] if p.maximum is not None else [])
+        return " and ".join(bounds)
+
+    def check(self, value: Any, measure: str, written: str) -> Any:
+        """``value`` (one element of a list type; a whole mapping) if it is in range, else a
+        :class:`MeasureError` for the measure ``written`` naming the parameter and its range."""
+        if self.key is not None and isinstance(value, Mapping):
+            for k, v in value.items():
+                try:
+                    self.key.check(k, measure, written)
+                except MeasureError:
+                    raise self.error(k, measure, written, label=self.key.name) from None
+                if not _finite(v) or (self.minimum is not None and v < self.minimum) or \
+                        (self.maximum is not None and v > self.maximum):
+                    raise self.error(v, measure, written, label=f"{self.name}[{k}]")
+            return value
+        if self.type == "string":
+            return value
+        if self.choices is not None:
+            if value not in self.choices:
+                raise self.error(value, measure, written)
+            return value
+        if self.type.startswith("integer"):
+            ok = isinstance(value, int | np.integer) and not isinstance(value, bool)
+        else:
+            ok = _finite(value)
+        if not ok or (self.minimum is not None and value < self.minimum) or \
+                (self.maximum is not None and value > self.maximum):
+            raise self.error(value, measure, written)
+        return value
+
+    def error(self, value: Any, measure: str, written: str, label: str | None = None
+              ) -> MeasureError:
+        shown = _num(value)
+        return MeasureError(written, f"parameter {label or self.name}={shown} of {measure} is "
+                                     f"out of range: it must be {self.allowed()}")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and \
+        not isinstance(value, bool) and math.isfinite(value)
+
+
+def _num(value: Any) -> str:
+    """A number as written: ``2`` for 2.0, but every digit a bound needs (``1.0000001``)."""
+    if isinstance(value, float | np.floating):
+        short = f"{value:g}"
+        return short if not math.isfinite(value) or float(short) == value else repr(float(value))
+    return str(value)
+
+
+# ir_measures' ``rel=``: a per-measure relevance level, for the measures that use one
+# (``Measure.uses_rel_level``); its range is the evaluation's relevance_level's
+REL = Param("rel", "integer", None, "relevance level: grades >= rel are relevant (default: the "
+            "evaluation's relevance_level, trec_eval's -l)")
+
 
 @dataclass(frozen=True)
 class Measure:
@@ -59,6 +161,9 @@ class Measure:
     the cutoff kinds, else the whole parameter (a tuple of floats, a dict of gains, ...).
     ``aggregate`` says how trec_eval's ``all`` line is formed: ``mean``, ``sum``, ``gmean``
     (geometric mean with values floored at 1e-5), ``num_q``, ``runid`` or ``none``.
+    ``uses_rel_level``: the measure reads the relevance level (so it takes ir_measures'
+    ``rel=``); ``uses_collection_size``: it reads the collection size (trec_eval's ``-N``, or
+    its own ``N`` parameter).
     """
 
     name: str
@@ -74,6 +179,7 @@ class Measure:
     aliases: tuple[str, ...] = ()
     params: tuple[Param, ...] = ()
     uses_rel_level: bool = True
+    uses_collection_size: bool = False
     order: int = 0
     extra: dict = field(default_factory=dict)
 

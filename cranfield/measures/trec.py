@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ranking import UNJUDGED, segmented_search
 from .context import Context, f_beta, safe_div
-from .registry import Param, register
+from .registry import WEIGHT_LIMIT, Param, register
 
 RANK_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -22,7 +22,9 @@ NINE = "trec_eval-9.0.8"
 
 _CUTOFFS = (Param("k", "integer list", list(RANK_CUTOFFS), "rank cutoffs", minimum=1),)
 _GAINS = (Param("gains", "mapping grade->gain", {},
-                "gain of each relevance grade; unlisted grades gain their own value"),)
+                "gain of each relevance grade; unlisted grades gain their own value",
+                minimum=-WEIGHT_LIMIT, maximum=WEIGHT_LIMIT,
+                key=Param("grade", "integer", None, "relevance grade", minimum=0)),)
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,7 +282,8 @@ def relstring(ctx: Context, n: int):
     """
     n = int(n)
     width = np.minimum(ctx.N, n)
-    grid = np.full((ctx.T, max(n, 1)), ord("-"), dtype=np.uint8)
+    # as wide as the longest string printed, not n: any n up to 2^63 - 1 costs nothing more
+    grid = np.full((ctx.T, max(int(width.max(initial=0)), 1)), ord("-"), dtype=np.uint8)
     top = ctx.hr <= n
     lab = ctx.hl[top]
     ch = np.where(lab > 9, ord(">"), np.where(lab >= 0, ord("0") + np.clip(lab, 0, 9),
@@ -349,13 +352,17 @@ def r_precision_multiple(ctx: Context, m: float):
     0/0: c = 0 gives 0.
     Reference: trec_eval m_Rprec_mult.c.
     """
-    c = (m * ctx.R.astype(np.float64) + 0.9).astype(np.int64)
+    # clipped below 2^62 first: (long) of a larger double is undefined (a huge multiple then
+    # still means "past the last rank")
+    c = np.minimum(m * ctx.R.astype(np.float64) + 0.9, 2.0 ** 62).astype(np.int64)
     return safe_div(ctx.rel_in_top(c), c)
 
 
 @register("utility", family="set", kind="floats", defaults=(1.0, -1.0, 0.0, 0.0),
+          uses_collection_size=True,
           params=(Param("coefficients", "float list", [1, -1, 0, 0],
-                        "weights of rel-ret, nonrel-ret, rel-not-ret, nonrel-not-ret"),))
+                        "weights of rel-ret, nonrel-ret, rel-not-ret, nonrel-not-ret",
+                        minimum=-WEIGHT_LIMIT, maximum=WEIGHT_LIMIT),))
 def utility(ctx: Context, coef):
     """Linear utility of the retrieved set.
 
@@ -373,7 +380,8 @@ def utility(ctx: Context, coef):
 
 
 @register("11pt_avg", family="rank", kind="floats", defaults=RECALL_POINTS,
-          params=(Param("recall", "float list", list(RECALL_POINTS), "recall levels"),))
+          params=(Param("recall", "float list", list(RECALL_POINTS), "recall levels",
+                        minimum=0, maximum=1),))
 def eleven_point_average(ctx: Context, points):
     """Mean interpolated precision over recall levels (default the 11 points 0, .1, ..., 1).
 
