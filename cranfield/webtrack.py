@@ -170,6 +170,7 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     topics = sorted(set(run_topics) | set(qrels_topics))
     index = {t: i for i, t in enumerate(topics)}
     in_qrels = np.array([t in set(qrels_topics) for t in topics])
+    in_both = in_qrels & np.isin(topics, run_topics)
     subs_of_run = [judged.get(k, ()) for k in zip(ranked.topic.tolist(), ranked.docno,
                                                   strict=True)]
     keep = [i for i, subs in enumerate(subs_of_run) if subs]
@@ -182,7 +183,7 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     table = diversity_table(len(topics), np.array([index[t] for t in
                                                     ranked.topic[keep].tolist()], np.int64),
                             ranked.rank[keep], *hit_pairs, ideal, doc_topic[pair_doc],
-                            pair_sub, in_qrels, alpha, beta, NDEVAL_DEPTHS)
+                            pair_sub, in_both, alpha, beta, NDEVAL_DEPTHS)
     columns = columns_for(NDEVAL_DEPTHS)
     rows = {str(t): {c: float(table[c][index[t]]) for c in columns} for t in run_topics}
     divisor = len(qrels_topics) if complete else len(set(run_topics) & set(qrels_topics))
@@ -266,13 +267,15 @@ def _greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
 
 def diversity_table(n_topics: int, hit_topic, hit_rank, pair_hit, pair_sub,
                     ideal_gain: np.ndarray, judged_topic, judged_sub,
-                    in_qrels: np.ndarray, alpha: float, beta: float, depths
+                    in_both: np.ndarray, alpha: float, beta: float, depths
                     ) -> dict[str, np.ndarray]:
     """ndeval's columns for ``n_topics`` topics at once, from the relevant (document,
     subtopic) pairs of the ranked lists (``pair_hit`` indexes the hits' topic and rank),
     each topic's greedy ideal gains, and the (topic, subtopic) of every relevant judgment
     (for S and the relevant documents per subtopic). Sums run in rank order, as ndeval's
-    loops add them."""
+    loops add them. ``in_both``: the topics in the run and the qrels, the ones ndeval prints
+    a row for with S from the qrels; one with S = 0 has nNRBP NaN, any other topic (a qrels
+    topic missing from the run, which -c counts but prints no row for) 0."""
     cols = {c: np.zeros(n_topics) for c in columns_for(depths)}
     one_minus = 1.0 - alpha
     p_topic, p_rank, p_sub, seen = _pairs(hit_topic, hit_rank, pair_hit, pair_sub)
@@ -290,12 +293,19 @@ def diversity_table(n_topics: int, hit_topic, hit_rank, pair_hit, pair_sub,
     h_topic, h_rank = p_topic[first], p_rank[first].astype(np.float64)
     disc = np.log(2.0) / np.log(h_rank + 1.0)
     inv = 1.0 / h_rank
-    width = max(ideal_gain.shape[1], max(depths))
-    ranks = np.arange(1, width + 1, dtype=np.float64)
+    # the ideal's ranks past its last document gain 0: its sums stop there (adding 0.0 changes
+    # no bit), so only the 1-D ideal-ideal normalisers are as long as the largest depth
+    width = ideal_gain.shape[1]
+    ranks = np.arange(1, max(width, max(depths)) + 1, dtype=np.float64)
     i_disc = np.log(2.0) / np.log(ranks + 1.0)
     i_inv = 1.0 / ranks
-    ideal = np.zeros((n_topics, width))
-    ideal[:, :ideal_gain.shape[1]] = ideal_gain
+    ideal = ideal_gain
+
+    def ideal_sum(weights: np.ndarray, k: int) -> np.ndarray:
+        kk = min(k, width)
+        return np.cumsum(ideal[:, :kk] * weights[:kk], axis=1)[:, -1] if kk else \
+            np.zeros(n_topics)
+
     ok = S > 0
     Sf = np.where(ok, S, 1).astype(np.float64)
     decay = np.power(one_minus, ranks - 1.0)
@@ -309,8 +319,8 @@ def diversity_table(n_topics: int, hit_topic, hit_rank, pair_hit, pair_sub,
             np.searchsorted(levels, Sf)]
         ii_err = np.array([np.cumsum(x * decay[:k] * i_inv[:k])[-1] for x in levels])[
             np.searchsorted(levels, Sf)]
-        i_dcg = np.cumsum(ideal[:, :k] * i_disc[:k], axis=1)[:, -1]
-        i_err = np.cumsum(ideal[:, :k] * i_inv[:k], axis=1)[:, -1]
+        i_dcg = ideal_sum(i_disc, k)
+        i_err = ideal_sum(i_inv, k)
         cols[f"alpha-DCG@{k}"] = np.where(ok, dcg / ii_dcg, 0.0)
         cols[f"ERR-IA@{k}"] = np.where(ok, err / ii_err, 0.0)
         scored = ok & (dcg != 0)
@@ -326,11 +336,11 @@ def diversity_table(n_topics: int, hit_topic, hit_rank, pair_hit, pair_sub,
     scale = (1.0 - one_minus * beta) / Sf
     nrbp = scale * np.bincount(h_topic, weights=np.power(beta, h_rank - 1.0) * g,
                                minlength=n_topics)
-    i_nrbp = scale * np.cumsum(ideal * np.power(beta, ranks - 1.0), axis=1)[:, -1]
+    i_nrbp = scale * ideal_sum(np.power(beta, ranks - 1.0), width)
     cols["NRBP"] = np.where(ok, nrbp, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         cols["nNRBP"] = np.where(ok, np.where(i_nrbp != 0, nrbp / i_nrbp, np.nan),
-                                 np.where(in_qrels, np.nan, 0.0))
+                                 np.where(in_both, np.nan, 0.0))
     # MAP-IA: per (topic, subtopic) AP over its relevant documents, then the mean over S
     ap_terms = (seen + 1) / p_rank / n_rel[p_topic, p_sub]
     cols["MAP-IA"] = np.where(ok, np.bincount(p_topic, weights=ap_terms,

@@ -29,6 +29,14 @@ class cached_property:  # noqa: N801 (named like the functools decorator it repl
         return value
 
 
+def no_topics(tie_cutoffs=()) -> Ranked:
+    """The ranked view of a run against qrels with no judgment at all: no evaluated topic
+    (evaluations that allow no overlap, such as a shard none of whose topics is judged)."""
+    none = np.zeros(0, dtype=np.int64)
+    return Ranked([], none, none, none, none, none, none, np.zeros(0, dtype=bool),
+                  {k: np.zeros(0, dtype=bool) for k in tie_cutoffs})
+
+
 def safe_div(num, den) -> np.ndarray:
     """num / den with 0 where den == 0 (trec_eval initialises every value to 0 and skips the
     division when its denominator is 0)."""

@@ -21,7 +21,8 @@ _ALPHA = Param("alpha", "number", 0.5, "novelty discount: a subtopic already cov
                "gains (1 - alpha)^n", minimum=0.0, maximum=1.0)
 _BETA = Param("beta", "number", 0.5, "NRBP patience (probability of going on)", minimum=0.0,
               maximum=1.0)
-_K = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
+_K = Param("k", "integer", None, "rank cutoff (required: @k; at most 10^6, as the ideal-ideal "
+           "normalisers sum every rank up to k)", minimum=1, maximum=10 ** 6)
 
 # measure name -> ndeval column (with {k} for the cutoff)
 COLUMN = {"alpha_DCG": "alpha-DCG@{k}", "alpha_nDCG": "alpha-nDCG@{k}", "ERR_IA": "ERR-IA@{k}",
@@ -109,6 +110,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     from ..io import Qrels
     from ..ranking import rank_run
     from ..webtrack import _greedy_gains, diversity_table, docno_rank
+    from .context import no_topics
 
     if qrels.subtopics is None:
         raise InputError(qrels.source, "diversity measures need subtopic qrels (topic subtopic "
@@ -132,7 +134,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     docs = Qrels(qrels.topics, doc_topic.astype(np.int32), names[doc_code],
                  np.arange(1, n_docs + 1, dtype=np.int64), None, qrels.source)
     ranked = rank_run(run, docs, float32_scores=False, complete_topics=complete_topics,
-                      depth=depth)
+                      depth=depth) if qrels.topics else no_topics()
     T = len(ranked.topics)
     topic_of = {name: i for i, name in enumerate(qrels.topics)}
     e_of_q = np.full(len(qrels.topics), -1, dtype=np.int64)
@@ -167,7 +169,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
         ideal = _greedy_gains(T, e_of_q[doc_topic[ideal_docs]], doc_key,
                               renumber[pair_doc[ideal_pairs]], judged_sub, alpha)
         table = diversity_table(T, hit_topic, hit_rank, pair_hit, hit_pair_sub, ideal,
-                                judged_topic, judged_sub, np.ones(T, dtype=bool), alpha, beta,
+                                judged_topic, judged_sub, ranked.in_run, alpha, beta,
                                 depths or (1,))
         for inst in members:
             p = dict(inst.value)

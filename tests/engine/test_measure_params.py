@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import cranfield
@@ -58,6 +59,8 @@ RUN = "1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n1 Q0 x 3 1 r\n1 Q0 d4 4 0.5 r\n2 Q0 e1 1 1 
     (f"Fallout(N={M + 1})", f"parameter N={M + 1} of Fallout is out of range"),
     ("alpha_nDCG(alpha=1.5)@10", "parameter alpha=1.5 of alpha_nDCG is out of range"),
     ("NRBP(beta=-1)", "parameter beta=-1 of NRBP is out of range"),
+    ("alpha_nDCG@1000001", "parameter k=1000001 of alpha_nDCG is out of range: it must be a "
+                           "positive integer, k >= 1 and <= 1000000"),
     (f"P(rel={M + 1})@5", f"parameter rel={M + 1} of P is out of range: it must be an "
                           f"integer, rel >= {INT64_MIN} and <= {M}"),
 ])
@@ -123,6 +126,7 @@ def test_the_declared_ranges_are_what_get_v1_measures_shows():
     assert params["iprec_at_recall"]["recall"]["maximum"] == 1
     assert params["11pt_avg"]["recall"]["maximum"] == 1
     assert params["utility"]["coefficients"]["maximum"] == WEIGHT_LIMIT
+    assert params["alpha_nDCG"]["k"]["maximum"] == 10 ** 6
     # and the API refuses an out-of-range parameter with the engine's message (422)
     resp = client.post("/v1/evaluations", json={"run": RUN, "qrels": QRELS,
                                                 "measures": ["RBP(p=2)"]})
@@ -151,3 +155,18 @@ def test_extreme_in_range_parameters_work_without_overflow():
     assert t1["rbp_p=1"] == 0.0 and t1["RBP(p=0)"] == 1.0  # p = 0: the top document's gain
     # a multiple past any rank: c clipped below 2^62 (no undefined cast), not garbage
     assert t1[next(k for k in t1 if k.startswith("Rprec_mult_"))] == 1 / 2.0 ** 62
+
+
+def test_extreme_diversity_cutoff_and_weights_work():
+    qrels = cranfield.read_qrels("1 1 d1 1\n1 2 d1 1\n1 1 d2 0\n1 3 d3 1\n", diversity=True)
+    run = "1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n1 Q0 d3 3 1 r\n"
+    names = ["alpha_nDCG(alpha=0)@1000000", "alpha_DCG(alpha=1)@1000000", "P_IA@1000000",
+             "NRBP(alpha=0,beta=0)", "nNRBP(alpha=1,beta=1)", "alpha_nDCG@20"]
+    ev = cranfield.evaluate(run, qrels, names, depth=M)
+    t = ev.per_topic["1"]
+    # three subtopics; the run covers 2 with d1 and the third with d3: the ideal is d1, d3
+    assert t["P_IA@1000000"] == pytest.approx(3 / (1000000 * 3))
+    assert t["NRBP(alpha=0,beta=0)"] == pytest.approx(2 / 3)  # only rank 1 counts: g = 2
+    assert np.isfinite(t["alpha_nDCG(alpha=0)@1000000"])
+    assert t["alpha_nDCG@20"] == cranfield.evaluate(run, qrels, ["alpha_nDCG@20"]
+                                                    ).per_topic["1"]["alpha_nDCG@20"]
