@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -11,11 +12,25 @@ import numpy as np
 from .errors import EvaluationError
 from .io import Qrels, Run, read_qrels, read_run
 from .measures import DEFAULT_PROFILE, PROFILES, Context
+from .measures.context import no_topics
+from .measures.registry import INT64_MAX, INT64_MIN
 from .names import Instance, resolve
 from .ranking import Ranked, rank_run
 
 MIN_GEO_MEAN = 1e-5  # trec_eval.h: values are floored here before the geometric mean
 AGGREGATIONS = ("macro", "micro")
+
+# The accepted range of each integer option of evaluate(), inclusive: (least, greatest).
+# Defined once here; the CLI and the API's request schemas check against it too. Every
+# value in range works (2^63 - 1 included); depth may also be None (no cut).
+OPTION_BOUNDS: dict[str, tuple[int, int]] = {
+    "relevance_level": (INT64_MIN, INT64_MAX),
+    "depth": (0, INT64_MAX),
+    "collection_size": (0, INT64_MAX),
+}
+
+NO_JUDGMENTS = "the qrels hold no judgments (the file is empty or only comments)"
+NO_RESULTS = "the run holds no results (the file is empty or only comments)"
 
 # trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
 # printed name, after evaluating it against a one-document non-pool ranking.
@@ -92,17 +107,24 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     (``macro``, the default and trec_eval's way; other measures stay macro).
     ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
     missing topics of a sharded run).
+
+    The integer options must lie in :data:`OPTION_BOUNDS` (int64; depth and collection_size
+    >= 0). A collection_size (or a measure's ``N``) given to a measure that reads it must be
+    at least each topic's retrieved plus relevant-not-retrieved documents. Empty qrels or an
+    empty run (no line but comments) are an :class:`EvaluationError`, not zeros.
+
+    Subtopic qrels (a :class:`Qrels` read with ``diversity=True``, where a docid appears once
+    per subtopic): diversity measures read every subtopic; ordinary measures see each
+    (topic, docid) once, with its highest grade across the subtopics. Qrels text with a
+    docid twice in a topic stays an error for ordinary measures, as in trec_eval.
     """
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
     if aggregation not in AGGREGATIONS:
         raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
                               f"{list(AGGREGATIONS)}")
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
-        raise EvaluationError("relevance_level must be an integer")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int | np.integer)
-                              or depth < 0):
-        raise EvaluationError("depth must be a non-negative integer")
+    check_options(relevance_level=relevance_level, depth=depth,
+                  collection_size=collection_size)
     options = {"profile": profile, "relevance_level": relevance_level,
                "judged_only": judged_only, "depth": depth,
                "complete_topics": complete_topics, "collection_size": collection_size,
@@ -112,10 +134,18 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
         return _evaluate_diversity(run, qrels, instances, options, require_overlap)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
+    if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
+        qrels_obj = one_judgment_per_document(qrels_obj)
+    if require_overlap:
+        _require_inputs(run_obj, qrels_obj)
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
-    ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
-                      depth=depth, judged_only=judged_only, complete_topics=complete_topics,
-                      tie_cutoffs=tuple(k for k in cutoffs if k <= 1000))
+    tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
+    if qrels_obj.topics:
+        ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
+                          depth=depth, judged_only=judged_only,
+                          complete_topics=complete_topics, tie_cutoffs=tie_cutoffs)
+    else:  # no judgments (a shard of a run none of whose topics is judged): no topic
+        ranked = no_topics(tie_cutoffs)
     if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
                               f"(run topics: {len(run_obj.topics)}, qrels topics: "
@@ -132,13 +162,97 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
             contexts[level] = Context(ranked, level, profile, collection_size)
         return contexts[level]
 
+    _check_collection_size(instances, context, ranked, missing, relevance_level,
+                           collection_size)
     values: dict[str, np.ndarray] = {}
     for inst in instances:
-        arr = inst.measure.compute(context(inst.rel_level or relevance_level), inst.value)
+        arr = inst.measure.compute(context(inst.level(relevance_level)), inst.value)
         values[inst.key] = np.asarray(arr)
     if missing.any():
         _fill_missing(values, instances, missing, profile)
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+
+
+def check_options(**options: Any) -> None:
+    """EvaluationError unless each given option (by name, as evaluate() takes it) is an
+    integer within :data:`OPTION_BOUNDS` (depth may be None)."""
+    for name, value in options.items():
+        if name == "depth" and value is None:
+            continue
+        lo, hi = OPTION_BOUNDS[name]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or \
+                not lo <= value <= hi:
+            raise EvaluationError(f"{name} must be an integer from {lo} to {hi}, got "
+                                  f"{value!r}")
+
+
+def _require_inputs(run: Run, qrels: Qrels) -> None:
+    if not len(qrels):
+        raise EvaluationError(NO_JUDGMENTS)
+    if not len(run):
+        raise EvaluationError(NO_RESULTS)
+
+
+def _check_collection_size(instances: list[Instance], context, ranked: Ranked,
+                           missing: np.ndarray, relevance_level: int,
+                           collection_size: int) -> None:
+    """A collection holds at least what a topic retrieved plus its relevant documents not
+    retrieved: a smaller size (collection_size, trec_eval's -N, or a measure's own N) given
+    to a measure that reads it is an EvaluationError naming the topic and the counts (else
+    d, the non-relevant documents not retrieved, would be negative: NPV 1.5)."""
+    for inst in instances:
+        if not inst.measure.uses_collection_size:
+            continue
+        own = inst.value.get("N") if isinstance(inst.value, dict) else None
+        n = own or collection_size
+        if not n:
+            continue  # utility without -N: trec_eval's N = 0
+        ctx = context(inst.level(relevance_level))
+        retrieved = np.where(missing, 0, ctx.N)  # a topic missing from the run retrieved none
+        unretrieved = ctx.R - ctx.num_rel_ret
+        bad = np.flatnonzero(retrieved + unretrieved > n)
+        if bad.size:
+            t = int(bad[0])
+            what = f"{inst.key}'s N={n}" if own else f"collection_size {n}"
+            raise EvaluationError(
+                f"{what} is less than topic {ranked.topics[t]!r}'s {int(retrieved[t])} "
+                f"retrieved + {int(unretrieved[t])} relevant not retrieved = "
+                f"{int(retrieved[t] + unretrieved[t])} documents")
+
+
+_ONE_PER_DOCUMENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def one_judgment_per_document(qrels: Qrels) -> Qrels:
+    """``qrels`` as ordinary (non-diversity) measures read them: each (topic, docid) once, with
+    its highest grade across subtopics, rows in their first occurrence's order. Qrels with
+    no docid twice in a topic come back as they are. Remembered per Qrels object (services
+    keep stored qrels and evaluate against them again and again)."""
+    if len(qrels) < 2:
+        return qrels
+    try:
+        known = _ONE_PER_DOCUMENT[qrels]
+    except (KeyError, TypeError):
+        known = False
+    if known is not False:
+        return qrels if known is None else known
+    from .measures.diversity import _codes
+
+    code, names = _codes(qrels.docids)
+    key = qrels.topic_index.astype(np.int64) * max(len(names), 1) + code
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    out = None
+    if len(uniq) < len(key):
+        best = np.full(len(uniq), INT64_MIN, dtype=np.int64)
+        np.maximum.at(best, inverse.reshape(-1), qrels.grades)
+        keep = np.sort(first)
+        out = Qrels(qrels.topics, qrels.topic_index[keep], qrels.docids[keep],
+                    best[inverse.reshape(-1)[keep]], None, qrels.source)
+    try:
+        _ONE_PER_DOCUMENT[qrels] = out
+    except TypeError:
+        pass
+    return qrels if out is None else out
 
 
 def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ranked,
@@ -258,6 +372,8 @@ def _evaluate_diversity(run, qrels, instances, options: dict,
                            "measures: those read subtopic qrels, this one ordinary qrels")
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels, diversity=True)
+    if require_overlap:
+        _require_inputs(run_obj, qrels_obj)
     diverse = [i for i in instances if i.measure.family == "diversity"]
     values, ranked = diversity_values(run_obj, qrels_obj, diverse, options["complete_topics"],
                                       options["depth"])
@@ -296,14 +412,16 @@ def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
     """Micro-averaged aggregates: each set measure's ``micro`` form over the contingency
     table summed over the averaged topics (a relevant retrieved, b non-relevant retrieved,
     c relevant not retrieved, d the rest of each topic's collection, when its size is
-    known)."""
+    known). A qrels topic missing from the run (complete_topics) retrieved nothing: not the
+    one-document ranking trec_eval 10 evaluates it against."""
     use = slice(None) if options["complete_topics"] else ranked.in_run
+    ranked = _with_num_ret(ranked, np.where(ranked.in_run, ranked.num_ret, 0))
     out: dict[str, float] = {}
     for inst in instances:
         form = inst.measure.extra.get("micro")
         if form is None:
             continue
-        ctx = Context(ranked, inst.rel_level or options["relevance_level"], options["profile"],
+        ctx = Context(ranked, inst.level(options["relevance_level"]), options["profile"],
                       options["collection_size"])
         value = inst.value
         n = (dict(value).get("N") if isinstance(value, dict) else None) or \

@@ -102,6 +102,17 @@ def test_rel_is_refused_by_measures_without_a_relevance_level(name, message):
     assert message in str(info.value)
 
 
+def test_rel_still_sets_the_level_of_measures_that_use_one():
+    ev = cranfield.evaluate(RUN, QRELS, ["P(rel=0)@5", "P@5", "F(rel=2)", "F", "AP(rel=2)",
+                                         "AP"])
+    t1 = ev.per_topic["1"]  # retrieved: d1 (grade 2), d2 (0), x (not judged), d4 (-1)
+    assert t1["P@5"] == pytest.approx(1 / 5)
+    assert t1["P(rel=0)@5"] == pytest.approx(2 / 5)  # rel=0 was read as "no rel=" before
+    assert t1["AP"] == pytest.approx(1 / 2) and t1["AP(rel=2)"] == pytest.approx(1.0)
+    assert t1["F"] == pytest.approx(1 / 3) and t1["F(rel=2)"] == pytest.approx(2 / 5)
+    assert ev.measures["P(rel=0)@5"]["canonical"] == "P(k=5,rel=0,profile=trec_eval-9.0.8)"
+
+
 def test_every_declared_parameter_refuses_nan_and_values_past_int64():
     """Every parameter of every measure has a range: numbers must be finite, integers int64."""
     for measure in REGISTRY.values():
