@@ -1,8 +1,8 @@
 """``cranfield`` command line. ``cranfield eval`` is a drop-in for ``trec_eval``: same flags,
 same output bytes by default, clearer errors.
 
-Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable or malformed input,
-4 a docid repeated within a topic, 7 no topic with both results and judgments.
+Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable, malformed or empty
+input, 4 a docid repeated within a topic, 7 no topic with both results and judgments.
 ``cranfield compare --gate``: 0 when every gate passes, 1 when one fails.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 from . import __version__
 from .errors import EvaluationError, InputError, MeasureError
-from .evaluate import evaluate
+from .evaluate import NO_JUDGMENTS, NO_RESULTS, evaluate
 from .measures import DEFAULT_PROFILE, PROFILES
 from .trec_format import format_csv, format_json, format_trec
 
@@ -274,6 +274,7 @@ def run_remote(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from .io import read_qrels, read_run
+    from .names import needs_subtopics
 
     if args.server:
         return run_remote(args)
@@ -281,7 +282,9 @@ def run_eval(args: argparse.Namespace) -> int:
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
     run = read_run(run_source, name=run_name)
-    qrels = read_qrels(qrels_source, name=qrels_name)
+    # diversity measures read subtopic qrels, where a docid appears once per subtopic
+    qrels = read_qrels(qrels_source, name=qrels_name,
+                       diversity=needs_subtopics(args.measures, args.profile))
     ev = evaluate(run, qrels, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
@@ -414,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         return 4 if "twice" in exc.reason else 2
     except EvaluationError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
+        if str(exc) in (NO_JUDGMENTS, NO_RESULTS):
+            return 2  # an empty input file
         return 7 if "no topic" in str(exc) else 1
     except BrokenPipeError:
         return 0

@@ -95,3 +95,62 @@ def test_curves_micro_and_new_measures_from_the_command_line(capsys):
     micro = cranfield.evaluate(run, qrels, ["set_P"], aggregation="micro").aggregate["set_P"]
     assert code == 0 and f"set_P                 \tall\t{micro:.4f}" in out
     assert "nDCG(gain=exp)@10" in out
+
+
+# ---- issue #14 -------------------------------------------------------------------------------
+
+WEB = DATA.parent / "web2012"
+
+
+def test_eval_reads_subtopic_qrels_for_diversity_measures(capsys):
+    """A real subtopic qrels file judges a docid once per subtopic: ``cranfield eval`` used
+    to refuse it ("judged twice") for alpha_nDCG@k and the rest; it must read it as ndeval
+    does and print ndeval's means (-c -traditional is how TREC 2012 evaluated)."""
+    qrels = str(WEB / "qrels-for-ndeval.txt")
+    run = str(WEB / "runs" / "rm" / "results-cata-filtered.txt")
+    code, out, err = cli(capsys, "eval", "-c", "--format", "json", "-m", "alpha_nDCG@20",
+                         "-m", "ERR_IA@10", "-m", "nNRBP", qrels, run)
+    assert code == 0, err
+    rows = list(csv.DictReader((WEB / "expected" / "ndeval-4.5.c.traditional.rm.csv")
+                               .read_text().splitlines()))
+    amean = next(r for r in rows if r["topic"] == "amean")
+    got = json.loads(out)["aggregate"]
+    assert got["alpha_nDCG@20"] == pytest.approx(float(amean["alpha-nDCG@20"]), abs=5e-7)
+    assert got["ERR_IA@10"] == pytest.approx(float(amean["ERR-IA@10"]), abs=5e-7)
+    assert got["nNRBP"] == pytest.approx(float(amean["nNRBP"]), abs=5e-7)
+    # ordinary measures still read qrels as trec_eval does: a docid twice is an error
+    code, out, err = cli(capsys, "eval", "-m", "map", qrels, run)
+    assert code == 4 and "is judged twice for topic" in err and out == ""
+
+
+@pytest.mark.parametrize("qrels, run, message", [
+    ("", "q Q0 a 1 1 r\n", "the qrels hold no judgments (the file is empty or only comments)"),
+    ("# only a comment\n", "q Q0 a 1 1 r\n",
+     "the qrels hold no judgments (the file is empty or only comments)"),
+    ("q 0 a 1\n", "", "the run holds no results (the file is empty or only comments)"),
+    ("q 0 a 1\n", "# c\n\n", "the run holds no results (the file is empty or only comments)"),
+])
+def test_empty_input_files_give_one_line_and_exit_2(tmp_path, capsys, qrels, run, message):
+    # before: an IndexError traceback for empty qrels
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    for command in (["eval"], ["eval", "-c", "-m", "alpha_nDCG@5"], ["compare"]):
+        files = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+        if command == ["compare"]:
+            files.append(str(tmp_path / "run"))
+        code, out, err = cli(capsys, *command, *files)
+        assert (code, out, err) == (2, "", f"cranfield: {message}\n"), command
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-M", str(2 ** 63)], f"depth must be an integer from 0 to {2 ** 63 - 1}, got {2 ** 63}"),
+    (["-l", "1" * 40], f"relevance_level must be an integer from {-2 ** 63} to {2 ** 63 - 1}, "
+                       f"got {'1' * 40}"),
+    (["-N", "1", "-m", "NPV"], "collection_size 1 is less than topic 'q''s 1 retrieved + 1 "
+                               "relevant not retrieved = 2 documents"),
+])
+def test_option_and_collection_size_errors_are_one_line(tmp_path, capsys, flags, message):
+    (tmp_path / "qrels").write_text("q 0 a 1\nq 0 b 1\n")
+    (tmp_path / "run").write_text("q Q0 a 1 1 r\n")
+    code, out, err = cli(capsys, "eval", *flags, str(tmp_path / "qrels"), str(tmp_path / "run"))
+    assert (code, out, err) == (1, "", f"cranfield: {message}\n")
