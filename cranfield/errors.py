@@ -54,7 +54,13 @@ class MeasureError(CranfieldError, ValueError):
 
 
 class EvaluationError(CranfieldError, ValueError):
-    """The inputs are readable but cannot be evaluated together (e.g. no topic in common)."""
+    """The inputs are readable but cannot be evaluated together (e.g. no topic in common).
+    ``field`` names the input or option at fault (``run``, ``qrels``, ``options.depth``…),
+    so that the API's problem document and a job's name the same place."""
+
+    def __init__(self, message: str, *, field: str = "run"):
+        super().__init__(message)
+        self.field = field
 
 
 def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:

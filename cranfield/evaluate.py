@@ -183,12 +183,12 @@ def check_options(**options: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or \
                 not lo <= value <= hi:
             raise EvaluationError(f"{name} must be an integer from {lo} to {hi}, got "
-                                  f"{value!r}")
+                                  f"{value!r}", field=f"options.{name}")
 
 
 def _require_inputs(run: Run, qrels: Qrels) -> None:
     if not len(qrels):
-        raise EvaluationError(NO_JUDGMENTS)
+        raise EvaluationError(NO_JUDGMENTS, field="qrels")
     if not len(run):
         raise EvaluationError(NO_RESULTS)
 
@@ -217,7 +217,8 @@ def _check_collection_size(instances: list[Instance], context, ranked: Ranked,
             raise EvaluationError(
                 f"{what} is less than topic {ranked.topics[t]!r}'s {int(retrieved[t])} "
                 f"retrieved + {int(unretrieved[t])} relevant not retrieved = "
-                f"{int(retrieved[t] + unretrieved[t])} documents")
+                f"{int(retrieved[t] + unretrieved[t])} documents",
+                field="options.collection_size" if not own else "measures")
 
 
 _ONE_PER_DOCUMENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

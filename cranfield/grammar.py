@@ -28,8 +28,9 @@ Scores
 
 Grades
     A decimal integer within int64 (−2^63 … 2^63−1): in text an optional sign and ASCII
-    digits; in JSON an integer, or a number with no fractional part (``2.0``, ``1e2``),
-    in that range. Negative grades mean "judged as unjudged" (trec_eval's -1, -2).
+    digits; in JSON an integer in that range, or a number with no fractional part up to
+    2^53 in magnitude (``2.0``, ``1e2``: beyond 2^53 a double need not be the integer that
+    was written, and JSON readers turn integer literals beyond 64 bits into doubles). Negative grades mean "judged as unjudged" (trec_eval's -1, -2).
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ def json_grade_problem(value: object) -> str | None:
     if isinstance(value, float):
         if not value.is_integer():
             return f"grade {value!r} is not an integer"
+        if abs(value) > 2.0**53:  # beyond 2**53 a double is not the integer that was written
+            return f"grade {value!r} is a number beyond 2^53: write it as an integer"
         value = int(value)
     if not INT64_MIN <= value <= INT64_MAX:
         return f"grade {value} is outside the 64-bit integer range"

@@ -783,7 +783,7 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
             grades = np.fromiter(values(), np.int64, total)  # OverflowError beyond int64
         else:
             raw = np.fromiter(values(), np.float64, total)
-            if (np.abs(raw) < 2.0**53).all() and (raw == np.round(raw)).all():
+            if (np.abs(raw) <= 2.0**53).all() and (raw == np.round(raw)).all():
                 grades = raw.astype(np.int64)  # exact: integral doubles below 2**53
     except OverflowError:
         pass

@@ -25,6 +25,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 import cranfield
 from cranfield import CranfieldError, read_qrels, read_run
 from cranfield.evaluate import AGGREGATIONS
+from cranfield.grammar import INT64_MAX, INT64_MIN
 from cranfield.io import split_trec_text
 from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
@@ -144,13 +145,15 @@ class OptionsSchema(Schema):
         unknown = RAISE
 
     profile = fields.String(load_default=DEFAULT_PROFILE, validate=validate.OneOf(PROFILES))
-    relevance_level = fields.Integer(load_default=1, strict=True)
+    # 64-bit bounds, as the engine's (a 40-digit level or depth 2**63 was a 500)
+    relevance_level = fields.Integer(load_default=1, strict=True, validate=validate.Range(
+        min=INT64_MIN, max=INT64_MAX))
     judged_only = strict_bool(load_default=False)
     depth = fields.Integer(load_default=None, allow_none=True, strict=True,
-                           validate=validate.Range(min=0))
+                           validate=validate.Range(min=0, max=INT64_MAX))
     complete_topics = strict_bool(load_default=False)
     collection_size = fields.Integer(load_default=0, strict=True,
-                                     validate=validate.Range(min=0))
+                                     validate=validate.Range(min=0, max=INT64_MAX))
     aggregation = fields.String(load_default="macro",
                                 validate=validate.OneOf(AGGREGATIONS))
 

@@ -57,7 +57,7 @@ def from_engine_error(exc: Exception, field_prefix: str = "") -> Problem:
                        errors={field_prefix or "measures": [str(exc)]})
     if isinstance(exc, EvaluationError):
         return Problem(422, "Cannot evaluate", str(exc), kind="cannot-evaluate",
-                       errors={"run": [str(exc)]})
+                       errors={getattr(exc, "field", "run"): [str(exc)]})
     raise exc
 
 

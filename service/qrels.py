@@ -102,8 +102,8 @@ def put_qrels(qrels_id: str):
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})
     try:
-        meta, created = store().put_qrels(qrels_id, qrels,
-                                                  request.headers.get("If-Match"))
+        meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
+                                          diversity=diversity)
     except StoreError as exc:
         raise _store_error(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',

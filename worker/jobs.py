@@ -40,7 +40,7 @@ def _problem(exc: Exception) -> dict:
         return {"status": 422, "title": "Unknown measure", "detail": str(exc),
                 "errors": {"measures": [str(exc)]}}
     return {"status": 422, "title": "Cannot evaluate", "detail": str(exc),
-            "errors": {"run": [str(exc)]}}
+            "errors": {getattr(exc, "field", "run"): [str(exc)]}}
 
 
 def _load_qrels(store, spec: dict, measures: list[str] | None = None):

@@ -38,23 +38,36 @@ class VersionMismatch(StoreError):
     status = 412
 
 
-def canonical_text(qrels: Qrels) -> bytes:
-    """The judgments as TREC qrels text in (topic, docid, subtopic) order: one meaning, one
-    byte string."""
-    subs = qrels.subtopics if qrels.subtopics is not None else ["0"] * len(qrels)
+# The first line of every canonical text: the format's version and the qrels' kind. It is a
+# comment to the reader, and part of the digest, so ad hoc and subtopic readings of the same
+# lines are different versions.
+CANONICAL_HEADER = {False: b"# cranfield-qrels-2 adhoc\n", True: b"# cranfield-qrels-2 subtopics\n"}
+
+
+def canonical_text(qrels: Qrels, diversity: bool = False) -> bytes:
+    """The judgments as TREC qrels text, one meaning one byte string: a header line naming
+    the kind, then ``topic subtopic docid grade`` rows in (topic, docid, subtopic) order.
+    The input grammar guarantees that no id holds a space, tab, newline or control
+    character, so the text reads back (:func:`cranfield.read_qrels`) to exactly these
+    judgments. Ad hoc qrels keep no subtopic (trec_eval ignores that column: ``0``)."""
+    if diversity and qrels.subtopics is not None:
+        subs = [str(s) for s in qrels.subtopics.tolist()]
+    else:
+        subs = ["0"] * len(qrels)
     rows = sorted(zip((qrels.topics[t] for t in qrels.topic_index.tolist()),
-                      qrels.docids.tolist(), list(subs), qrels.grades.tolist(), strict=True))
-    return "".join(f"{t} {s} {d} {g}\n" for t, d, s, g in rows).encode("utf-8")
+                      qrels.docids.tolist(), subs, qrels.grades.tolist(), strict=True))
+    body = "".join(f"{t} {s} {d} {g}\n" for t, d, s, g in rows).encode("utf-8")
+    return CANONICAL_HEADER[bool(diversity)] + body
 
 
-def describe(qrels: Qrels, text: bytes) -> dict:
+def describe(qrels: Qrels, text: bytes, diversity: bool = False) -> dict:
     grades: dict[str, int] = {}
     for g in qrels.grades.tolist():
         grades[str(g)] = grades.get(str(g), 0) + 1
     digest = hashlib.sha256(text).hexdigest()
     return {"version": digest[:VERSION_CHARS], "sha256": digest, "topics": len(qrels.topics),
             "judgments": len(qrels), "judgments_per_grade": dict(sorted(grades.items())),
-            "size_bytes": len(text), "diversity": qrels.subtopics is not None}
+            "size_bytes": len(text), "diversity": bool(diversity)}
 
 
 @dataclass
@@ -128,10 +141,10 @@ class RedisStore:
         return self if tenant is None else RedisStore(self.redis, f"{PREFIX}:tenant:{tenant}")
 
     # -- qrels ------------------------------------------------------------------------------
-    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
-                  ) -> tuple[dict, bool]:
-        text = canonical_text(qrels)
-        meta = describe(qrels, text)
+    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
+                  diversity: bool = False) -> tuple[dict, bool]:
+        text = canonical_text(qrels, diversity)
+        meta = describe(qrels, text, diversity)
         version = meta["version"]
         base = f"{self.prefix}:qrels:{qrels_id}"
         with self.redis.pipeline() as pipe:
@@ -252,10 +265,10 @@ class MemoryStore:
         with self._lock:
             return self._tenants.setdefault(tenant, MemoryStore(parent=self))
 
-    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None
-                  ) -> tuple[dict, bool]:
-        text = canonical_text(qrels)
-        meta = describe(qrels, text)
+    def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
+                  diversity: bool = False) -> tuple[dict, bool]:
+        text = canonical_text(qrels, diversity)
+        meta = describe(qrels, text, diversity)
         with self._lock:
             order = self._order.get(qrels_id, [])
             latest = order[-1] if order else None
