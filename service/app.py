@@ -17,6 +17,7 @@ from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrel
 from .backend import make_backend
 from .observability import init_app as init_observability
 from .problems import register_error_handlers
+from .request_body import buffer_chunked_body
 
 DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 512 * 1024 * 1024,   # bytes; larger bodies get 413
@@ -105,6 +106,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         auth.init_app(app)
     except auth.KeyFileError as exc:
         raise ConfigError(str(exc)) from None
+    app.before_request(buffer_chunked_body)  # after the API-key check: a 401 first
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)

@@ -1,0 +1,175 @@
+"""Hostile clients against real processes (issue #14): gunicorn with the repository's
+config.
+
+- a chunked body past the limit is 413 and nothing is stored (it was cut and stored);"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+
+import orjson
+import pytest
+from servers import call, start_gunicorn
+
+from service.auth import key_line
+
+LIMIT = 100_000
+# 10,000 judgments (~129 kB): a body cut at the limit kept ~7,700 of them
+QRELS = b"".join(b"%d 0 doc%d %d\n" % (t, d, d % 2) for t in range(10) for d in range(1000))
+RUN = b"".join(b"%d Q0 doc%d %d %d.0 r\n" % (t, d, d, 1000 - d)
+               for t in range(10) for d in range(1000))
+KEYS = {"writer": ("write", "team"), "reader": ("read", "team"), "burst": ("write", "team"),
+        "cap": ("write", "capped"), "other": ("write", "other")}
+RATE = 20  # requests per key per minute
+
+
+def auth(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def keys_setting() -> str:
+    return ";".join(key_line(k, role, tenant, k) for k, (role, tenant) in KEYS.items())
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def api():
+    """Embedded mode, keys on, a 100 kB body limit, RATE requests per key per minute."""
+    url, proc = start_gunicorn({"CRANFIELD_API_KEYS": keys_setting(),
+                                "CRANFIELD_MAX_CONTENT_LENGTH": str(LIMIT),
+                                "CRANFIELD_RATE_LIMIT": f"{RATE}/60"})
+    yield url
+    stop(proc)
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+# --------------------------------------------------------------------------------------------
+# Chunked bodies
+# --------------------------------------------------------------------------------------------
+
+def chunked(url: str, method: str, path: str, body: bytes, content_type: str,
+            key: str = "writer") -> tuple[int, dict, bytes]:
+    """``body`` sent with Transfer-Encoding: chunked (no Content-Length) on a raw socket, in
+    8 KiB chunks from a thread while this one reads the answer (the server may answer before
+    the body has all been sent). (status, headers with lower-case names, body)."""
+    sock = socket.create_connection(("127.0.0.1", port_of(url)), timeout=30)
+    head = (f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+
+    def send():
+        try:
+            sock.sendall(head)
+            for i in range(0, len(body), 8192):
+                piece = body[i:i + 8192]
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass  # the server answered and closed: the answer is what is tested
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            assert chunk, data
+            data += chunk
+        head_bytes, _, rest = data.partition(b"\r\n\r\n")
+        lines = head_bytes.decode("latin-1").split("\r\n")
+        headers = {k.strip().lower(): v.strip()
+                   for k, _, v in (line.partition(":") for line in lines[1:])}
+        length = int(headers["content-length"])
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            assert chunk, rest
+            rest += chunk
+        return int(lines[0].split()[1]), headers, rest[:length]
+    finally:
+        sender.join(timeout=30)
+        sock.close()
+
+
+def assert_too_large(answer) -> None:
+    status, headers, body = answer
+    assert status == 413, body[:300]
+    assert headers["content-type"] == "application/problem+json"
+    assert orjson.loads(body)["status"] == 413
+
+
+def test_chunked_qrels_past_the_limit_are_413_and_nothing_is_stored(api):
+    """The report: a chunked PUT of 10,000 judgments past the limit answered 201 and stored
+    the ones before the limit."""
+    assert len(QRELS) > LIMIT
+    assert_too_large(chunked(api, "PUT", "/v1/qrels/hostile", QRELS, "text/plain"))
+    assert call(api, "GET", "/v1/qrels/hostile", headers=auth("writer"))[0] == 404
+    as_json = orjson.dumps({"qrels": QRELS.decode()})
+    assert_too_large(chunked(api, "PUT", "/v1/qrels/hostile", as_json, "application/json"))
+    form = (b"--xyz\r\nContent-Disposition: form-data; name=\"qrels\"; filename=\"q\"\r\n\r\n"
+            + QRELS + b"\r\n--xyz--\r\n")
+    assert_too_large(chunked(api, "PUT", "/v1/qrels/hostile", form,
+                             "multipart/form-data; boundary=xyz"))
+    assert call(api, "GET", "/v1/qrels/hostile", headers=auth("writer"))[0] == 404
+    # within the limit, a chunked body is read whole: every judgment is stored
+    half = b"".join(QRELS.splitlines(keepends=True)[:5000])
+    status, _, body = chunked(api, "PUT", "/v1/qrels/hostile", half, "text/plain")
+    assert status == 201 and orjson.loads(body)["judgments"] == 5000
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/evaluations", {"run": RUN.decode(), "qrels": QRELS.decode()}),
+    ("/v1/comparisons", {"runs": [{"run": RUN.decode()}, {"run": RUN.decode()}],
+                         "qrels": QRELS.decode()}),
+    ("/v1/pools", {"runs": [{"run": RUN.decode()}, {"run": RUN.decode()}], "depth": 10}),
+])
+def test_chunked_posts_past_the_limit_are_413(api, path, body):
+    assert_too_large(chunked(api, "POST", path, orjson.dumps(body), "application/json",
+                             key="other"))
+
+
+def test_a_chunked_multipart_evaluation_is_read_whole_or_refused(api):
+    small_run = b"".join(RUN.splitlines(keepends=True)[:2000])
+    small_qrels = b"".join(QRELS.splitlines(keepends=True)[:2000])
+
+    def form(run: bytes, qrels: bytes) -> bytes:
+        return b"".join(b"--xyz\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"f\""
+                        b"\r\n\r\n%s\r\n" % (name, value)
+                        for name, value in ((b"run", run), (b"qrels", qrels))) + b"--xyz--\r\n"
+
+    assert_too_large(chunked(api, "POST", "/v1/evaluations", form(RUN, QRELS),
+                             "multipart/form-data; boundary=xyz", key="other"))
+    status, _, body = chunked(api, "POST", "/v1/evaluations", form(small_run, small_qrels),
+                              "multipart/form-data; boundary=xyz", key="other")
+    assert status == 200, body[:300]
+    assert orjson.loads(body)["aggregate"]["num_q"] == 2
+
+
+def test_malformed_chunks_are_a_400_naming_the_body(api):
+    """A chunk size that is not hex, a chunk longer than it says: the client's framing,
+    400 (was 500)."""
+    for chunks in (b"zz\r\nabc\r\n0\r\n\r\n", b"3\r\nabcdef\r\n0\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", port_of(api)), timeout=30) as sock:
+            sock.sendall(b"PUT /v1/qrels/framing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                         b"writer\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked"
+                         b"\r\n\r\n" + chunks)
+            data = b""
+            while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), head
+        assert list(orjson.loads(body)["errors"]) == ["body"]
