@@ -15,6 +15,7 @@ from flask.json.provider import JSONProvider
 
 from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrels, timing
 from .backend import make_backend
+from .multipart import check_boundary
 from .observability import init_app as init_observability
 from .problems import register_error_handlers
 from .request_body import buffer_chunked_body
@@ -106,7 +107,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         auth.init_app(app)
     except auth.KeyFileError as exc:
         raise ConfigError(str(exc)) from None
-    app.before_request(buffer_chunked_body)  # after the API-key check: a 401 first
+    # after the API-key check: a 401 comes first
+    app.before_request(check_boundary)
+    app.before_request(buffer_chunked_body)
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)

@@ -1,5 +1,6 @@
 """Hostile bodies through the test client (issue #14): chunked bodies past the limit are
-413 and store nothing."""
+413 and store nothing; a multipart boundary that cannot be used is 400 naming the
+Content-Type, whatever the body's size."""
 
 from __future__ import annotations
 
@@ -77,3 +78,38 @@ def test_chunked_multipart_over_the_limit_is_413(small):
     assert_too_large(chunked(small, "PUT", "/v1/qrels/cut", body,
                              "multipart/form-data; boundary=hostile-boundary"))
     assert small.get("/v1/qrels/cut").status_code == 404
+
+
+@pytest.mark.parametrize("padding", [0, 1 << 20], ids=["small", "1MiB"])
+def test_a_non_ascii_rfc2231_boundary_is_400_naming_the_content_type(client, padding):
+    """``boundary*=utf-8''%E2%82%AC`` decodes to '€': werkzeug (small bodies) cannot use
+    it and service.multipart (bodies of 1 MiB or more) could not encode it (a 500). Both
+    sizes: 400 naming the Content-Type."""
+    euro = "€".encode()
+    body = multipart({"run": RUN + b" " * padding, "qrels": QRELS}, boundary=euro)
+    resp = client.post("/v1/evaluations", data=body,
+                       headers={"Content-Type": "multipart/form-data; "
+                                                "boundary*=utf-8''%E2%82%AC"})
+    assert resp.status_code == 400, resp.get_data()[:300]
+    problem = resp.get_json()
+    assert resp.mimetype == "application/problem+json"
+    assert list(problem["errors"]) == ["Content-Type"]
+    assert "boundary" in problem["errors"]["Content-Type"][0]
+
+
+@pytest.mark.parametrize("content_type", ["multipart/form-data",
+                                          'multipart/form-data; boundary=""'])
+def test_a_missing_boundary_is_400_naming_the_content_type(client, content_type):
+    resp = client.put("/v1/qrels/no-boundary", data=multipart({"qrels": QRELS}),
+                      headers={"Content-Type": content_type})
+    assert resp.status_code == 400
+    assert list(resp.get_json()["errors"]) == ["Content-Type"]
+
+
+@pytest.mark.parametrize("padding", [0, 1 << 20], ids=["small", "1MiB"])
+def test_an_ascii_rfc2231_boundary_still_works_at_both_sizes(client, padding):
+    body = multipart({"run": RUN + b" " * padding, "qrels": QRELS}, boundary=b"abc")
+    resp = client.post("/v1/evaluations", data=body,
+                       headers={"Content-Type": "multipart/form-data; boundary*=utf-8''abc"})
+    assert resp.status_code == 200, resp.get_data()[:300]
+    assert resp.get_json()["aggregate"]["num_q"] == 10
