@@ -18,7 +18,7 @@ from .backend import make_backend
 from .multipart import check_boundary
 from .observability import init_app as init_observability
 from .problems import register_error_handlers
-from .request_body import buffer_chunked_body
+from .request_body import buffer_chunked_body, discard_unread_body
 
 DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 512 * 1024 * 1024,   # bytes; larger bodies get 413
@@ -96,6 +96,13 @@ def check_configuration(config: dict[str, Any] | None = None) -> None:
         raise ConfigError(str(exc)) from None
 
 
+def _discard_unread_body(response):
+    """A body nobody read (an early 401, 403, 429, 415...) is read and dropped before the
+    answer leaves: else gunicorn closes the connection its answer said it would keep."""
+    discard_unread_body()
+    return response
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(_settings(config))
@@ -110,6 +117,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # after the API-key check: a 401 comes first
     app.before_request(check_boundary)
     app.before_request(buffer_chunked_body)
+    app.after_request(_discard_unread_body)
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)

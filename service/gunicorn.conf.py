@@ -87,6 +87,26 @@ def _metrics_directory(server) -> None:
                            "answers it only")
 
 
+_body_limit: list[int] = []  # MAX_CONTENT_LENGTH, read once per worker process
+
+
+def pre_request(worker, req):
+    """A body declared longer than the API's limit is never read (the answer is 413, or an
+    earlier 401): gunicorn then closes the connection (it drains at most 64 KiB of a body
+    left unread), so its answer says ``Connection: close`` rather than keep-alive. Shorter
+    bodies a route did not read are read and dropped by the app (service/request_body.py)."""
+    worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request
+    if not _body_limit:
+        from service.app import _settings
+
+        _body_limit.append(_settings(None)["MAX_CONTENT_LENGTH"])
+    for name, value in req.headers:
+        if name == "CONTENT-LENGTH":
+            if value.isdigit() and int(value) > _body_limit[0]:
+                req.must_close = True
+            break
+
+
 def child_exit(server, worker):
     """A worker process is gone: drop its live-gauge files (its counters stay counted)."""
     from prometheus_client import multiprocess

@@ -1,15 +1,15 @@
-"""Reading a request body whole."""
+"""Reading a request body whole, and discarding one no route read."""
 
 from __future__ import annotations
 
 import io
 
 from flask import current_app, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from .problems import Problem
 
-# environ key: set once the body has been read (or found too large)
+# environ key: set once the body has been read (or found too large), so it is not drained
 READ = "cranfield.body_read"
 CHUNK = 1 << 20
 
@@ -84,3 +84,33 @@ def buffer_chunked_body() -> None:
     for cached in ("content_length", "stream"):  # werkzeug's, if computed already
         request.__dict__.pop(cached, None)
 
+
+def discard_unread_body() -> None:
+    """Read and drop a body the route did not read (an early 401, 403, 429, 415...), so the
+    connection can serve the client's next request as the response's keep-alive promised:
+    gunicorn drains at most 64 KiB of it and otherwise closes the connection. At most
+    ``MAX_CONTENT_LENGTH`` bytes are read: a body declared longer is left alone (gunicorn
+    closes the connection, and says so: see ``pre_request`` in service/gunicorn.conf.py)."""
+    environ = request.environ
+    if environ.get(READ):
+        return
+    length = request.content_length
+    if length is None:
+        if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return  # no body
+        if not environ.get("wsgi.input_terminated"):
+            return  # a server that does not end the stream: reading could block
+    elif length == 0:
+        return
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if length is not None and limit is not None and length > limit:
+        return
+    environ[READ] = True
+    # werkzeug's stream: at most Content-Length bytes (or the limit, for a chunked body),
+    # less whatever was read through it already (its form parser reads through it)
+    stream = request.stream
+    try:
+        while stream.read(CHUNK):
+            pass
+    except (ClientDisconnected, RequestEntityTooLarge, OSError, ValueError):
+        pass  # the client went away, or a chunked body goes on past the limit

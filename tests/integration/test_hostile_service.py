@@ -1,10 +1,12 @@
 """Hostile clients against real processes (issue #14): gunicorn with the repository's
 config.
 
-- a chunked body past the limit is 413 and nothing is stored (it was cut and stored);"""
+- a chunked body past the limit is 413 and nothing is stored (it was cut and stored);
+- an early 401/403/429/415 leaves the connection usable, as its keep-alive said;"""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import subprocess
 import threading
@@ -173,3 +175,60 @@ def test_malformed_chunks_are_a_400_naming_the_body(api):
         head, _, body = data.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 400"), head
         assert list(orjson.loads(body)["errors"]) == ["body"]
+
+
+# --------------------------------------------------------------------------------------------
+# Early answers on a kept-alive connection
+# --------------------------------------------------------------------------------------------
+
+UNREAD = b'{"run": "' + b"x" * 90_000 + b'"}'  # more than gunicorn drains (64 KiB) by itself
+
+
+def early_answer_then_reuse(url: str, method: str, path: str, headers: dict) -> int:
+    """Send a request with a 90 kB body the app answers without reading, then a second
+    request on the same connection: it must be answered (or the first answer must have said
+    Connection: close). The first answer's status."""
+    conn = http.client.HTTPConnection("127.0.0.1", port_of(url), timeout=30)
+    try:
+        conn.request(method, path, body=UNREAD,
+                     headers={"Content-Type": "application/json", **headers})
+        first = conn.getresponse()
+        first.read()
+        assert first.getheader("Content-Type") == "application/problem+json"
+        if (first.getheader("Connection") or "").lower() == "close":
+            return first.status  # truthful: the client opens a new connection
+        sock = conn.sock
+        assert sock is not None  # kept alive, as the answer said
+        conn.request("GET", "/healthz")
+        second = conn.getresponse()
+        second.read()
+        assert conn.sock is sock and second.status == 200
+        return first.status
+    finally:
+        conn.close()
+
+
+def test_an_early_401_403_415_or_429_keeps_the_connection_usable(api):
+    assert early_answer_then_reuse(api, "POST", "/v1/evaluations", auth("wrong-key")) == 401
+    assert early_answer_then_reuse(api, "POST", "/v1/evaluations", auth("reader")) == 403
+    assert early_answer_then_reuse(api, "POST", "/v1/evaluations",
+                                   {**auth("other"), "Content-Type": "text/csv"}) == 415
+    for _ in range(RATE):  # the key's requests this minute
+        call(api, "GET", "/v1/measures", headers=auth("burst"))
+    assert early_answer_then_reuse(api, "POST", "/v1/evaluations", auth("burst")) == 429
+
+
+def test_a_body_declared_past_the_limit_is_answered_with_connection_close(api):
+    """Such a body is never read (413, or an earlier 401): gunicorn closes the connection
+    after the answer, which says so rather than keep-alive."""
+    for key, expected in (("other", 413), ("wrong-key", 401)):
+        with socket.create_connection(("127.0.0.1", port_of(api)), timeout=30) as sock:
+            sock.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                         b"%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                         % (key.encode(), 2 * LIMIT))
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+        head = data.partition(b"\r\n\r\n")[0].decode().lower()
+        assert head.startswith(f"http/1.1 {expected}"), head
+        assert "connection: close" in head, head
