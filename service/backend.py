@@ -26,6 +26,11 @@ def new_job_id() -> str:
     return uuid.uuid4().hex
 
 
+# A slot reserved by a request that never submitted its job (its process died) is given
+# back after this many seconds; a request that fails otherwise gives its slot back at once.
+RESERVATION_TTL = 600
+
+
 class MemoryBackend:
     """Jobs on one background thread, results kept ``result_ttl`` seconds."""
 
@@ -36,14 +41,16 @@ class MemoryBackend:
         self.result_ttl = config["RESULT_TTL"]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-job")
         self._jobs: dict[str, dict] = {}
+        self._reserved: dict[str, str | None] = {}  # job id -> tenant: slots not yet submitted
         self._lock = threading.Lock()
 
     def ping(self) -> None:
         return None
 
     def submit(self, spec: dict) -> str:
-        job_id = new_job_id()
+        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
         with self._lock:
+            self._reserved.pop(job_id, None)
             self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time(),
                                   "tenant": spec.get("tenant")}
         self._pool.submit(self._run, job_id, spec)
@@ -83,9 +90,32 @@ class MemoryBackend:
             return sum(1 for j in self._jobs.values() if j["status"] == "queued")
 
     def active_jobs(self, tenant: str | None) -> int:
+        """The tenant's jobs queued or running, and slots reserved for jobs being submitted."""
         with self._lock:
-            return sum(1 for j in self._jobs.values()
-                       if j.get("tenant") == tenant and j["status"] in ("queued", "started"))
+            return self._active(tenant)
+
+    def _active(self, tenant: str | None) -> int:
+        return (sum(1 for j in self._jobs.values()
+                    if j.get("tenant") == tenant and j["status"] in ("queued", "started"))
+                + sum(1 for t in self._reserved.values() if t == tenant))
+
+    def reserve_job(self, tenant: str | None, cap: int) -> tuple[str | None, int]:
+        """(a job id holding one of the tenant's ``cap`` slots, or None if all are taken; the
+        slots taken). Counting and taking are one step: concurrent requests cannot all see
+        room for one more. ``submit`` with ``spec["job_id"]`` fills the slot; a request that
+        fails before that gives it back (``release_job``)."""
+        with self._lock:
+            active = self._active(tenant)
+            if active >= cap:
+                return None, active
+            job_id = new_job_id()
+            self._reserved[job_id] = tenant
+            return job_id, active + 1
+
+    def release_job(self, job_id: str, tenant: str | None) -> None:
+        """Give back a slot ``reserve_job`` gave whose job was not submitted (else nothing)."""
+        with self._lock:
+            self._reserved.pop(job_id, None)
 
     def job(self, job_id: str) -> dict | None:
         with self._lock:
@@ -117,6 +147,7 @@ class RedisBackend:
         self.store = RedisStore(self.redis)
         self.queue = metered_queue(QUEUE, self.redis)
         self.config = config
+        self._reserve = self.redis.register_script(self._RESERVE)  # EVALSHA, loaded once
 
     def ping(self) -> None:
         self.redis.ping()
@@ -128,15 +159,37 @@ class RedisBackend:
     def queued_count(self) -> int:
         return self.queue.count
 
+    # A tenant's slots are two sorted sets (scored by time): its submitted jobs ("active",
+    # pruned of those that ended whenever the cap is checked) and the slots reserved by
+    # requests still storing their inputs ("reserved"). One script counts both and takes a
+    # slot, so concurrent requests (threads, API processes) cannot overshoot the cap.
+    _RESERVE = """
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+    local taken = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+    if taken >= tonumber(ARGV[1]) then
+        return {0, taken}
+    end
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+    return {1, taken + 1}
+    """
+
     def _active_key(self, tenant: str | None) -> str:
         return f"cranfield:active:{tenant or ''}"
 
-    def _track(self, tenant: str | None, job_id: str) -> None:
-        self.redis.zadd(self._active_key(tenant), {job_id: time.time()})
+    def _reserved_key(self, tenant: str | None) -> str:
+        return f"cranfield:reserved:{tenant or ''}"
 
-    def active_jobs(self, tenant: str | None) -> int:
-        """The tenant's jobs still queued or running: its set of submitted jobs, pruned of
-        those that have ended (or expired) at each look."""
+    def _track(self, tenant: str | None, job_id: str) -> None:
+        """The job is enqueued: its slot moves from reserved to active (in that order a
+        concurrent prune, which drops active ids RQ does not know, cannot drop it)."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zadd(self._active_key(tenant), {job_id: time.time()})
+            pipe.zrem(self._reserved_key(tenant), job_id)
+            pipe.execute()
+
+    def _prune(self, tenant: str | None) -> int:
+        """The tenant's submitted jobs still queued or running: its set of submitted jobs,
+        pruned of those that have ended (or expired)."""
         from rq.job import Job
 
         key = self._active_key(tenant)
@@ -151,18 +204,40 @@ class RedisBackend:
             self.redis.zrem(key, *ended)
         return len(ids) - len(ended)
 
+    def active_jobs(self, tenant: str | None) -> int:
+        """The tenant's jobs queued or running, and slots reserved for jobs being submitted."""
+        active = self._prune(tenant)
+        key = self._reserved_key(tenant)
+        return active + self.redis.zcount(key, time.time() - RESERVATION_TTL, "+inf")
+
+    def reserve_job(self, tenant: str | None, cap: int) -> tuple[str | None, int]:
+        """(a job id holding one of the tenant's ``cap`` slots, or None if all are taken; the
+        slots taken), counted and taken in one Lua script. ``submit`` with
+        ``spec["job_id"]`` fills the slot; a request that fails before that gives it back
+        (``release_job``), one whose process died after ``RESERVATION_TTL`` seconds."""
+        self._prune(tenant)
+        job_id, now = new_job_id(), time.time()
+        added, taken = self._reserve(keys=[self._active_key(tenant),
+                                           self._reserved_key(tenant)],
+                                     args=[cap, job_id, now, now - RESERVATION_TTL])
+        return (job_id if added else None), int(taken)
+
+    def release_job(self, job_id: str, tenant: str | None) -> None:
+        """Give back a slot ``reserve_job`` gave whose job was not submitted (else nothing)."""
+        self.redis.zrem(self._reserved_key(tenant), job_id)
+
     def submit(self, spec: dict) -> str:
         from rq import Retry
 
-        job_id = new_job_id()
+        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
         function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else JOB_FUNCTION
-        self._track(spec.get("tenant"), job_id)
         self.queue.enqueue_call(
             function, args=(spec,), job_id=job_id, meta={"tenant": spec.get("tenant")},
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
             failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
             # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker
             retry=Retry(max=2))
+        self._track(spec.get("tenant"), job_id)
         return job_id
 
     def submit_sharded(self, spec: dict, pieces: list, run_sha256) -> str:
@@ -174,6 +249,7 @@ class RedisBackend:
         from rq import Retry
 
         cfg = self.config
+        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
@@ -188,14 +264,13 @@ class RedisBackend:
             self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=keys[-1],
                                                                shard=i),),
                                     job_id=shard_ids[-1], **shard_opts)
-        job_id = new_job_id()
-        self._track(spec.get("tenant"), job_id)
         self.queue.enqueue_call(COMBINE_FUNCTION,
                                 args=(dict(spec, shard_ids=shard_ids, shard_keys=keys,
                                            run_sha256=run_sha256.result()),),
                                 job_id=job_id, depends_on=shard_ids,
                                 meta={"shards": shard_ids, "tenant": spec.get("tenant")},
                                 **common)
+        self._track(spec.get("tenant"), job_id)
         return job_id
 
     def _fetch(self, job_id: str):

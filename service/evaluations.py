@@ -507,14 +507,33 @@ def create_evaluation():
                         mimetype="application/json")
 
 
-def check_job_cap() -> None:
-    """429 when the caller's tenant already has MAX_QUEUED_JOBS jobs queued or running."""
+def check_job_cap() -> str:
+    """A job id holding one of the caller's tenant's MAX_QUEUED_JOBS slots (queued or
+    running jobs); 429 when all are taken. The backend counts and takes the slot in one
+    step, so concurrent submissions cannot overshoot the cap; if this request ends without
+    submitting the job (a 4xx, Redis down), the slot is given back."""
+    from flask import after_this_request
+
     cap = current_app.config["MAX_QUEUED_JOBS"]
-    active = current_app.extensions["cranfield"].active_jobs(current_tenant())
-    if active >= cap:
+    backend = current_app.extensions["cranfield"]
+    tenant = current_tenant()
+    job_id, active = backend.reserve_job(tenant, cap)
+    if job_id is None:
         raise Problem(429, "Too Many Requests", f"{active} jobs are queued or running for "
                       f"you; the limit is {cap}: wait for some to finish",
                       kind="too-many-jobs", headers={"Retry-After": "10"})
+
+    @after_this_request
+    def _release_unused(response: Response) -> Response:
+        if response.status_code != 202:  # 202: submitted, the job holds the slot
+            try:
+                backend.release_job(job_id, tenant)
+            except Exception:  # Redis down: the slot lapses by itself (RESERVATION_TTL)
+                current_app.logger.warning("could not release job slot %s", job_id,
+                                           exc_info=True)
+        return response
+
+    return job_id
 
 
 def wants_async() -> bool:
@@ -562,10 +581,11 @@ def enqueue_evaluation(req: dict) -> Response:
 def job_spec(spec: dict, req: dict) -> dict:
     """``spec`` as a queued job carries it: the caller's tenant and request id, and the qrels
     by reference (stored ones pinned to the version current at submission, inline ones put
-    under a key of their own); 429 when the tenant's jobs are at the cap."""
-    check_job_cap()
+    under a key of their own), and the id of the job slot reserved for it (``job_id``: the
+    backend's ``submit`` takes it out); 429 when the tenant's jobs are at the cap."""
     backend = current_app.extensions["cranfield"]
-    spec.update(tenant=current_tenant(), request_id=current_request_id())
+    spec.update(job_id=check_job_cap(), tenant=current_tenant(),
+                request_id=current_request_id())
     if req.get("qrels_id"):
         _, meta = _stored_qrels(req["qrels_id"])
         spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"

@@ -1,10 +1,11 @@
 """Hostile bodies through the test client (issue #14): chunked bodies past the limit are
 413 and store nothing; a multipart boundary that cannot be used is 400 naming the
-Content-Type, whatever the body's size."""
+Content-Type, whatever the body's size; a job slot is taken atomically."""
 
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 from conftest import ContractClient
@@ -113,3 +114,38 @@ def test_an_ascii_rfc2231_boundary_still_works_at_both_sizes(client, padding):
                        headers={"Content-Type": "multipart/form-data; boundary*=utf-8''abc"})
     assert resp.status_code == 200, resp.get_data()[:300]
     assert resp.get_json()["aggregate"]["num_q"] == 10
+
+
+def test_the_embedded_job_cap_holds_under_concurrent_reservations():
+    """The embedded backend counts and takes a job slot in one step: 40 threads asking for
+    one of 7 slots get exactly 7; a slot given back is free again."""
+    backend = create_app({"TESTING": True}).extensions["cranfield"]
+    barrier = threading.Barrier(40)
+    got: list[str | None] = []
+
+    def reserve():
+        barrier.wait()
+        got.append(backend.reserve_job("t", 7)[0])
+
+    threads = [threading.Thread(target=reserve) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    taken = [j for j in got if j is not None]
+    assert len(taken) == 7 and backend.active_jobs("t") == 7
+    backend.release_job(taken[0], "t")
+    assert backend.active_jobs("t") == 6 and backend.reserve_job("t", 7)[0] is not None
+    assert backend.reserve_job("other", 7)[0] is not None  # per tenant
+
+
+def test_a_refused_submission_gives_its_job_slot_back():
+    """A submission that fails after its slot was taken (here: unknown stored qrels, 422)
+    leaves the slot free: the cap of 1 still admits the next job."""
+    app = create_app({"TESTING": True, "MAX_QUEUED_JOBS": 1})
+    http = ContractClient(app.test_client())
+    async_ = {"Prefer": "respond-async"}
+    bad = http.post("/v1/evaluations", json={"run": RUN.decode(), "qrels_id": "nope"},
+                    headers=async_)
+    assert bad.status_code == 422
+    assert app.extensions["cranfield"].active_jobs(None) == 0

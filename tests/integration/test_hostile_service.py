@@ -1,8 +1,9 @@
 """Hostile clients against real processes (issue #14): gunicorn with the repository's
-config.
+config, a private redis-server.
 
 - a chunked body past the limit is 413 and nothing is stored (it was cut and stored);
-- an early 401/403/429/415 leaves the connection usable, as its keep-alive said;"""
+- an early 401/403/429/415 leaves the connection usable, as its keep-alive said;
+- the per-tenant job cap holds under concurrent submissions;"""
 
 from __future__ import annotations
 
@@ -232,3 +233,49 @@ def test_a_body_declared_past_the_limit_is_answered_with_connection_close(api):
         head = data.partition(b"\r\n\r\n")[0].decode().lower()
         assert head.startswith(f"http/1.1 {expected}"), head
         assert "connection: close" in head, head
+
+
+# --------------------------------------------------------------------------------------------
+# The job cap, and a dying worker, on Redis
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def redis_api(redis_server):
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                                "CRANFIELD_API_KEYS": keys_setting(),
+                                "CRANFIELD_MAX_QUEUED_JOBS": "10"})
+    yield url
+    stop(proc)
+
+
+def test_the_job_cap_holds_under_concurrent_submissions(redis_api):
+    """No worker: 40 submissions at once with a cap of 10 give exactly 10 jobs (the report:
+    120 at once with a cap of 100 gave 117). A canceled job frees its slot."""
+    small = {"run": b"".join(RUN.splitlines(keepends=True)[:200]).decode(),
+             "qrels": b"".join(QRELS.splitlines(keepends=True)[:200]).decode(),
+             "measures": ["map"]}
+    barrier = threading.Barrier(40)
+    answers: list[tuple[int, dict]] = []
+
+    def submit():
+        barrier.wait()
+        status, headers, _ = call(redis_api, "POST", "/v1/evaluations", small,
+                                  {"Prefer": "respond-async", **auth("cap")})
+        answers.append((status, headers))
+
+    threads = [threading.Thread(target=submit) for _ in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [202] * 10 + [429] * 30, statuses
+    # the cap is the tenant's: another tenant still submits
+    assert call(redis_api, "POST", "/v1/evaluations", small,
+                {"Prefer": "respond-async", **auth("other")})[0] == 202
+    location = next(h["Location"] for status, h in answers if status == 202)
+    assert call(redis_api, "DELETE", location, headers=auth("cap"))[0] == 202
+    assert call(redis_api, "POST", "/v1/evaluations", small,
+                {"Prefer": "respond-async", **auth("cap")})[0] == 202
+    assert call(redis_api, "POST", "/v1/evaluations", small,
+                {"Prefer": "respond-async", **auth("cap")})[0] == 429
