@@ -8,6 +8,19 @@ import os
 QUEUE = "cranfield"
 log = logging.getLogger("cranfield.worker")
 
+# A killed worker's job is another worker's within ~45 s (RQ's defaults: ~7 min). A running
+# job's heartbeat is renewed every MONITORING_INTERVAL seconds and lapses HEARTBEAT_GRACE
+# seconds after one is missed (RQ: 30 s, and 60 s more); every idle worker looks for lapsed
+# jobs every MAINTENANCE_INTERVAL seconds (RQ: 600 s, and not at all while it waits for a
+# job, which it does ~405 s at a time). Worst case: 10 + 20 s for the heartbeat to lapse,
+# then within 10 + 5 s an idle worker re-queues the job (retry) and takes it.
+MONITORING_INTERVAL = 10
+HEARTBEAT_GRACE = 20
+MAINTENANCE_INTERVAL = 10
+# Tests only: seconds a work horse waits once its job is marked started (a job slow enough
+# to kill a worker in the middle of). Unset in production.
+TEST_DELAY_VARIABLE = "CRANFIELD_TEST_JOB_DELAY"
+
 
 def worker_class():
     """RQ's forking Worker (a work horse per job, watched with heartbeats, so a killed worker's
@@ -22,6 +35,33 @@ def worker_class():
     from .metrics import REQUEST_ID
 
     class CranfieldWorker(Worker):
+        test_delay = 0.0
+
+        @property
+        def dequeue_timeout(self) -> int:
+            """An idle worker waits for a job at most half a maintenance interval at a time
+            (RQ waits worker_ttl - 15 = 405 s), so that its maintenance, which re-queues the
+            jobs of dead workers, runs on time: RQ only looks between two waits."""
+            return max(1, min(super().dequeue_timeout, self.maintenance_interval // 2))
+
+        def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
+            """How long a running job's heartbeat lasts: the monitoring interval (or what is
+            left of the job's timeout) and HEARTBEAT_GRACE (RQ: 60 s). The heartbeat is sent
+            by this process, which only waits for its work horse meanwhile."""
+            interval = self.job_monitoring_interval
+            if job.timeout and job.timeout > 0:
+                interval = min(job.timeout - working_time, interval)
+            return int(interval) + max(HEARTBEAT_GRACE, self.job_monitoring_interval)
+
+        def prepare_job_execution(self, job, *args, **kwargs):
+            """In the work horse: the job is marked started; then, in tests only, the
+            configured delay."""
+            super().prepare_job_execution(job, *args, **kwargs)
+            if self.test_delay > 0:
+                import time
+
+                time.sleep(self.test_delay)
+
         def execute_job(self, job, queue):
             spec = job.args[0] if job.args else {}
             spec = spec if isinstance(spec, dict) else {}
@@ -149,12 +189,11 @@ def run_worker(redis_url: str | None, burst: bool = False, name: str | None = No
     configure_logging(log_level())  # JSON lines on stderr (CRANFIELD_LOG_LEVEL)
     preload()
     conn = redis_client(url)
-    kwargs = {}
-    if monitoring_interval:
-        kwargs["job_monitoring_interval"] = monitoring_interval
-    if maintenance_interval:
-        kwargs["maintenance_interval"] = maintenance_interval
     worker = worker_class()([Queue(QUEUE, connection=conn)], connection=conn, name=name,
-                            **kwargs)
+                            job_monitoring_interval=monitoring_interval or MONITORING_INTERVAL,
+                            maintenance_interval=maintenance_interval or MAINTENANCE_INTERVAL)
+    delay = os.environ.get(TEST_DELAY_VARIABLE)
+    if delay:
+        worker.test_delay = float(delay)
     worker.work(burst=burst, with_scheduler=True)
     return 0

@@ -1,20 +1,33 @@
-"""Hostile clients against real processes (issue #14): gunicorn with the repository's
-config, a private redis-server.
+"""Hostile clients and dying workers against real processes (issue #14): gunicorn with the
+repository's config, a private redis-server, real `cranfield worker` processes.
 
 - a chunked body past the limit is 413 and nothing is stored (it was cut and stored);
 - an early 401/403/429/415 leaves the connection usable, as its keep-alive said;
-- the per-tenant job cap holds under concurrent submissions;"""
+- the per-tenant job cap holds under concurrent submissions;
+- a SIGKILLed worker's job is finished by another worker within 60 s, on defaults."""
 
 from __future__ import annotations
 
 import http.client
+import os
+import signal
 import socket
 import subprocess
 import threading
+import time
 
 import orjson
 import pytest
-from servers import call, start_gunicorn
+from servers import (
+    BODY,
+    CRANFIELD,
+    ROOT,
+    RedisServer,
+    call,
+    require_redis_server,
+    start_gunicorn,
+    wait_job,
+)
 
 from service.auth import key_line
 
@@ -279,3 +292,67 @@ def test_the_job_cap_holds_under_concurrent_submissions(redis_api):
                 {"Prefer": "respond-async", **auth("cap")})[0] == 202
     assert call(redis_api, "POST", "/v1/evaluations", small,
                 {"Prefer": "respond-async", **auth("cap")})[0] == 429
+
+
+def _worker(redis_url: str, name: str, **env) -> subprocess.Popen:
+    """``cranfield worker`` on its defaults, in a process group of its own (its work horse
+    and scheduler die with it)."""
+    return subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url, "--name", name],
+                            cwd=ROOT, env={**os.environ, **env}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_a_killed_workers_job_is_finished_by_another_worker_within_60_s():
+    """Two workers on defaults. The one running the job (held started by the test-only
+    delay) is SIGKILLed with its work horse; the idle one re-queues the job once its
+    heartbeat lapses and finishes it, within 60 s of the kill (it took ~7 minutes: an idle
+    worker waited 405 s for a job before looking for abandoned ones, and a heartbeat lasted
+    90 s)."""
+    from redis import Redis
+    from rq.job import Job
+    from rq.worker import Worker
+
+    require_redis_server()
+    redis = RedisServer()
+    redis.start()
+    url, api = start_gunicorn({"REDIS_URL": redis.url, "CRANFIELD_WORKERS": "1"})
+    conn = Redis.from_url(redis.url)
+    first = second = None
+    try:
+        status, _, sync = call(url, "POST", "/v1/evaluations", BODY)
+        assert status == 200
+        first = _worker(redis.url, "first", CRANFIELD_TEST_JOB_DELAY="600")
+        status, headers, _ = call(url, "POST", "/v1/evaluations", BODY,
+                                  {"Prefer": "respond-async"})
+        assert status == 202
+        job_id = headers["Location"].rsplit("/", 1)[1]
+        deadline = time.monotonic() + 60
+        while call(url, "GET", headers["Location"])[2]["status"] != "started":
+            assert time.monotonic() < deadline, "the first worker never started the job"
+            time.sleep(0.1)
+        assert Job.fetch(job_id, connection=conn).worker_name == "first"
+        second = _worker(redis.url, "second")
+        deadline = time.monotonic() + 60
+        while not any(w.name == "second" and w.get_state() == "idle"
+                      for w in Worker.all(connection=conn)):
+            assert time.monotonic() < deadline, "the second worker never came up"
+            time.sleep(0.1)
+        time.sleep(2)  # well into its wait for a job
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        killed = time.monotonic()
+        assert call(url, "GET", headers["Location"])[2]["status"] == "started"
+        done = wait_job(url, headers["Location"], timeout=90)
+        took = time.monotonic() - killed
+        assert done["status"] == "finished", done
+        assert took < 60, f"taken over after {took:.0f} s"
+        assert Job.fetch(job_id, connection=conn).worker_name == "second"
+        for key in ("aggregate", "per_topic"):
+            assert done["result"][key] == sync[key], key
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        stop(api)
+        redis.stop()
