@@ -93,8 +93,9 @@ def check_boundary() -> None:
     would answer such a body with an empty form (and the route with "run: missing"), this
     module could not encode it: both parsers are spared it, whatever the body's size. A
     ``before_request`` hook (service/app.py), after the API-key check."""
-    if request.method in ("GET", "HEAD", "OPTIONS") or request.mimetype != "multipart/form-data":
-        return
+    if request.method not in ("POST", "PUT", "PATCH") or \
+            request.mimetype != "multipart/form-data":
+        return  # only the routes that take a body (their contract lists 400)
     boundary = request.mimetype_params.get("boundary")
     if boundary and boundary.isascii():
         return
