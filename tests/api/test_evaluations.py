@@ -160,7 +160,7 @@ def test_per_topic_false_omits_topics(client):
     ({"run": {}, "qrels": QRELS}, 422, "run", "empty"),
     ({"run": "", "qrels": QRELS}, 422, "run", "empty"),
     ({"run": 5, "qrels": QRELS}, 422, "run", "must be an object"),
-    ({"run": {"q1": {"d1": "high"}}, "qrels": QRELS}, 422, "run.q1.d1", "not a finite"),
+    ({"run": {"q1": {"d1": "high"}}, "qrels": QRELS}, 422, "run.q1.d1", "is not a number"),
     ({"run": {"q1": [1, 2]}, "qrels": QRELS}, 422, "run.q1", "must map docids"),
     ({"run": {"q1": {"d1": True}}, "qrels": QRELS}, 422, "run.q1.d1", "true is not a number"),
     ({"run": RUN, "qrels": {"q1": {"d1": False}}}, 422, "qrels.q1.d1", "false is not a number"),
