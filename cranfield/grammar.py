@@ -30,13 +30,16 @@ Grades
     A decimal integer within int64 (−2^63 … 2^63−1): in text an optional sign and ASCII
     digits; in JSON an integer in that range, or a number with no fractional part up to
     2^53 in magnitude (``2.0``, ``1e2``: beyond 2^53 a double need not be the integer that
-    was written, and JSON readers turn integer literals beyond 64 bits into doubles). Negative grades mean "judged as unjudged" (trec_eval's -1, -2).
+    was written, and JSON readers turn integer literals beyond 64 bits into doubles).
+    A negative grade means "in the pool, not judged" (trec_eval's RELVALUE_UNJUDGED).
 """
 
 from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -45,7 +48,6 @@ INT64_MAX = 2**63 - 1
 _ID_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
 # Control characters TREC text may not hold: all but tab and LF, and a CR not before LF.
 _TEXT_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
-_TEXT_FORBIDDEN_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)")
 
 
 _FIELD_SEPARATOR = re.compile(r"[ \t\r\n]+")
@@ -90,9 +92,23 @@ def text_problem(text: str) -> tuple[int, str] | None:
         "or CRLF)"
 
 
-def bytes_have_forbidden(data) -> bool:
-    """True if raw TREC bytes hold a control character :func:`text_problem` refuses."""
-    return _TEXT_FORBIDDEN_BYTES.search(data) is not None
+# Every byte but the ASCII control characters and DEL: deleting these from a text leaves its
+# control characters (bytes.translate: ~0.4 ms per MB, where a regex search takes ~17).
+_NOT_CONTROL = bytes(range(32, 127)) + bytes(range(128, 256))
+
+
+def plain_bytes(data: bytes, tab: bool = True) -> bool:
+    """Whether raw TREC bytes hold no control character :func:`text_problem` refuses (with
+    ``tab=False``, no tab either): deletes every other byte in one C pass and looks at what
+    is left; a CR is then checked to stand before an LF in ``data`` itself."""
+    controls = data.translate(None, _NOT_CONTROL)
+    if controls.translate(None, b"\t\n\r" if tab else b"\n\r"):
+        return False
+    if b"\r" in controls:
+        arr = np.frombuffer(data, dtype=np.uint8)
+        at = np.flatnonzero(arr == 13)
+        return bool(at[-1] + 1 < len(arr) and (arr[at + 1] == 10).all())
+    return True
 
 
 def split_fields(line: str) -> list[str]:

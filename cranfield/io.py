@@ -314,9 +314,8 @@ def _plain_bytes(data: bytes | memoryview | str, delim: str) -> bool:
     """Whether the columnar reader splits ``data`` (bytes, or a path) as the input grammar
     does: no control character but LF, CR before LF and the delimiter, and not the other
     field separator either (a tab inside a space-delimited file is a separator to the
-    grammar, part of a field to pyarrow). Counted in 16 MiB chunks, a few numpy and
-    ``bytes.count`` passes each."""
-    other = b"\t" if delim == " " else b" "
+    grammar, part of a field to pyarrow). In 16 MiB chunks (a CR ending one must be followed
+    by the LF starting the next)."""
     step = 16 << 20
 
     def chunks():
@@ -324,25 +323,21 @@ def _plain_bytes(data: bytes | memoryview | str, delim: str) -> bool:
             with open(data, "rb") as fh:
                 while block := fh.read(step):
                     yield block
+        elif isinstance(data, bytes) and len(data) <= step:
+            yield data
         else:
             view = memoryview(data)
             for start in range(0, len(view), step):
-                yield view[start:start + step]
+                yield bytes(view[start:start + step])
 
     carry_cr = False  # the previous chunk ended with CR
     for block in chunks():
-        as_bytes = bytes(block)  # a copy of a view's chunk: bytes.count needs bytes
-        arr = np.frombuffer(as_bytes, dtype=np.uint8)
-        if carry_cr and arr[0] != 10:
+        if carry_cr and not block.startswith(b"\n"):
             return False
-        if other in as_bytes or b"\x7f" in as_bytes:
+        carry_cr = block.endswith(b"\r")
+        if not grammar.plain_bytes(block[:-1] if carry_cr else block, tab=delim == "\t"):
             return False
-        n_cr = as_bytes.count(b"\r")
-        carry_cr = as_bytes.endswith(b"\r")
-        if n_cr != as_bytes.count(b"\r\n") + carry_cr:
-            return False
-        allowed = as_bytes.count(b"\n") + n_cr + (as_bytes.count(b"\t") if delim == "\t" else 0)
-        if int(np.count_nonzero(arr < 32)) != allowed:
+        if delim == "\t" and b" " in block:
             return False
     return not carry_cr
 
@@ -445,8 +440,8 @@ def _split_lines(data: bytes, label: str):
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(label, "not valid UTF-8 text", line=line) from None
-    bad = grammar.text_problem(text)
-    if bad is not None:
+    if not grammar.plain_bytes(data):  # the slow search only to name the line
+        bad = grammar.text_problem(text)
         raise InputError(label, bad[1], line=bad[0])
     split = str.split if text.isascii() else grammar.split_fields
     for lineno, line in enumerate(io.StringIO(text), start=1):
@@ -454,6 +449,11 @@ def _split_lines(data: bytes, label: str):
         if not fields or fields[0].startswith("#"):
             continue
         yield lineno, fields
+
+
+def _line_fields(data: bytes, line: int) -> list[str]:
+    """The fields of line ``line`` (1-based) of valid TREC text: for error messages."""
+    return grammar.split_fields(data.split(b"\n", line)[line - 1].decode("utf-8"))
 
 
 def _parse_score(text: str, label: str, lineno: int) -> float:
@@ -547,22 +547,32 @@ def _slow_run(data: bytes, label: str) -> Run:
     docids: list[str] = []
     lines = array("q")
     runid = ""
+    # float() reads the grammar's decimals, and also '_' separators and non-ASCII digits
+    # (refused: the grammar's parser runs when the text holds either) and inf/nan (refused
+    # below, for all scores at once)
+    to_float = float if data.isascii() and b"_" not in data else grammar.parse_score
     for lineno, fields in _split_lines(data, label):
         if len(fields) < 6:
             raise InputError(label, f"expected at least 6 fields (qid iter docno rank score "
                              f"runid), found {len(fields)}", line=lineno)
-        scores.append(_parse_score(fields[4], label, lineno))
+        try:
+            scores.append(to_float(fields[4]))
+        except ValueError:
+            _parse_score(fields[4], label, lineno)  # raises, naming the line
         codes.append(topic_code.setdefault(fields[0], len(topic_code)))
         docids.append(fields[2])
         lines.append(lineno)
         runid = fields[5]
+    score_array = np.frombuffer(scores, np.float64)
+    if not np.isfinite(score_array).all():
+        line = int(lines[int(np.flatnonzero(~np.isfinite(score_array))[0])])
+        _parse_score(_line_fields(data, line)[4], label, line)  # raises, naming the line
     topics, topic_index = _in_strcmp_order(topic_code, np.frombuffer(codes, dtype=np.int32))
     doc_array = np.empty(len(docids), dtype=object)
     doc_array[:] = docids
     del docids
     _raise_on_duplicate(topics, topic_index, doc_array, np.frombuffer(lines, np.int64), label)
-    return Run(topics, topic_index, doc_array, np.frombuffer(scores, np.float64).copy(), runid,
-               label)
+    return Run(topics, topic_index, doc_array, score_array.copy(), runid, label)
 
 
 def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
@@ -753,15 +763,27 @@ def _slow_qrels_columns(data: bytes, label: str) -> list:
     subtopics: list[str] = []
     docids: list[str] = []
     grades: list[int] = []
+    # int() reads the grammar's integers, and also '_' separators and non-ASCII digits (the
+    # grammar's parser runs when the text holds either) and any size (checked below)
+    to_int = int if data.isascii() and b"_" not in data else grammar.parse_grade
     for lineno, fields in _split_lines(data, label):
         if len(fields) != 4:
             raise InputError(label, f"expected 4 fields (qid iter docno grade), found "
                              f"{len(fields)}", line=lineno)
-        grades.append(_parse_grade(fields[3], label, lineno))
+        try:
+            grades.append(to_int(fields[3]))
+        except ValueError:
+            _parse_grade(fields[3], label, lineno)  # raises, naming the line
         qids.append(fields[0])
         subtopics.append(fields[1])
         docids.append(fields[2])
-    return [qids, subtopics, docids, np.asarray(grades, dtype=np.int64)]
+    try:
+        grade_array = np.asarray(grades, dtype=np.int64)
+    except OverflowError:  # beyond int64: name the first such line
+        for lineno, fields in _split_lines(data, label):
+            _parse_grade(fields[3], label, lineno)
+        raise
+    return [qids, subtopics, docids, grade_array]
 
 
 def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
