@@ -1,27 +1,37 @@
-"""Measure names: trec_eval's ``-m`` grammar and ir_measures-style names, resolved against the
-registry into concrete measure instances.
+"""Measure names: trec_eval's ``-m`` grammar, ir_measures' names and ranx's spellings,
+resolved against the registry into concrete measure instances.
 
-trec_eval:  ``map``, ``P.5,10``, ``P_5``, ``ndcg_cut.10``, ``ndcg_cut_10``, ``set_F.0.25``,
-            ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``, nicknames ``official``, ``all_trec``.
-ir_measures: ``AP``, ``AP@100``, ``nDCG@10``, ``P(rel=2)@5``, ``R@1000``, ``RR``, ``RR@10``,
-            ``Judged@10``, ``SetF(beta=0.5)``, ``RBP(p=0.8)``.
+trec_eval:   ``map``, ``P.5,10``, ``P_5``, ``ndcg_cut.10``, ``ndcg_cut_10``, ``set_F.0.25``,
+             ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``, nicknames ``official``,
+             ``all_trec``. A trec_eval name keeps trec_eval's meaning.
+ir_measures: every name of ir_measures 0.4.3's registry and its aliases, with ir_measures'
+             meaning: ``AP``, ``AP@100``, ``nDCG@10``, ``nDCG(dcg=exp-log2)@10``,
+             ``P(rel=2)@5``, ``Precision@5``, ``R@1000``, ``RR@10``, ``Judged@10``,
+             ``SetF(beta=0.5)``, ``SetP(relative=true)``, ``RBP(rel=1,p=0.8)``, ``ERR@20``,
+             ``BPM(T=1,max_rel=3)@10``, ``alpha_nDCG@20``, ``StRecall@10``, ...
+ranx:        ``ndcg@10``, ``ndcg_burges@10``, ``map@100``, ``mrr``, ``mrr@10``,
+             ``recall@100``, ``precision@5``, ``hit_rate@5``, ``f1@10``, ``r-precision``,
+             ``hits``, ``rbp.95`` (where no trec_eval name is spelled the same).
 
 Every instance knows the key it is reported under (trec_eval's printed name for trec_eval
-names, the ir_measures name as written for the others) and a canonical name with every
-parameter explicit, so that a stored number can be recomputed.
+names, the name as written for the others) and a canonical name with every parameter
+explicit, so that a stored number can be recomputed. Repeating a measure with other
+parameters (``-m P.10 -m P.5``) evaluates all of them (trec_eval keeps only the first).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import MeasureError, closest
+from .errors import MeasureError
 from .measures.registry import NICKNAMES, PROFILES, REGISTRY, REL, KwArgs, Measure
 
-# ir_measures-style name -> (measure without cutoff, measure with @k)
+# ir_measures' names (and aliases) of trec_eval measures -> (the measure without a cutoff,
+# the measure with @k)
 IR_NAMES: dict[str, tuple[str | None, str | None]] = {
     "AP": ("map", "map_cut"),
     "MAP": ("map", "map_cut"),
@@ -30,11 +40,15 @@ IR_NAMES: dict[str, tuple[str | None, str | None]] = {
     "NDCG": ("ndcg", "ndcg_cut"),
     "DCG": ("dcg", None),
     "P": (None, "P"),
+    "Precision": (None, "P"),
     "R": (None, "recall"),
+    "Recall": (None, "recall"),
     "RR": ("recip_rank", "RR_cut"),
     "MRR": ("recip_rank", "RR_cut"),
     "Rprec": ("Rprec", None),
+    "RPrec": ("Rprec", None),
     "Bpref": ("bpref", None),
+    "BPref": ("bpref", None),
     "infAP": ("infAP", None),
     "Success": (None, "success"),
     "IPrec": (None, "iprec_at_recall"),
@@ -43,10 +57,24 @@ IR_NAMES: dict[str, tuple[str | None, str | None]] = {
     "NumRel": ("num_rel", None),
     "NumRelRet": ("num_rel_ret", None),
     "SetP": ("set_P", None),
+    "SetRelP": ("set_relative_P", None),
     "SetR": ("set_recall", None),
     "SetF": ("set_F", None),
-    "RBP": ("rbp", None),
-    "Judged": (None, "Judged"),
+    "SetAP": ("set_map", None),
+}
+
+# ranx's spellings -> the ir_measures-style name they mean (with @k: the cutoff is appended).
+# A bare spelling that is also a trec_eval name (map, recall, ndcg, dcg, bpref, rbp) keeps
+# trec_eval's meaning; ``hit_rate`` without @k and ``hits@k`` have no Cranfield measure.
+RANX_AT_K: dict[str, str] = {
+    "ndcg": "nDCG", "ndcg_burges": "nDCG(gain=exp)", "dcg": "DCG", "dcg_burges": "DCG(gain=exp)",
+    "map": "AP", "mrr": "RR", "recall": "R", "precision": "P", "hit_rate": "Success",
+    "f1": "F",
+}
+RANX_BARE: dict[str, str] = {
+    "mrr": "RR", "r-precision": "Rprec", "r_precision": "Rprec", "precision": "SetP",
+    "f1": "F", "hits": "NumRelRet", "ndcg_burges": "nDCG(gain=exp)",
+    "dcg_burges": "DCG(gain=exp)",
 }
 
 
@@ -103,13 +131,16 @@ def _text(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-# ir_measures-style names of keyword measures (cranfield.measures.extended); a name also in
-# IR_NAMES goes to the keyword measure only with one of ``KW_ONLY``'s parameters, or an @k
-# that the IR_NAMES measure does not take
-KW_NAMES: dict[str, str] = {m.ir_name: n for n, m in REGISTRY.items()
-                            if m.kind == "kw" and m.ir_name}
+# ir_measures-style names (and aliases) of keyword measures; a name also in IR_NAMES goes
+# to the keyword measure only with one of ``KW_ONLY``'s parameters, or an @k that the
+# IR_NAMES measure does not take
+KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "kw"
+                            for alias in ((m.ir_name,) if m.ir_name else ()) + m.aliases}
 KW_ONLY = {"nDCG": {"gain", "discount", "b"}, "DCG": {"gain", "discount", "b"},
            "AP": {"norm"}}
+# how a boolean parameter may be written
+TRUE = ("true", "True", "1")
+FALSE = ("false", "False", "0")
 
 
 def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) -> KwArgs:
@@ -120,23 +151,38 @@ def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) 
         given["k"] = k
     for p in measure.params:
         if p.name not in given:
-            if p.name == "k" and "required" in p.description:
-                raise MeasureError(name, f"{measure.ir_name} needs a cutoff (@k)")
+            if p.required or (p.name == "k" and "required" in p.description):
+                need = "a cutoff (@k)" if p.name == "k" else f"the parameter {p.name}"
+                raise MeasureError(name, f"{measure.ir_name} needs {need}")
             out[p.name] = p.default
             continue
         text = given.pop(p.name)
         try:
             value: Any = (int(text) if p.type == "integer" else float(text)
-                          if p.type == "number" else text)
+                          if p.type == "number" else _boolean(text)
+                          if p.type == "boolean" else text)
         except ValueError:
-            raise MeasureError(name, f"{p.name} must be {'an' if p.type == 'integer' else 'a'} "
-                               f"{p.type}, got {text!r}") from None
+            what = {"integer": "an integer", "number": "a number",
+                    "boolean": "true or false"}.get(p.type, p.type)
+            raise MeasureError(name, f"{p.name} must be {what}, got {text!r}") from None
         out[p.name] = p.check(value, measure.name, name)
     if given:
         what = "takes no cutoff" if set(given) == {"k"} else \
             f"has no parameter(s) {sorted(given)}"
         raise MeasureError(name, f"{measure.ir_name} {what}")
+    check = measure.extra.get("check")
+    why = check(out) if check else None
+    if why:
+        raise MeasureError(name, why)
     return out
+
+
+def _boolean(text: str) -> bool:
+    if text in TRUE:
+        return True
+    if text in FALSE:
+        return False
+    raise ValueError(text)
 
 
 def _check_value(measure: Measure, value: Any, name: str) -> Any:
@@ -172,8 +218,8 @@ def _number(text: str, what: str, name: str) -> float:
 def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
     """ir_measures' ``rel=`` (popped from ``args``), checked: only a measure that reads the
     relevance level takes it, and it is an integer in the relevance level's range."""
-    if "rel" not in args:
-        return None
+    if "rel" not in args or any(p.name == "rel" for p in measure.params):
+        return None  # none given, or the measure's own parameter (RBP, diversity)
     text = args.pop("rel")
     if not measure.uses_rel_level:
         raise MeasureError(name, f"{measure.name} takes no parameter rel: it does not use a "
@@ -186,12 +232,90 @@ def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
 
 
 def known_names() -> list[str]:
-    return sorted(set(REGISTRY) | set(IR_NAMES) | set(NICKNAMES))
+    return sorted(set(REGISTRY) | set(IR_NAMES) | set(KW_NAMES) | set(NICKNAMES)
+                  | set(RANX_AT_K) | set(RANX_BARE))
 
 
 def _unknown(name: str, why: str = "unknown measure") -> MeasureError:
-    base = re.split(r"[.(@]", name, maxsplit=1)[0]
-    return MeasureError(name, why, closest(base, known_names()))
+    return MeasureError(name, why, suggest(name))
+
+
+@lru_cache(maxsize=1)
+def _candidates() -> tuple[tuple[str, str, bool], ...]:
+    """(spelling to compare with, name to suggest, takes a number) for every known name:
+    trec_eval names (a number goes after '.'), ir_measures names (after '@'), ranx spellings
+    (suggested as the ir_measures name they mean)."""
+    out: list[tuple[str, str, bool]] = []
+    for n, m in REGISTRY.items():
+        if m.kind != "kw":
+            out.append((n, n, m.kind in ("cutoffs", "fcutoffs")))
+    for n in NICKNAMES:
+        out.append((n, n, False))
+    for n, (_plain, cut) in IR_NAMES.items():
+        out.append((n, n, cut is not None))
+    for n, target in KW_NAMES.items():
+        k = next((p for p in REGISTRY[target].params if p.name == "k"), None)
+        out.append((n, n, k is not None))
+    for n, target in RANX_AT_K.items():
+        out.append((n, target, True))
+    for n, target in RANX_BARE.items():
+        out.append((n, target, False))
+    return tuple(out)
+
+
+def suggest(name: str, n: int = 3) -> list[str]:
+    """The names ``name`` most likely meant, best first, written so that they resolve: a
+    number the name carries goes where the suggested name takes it (``ndcg_cut10`` ->
+    ``ndcg_cut.10``, ``ndgc@10`` -> ``nDCG@10``, ``recal@100`` -> ``R@100``). Ranked by
+    similarity ignoring case, then the same style (``@k`` or trec_eval's ``.k``), then
+    similarity respecting case, then a name over its alias; one name per measure."""
+    text = name.strip()
+    number = re.search(r"(\d+(?:\.\d+)?)\s*$", text)
+    digits = number.group(1) if number else None
+    typed = text.lower()
+    scored: dict[str, tuple[float, bool, float, bool]] = {}
+    for spelling, shown, takes in _candidates():
+        forms = [(spelling, shown)]
+        if takes and digits is not None:
+            sep = "." if _is_trec(shown) else "@"
+            forms = [(f"{spelling}.{digits}", f"{shown}{sep}{digits}"),
+                     (f"{spelling}@{digits}", f"{shown}{sep}{digits}"),
+                     (f"{spelling}_{digits}", f"{shown}{sep}{digits}")]
+        for compared, suggestion in forms:
+            ratio = difflib.SequenceMatcher(None, typed, compared.lower()).ratio()
+            if ratio < 0.6:
+                continue
+            exact = difflib.SequenceMatcher(None, text, compared).ratio()
+            style = ("@" in text) == ("@" in suggestion)
+            key = (ratio, style, exact, spelling == shown and shown not in ALIASES)
+            if key > scored.get(suggestion, (0.0, False, 0.0, False)):
+                scored[suggestion] = key
+    out: list[str] = []
+    meanings: set[tuple] = set()
+    for suggestion in sorted(scored, key=lambda s: (tuple(-x for x in scored[s]), len(s), s)):
+        if suggestion == text:
+            continue
+        try:
+            meaning = tuple((i.measure.name, repr(i.value), i.rel_level)
+                            for i in parse_measure(suggestion))
+        except MeasureError:
+            continue
+        if meaning in meanings:
+            continue
+        meanings.add(meaning)
+        out.append(suggestion)
+        if len(out) == n:
+            break
+    return out
+
+
+# ir_measures' aliases: suggested only when nothing else spells the measure as well
+ALIASES = frozenset({"MAP", "NDCG", "MRR", "Precision", "Recall", "RPrec", "BPref",
+                     "AP_IA", "α_nDCG", "α_DCG", "NumRelRet"})
+
+
+def _is_trec(name: str) -> bool:
+    return name in REGISTRY and REGISTRY[name].kind != "kw"
 
 
 def _atol(text: str) -> int:
@@ -279,39 +403,106 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
     raise _unknown(name)
 
 
-_IR_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\((?P<args>[^)]*)\))?"
-                    r"(?:@(?P<k>[0-9.]+))?$")
+_IR_RE = re.compile(r"^(?P<name>[^\W\d]\w*)(?:\((?P<args>.*)\))?(?:@(?P<k>[0-9.]+))?$")
+_RANX_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<k>[0-9]+))?$")
+
+
+def _split_args(text: str, name: str) -> dict[str, str]:
+    """``key=value`` pairs separated by commas outside braces; quotes around a value are
+    dropped (``dcg='exp-log2'``, ``gains={0:0,1:1}``)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    args: dict[str, str] = {}
+    for item in items:
+        if not item.strip():
+            continue
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise MeasureError(name, f"expected key=value in parentheses, got {item!r}")
+        v = v.strip()
+        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+            v = v[1:-1]
+        args[k.strip()] = v
+    return args
+
+
+def _ranx(name: str) -> str | None:
+    """The ir_measures-style name a ranx spelling means, or None."""
+    m = _RANX_RE.match(name)
+    if not m:
+        rbp = re.fullmatch(r"rbp\.(\d+)", name)  # ranx's rbp.95: binary RBP, p = 0.95
+        return f"RBP(rel=1,p=0.{rbp.group(1)})" if rbp else None
+    base, k = m.group("name"), m.group("k")
+    if k is not None and base in RANX_AT_K:
+        return f"{RANX_AT_K[base]}@{k}"
+    if k is None and base in RANX_BARE and base not in REGISTRY:
+        return RANX_BARE[base]
+    return None
 
 
 def parse_ir_name(name: str) -> Instance | None:
-    """Resolve an ir_measures-style name; None if ``name`` is not in that style."""
-    m = _IR_RE.match(name.replace(" ", ""))
+    """Resolve an ir_measures-style name (or a ranx spelling); None if ``name`` is in neither
+    style."""
+    name = name.replace(" ", "")
+    meant = _ranx(name)
+    if meant is not None:
+        inst = parse_ir_name(meant)
+        if inst is None:  # a bare trec_eval name (Rprec)
+            ((measure, value, text),) = parse_trec_name(meant, PROFILES[0])
+            inst = _expand(measure, value, text)[0]
+        return Instance(name, inst.measure, inst.value, None, inst.rel_level)
+    m = _IR_RE.match(name)
     if not m or (m.group("name") not in IR_NAMES and m.group("name") not in KW_NAMES):
         return None
-    if m.group("name") in REGISTRY and not m.group("args") and m.group("k") is None:
+    if m.group("name") in REGISTRY and m.group("args") is None and m.group("k") is None:
         return None  # a bare trec_eval name (P, Rprec, infAP) keeps trec_eval's meaning
-    args: dict[str, str] = {}
-    if m.group("args"):
-        for item in m.group("args").split(","):
-            k, sep, v = item.partition("=")
-            if not sep:
-                raise MeasureError(name, f"expected key=value in parentheses, got {item!r}")
-            args[k.strip()] = v.strip()
+    args = _split_args(m.group("args") or "", name)
     k = m.group("k")
     base = m.group("name")
+    if args.get("judged_only", "false") in FALSE:
+        args.pop("judged_only", None)
+    else:
+        raise MeasureError(name, "judged_only is an option of the whole evaluation "
+                                 "(judged_only, trec_eval's -J), not of one measure")
+    if base in ("nDCG", "NDCG") and "dcg" in args:
+        dcg = args.pop("dcg")
+        if dcg == "exp-log2":  # gdeval's nDCG (ir_measures' gdeval provider)
+            args["gain"] = "exp"
+        elif dcg != "log2":
+            raise MeasureError(name, f"dcg must be log2 or exp-log2, got {dcg!r}")
     if base in KW_NAMES and (base not in IR_NAMES or set(args) & KW_ONLY.get(base, set())
                              or (k is not None and IR_NAMES[base][1] is None)):
         measure = REGISTRY[KW_NAMES[base]]
         rel_level = _rel_level(measure, args, name)
         return Instance(name, measure, _kw_value(measure, args, k, name), None, rel_level)
     plain, cut = IR_NAMES[base]
+    if base in ("SetP", "SetRelP") and "relative" in args:
+        try:
+            relative = _boolean(args.pop("relative"))
+        except ValueError:
+            raise MeasureError(name, "relative must be true or false") from None
+        plain = "set_relative_P" if relative else "set_P"
+    if base == "NumRet" and "rel" in args:
+        plain = "num_rel_ret"  # ir_measures: NumRet(rel=r) counts the relevant retrieved
     target = cut if k is not None else plain
     if target is None:
         need = "needs a cutoff (@k)" if k is None else "takes no cutoff"
         raise MeasureError(name, f"{m.group('name')} {need}")
-    if target not in REGISTRY:
-        raise MeasureError(name, "not implemented yet")
     measure = REGISTRY[target]
+    gains: dict = {}
+    if "gains" in args:
+        if measure.name != "ndcg":
+            raise MeasureError(name, "gains= is taken by nDCG without a cutoff only (trec_eval's "
+                                     "ndcg.<grade>=<gain>,...)")
+        gains = _gains_value(args.pop("gains"), name)
     rel = _rel_level(measure, args, name)
     value: Any = None
     if k is not None:
@@ -320,19 +511,36 @@ def parse_ir_name(name: str) -> Instance | None:
         except ValueError:
             raise MeasureError(name, f"bad cutoff {k!r}") from None
     if measure.name == "set_F":
-        # SetF takes beta, as F does (the same parameter, with F's range); set_F beta^2
+        # ir_measures hands beta to trec_eval's set_F as it is: SetF(beta=2) is set_F.2, the
+        # weight of recall (F's own beta is squared: F(beta=2) is set_F.4)
         beta = _number(args.pop("beta", "1"), "beta", name)
         _param(REGISTRY["F"], "beta").check(beta, measure.name, name)
-        value = beta * beta
+        value = beta
     elif measure.kind == "pair" and "p" in args:
         value = {"p": _number(args.pop("p"), "p", name)}
     elif measure.kind == "pair":
         value = {}
     elif measure.kind == "gains":
-        value = {}
+        value = gains
     if args:
         raise MeasureError(name, f"unknown parameter(s) {sorted(args)} for {m.group('name')}")
     return Instance(name, measure, _check_value(measure, value, name), None, rel)
+
+
+def _gains_value(text: str, name: str) -> dict:
+    """ir_measures' ``gains={grade: gain, ...}`` as trec_eval's ndcg gains."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise MeasureError(name, f"gains must be written {{grade: gain, ...}}, got {text!r}")
+    out: dict[int, float] = {}
+    for item in filter(None, (x.strip() for x in body[1:-1].split(","))):
+        grade, sep, gain = item.partition(":")
+        try:
+            out[int(grade)] = float(gain)
+        except ValueError:
+            raise MeasureError(name, f"gains must map integer grades to numbers, got "
+                                     f"{item!r}") from None
+    return out
 
 
 def _param(measure: Measure, name: str):
@@ -383,7 +591,7 @@ def _resolve_cached(names: tuple[str, ...], profile: str) -> tuple[Instance, ...
 
 
 def _resolve(names: list, profile: str) -> list[Instance]:
-    chosen: dict[str, tuple[Any, str | None]] = {}
+    given: dict[str, list[tuple[Any, str | None]]] = {}
     ir: list[Instance] = []
     for name in names:
         if not isinstance(name, str) or not name.strip():
@@ -395,11 +603,29 @@ def _resolve(names: list, profile: str) -> list[Instance]:
                 ir.append(inst)
             continue
         for measure, value, text in parse_trec_name(name.strip(), profile):
-            prev = chosen.get(measure.name)
-            if prev is None or (prev[1] is None and text is not None):
-                chosen[measure.name] = (value, text)
+            given.setdefault(measure.name, []).append((value, text))
     out: list[Instance] = []
-    for mname in sorted(chosen, key=lambda n: REGISTRY[n].order):
-        value, text = chosen[mname]
-        out.extend(_expand(REGISTRY[mname], value, text))
-    return out + ir
+    for mname in sorted(given, key=lambda n: REGISTRY[n].order):
+        out.extend(_merge(REGISTRY[mname], given[mname]))
+    keys: set[str] = set()
+    unique = []
+    for inst in out + ir:
+        if inst.key not in keys:
+            keys.add(inst.key)
+            unique.append(inst)
+    return unique
+
+
+def _merge(measure: Measure, given: list[tuple[Any, str | None]]) -> list[Instance]:
+    """The instances of one trec_eval measure named (perhaps) several times: every explicit
+    parameter string counts (cutoffs are merged: ``P.10`` and ``P.5`` give P_5 and P_10;
+    ``set_F.0.5`` and ``set_F.2`` give both), where trec_eval keeps only the first; a
+    mention without parameters (``P``, or a nickname's) gives the defaults when no mention
+    has parameters."""
+    explicit = [(v, t) for v, t in given if t is not None]
+    if not explicit:
+        return _expand(measure, None, None)
+    if measure.kind in ("cutoffs", "fcutoffs"):
+        values = tuple(sorted({x for v, _ in explicit for x in v}))
+        return _expand(measure, values, ",".join(t for _, t in explicit))
+    return [i for v, t in explicit for i in _expand(measure, v, t)]

@@ -1,11 +1,13 @@
 """Measures beyond trec_eval: the textbook set (contingency table, F_beta, F@k, AP normalised
 by min(k, R), 11-point interpolated AP), graded measures with a choice of gain and discount
-(CG, DCG, nDCG) and ERR.
+(CG, DCG, nDCG), and ir_measures' ERR, Judged, RBP, Accuracy and Compat with ir_measures'
+meaning (issue #15).
 
 They take keyword parameters (registry kind ``kw``), named ir_measures-style:
 ``nDCG(gain=exp)@10``, ``DCG(discount=jk,b=2)@10``, ``CG@10``, ``ERR@20``, ``F(beta=2)@10``,
-``F(beta=0.5)``, ``Fallout(N=500000)``, ``AP(norm=min)@10``, ``IAP11``. None of them is in
-``all_trec``: trec_eval prints none of them.
+``F(beta=0.5)``, ``Fallout(N=500000)``, ``AP(norm=min)@10``, ``IAP11``, ``Judged@10``,
+``RBP(rel=1)``, ``Compat(p=0.8)``. None of them is in ``all_trec``: trec_eval prints none of
+them.
 """
 
 from __future__ import annotations
@@ -99,24 +101,29 @@ def normalized_dcg(ctx: Context, p: dict):
 
 
 @register("ERR", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_REQUIRED, Param("max_grade", "integer", None, "g_max in R = (2^g - 1) / "
-                                     "2^g_max (default: the topic's largest grade)",
-                                     minimum=1)),
+          params=(_K_OPTIONAL,
+                  Param("max_grade", "integer", 4, "g_max in R = (2^g - 1) / 2^g_max (gdeval's "
+                        "and ir_measures' 4)", minimum=1),
+                  Param("topic_max", "boolean", False, "true: g_max is each topic's largest "
+                        "grade instead (Cranfield's ERR before issue #15)")),
           ir_name="ERR")
 def expected_reciprocal_rank(ctx: Context, p: dict):
     """Expected reciprocal rank: a user stops at rank r with probability R_r, having gone on
-    past every document above it.
+    past every document above it. ``ERR@k`` is gdeval's ERR@k (ir_measures' ERR); ``ERR``
+    without a cutoff runs over the whole ranking.
 
-    Formula: ERR@k = sum_{r <= k} (R_r / r) prod_{i < r} (1 - R_i), R = (2^g - 1) / 2^g_max,
-    g_max the max_grade parameter or the topic's largest grade; unjudged and g <= 0: R = 0.
-    0/0: a topic without a positive grade gives 0.
+    Formula: ERR@k = sum_{r <= k} (R_r / r) prod_{i < r} (1 - R_i), R = min(1, (2^g - 1) /
+    2^g_max), g_max = max_grade (default 4, as gdeval) or, with topic_max=true, the topic's
+    largest grade; unjudged documents and grades <= 0: R = 0.
+    0/0: a topic without a positive grade gives 0 (gdeval prints no row for it; ir_measures
+    scores it 0).
     Reference: Chapelle, Metzler, Zhang & Grinspan 2009, Expected reciprocal rank for graded
-    relevance (gdeval's variant, g_max = 4 fixed, is cranfield.webtrack.gdeval).
+    relevance; TREC Web track gdeval.pl 1.2 (cranfield.webtrack.gdeval).
     """
-    top = (ctx.hr <= p["k"]) & (ctx.hl > 0)
+    top = _top(ctx, p["k"]) & (ctx.hl > 0)
     t, r, g = ctx.ht[top], ctx.hr[top], ctx.hl[top].astype(np.float64)
-    g_max = np.full(ctx.T, float(p["max_grade"])) if p["max_grade"] else \
-        ctx.max_grade.astype(np.float64)
+    g_max = ctx.max_grade.astype(np.float64) if p["topic_max"] else \
+        np.full(ctx.T, float(p["max_grade"]))
     with np.errstate(over="ignore"):  # 2^g_max past 2^1023 is inf: R = 0, as in the limit
         stop = (np.power(2.0, g) - 1.0) / np.power(2.0, g_max[t])
     stop = np.minimum(stop, 1.0)
@@ -128,6 +135,155 @@ def expected_reciprocal_rank(ctx: Context, p: dict):
     same = np.flatnonzero(t[1:] == t[:-1]) + 1
     before[same] = inclusive[same - 1]
     return ctx.tsum(t, stop * np.exp(before) / r)
+
+
+@register("Judged", family="rank", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
+          uses_rel_level=False, ir_name="Judged")
+def judged_at(ctx: Context, p: dict):
+    """Judgment rate: the fraction of the top k documents that are in the qrels, whatever
+    their grade (a negative grade counts as judged, as in ir_measures); without a cutoff,
+    of the whole ranking.
+
+    Formula: #{i <= min(k, N) : document i is in the qrels} / min(k, N).
+    0/0: N = 0 gives 0.
+    Reference: ir_measures Judged@k (MacAvaney et al., OpenNIR); compare trec_eval 10's
+    unj, which counts negative grades as unjudged.
+    """
+    k = p["k"]
+    judged_top = ctx.tsum(ctx.ht[_top(ctx, k)])
+    return safe_div(judged_top, ctx.N if k is None else np.minimum(ctx.N, k))
+
+
+RBP_HORIZON = 1000  # ranks cwl_eval's user model runs over (its max_n)
+
+
+@register("RBP", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(_K_OPTIONAL,
+                  Param("p", "number", 0.8, "persistence: the probability of going on to the "
+                        "next rank", minimum=0.0, maximum=1.0),
+                  Param("rel", "integer", None, "binary gain: documents graded >= rel gain 1 "
+                        "(none: graded gain, grade / the topic's largest grade)")),
+          ir_name="RBP")
+def rank_biased_precision_ir(ctx: Context, p: dict):
+    """Rank-biased precision, ir_measures' RBP: persistence 0.8 by default, binary with
+    ``rel=``, graded without it; the user model runs over ranks 1..1000 as cwl_eval's does
+    (ir_measures' provider), so the weights are normalised over those ranks.
+
+    Formula: RBP = sum_{i <= min(k, 1000)} g_i w_i, w_i = (1 - p) p^(i-1) / (1 - p^1000)
+    (w_i = 1/1000 when p = 1); g_i = [max(grade, 0) >= rel] with rel, else grade / the
+    topic's largest grade (grades <= 0 and unjudged documents gain 0). trec_eval 10's ``rbp``
+    (p = 0.9, no horizon) keeps trec_eval's meaning.
+    0/0: never (the weights sum to 1 over the horizon).
+    Reference: Moffat & Zobel 2008, Rank-biased precision for measurement of retrieval
+    effectiveness; Azzopardi, Thomas & Moffat 2019, cwl_eval.
+    """
+    k = p["k"]
+    depth = RBP_HORIZON if k is None else min(k, RBP_HORIZON)
+    top = ctx.hr <= depth
+    t, r, lab = ctx.ht[top], ctx.hr[top], ctx.hl[top]
+    if p["rel"] is not None:
+        gain = (np.maximum(lab, 0) >= p["rel"]).astype(np.float64)
+    else:
+        scale = np.maximum(ctx.max_grade, 1).astype(np.float64)[t]
+        gain = np.where(lab > 0, lab, 0) / scale
+    persistence = float(p["p"])
+    if persistence == 1.0:
+        weight = np.full(len(r), 1.0 / RBP_HORIZON)
+    else:
+        weight = (1.0 - persistence) * np.power(persistence, r - 1.0) / \
+            (1.0 - persistence ** RBP_HORIZON)
+    return ctx.tsum(t, gain * weight)
+
+
+@register("Accuracy", family="rank", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
+          ir_name="Accuracy")
+def ranking_accuracy(ctx: Context, p: dict):
+    """Ranking accuracy, ir_measures' Accuracy: the probability that a relevant document of
+    the top k is ranked above a non-relevant one of the top k (unjudged documents count as
+    non-relevant); without a cutoff, over the whole ranking. A diagnostic, not a set
+    measure: Cranfield's contingency-table accuracy is ``SetAccuracy``.
+
+    Formula: 1 - (1 / (n_rel n_non)) sum over relevant d in the top k of #{non-relevant
+    documents above d}, n_rel and n_non the relevant and non-relevant documents of the top
+    min(k, N).
+    0/0: no relevant document in the top k gives 0 (ir_measures reports no value and
+    averages it as 0); no non-relevant one gives 1 (no pair is misordered).
+    Reference: ir_measures Accuracy (ir_measures.measures.accuracy, 0.4.3).
+    """
+    k = p["k"]
+    keep = ctx.rel_r <= (k if k is not None else np.iinfo(np.int64).max)
+    t = ctx.rel_t[keep]
+    above = (ctx.rel_r[keep] - ctx.rel_k[keep]).astype(np.float64)  # non-relevant above
+    n_rel = ctx.tsum(t).astype(np.float64)
+    shown = ctx.N if k is None else np.minimum(ctx.N, k)
+    n_non = shown - n_rel
+    misordered = safe_div(ctx.tsum(t, above), n_rel * n_non)
+    return np.where(n_rel > 0, 1.0 - misordered, 0.0)
+
+
+@register("Compat", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(Param("p", "number", 0.95, "persistence of the rank-biased overlap",
+                        minimum=0.0, maximum=1.0),
+                  Param("normalize", "boolean", True, "divide by the ideal ranking's own "
+                        "overlap (so a perfect ranking scores 1)")),
+          ir_name="Compat")
+def compatibility(ctx: Context, p: dict):
+    """Compatibility: the rank-biased overlap of the ranking with an ideal ranking.
+
+    Formula: RBO = sum_{d <= D} p^(d-1) |A_d & I_d| / d / sum_{d <= D} p^(d-1), A_d the top
+    d of the ranking, I_d of the ideal (the documents with grade > 0, grade descending,
+    within a grade the retrieved ones in the ranking's order and then the others), D =
+    max(N, |I|); normalised (the default), divided by RBO of I with itself.
+    0/0: no document with a positive grade gives 0.
+    Reference: Clarke, Vtyurina & Smucker 2021, Assessing top-k preferences (ACM TOIS 39(3));
+    ir_measures' compat provider.
+    """
+    pers = float(p["p"])
+    ideal_len = ctx.tsum(ctx.qt[ctx.qg > 0])
+    D = np.maximum(ctx.N, ideal_len)
+    top = int(D.max(initial=0))
+    d = np.arange(1, top + 1, dtype=np.float64)
+    w = np.power(pers, d - 1.0)
+    F = np.concatenate(([0.0], np.cumsum(w / d)))   # F[n] = sum_{d <= n} p^(d-1) / d
+    G = np.concatenate(([0.0], np.cumsum(w)))       # G[n] = sum_{d <= n} p^(d-1)
+    # ideal position of each relevant retrieved document: documents of higher grades, then
+    # the retrieved ones of its grade ranked above it
+    pos = ctx.hl > 0
+    t, r, g = ctx.ht[pos], ctx.hr[pos], ctx.hl[pos]
+    q_pos = ctx.qg > 0
+    qt, qg = ctx.qt[q_pos], ctx.qg[q_pos]
+    order = np.lexsort((qg, qt))
+    qt, qg = qt[order], qg[order]
+    hi = _count_greater(qt, qg, t, g)
+    srt = np.lexsort((r, g, t))
+    tg_first = np.ones(len(srt), dtype=bool)
+    tg_first[1:] = (t[srt][1:] != t[srt][:-1]) | (g[srt][1:] != g[srt][:-1])
+    run_idx = np.arange(len(srt))
+    group_start = np.maximum.accumulate(np.where(tg_first, run_idx, 0))
+    same_above = np.empty(len(srt), dtype=np.int64)
+    same_above[srt] = run_idx - group_start
+    q = hi + same_above + 1
+    m = np.maximum(r, q)
+    tail = F[D[t]] - F[m - 1]
+    overlap = ctx.tsum(t, tail)
+    if p["normalize"]:
+        L = ideal_len
+        den = G[np.minimum(L, D)] + L * (F[D] - F[np.minimum(L, D)])
+    else:
+        den = G[D]
+    return safe_div(overlap, den)
+
+
+def _count_greater(qt: np.ndarray, qg: np.ndarray, t: np.ndarray, g: np.ndarray
+                   ) -> np.ndarray:
+    """For each (t, g): the rows of the (topic, grade)-sorted qrels (qt, qg) of topic t with
+    a grade greater than g (one sort of both, qrels rows before hits of an equal grade)."""
+    n_q = len(qt)
+    order = np.lexsort((np.r_[np.zeros(n_q), np.ones(len(t))], np.r_[qg, g], np.r_[qt, t]))
+    upto = np.cumsum(order < n_q)  # qrels rows at or before each sorted position
+    at = np.empty(len(order), dtype=np.int64)
+    at[order] = np.arange(len(order))
+    return np.searchsorted(qt, t, side="right") - upto[at[n_q:]]
 
 
 def _micro_f(a, b, c, d, p):
@@ -229,18 +385,20 @@ def false_discovery_rate(ctx: Context, p: dict):
     return safe_div(b, a + b)
 
 
-@register("Accuracy", family="set", kind="kw", all_trec=(), params=(_N,), ir_name="Accuracy",
+@register("SetAccuracy", family="set", kind="kw", all_trec=(), params=(_N,),
+          ir_name="SetAccuracy",
           uses_collection_size=True,
           extra={"micro": lambda a, b, c, d, p: safe_div(a + d, a + b + c + d)})
-def accuracy(ctx: Context, p: dict):
-    """Accuracy: the share of the collection classified right (retrieved and relevant, or
-    neither).
+def set_accuracy(ctx: Context, p: dict):
+    """Set accuracy: the share of the collection classified right (retrieved and relevant,
+    or neither). Cranfield's contingency-table measure, called Accuracy before issue #15;
+    ``Accuracy`` is ir_measures' ranking accuracy.
 
     Formula: (a + d) / (a + b + c + d) = (a + d) / N.
     0/0: N = 0 is refused (N is required).
     Reference: Manning, Raghavan & Schütze 2008, §8.3.
     """
-    _needs_n(p, ctx, "Accuracy")
+    _needs_n(p, ctx, "SetAccuracy")
     a, b, c, d = _table(ctx, p)
     return safe_div(a + d, a + b + c + d)
 

@@ -46,8 +46,10 @@ class Param:
     (:meth:`check`, called by :mod:`cranfield.names` for every way of writing a measure):
     ``integer`` types (and lists of them) take ints within ``minimum``..``maximum``, which
     default to int64's bounds; ``number``/``float`` types take finite numbers within the
-    bounds given (none: any finite number); ``enum`` one of ``choices``; a ``mapping`` type
-    maps keys checked by ``key`` to finite numbers within the bounds given.
+    bounds given (none: any finite number); ``enum`` one of ``choices``; ``boolean`` True or
+    False; a ``mapping`` type maps keys checked by ``key`` to finite numbers within the
+    bounds given. A parameter whose default is None and that ``required`` says must be given
+    has no default.
     """
 
     name: str
@@ -58,6 +60,7 @@ class Param:
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
     key: Param | None = None
+    required: bool = False
 
     def __post_init__(self):
         if self.type.startswith("integer"):
@@ -75,12 +78,16 @@ class Param:
             out["minimum"] = self.minimum
         if self.maximum is not None:
             out["maximum"] = self.maximum
+        if self.required:
+            out["required"] = True
         return out
 
     def allowed(self) -> str:
         """The declared range in words, e.g. ``a finite number, p >= 0 and <= 1``."""
         if self.choices is not None:
             return "one of " + ", ".join(self.choices)
+        if self.type == "boolean":
+            return "true or false"
         if self.key is not None:
             values = self._span(self)
             return (f"{self.key.name}=value pairs with {self.key.name}s {self._span(self.key)} "
@@ -113,6 +120,10 @@ class Param:
                     raise self.error(v, measure, written, label=f"{self.name}[{k}]")
             return value
         if self.type == "string":
+            return value
+        if self.type == "boolean":
+            if not isinstance(value, bool):
+                raise self.error(value, measure, written)
             return value
         if self.choices is not None:
             if value not in self.choices:

@@ -734,17 +734,3 @@ def reciprocal_rank_at(ctx: Context, k: int):
     """
     rr = reciprocal_rank(ctx)
     return np.where(rr >= 1.0 / k, rr, 0.0)
-
-
-@register("Judged", family="rank", kind="cutoffs", defaults=(10,), all_trec=(),
-          params=(Param("k", "integer list", [10], "rank cutoff", minimum=1),),
-          uses_rel_level=False, ir_name="Judged")
-def judged_at(ctx: Context, k: int):
-    """Fraction of the top k documents that have a judgment (grade >= 0).
-
-    Formula: #{i <= min(k, N) : judged(i)} / min(k, N).
-    0/0: N = 0 gives 0.
-    Reference: Sakai, "Alternatives to bpref" (SIGIR 2007); ir_measures Judged@k.
-    """
-    judged_top = ctx.tsum(ctx.ht[(ctx.hl >= 0) & (ctx.hr <= k)])
-    return safe_div(judged_top, np.minimum(ctx.N, k))

@@ -111,7 +111,7 @@ def test_set_measures_from_the_contingency_table_worked_example():
     assert value(run, qrels, "Specificity(N=100)") == pytest.approx(86 / 92)
     assert value(run, qrels, "NPV(N=100)") == pytest.approx(86 / 90)
     assert value(run, qrels, "FDR") == pytest.approx(6 / 10)
-    assert value(run, qrels, "Accuracy(N=100)") == pytest.approx(90 / 100)
+    assert value(run, qrels, "SetAccuracy(N=100)") == pytest.approx(90 / 100)
     # N from the evaluation's collection_size (trec_eval's -N) when not given
     assert value(run, qrels, "Fallout", collection_size=100) == pytest.approx(6 / 92)
     with pytest.raises(cranfield.MeasureError, match="collection size"):
@@ -132,17 +132,21 @@ def test_zero_over_zero_cases():
     assert value(run, qrels, "FDR") == 0.0
     assert value(run, qrels, "Fallout(N=2)") == 0.0
     assert value(run, qrels, "NPV(N=2)") == 0.0  # c + d = 0
-    assert value(run, qrels, "Accuracy(N=2)") == 1.0
+    assert value(run, qrels, "SetAccuracy(N=2)") == 1.0
 
 
 def test_err_by_hand():
-    """Grades 2, 0, 1 with g_max 2: R = 3/4, 0, 1/4 -> 3/4 + (1/4)(1)(1/4)/3."""
+    """Grades 2, 0, 1 with g_max 2 (topic_max=true: the topic's largest grade): R = 3/4, 0,
+    1/4 -> 3/4 + (1/4)(1)(1/4)/3."""
     run, qrels = graded([2, 0, 1])
-    assert value(run, qrels, "ERR@10") == pytest.approx(0.75 + 0.25 * 0.25 / 3, abs=1e-15)
-    assert value(run, qrels, "ERR@1") == pytest.approx(0.75, abs=1e-15)
-    # a fixed g_max of 4 (gdeval's): R = 3/16, then 1/16 at rank 3
-    assert value(run, qrels, "ERR(max_grade=4)@10") == pytest.approx(
-        3 / 16 + (13 / 16) * (1 / 16) / 3, abs=1e-15)
+    assert value(run, qrels, "ERR(topic_max=true)@10") == pytest.approx(
+        0.75 + 0.25 * 0.25 / 3, abs=1e-15)
+    assert value(run, qrels, "ERR(topic_max=true)@1") == pytest.approx(0.75, abs=1e-15)
+    # ERR@k is gdeval's and ir_measures' (issue #15): a fixed g_max of 4, R = 3/16, then
+    # 1/16 at rank 3; max_grade=4 says so explicitly
+    for name in ("ERR@10", "ERR(max_grade=4)@10", "ERR"):
+        assert value(run, qrels, name) == pytest.approx(
+            3 / 16 + (13 / 16) * (1 / 16) / 3, abs=1e-15)
     # a grade above g_max stops the user for sure (R capped at 1): nothing below counts
     assert value(*graded([1, 3, 2]), "ERR(max_grade=1)@10") == pytest.approx(
         0.5 + 0.5 * 1.0 / 2, abs=1e-15)
@@ -198,8 +202,10 @@ def test_graded_measures_agree_with_direct_loops(grades, extra, k, gain, disc, b
     assert value(run, qrels, f"nDCG({args})@{k}") == pytest.approx(
         dcg / idcg if idcg else 0.0, rel=1e-12, abs=1e-12)
     g_max = max([g for g in qrels.values()] + [0])
-    assert value(run, qrels, f"ERR@{k}") == pytest.approx(
+    assert value(run, qrels, f"ERR(topic_max=true)@{k}") == pytest.approx(
         ref_err(grades, k, g_max) if g_max > 0 else 0.0, rel=1e-12, abs=1e-12)
+    assert value(run, qrels, f"ERR@{k}") == pytest.approx(ref_err(grades, k, 4), rel=1e-12,
+                                                           abs=1e-12)
     rels = [int(g >= 1) for g in grades]
     R = sum(1 for g in qrels.values() if g >= 1)
     assert value(run, qrels, "IAP11") == pytest.approx(ref_iap11(rels, R), abs=1e-12)
@@ -220,7 +226,8 @@ def test_new_measures_are_in_the_registry_with_typed_parameters():
     assert params["gain"].choices == ("linear", "exp") and params["b"].type == "number"
     assert REGISTRY["ERR"].section("Reference").startswith("Chapelle")
     for name in ("CG", "dcg_gd", "ndcg_gd", "ERR", "F", "Fallout", "Specificity", "NPV",
-                 "FDR", "Accuracy", "AP_norm", "IAP11"):
+                 "FDR", "SetAccuracy", "Accuracy", "AP_norm", "IAP11", "Judged", "RBP",
+                 "Compat"):
         m = REGISTRY[name]
         assert m.section("Formula") and m.section("0/0") and m.section("Reference"), name
         assert m.all_trec == ()
@@ -236,7 +243,7 @@ def test_micro_averaging_sums_the_contingency_table_worked_example():
         run[f"t{t}"] = {f"d{i}": float(100 - i) for i in range(depth)}
         qrels[f"t{t}"] = {"d0": 1}
     names = ["set_P", "set_recall", "set_F", "F(beta=2)", "FDR", "Fallout(N=1000)",
-             "Specificity(N=1000)", "NPV(N=1000)", "Accuracy(N=1000)", "map"]
+             "Specificity(N=1000)", "NPV(N=1000)", "SetAccuracy(N=1000)", "map"]
     macro = cranfield.evaluate(run, qrels, names)
     micro = cranfield.evaluate(run, qrels, names, aggregation="micro")
     assert macro.aggregate["set_P"] == pytest.approx((5 * 1 + 5 / 99) / 10)
@@ -244,7 +251,8 @@ def test_micro_averaging_sums_the_contingency_table_worked_example():
     d = 10 * 1000 - a - b - c
     expected = {"set_P": a / (a + b), "set_recall": 1.0, "FDR": b / (a + b),
                 "Fallout(N=1000)": b / (b + d), "Specificity(N=1000)": d / (b + d),
-                "NPV(N=1000)": d / (c + d), "Accuracy(N=1000)": (a + d) / (a + b + c + d)}
+                "NPV(N=1000)": d / (c + d),
+                "SetAccuracy(N=1000)": (a + d) / (a + b + c + d)}
     for key, v in expected.items():
         assert micro.aggregate[key] == pytest.approx(v, abs=1e-12), key
     p, r = a / (a + b), 1.0

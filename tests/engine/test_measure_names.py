@@ -66,7 +66,8 @@ def test_canonical_names_make_every_parameter_explicit():
 
 
 @pytest.mark.parametrize("name, suggestion", [
-    ("mapp", "map"), ("ndcg_cutt.10", "ndcg_cut"), ("recal", "recall"), ("nDGC@10", "nDCG"),
+    ("mapp", "map"), ("ndcg_cutt.10", "ndcg_cut.10"), ("recal", "recall"),
+    ("nDGC@10", "nDCG@10"),
 ])
 def test_unknown_names_suggest_the_closest(name, suggestion):
     with pytest.raises(MeasureError) as info:
@@ -77,7 +78,8 @@ def test_unknown_names_suggest_the_closest(name, suggestion):
 @pytest.mark.parametrize("name, reason", [
     ("P.0", "positive"), ("P.x", "cannot read"), ("map.5", "takes no parameters"),
     ("ndcg.-1=2", "grades >= 0"), ("P@0", "positive"), ("nDCG(gain=foo)@10", "one of"),
-    ("nDCG(foo=1)@10", "unknown"), ("ERR", "needs a cutoff"), ("FDR@10", "takes no cutoff"),
+    ("nDCG(foo=1)@10", "unknown"), ("BPM(max_rel=3)", "needs a cutoff"),
+    ("BPM@10", "needs the parameter max_rel"), ("FDR@10", "takes no cutoff"),
     ("P", None), ("R", "needs a cutoff"),
 ])
 def test_malformed_names_are_errors(name, reason):
@@ -88,10 +90,12 @@ def test_malformed_names_are_errors(name, reason):
         parse_measure(name)
 
 
-def test_first_explicit_parameter_string_wins_and_order_is_measures_c():
+def test_every_explicit_parameter_string_counts_and_order_is_measures_c():
+    """Issue #15: ``-m P.5 -m P.10`` evaluates both (trec_eval keeps only the first); a
+    mention without parameters (a nickname's) gives way to explicit ones."""
     from cranfield.names import resolve
 
     keys = [i.key for i in resolve(["P.5", "map", "P.10", "all_trec", "relstring.20"],
                                    "trec_eval-9.0.8")]
-    assert keys.index("map") < keys.index("P_5")
-    assert "P_10" not in keys and "relstring_20" in keys and "relstring" not in keys
+    assert keys.index("map") < keys.index("P_5") < keys.index("P_10")
+    assert "P_15" not in keys and "relstring_20" in keys and "relstring" not in keys
