@@ -15,10 +15,16 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-# Memory per chunk of the random sign / count matrices (float64), well under the ~200 MB
-# target; the chunk length depends only on n_topics, so a column's result never depends on
-# which other columns were tested alongside it.
+# Memory per chunk of the random sign / count matrices (float64). The chunk length depends
+# only on n_topics (the random stream is drawn chunk by chunk, so it is part of what a seed
+# means: changing it would change the sign vectors drawn).
 _CHUNK_BYTES = 64 * 2**20
+# The most one product of resamples × columns (float64) may take: the sign-vector sums of a
+# chunk, or the bootstrap means of all resamples. A product that fits is one matmul over every
+# column, as before tiling existed; a larger one is split into tiles of columns of one fixed
+# width. The tiling depends only on the shape (resamples, topics, columns), never on how much
+# memory a call is allowed (``max_bytes``), so results never depend on that either.
+_TILE_BYTES = 64 * 2**20
 # Relative to the column's sum of |d|: rounding in a long float sum is ~n·eps of it at worst,
 # so this separates "equal up to rounding" from genuinely different sums.
 _REL_TOL = 1e-10
@@ -170,11 +176,6 @@ def paired_t_test(a, b, level: float = 0.95) -> TTest:
                  float(r.ci_low[0]), float(r.ci_high[0]))
 
 
-def _at_least(sums: np.ndarray, observed: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Per column, how many |sums| reach |observed| (ties within ``tol`` count)."""
-    return (np.abs(sums) >= np.abs(observed) - tol).sum(axis=0)
-
-
 def randomization_test(diffs, n_permutations: int = 10000, seed: int = 0,
                        exact_threshold: int | None = None) -> RandomizationResult:
     """Two-sided paired randomization (sign-flip) test per column of ``diffs``.
@@ -189,6 +190,9 @@ def randomization_test(diffs, n_permutations: int = 10000, seed: int = 0,
     every column, so one column's p does not depend on the others, and the same seed gives
     the same p. Ties within 1e-10·Σ|d| count as ties (rounding must not decide them).
     Edge cases: n = 0 → p nan; an all-zero column → p 1.0.
+    Memory: sign vectors are drawn a chunk of at most 64 MiB (as float64) at a time, and
+    their sums made a tile of columns of at most 64 MiB at a time: bounded whatever the
+    permutations and columns.
     Reference: Smucker, Allan & Carterette 2007, CIKM.
     """
     if n_permutations < 1:
@@ -206,6 +210,8 @@ def randomization_test(diffs, n_permutations: int = 10000, seed: int = 0,
     total = 2**n if exact else n_permutations
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_BYTES // (8 * n))
+    tiles = _tiles(d.shape[1], min(chunk, total))
+    reach = np.abs(observed) - tol  # |Σ s d| at least this counts
     count = np.zeros(d.shape[1], dtype=np.int64)
     for start in range(0, total, chunk):
         rows = min(chunk, total - start)
@@ -215,14 +221,24 @@ def randomization_test(diffs, n_permutations: int = 10000, seed: int = 0,
         else:
             packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
             flips = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
-        # s·d = Σd − 2·(flipped indicator)·d: one matmul for every column at once.
-        count += _at_least(observed - 2.0 * (flips @ d), observed, tol)
+            del packed
+        for cols, skip in tiles:
+            # s·d = Σd − 2·(flipped indicator)·d: one matmul for every column of the tile;
+            # in place, each step the same operation on the same numbers as out of place
+            sums = flips @ d[:, cols]
+            sums *= 2.0
+            np.subtract(observed[cols], sums, out=sums)
+            np.abs(sums, out=sums)
+            count[cols.start + skip:cols.stop] += (sums[:, skip:] >= reach[cols][skip:]).sum(
+                axis=0)
+            del sums
+        del flips  # before the next chunk's: never two at once
     p = count / total if exact else (count + 1) / (total + 1)
     return RandomizationResult(p, mean, total, seed, exact)
 
 
 def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
-                   level: float = 0.95) -> BootstrapResult:
+                   level: float = 0.95, *, max_bytes: int | None = None) -> BootstrapResult:
     """Paired bootstrap over topics per column of ``diffs``: percentile CI and shift p-value.
 
     Resample the n topics with replacement ``n_samples`` times (B); each resample's mean is
@@ -232,6 +248,13 @@ def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
     ``p = (#{|m*_b − m| ≥ |m|} + 1) / (B + 1)``, ties within 1e-10·mean|d| counted.
     Edge cases: n = 0 → all nan; an all-zero column → p 1.0 and CI (0, 0); a constant
     non-zero column → p 1/(B+1) and a CI of width 0.
+
+    Memory: the quantiles need all B means of a column at once. Columns are taken in tiles
+    whose B means fit in 64 MiB (one tile of every column when B × columns fit; a tile has
+    at least one column, 8 bytes a sample), and the means of as many tiles as fit in
+    ``max_bytes`` (default 64 MiB) are held at once; each further group of tiles draws the
+    same B resamples again (same seed, same stream), a chunk of at most 64 MiB at a time.
+    The result does not depend on ``max_bytes``: it only trades passes for memory.
     References: Efron & Tibshirani 1993, An Introduction to the Bootstrap, §16.4;
     Sakai 2006, "Evaluating evaluation metrics based on the bootstrap", SIGIR.
     """
@@ -245,18 +268,83 @@ def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
         return BootstrapResult(nan, nan, nan, nan, level, n_samples, seed)
     observed = d.sum(axis=0) / n
     tol = _REL_TOL * np.abs(d).sum(axis=0) / n
-    rng = np.random.default_rng(seed)
-    chunk = max(1, _CHUNK_BYTES // (24 * n))  # int64 indices and counts, float64 copy
-    means = np.empty((n_samples, k))
-    for start in range(0, n_samples, chunk):
-        rows = min(chunk, n_samples - start)
-        picks = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]
-        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n)
-        means[start:start + rows] = (counts.astype(np.float64) @ d) / n
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    count = _at_least(means - observed, observed, tol)
+    reach = np.abs(observed) - tol  # |m*_b − m| at least this counts
+    tiles = _tiles(k, n_samples)
+    per_pass = max(1, (_TILE_BYTES if max_bytes is None else max_bytes)
+                   // max(1, 8 * n_samples * _width(tiles)))
+    count = np.zeros(k, dtype=np.int64)
+    low, high = np.empty(k), np.empty(k)
+    quantiles = [(1 - level) / 2, (1 + level) / 2]
+    for first in range(0, len(tiles), per_pass):
+        group = tiles[first:first + per_pass]
+        means = [np.empty((n_samples, cols.stop - cols.start)) for cols, _ in group]
+        for start, rows, counts in _resample_counts(n, n_samples, seed):
+            for block, (cols, _) in zip(means, group, strict=True):
+                out = block[start:start + rows]
+                np.matmul(counts, d[:, cols], out=out)
+                out /= n
+            del counts
+        for block, (cols, skip) in zip(means, group, strict=True):
+            new = slice(cols.start + skip, cols.stop)
+            count[new] = _shifted_at_least(block[:, skip:], observed[new], reach[new])
+            # in place: the quantiles are order statistics, whatever order partition leaves
+            low[new], high[new] = np.quantile(block[:, skip:], quantiles, axis=0,
+                                              overwrite_input=True)
+        del means
     return BootstrapResult((count + 1) / (n_samples + 1), observed, low, high, level, n_samples,
                            seed)
+
+
+def _tiles(k: int, rows: int) -> list[tuple[slice, int]]:
+    """The column tiles of a product of ``rows`` resamples × ``k`` columns, as (columns,
+    skip): all k in one tile when the float64 product fits in ``_TILE_BYTES``, else tiles of
+    the widest width that fits (a multiple of 16 from 16 up), each that wide: the last one
+    ends at column k and overlaps the one before, whose first ``skip`` columns it repeats.
+    The tiling depends on the shape only, because BLAS may round a column's sums differently
+    in a product of another width (a narrow remainder takes other kernels): so the tiling is
+    part of the result, and kept as close to one product as memory allows."""
+    if rows * k * 8 <= _TILE_BYTES:
+        return [(slice(0, k), 0)] if k else []
+    width = max(1, _TILE_BYTES // (8 * rows))
+    width -= width % 16 if width >= 16 else 0
+    tiles = []
+    for start in range(0, k, width):
+        first = min(start, k - width)
+        tiles.append((slice(first, first + width), start - first))
+    return tiles
+
+
+def _width(tiles: list[tuple[slice, int]]) -> int:
+    return tiles[0][0].stop - tiles[0][0].start if tiles else 0
+
+
+def _resample_counts(n: int, n_samples: int, seed: int):
+    """The bootstrap's multinomial count vectors, drawn from ``default_rng(seed)`` in chunks:
+    ``(start, rows, counts)`` with ``counts`` (rows, n) float64. Every call yields the same."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, _CHUNK_BYTES // (24 * n))  # int64 indices and counts, float64 copy
+    for start in range(0, n_samples, chunk):
+        rows = min(chunk, n_samples - start)
+        picks = rng.integers(0, n, size=(rows, n))
+        picks += n * np.arange(rows)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=rows * n).reshape(rows, n)
+        del picks
+        floats = counts.astype(np.float64)
+        del counts
+        yield start, rows, floats
+        del floats  # before the next chunk's: never two at once
+
+
+def _shifted_at_least(means: np.ndarray, observed: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Per column, how many |means − observed| reach ``reach``, counted a slab of rows at a
+    time (no temporary the size of ``means``)."""
+    count = np.zeros(means.shape[1], dtype=np.int64)
+    slab = max(1, 2**22 // max(1, 8 * means.shape[1]))
+    for start in range(0, means.shape[0], slab):
+        shifted = means[start:start + slab] - observed
+        np.abs(shifted, out=shifted)
+        count += (shifted >= reach).sum(axis=0)
+    return count
 
 
 def wilcoxon_test(diffs) -> WilcoxonResult:
