@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,6 +40,12 @@ EVAL_OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_
 TEST_KEYS = {"t": "t_test", "randomization": "randomization", "bootstrap": "bootstrap",
              "wilcoxon": "wilcoxon"}
 MAX_OFFENDING_TOPICS = 20
+# The work of a comparison, in units of about one resampled multiply-add (see comparison_work;
+# measured with numpy/OpenBLAS on 2 cores: 0.02-0.08 ns a unit, the bootstrap the dearer).
+WORK_PER_TOPIC = 200          # drawing one resample's random numbers, per topic
+WORK_PER_COLUMN = 400         # testing one resampled statistic (compare, sort), per column
+WORK_PER_DIFFERENCE = 40_000  # holding and reporting one per-topic difference (≈200 bytes)
+WILCOXON_RESAMPLES = 40_000   # scipy's Wilcoxon test: about a millisecond per column
 
 
 # --------------------------------------------------------------------------------------------
@@ -49,7 +57,7 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
             wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
             n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
             largest_losses: int = 5, per_topic: bool = False, curves: bool = False,
-            gate: Any = None, **eval_options) -> dict:
+            gate: Any = None, max_work: int | None = None, **eval_options) -> dict:
     """Evaluate every run of ``runs`` ({name: run}) against ``qrels`` and compare them.
 
     Each run is anything :func:`cranfield.evaluate` accepts (a path, TREC text, a
@@ -57,8 +65,8 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
     ``measures``: names as for evaluate; default ``DEFAULT_MEASURES`` (map, ndcg_cut.10, P.10,
     recall.1000, recip_rank); a gate's measure is added when missing. ``eval_options`` are
     evaluate's: ``profile``, ``relevance_level``, ``judged_only``, ``depth``,
-    ``complete_topics``, ``collection_size``. Everything else, and the document returned, is
-    as :func:`compare_evaluations`.
+    ``complete_topics``, ``collection_size``. Everything else (``max_work`` too), and the
+    document returned, is as :func:`compare_evaluations`.
     """
     unknown = sorted(set(eval_options) - set(EVAL_OPTIONS))
     if unknown:
@@ -75,7 +83,7 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
     evaluations = {name: evaluate(run, qrels_obj, names, **eval_options)
                    for name, run in runs.items()}
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
-                               per_topic=per_topic, curves=curves)
+                               per_topic=per_topic, curves=curves, max_work=max_work)
 
 
 def with_gate_measures(names: list[str], gates, profile: str) -> list[str]:
@@ -96,7 +104,8 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                         wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
                         n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
                         largest_losses: int = 5, per_topic: bool = False,
-                        curves: bool = False, gate: Any = None) -> dict:
+                        curves: bool = False, gate: Any = None,
+                        max_work: int | None = None) -> dict:
     """Compare runs from their evaluations ({name: Evaluation}, at least two, all computed with
     the same options against the same qrels).
 
@@ -132,6 +141,12 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     :class:`Gate`, a dict of its fields, or a list of them; the document then carries
     ``gate``, the result of :func:`gate` (baseline defaults to ``baseline``, else the first
     run). Reference: Sakai 2014, "Statistical reform in information retrieval?", SIGIR Forum.
+
+    Work: with ``max_work`` (or inside ``with work_budget(limit)``), a comparison whose
+    :func:`comparison_work` exceeds it raises :class:`WorkBudgetError` as soon as the
+    measures and common topics are known, before any array of the comparison is made. The
+    resampling's memory does not grow with the resamples (:mod:`cranfield.stats` works in
+    chunks).
     """
     settings = _Settings.check(evaluations, baseline, tests, wilcoxon, correction, alpha,
                                n_permutations, n_samples, seed, largest_losses)
@@ -146,13 +161,15 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     warnings: list[dict] = []
     keys, described = _comparable_measures(run_names, evs, measures, warnings)
     topics, rows = _common_topics(run_names, evs, warnings)
+    pair_runs = _pairs(run_names, settings.baseline)
+    _check_work(comparison_work(len(pair_runs), len(keys), len(topics), settings.tests,
+                                settings.n_permutations, settings.n_samples), max_work)
     # values[m, r, t]: measure m of run r on common topic t
     values = np.empty((len(keys), len(evs), len(topics)))
     for m, run_keys in enumerate(keys):
         for r, ev in enumerate(evs):
             values[m, r] = np.asarray(ev.values[run_keys[r]], dtype=np.float64)[rows[r]]
     measure_keys = [k[0] for k in keys]
-    pair_runs = _pairs(run_names, settings.baseline)
     doc: dict[str, Any] = {
         "runs": [{"name": n, "runid": ev.runid, "topics_evaluated": len(ev.topics.evaluated)}
                  for n, ev in zip(run_names, evs, strict=True)],
@@ -182,6 +199,132 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                   for r, name in enumerate(run_names)}
         doc["gate"] = _merge([_gate(doc, spec, lookup) for spec in specs])
     return doc
+
+
+# --------------------------------------------------------------------------------------------
+# Work
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Work:
+    """What a comparison costs (:func:`comparison_work`): its factors and ``total``."""
+
+    pairs: int
+    measures: int
+    topics: int
+    permutations: int       # sign vectors the randomization test evaluates (0 without it)
+    bootstrap_samples: int  # 0 without the bootstrap
+    wilcoxon: bool
+    total: int
+
+    @property
+    def columns(self) -> int:
+        return self.pairs * self.measures
+
+    @property
+    def resamples(self) -> int:
+        return (self.permutations + self.bootstrap_samples
+                + (WILCOXON_RESAMPLES if self.wilcoxon else 0))
+
+    def describe(self) -> str:
+        """The factors and the product, in words and figures."""
+        parts = [f"{self.permutations:,} permutations"] if self.permutations else []
+        if self.bootstrap_samples:
+            parts.append(f"{self.bootstrap_samples:,} bootstrap samples")
+        if self.wilcoxon:
+            parts.append(f"{WILCOXON_RESAMPLES:,} for the Wilcoxon test")
+        return (f"{self.pairs:,} pairs × {self.measures:,} measures = {self.columns:,} columns, "
+                f"{self.topics:,} topics, {self.resamples:,} resamples"
+                f"{' (' + ' + '.join(parts) + ')' if len(parts) > 1 else ''}: "
+                f"{self.resamples:,} × ({self.columns:,} × {self.topics:,} + {WORK_PER_TOPIC} × "
+                f"{self.topics:,} + {WORK_PER_COLUMN} × {self.columns:,}) + "
+                f"{WORK_PER_DIFFERENCE:,} × {self.columns:,} × {self.topics:,} = "
+                f"{self.total:,}")
+
+
+def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permutations: int,
+                    n_samples: int) -> Work:
+    """The work of comparing ``n_pairs`` run pairs on ``n_measures`` measures over
+    ``n_topics`` common topics with ``tests``::
+
+        total = R × (C × T + 200 × T + 400 × C) + 40,000 × C × T
+
+    C = pairs × measures (the tested columns), T = topics, R = the resamples: the sign
+    vectors of the randomization test (2^T when T ≤ 16, where the test is exact, else
+    ``n_permutations``; 0 without the test) + ``n_samples`` with the bootstrap + 40,000 with
+    the Wilcoxon test (scipy takes about a millisecond a column). R × C × T counts the
+    resampled multiply-adds; 200 a topic and 400 a column of every resample, drawing the
+    resample and testing its statistic (which cost more than the multiply-adds unless C and T
+    are both large); 40,000 a column-topic, holding and reporting the differences (the
+    per-topic scores, the largest losses: up to about 200 bytes). A unit costs 0.02-0.08 ns
+    with numpy/OpenBLAS on two cores, and the resampling's memory is bounded whatever R
+    (:mod:`cranfield.stats`), so a budget on ``total`` bounds a comparison's time and,
+    through its last term, its memory.
+    """
+    tests = (tests,) if isinstance(tests, str) else tuple(tests)
+    exact = n_topics <= stats.DEFAULT_EXACT_THRESHOLD
+    perms = (2**n_topics if exact else n_permutations) if "randomization" in tests else 0
+    samples = n_samples if "bootstrap" in tests else 0
+    wilcoxon = "wilcoxon" in tests
+    columns = n_pairs * n_measures
+    resamples = perms + samples + (WILCOXON_RESAMPLES if wilcoxon else 0)
+    total = (resamples * (columns * n_topics + WORK_PER_TOPIC * n_topics
+                          + WORK_PER_COLUMN * columns)
+             + WORK_PER_DIFFERENCE * columns * n_topics)
+    return Work(n_pairs, n_measures, n_topics, perms, samples, wilcoxon, total)
+
+
+class WorkBudgetError(EvaluationError):
+    """A comparison whose work (:func:`comparison_work`) exceeds its budget: ``work`` (a
+    :class:`Work`) and ``budget`` give the figures; ``field`` is ``work``."""
+
+    def __init__(self, work: Work, budget: int):
+        super().__init__(f"this comparison is {work.total:,} units of work, over the budget of "
+                         f"{budget:,}: {work.describe()}; use fewer permutations, bootstrap "
+                         "samples, runs, measures or topics")
+        self.work = work
+        self.budget = budget
+        self.field = "work"
+
+
+class WorkBudget:
+    """The budget of the comparisons made inside ``with work_budget(limit)``: ``work`` is the
+    last one's :class:`Work`, ``exceeded`` its :class:`WorkBudgetError` if it was over."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.work: Work | None = None
+        self.exceeded: WorkBudgetError | None = None
+
+
+_BUDGET: ContextVar[WorkBudget | None] = ContextVar("cranfield_work_budget", default=None)
+
+
+@contextmanager
+def work_budget(limit: int | None) -> Iterator[WorkBudget]:
+    """Within the block, every comparison (:func:`compare_evaluations` without a
+    ``max_work`` of its own) made in this context (thread, task) is held to ``limit`` units
+    of work (None: no limit). For callers that reach the comparison through code that turns
+    its errors into something else (the service, through the job functions): the yielded
+    :class:`WorkBudget` keeps the work and the error."""
+    budget = WorkBudget(limit)
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
+
+
+def _check_work(work: Work, max_work: int | None) -> None:
+    budget = _BUDGET.get()
+    limit = max_work if max_work is not None or budget is None else budget.limit
+    if budget is not None:
+        budget.work = work
+    if limit is not None and work.total > limit:
+        exc = WorkBudgetError(work, limit)
+        if budget is not None:
+            budget.exceeded = exc
+        raise exc
 
 
 @dataclass(frozen=True)
