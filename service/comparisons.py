@@ -6,6 +6,10 @@ run's mean and CI per measure, paired tests with family-wide corrected p-values,
 sizes, wins/ties/losses, the topics with the largest losses and an optional regression gate
 (:mod:`cranfield.compare`). Large ones (a body over the async threshold, or ``Prefer:
 respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
+
+Limits: every run and the qrels of a comparison or a pool are held to MAX_TOPICS and
+MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
+``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from .evaluations import (
     strict_bool,
     wants_async,
 )
+from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem, from_engine_error
 
@@ -311,15 +316,18 @@ def create_comparison():
         raise _bad_input(exc.problem) from None
     if wants_async():
         return _enqueue_comparison(req, spec, names)
+    cfg = current_app.config
     qrels = qrels_digest = version = None
     try:
         if req.get("qrels_id"):
             qrels, meta = _stored_qrels(req["qrels_id"])
             qrels_digest, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
+            check_qrels(qrels, "qrels_id", cfg)
         elif req.get("qrels") is not None:
             subtopics = needs_subtopics(measures, req["options"]["profile"])
             qrels, source = _read(req["qrels"], "qrels", subtopics)
             qrels_digest = _digest(source)
+            check_qrels(qrels, "qrels", cfg)
         entries = []
         for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
             if entry.get("evaluation_id"):
@@ -334,6 +342,7 @@ def create_comparison():
                                 "evaluation_id": entry["evaluation_id"]})
                 continue
             run, source = _read(entry["run"], "run", label=f"runs[{i}]")
+            check_run(run, f"runs[{i}].run", cfg)
             entries.append({"name": name, "run": run, "sha256": _digest(source)})
         doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
     except BadInput as exc:
@@ -381,14 +390,17 @@ def create_pool():
     optionally without those already judged in stored qrels."""
     fmt = negotiate(["application/json", "text/plain"])
     req = _load(_POOL_SCHEMA, option_keys=())
+    cfg = current_app.config
     judged = None
     if req.get("qrels_id"):
         judged, _ = _stored_qrels(req["qrels_id"])
+        check_qrels(judged, "qrels_id", cfg)
     names = _names(req)
     runs = {}
     try:
         for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
             runs[name], _ = _read(entry["run"], "run", label=f"runs[{i}]")
+            check_run(runs[name], f"runs[{i}].run", cfg)
         result = pool(runs, req["depth"], judged=judged,
                       float32_scores=req["profile"] != "trec_eval-10")
     except CranfieldError as exc:

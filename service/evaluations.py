@@ -17,7 +17,6 @@ from functools import partial
 from itertools import chain
 from typing import Any
 
-import numpy as np
 import orjson
 from flask import Blueprint, Response, current_app, request
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
@@ -30,7 +29,6 @@ from cranfield.io import split_trec_text
 from cranfield.json_body import Columns, columns_sha256, decode_body, mapping_sha256
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 from cranfield.names import needs_subtopics
-from cranfield.ranking import topic_blocks
 from cranfield.report import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
@@ -396,24 +394,12 @@ def _done(value) -> Future:
 
 
 def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
-    cfg = current_app.config
-    n_topics = max(len(run.topics), len(qrels.topics))
-    if n_topics > cfg["MAX_TOPICS"]:
-        raise Problem(413, "Too many topics", f"{n_topics} topics exceed the limit of "
-                      f"{cfg['MAX_TOPICS']}", kind="too-large",
-                      errors={"run": [f"at most {cfg['MAX_TOPICS']} topics"]})
-    if len(run) > cfg["MAX_DOCS_PER_TOPIC"]:
-        lo, hi = topic_blocks(run.topic_index, len(run.topics))
-        per_topic = hi - lo if lo is not None else \
-            np.bincount(run.topic_index, minlength=len(run.topics))  # scattered rows
-        worst = int(per_topic.argmax())
-        count = int(per_topic[worst])
-        if count > cfg["MAX_DOCS_PER_TOPIC"]:
-            raise Problem(413, "Too many documents", f"topic {run.topics[worst]!r} has "
-                          f"{count} documents; the limit is "
-                          f"{cfg['MAX_DOCS_PER_TOPIC']}", kind="too-large",
-                          errors={f"run.{run.topics[worst]}": [
-                              f"at most {cfg['MAX_DOCS_PER_TOPIC']} documents per topic"]})
+    """413 naming ``run``, ``run.<topic>`` or ``qrels`` when an input is over
+    MAX_TOPICS or MAX_DOCS_PER_TOPIC (the checks comparisons and pools make too)."""
+    from .limits import check_qrels, check_run
+
+    check_run(run, "run", current_app.config)
+    check_qrels(qrels, "qrels", current_app.config)
 
 
 def _measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Problem:
