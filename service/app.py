@@ -25,6 +25,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_FORM_MEMORY_SIZE": 512 * 1024 * 1024,  # multipart text fields (werkzeug's limit)
     "MAX_TOPICS": 100_000,
     "MAX_DOCS_PER_TOPIC": 10_000,
+    # units of work of a synchronous comparison (cranfield.compare.comparison_work); more:
+    # 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
+    "MAX_COMPARISON_WORK": 40_000_000_000,
     "REDIS_URL": None,
     "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)
     "JOB_TIMEOUT": 3600,        # seconds a job may run
@@ -39,8 +42,8 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT": None,         # per key, e.g. 600/60 (requests per seconds); None: no limit
 }
 _INT_KEYS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS", "MAX_DOCS_PER_TOPIC",
-             "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL",
-             "SHARDS", "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS")
+             "MAX_COMPARISON_WORK", "ASYNC_THRESHOLD_BYTES", "JOB_TIMEOUT", "RESULT_TTL",
+             "QUEUED_TTL", "INPUT_TTL", "SHARDS", "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS")
 
 
 class ConfigError(RuntimeError):

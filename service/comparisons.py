@@ -9,7 +9,12 @@ respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
 
 Limits: every run and the qrels of a comparison or a pool are held to MAX_TOPICS and
 MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
-``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``).
+``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``). A synchronous comparison's work
+(:func:`cranfield.compare.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
+measures and common topics are known and before the comparison allocates anything: over it,
+422 with the figures (``work``). A comparison asked for with ``Prefer: respond-async`` (or
+too large a body) is queued whatever its work: the budget guards the web worker, and a job
+is bounded by JOB_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 import cranfield
 from cranfield import CranfieldError
-from cranfield.compare import TESTS
+from cranfield.compare import TESTS, WorkBudgetError, work_budget
 from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
 from cranfield.pooling import format_pool, pool
@@ -280,6 +285,24 @@ def _bad_input(problem: dict) -> Problem:
                    errors=problem.get("errors"))
 
 
+def _over_budget(exc: WorkBudgetError) -> Problem:
+    """422 naming the product and its figures (``work``), with the way out."""
+    work = exc.work
+    return Problem(
+        422, "Comparison over the work budget",
+        f"{exc}; or ask for it to be queued with Prefer: respond-async",
+        kind="work-over-budget",
+        errors={"work": [f"{work.total:,} units of work exceed MAX_COMPARISON_WORK "
+                         f"({exc.budget:,})"]},
+        extra={"work": {"pairs": work.pairs, "measures": work.measures,
+                        "columns": work.columns, "topics": work.topics,
+                        "permutations": work.permutations,
+                        "bootstrap_samples": work.bootstrap_samples,
+                        "wilcoxon": work.wilcoxon, "resamples": work.resamples,
+                        "total": work.total, "budget": exc.budget,
+                        "formula": work.describe()}})
+
+
 # --------------------------------------------------------------------------------------------
 # Comparisons
 # --------------------------------------------------------------------------------------------
@@ -344,7 +367,14 @@ def create_comparison():
             run, source = _read(entry["run"], "run", label=f"runs[{i}]")
             check_run(run, f"runs[{i}].run", cfg)
             entries.append({"name": name, "run": run, "sha256": _digest(source)})
-        doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
+        # compare_inputs turns engine errors into BadInput; the budget keeps its own
+        with work_budget(cfg["MAX_COMPARISON_WORK"]) as budget:
+            try:
+                doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
+            except (BadInput, WorkBudgetError):
+                if budget.exceeded is not None:
+                    raise _over_budget(budget.exceeded) from None
+                raise
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
     except CranfieldError as exc:
