@@ -22,8 +22,22 @@ peak RSS (``VmHWM``, reset before each phase where Linux allows, else ``ru_maxrs
 tracemalloc peak of one (untimed, warm-up) comparison. If ranx is installed,
 ``ranx.compare`` is timed as an anchor (see ``--ranx-permutations``).
 
+``--budget [WORK]`` instead measures the largest comparisons a work budget allows (default:
+the service's MAX_COMPARISON_WORK; the work is ``cranfield.compare.comparison_work``). Each
+of a few shapes — the issue's 10 runs × 30 topics with as many resamples as fit, one column
+of bootstrap over many topics (the dearest unit of work), many columns, per-topic output
+over MAX_TOPICS topics (the most memory), Wilcoxon on as many columns as fit, the default
+resamples over as many topics as fit — is scaled up to the budget and run in a fresh
+subprocess (``--child``), which generates and evaluates its runs, then measures
+``compare_evaluations(..., max_work=budget)`` plus ``orjson.dumps`` of the document (what
+the service does with it): wall and CPU time, and peak RSS above idle, read from
+/proc/self/status (VmRSS just before, after gc and malloc_trim; VmHWM after, reset through
+/proc/self/clear_refs just before), so neither data generation nor the parent's memory
+counts.
+
     python bench/compare.py
     python bench/compare.py --runs 4 --topics 1000 --permutations 1000 --repeat 5
+    python bench/compare.py --budget
 """
 
 from __future__ import annotations
@@ -36,11 +50,14 @@ if sys.path and sys.path[0] == __import__("os").path.dirname(__file__):
     sys.path.pop(0)
 
 import argparse
+import gc
 import importlib.util
+import json
 import os
 import platform
 import resource
 import statistics
+import subprocess
 import time
 import tracemalloc
 import warnings
@@ -49,7 +66,7 @@ import numpy as np
 
 import cranfield
 from cranfield import stats
-from cranfield.compare import compare_evaluations
+from cranfield.compare import compare_evaluations, comparison_work
 
 MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
 MEASURES_RANX = ["map", "ndcg@10", "precision@10", "recall@100", "mrr"]
@@ -62,8 +79,9 @@ TESTS = ("t", "randomization", "bootstrap")
 # Data
 # --------------------------------------------------------------------------------------------
 
-def make_data(n_runs: int, n_topics: int, seed: int):
-    """Seeded qrels ({topic: {docid: grade}}) and column-built runs ({name: cranfield.Run})."""
+def make_data(n_runs: int, n_topics: int, seed: int, docs: int = DOCS_PER_TOPIC):
+    """Seeded qrels ({topic: {docid: grade}}) and column-built runs ({name: cranfield.Run}),
+    ``docs`` (≤ 150) ranked documents per topic."""
     rng = np.random.default_rng(seed)
     width = len(str(n_topics))
     topics = [f"{i + 1:0{width}d}" for i in range(n_topics)]  # byte order = numeric order
@@ -77,7 +95,7 @@ def make_data(n_runs: int, n_topics: int, seed: int):
     qrels = {topics[t]: {pool[t, k]: int(grades[t, k]) for k in range(int(n_judged[t]))}
              for t in range(n_topics)}
     difficulty = rng.normal(0.0, 0.6, (n_topics, 1))
-    topic_index = np.repeat(np.arange(n_topics, dtype=np.int32), DOCS_PER_TOPIC)
+    topic_index = np.repeat(np.arange(n_topics, dtype=np.int32), docs)
     rows = np.arange(n_topics)[:, None]
     runs = {}
     for r in range(n_runs):
@@ -85,7 +103,7 @@ def make_data(n_runs: int, n_topics: int, seed: int):
         quality = 1.0 + 0.1 * (r // 2)
         boost = quality + difficulty + run_rng.normal(0.0, 0.4, (n_topics, 1))
         scores = run_rng.standard_normal((n_topics, POOL_PER_TOPIC)) + grades * boost
-        top = np.argpartition(-scores, DOCS_PER_TOPIC - 1, axis=1)[:, :DOCS_PER_TOPIC]
+        top = np.argpartition(-scores, docs - 1, axis=1)[:, :docs]
         top = np.take_along_axis(top, np.argsort(-scores[rows, top], axis=1), axis=1)
         name = f"run{r:02d}"
         runs[name] = cranfield.Run(topics, topic_index, pool[rows, top].ravel(),
@@ -205,6 +223,138 @@ def _ranx_rows(args, qrels: dict, runs: dict, measured: dict) -> list[tuple[str,
 
 
 # --------------------------------------------------------------------------------------------
+# --budget: the largest comparisons a work budget allows
+# --------------------------------------------------------------------------------------------
+
+MEASURES_10 = MEASURES + ["ndcg", "bpref", "Rprec", "num_rel_ret", "iprec_at_recall.0.10"]
+
+
+def _pairs(runs: int) -> int:
+    return runs * (runs - 1) // 2
+
+
+def _largest(fits, low: int, high: int) -> int:
+    """The largest x in [low, high] with fits(x) (fits is monotone; low must fit)."""
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def budget_shapes(budget: int, max_topics: int) -> list[dict]:
+    """A few comparisons, each as large as ``budget`` allows along one axis."""
+    shapes = []
+
+    def work(runs, measures, topics, tests, perms, samples) -> int:
+        return comparison_work(_pairs(runs), measures, topics, tests, perms, samples).total
+
+    # the issue's shape (10 runs × 30 topics), as many permutations and bootstrap samples as fit
+    r = _largest(lambda x: work(10, 5, 30, TESTS, x, x) <= budget, 100, 10**6)
+    shapes.append({"label": "issue: 10 runs × 5 measures × 30 topics, P = B max", "runs": 10,
+                   "measures": 5, "topics": 30, "tests": TESTS, "perms": r, "samples": r})
+    # one column, the dearest unit (bootstrap draws dominate): 1,500 topics, B max
+    tests = ("t", "bootstrap")
+    r = _largest(lambda x: work(2, 1, 1500, tests, 0, x) <= budget, 100, 10**6)
+    shapes.append({"label": "1 column × 1,500 topics, bootstrap only, B max", "runs": 2,
+                   "measures": 1, "topics": 1500, "tests": tests, "perms": 100, "samples": r})
+    # many columns: 50 runs × 10 measures = 12,250 columns, 30 topics, P = B max
+    r = _largest(lambda x: work(50, 10, 30, TESTS, x, x) <= budget, 0, 10**6)
+    if r >= 100:
+        shapes.append({"label": "50 runs × 10 measures × 30 topics, P = B max", "runs": 50,
+                       "measures": 10, "topics": 30, "tests": TESTS, "perms": r,
+                       "samples": r})
+    # per-topic output: 2 runs × 10 measures, t-test only, as many topics as fit
+    t = _largest(lambda x: work(2, 10, x, ("t",), 0, 0) <= budget, 1, max_topics)
+    shapes.append({"label": f"2 runs × 10 measures, t only, per_topic, {t:,} topics",
+                   "runs": 2, "measures": 10, "topics": t, "tests": ("t",), "perms": 100,
+                   "samples": 100, "docs": 10})
+    # Wilcoxon (scipy, a call per column) on as many columns as fit: runs × 10 measures
+    tests = ("t", "wilcoxon")
+    r = _largest(lambda x: work(x, 10, 30, tests, 0, 0) <= budget, 2, 50)
+    shapes.append({"label": f"{r} runs × 10 measures × 30 topics, Wilcoxon", "runs": r,
+                   "measures": 10, "topics": 30, "tests": tests, "perms": 100,
+                   "samples": 100})
+    # the API's defaults (10,000 + 10,000) for 10 runs × 5 measures over as many topics as fit
+    t = _largest(lambda x: work(10, 5, x, TESTS, 10**4, 10**4) <= budget, 17, max_topics)
+    shapes.append({"label": f"10 runs × 5 measures × {t:,} topics, defaults (10^4 + 10^4)",
+                   "runs": 10, "measures": 5, "topics": t, "tests": TESTS, "perms": 10**4,
+                   "samples": 10**4, "docs": 20})
+    for shape in shapes:
+        shape["work"] = work(shape["runs"], shape["measures"], shape["topics"], shape["tests"],
+                             shape["perms"], shape["samples"])
+        shape["budget"] = budget
+    return shapes
+
+
+def _trim() -> None:
+    """Give freed memory back to the system (glibc), so that RSS is what is held."""
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def run_shape(shape: dict, seed: int = 0) -> dict:
+    """In this (fresh) process: make and evaluate the shape's runs, then measure one
+    comparison of them as the service makes it (per-topic scores and curves included) and its
+    JSON: seconds, CPU seconds, and peak RSS above what was held before."""
+    import orjson
+
+    measures = (MEASURES_10 if shape["measures"] > len(MEASURES) else MEASURES)
+    measures = measures[:shape["measures"]]
+    qrels, runs = make_data(shape["runs"], shape["topics"], seed,
+                            shape.get("docs", DOCS_PER_TOPIC))
+    qrels_obj = cranfield.read_qrels(qrels)
+    evaluations = {name: cranfield.evaluate(run, qrels_obj, measures)
+                   for name, run in runs.items()}
+    del qrels, runs, qrels_obj
+    _trim()
+    idle = _rss_mb("VmRSS")
+    can_reset = _reset_peak()
+    started, cpu = time.perf_counter(), time.process_time()
+    doc = compare_evaluations(evaluations, measures, tests=tuple(shape["tests"]),
+                              n_permutations=shape["perms"], n_samples=shape["samples"],
+                              seed=seed, largest_losses=shape.get("losses", 5),
+                              per_topic=True, curves=True, max_work=shape["budget"])
+    body = orjson.dumps(doc)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall": wall, "cpu": cpu, "idle_mb": idle, "peak_mb": _rss_mb("VmHWM") - idle,
+            "resettable": can_reset, "columns": len(doc["pairs"]), "body_mb": len(body) / 1e6}
+
+
+def budget_main(budget: int, seed: int) -> int:
+    from service.app import DEFAULTS
+
+    if budget < 0:
+        budget = DEFAULTS["MAX_COMPARISON_WORK"]
+    shapes = budget_shapes(budget, DEFAULTS["MAX_TOPICS"])
+    print(f"largest comparisons a budget of {budget:,} units allows (comparison_work; "
+          f"compare_evaluations + orjson.dumps, per_topic and curves on, each in a fresh "
+          f"process); {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'shape':62}  {'work':>14}  {'wall s':>6}  {'cpu s':>6}  {'peak MB':>7}")
+    worst_wall = worst_peak = 0.0
+    for shape in shapes:
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--seed", str(seed), "--child",
+             json.dumps(shape)], capture_output=True, text=True,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        if child.returncode:
+            print(f"{shape['label']:62}  failed: {child.stderr.strip().splitlines()[-1:]}")
+            continue
+        out = json.loads(child.stdout.strip().splitlines()[-1])
+        worst_wall, worst_peak = max(worst_wall, out["wall"]), max(worst_peak, out["peak_mb"])
+        flag = "" if out["resettable"] else " (VmHWM not resettable: includes set-up)"
+        print(f"{shape['label']:62}  {shape['work']:>14,}  {out['wall']:>6.2f}  "
+              f"{out['cpu']:>6.2f}  {out['peak_mb']:>7.0f}{flag}")
+    print(f"largest allowed: at most {worst_wall:.2f} s wall and {worst_peak:.0f} MB peak RSS "
+          "above idle (idle: the process holding its evaluations, before comparing)")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------------
 
@@ -221,7 +371,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="ranx.compare is timed on the first 2 runs, its fisher test with "
                              "this many permutations, and extrapolated (default 1000)")
     parser.add_argument("--no-ranx", action="store_true", help="skip the ranx anchor")
+    parser.add_argument("--budget", nargs="?", type=int, const=-1, default=None,
+                        metavar="WORK", help="measure the largest comparisons this work "
+                        "budget allows instead (default: the service's MAX_COMPARISON_WORK)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # one --budget shape, as JSON
     args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_shape(json.loads(args.child))))
+        return 0
+    if args.budget is not None:
+        return budget_main(args.budget, args.seed)
     if args.runs < 2 or args.topics < 1 or args.repeat < 1:
         parser.error("need --runs ≥ 2, --topics ≥ 1, --repeat ≥ 1")
 
