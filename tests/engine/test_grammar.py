@@ -124,8 +124,8 @@ def test_a_mapping_id_outside_the_grammar_is_refused_naming_its_path(docid, reas
         read_run({docid: {"d": 1.0}})
 
 
-@pytest.mark.parametrize("grade", [10**19, 2**63, 1e19, -(2**63) - 1, 9.3e18, 2.0**53 + 2, -(2.0**63), 1.5, "1",
-                                   True, None, float("nan")])
+@pytest.mark.parametrize("grade", [10**19, 2**63, 1e19, -(2**63) - 1, 9.3e18, 2.0**53 + 2,
+                                   -(2.0**63), 1.5, "1", True, None, float("nan")])
 def test_a_json_grade_that_is_not_an_int64_is_refused(grade):
     """1e19 and 2**63 became INT64_MIN (unjudged): map 0.5 instead of an error."""
     with pytest.raises(InputError) as err:
@@ -134,8 +134,8 @@ def test_a_json_grade_that_is_not_an_int64_is_refused(grade):
 
 
 @pytest.mark.parametrize("grade, exact", [(2**63 - 1, 2**63 - 1), (-(2**63), -(2**63)),
-                                          (2**60 + 1, 2**60 + 1), (2.0, 2), (1e2, 100), (2.0**53, 2**53),
-                                          (np.int64(7), 7)])
+                                          (2**60 + 1, 2**60 + 1), (2.0, 2), (1e2, 100),
+                                          (2.0**53, 2**53), (np.int64(7), 7)])
 def test_a_json_grade_in_range_is_read_exactly(grade, exact):
     assert read_qrels({"q1": {"d1": grade}}).to_dict() == {"q1": {"d1": exact}}
 
