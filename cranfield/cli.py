@@ -14,6 +14,7 @@ import sys
 from . import __version__
 from .errors import EvaluationError, InputError, MeasureError
 from .evaluate import NO_JUDGMENTS, NO_RESULTS, evaluate
+from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
 from .trec_format import format_csv, format_json, format_trec
 
@@ -160,6 +161,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="relevance level: grades >= N are relevant (default 1)")
     cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                      help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    ms = sub.add_parser("measures", help="list the measure registry (trec_eval's -h), or "
+                                         "describe one measure",
+                        description="List the measures (name, family, summary), or with NAME "
+                                    "describe the measures a name stands for: its reported "
+                                    "keys, canonical names, formula, 0/0 rule, reference and "
+                                    "parameters. The same documents as GET /v1/measures.")
+    ms.add_argument("name", nargs="?", metavar="NAME",
+                    help="a measure name in any accepted spelling (P.10, P_10, P@10, "
+                         "precision@10, nDCG(dcg=exp-log2)@20, ...)")
+    ms.add_argument("--family", choices=FAMILIES, default=None,
+                    help="only the measures of this family")
+    ms.add_argument("-l", "--long", action="store_true",
+                    help="describe every listed measure in full (as NAME does)")
+    ms.add_argument("--format", choices=("text", "json"), default="text",
+                    help="json: GET /v1/measures's document (with NAME, "
+                         "GET /v1/measures/NAME's)")
+    ms.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
+                    help="profile of the canonical names shown for NAME")
     keys = sub.add_parser("keys", help="make an API key for the service (it stores only the "
                                        "hash)",
                           description="Print a new API key and the line to add to "
@@ -354,6 +373,32 @@ def run_compare(args: argparse.Namespace) -> int:
     return 1 if doc.get("gate", {}).get("verdict") == "fail" else 0
 
 
+def run_measures(args: argparse.Namespace) -> int:
+    """``cranfield measures [--family F] [NAME]``: the registry, or what NAME stands for."""
+    import json
+
+    from . import measure_docs as docs
+
+    if args.name is None:
+        doc = docs.measures_document(args.family)
+        if args.format == "json":
+            text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+        elif args.long:
+            text = "\n\n".join(docs.format_measure(d) for d in doc["measures"]) + "\n"
+        else:
+            text = docs.format_list(doc)
+        sys.stdout.write(text)
+        return 0
+    doc = docs.resolution_document(args.name, args.profile)
+    if args.family is not None and all(d["family"] != args.family for d in doc["measures"]):
+        print(f"cranfield: {args.name!r} is not a measure of family {args.family!r} "
+              f"({', '.join(sorted({d['family'] for d in doc['measures']}))})", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+                     if args.format == "json" else docs.format_resolution(doc))
+    return 0
+
+
 def run_pool(args: argparse.Namespace) -> int:
     import json
 
@@ -392,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_compare(args)
         if args.command == "pool":
             return run_pool(args)
+        if args.command == "measures":
+            return run_measures(args)
         if args.command == "keys":
             from service.auth import TENANT, key_line, new_key
 

@@ -207,7 +207,8 @@ class Measure:
 
     @property
     def summary(self) -> str:
-        return self.doc.split("\n", 1)[0]
+        """The docstring's first paragraph, on one line."""
+        return " ".join(self.doc.split("\n\n", 1)[0].split())
 
     def section(self, heading: str) -> str:
         """A ``Heading:`` paragraph of the docstring (Formula, Reference, ...)."""
@@ -222,7 +223,8 @@ class Measure:
                     out.append(rest)
                 continue
             if grab:
-                if not line.strip() or (line[:1].isalpha() and ":" in line.split(" ")[0]):
+                if not line.strip() or line.startswith("0/0:") or (
+                        line[:1].isalpha() and ":" in line.split(" ")[0]):
                     break
                 out.append(line.strip())
         return " ".join(out)
