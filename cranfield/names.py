@@ -138,6 +138,8 @@ KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "
                             for alias in ((m.ir_name,) if m.ir_name else ()) + m.aliases}
 KW_ONLY = {"nDCG": {"gain", "discount", "b"}, "DCG": {"gain", "discount", "b"},
            "AP": {"norm"}}
+# ... and these with @k (nDCG(gains={...}) without a cutoff is trec_eval's ndcg.<gains>)
+KW_WITH_CUTOFF = {"nDCG": {"gains"}, "NDCG": {"gains"}}
 # how a boolean parameter may be written
 TRUE = ("true", "True", "1")
 FALSE = ("false", "False", "0")
@@ -160,12 +162,15 @@ def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) 
         try:
             value: Any = (int(text) if p.type == "integer" else float(text)
                           if p.type == "number" else _boolean(text)
-                          if p.type == "boolean" else text)
+                          if p.type == "boolean" else _gains_value(text, name)
+                          if p.type.startswith("mapping") else text)
         except ValueError:
             what = {"integer": "an integer", "number": "a number",
                     "boolean": "true or false"}.get(p.type, p.type)
             raise MeasureError(name, f"{p.name} must be {what}, got {text!r}") from None
         out[p.name] = p.check(value, measure.name, name)
+        if isinstance(value, dict):  # kept hashable, as a sorted tuple of pairs
+            out[p.name] = tuple(sorted(value.items()))
     if given:
         what = "takes no cutoff" if set(given) == {"k"} else \
             f"has no parameter(s) {sorted(given)}"
@@ -479,7 +484,8 @@ def parse_ir_name(name: str) -> Instance | None:
         elif dcg != "log2":
             raise MeasureError(name, f"dcg must be log2 or exp-log2, got {dcg!r}")
     if base in KW_NAMES and (base not in IR_NAMES or set(args) & KW_ONLY.get(base, set())
-                             or (k is not None and IR_NAMES[base][1] is None)):
+                             or (k is not None and IR_NAMES[base][1] is None)
+                             or (k is not None and set(args) & KW_WITH_CUTOFF.get(base, set()))):
         measure = REGISTRY[KW_NAMES[base]]
         rel_level = _rel_level(measure, args, name)
         return Instance(name, measure, _kw_value(measure, args, k, name), None, rel_level)
@@ -500,8 +506,7 @@ def parse_ir_name(name: str) -> Instance | None:
     gains: dict = {}
     if "gains" in args:
         if measure.name != "ndcg":
-            raise MeasureError(name, "gains= is taken by nDCG without a cutoff only (trec_eval's "
-                                     "ndcg.<grade>=<gain>,...)")
+            raise MeasureError(name, f"{m.group('name')} takes no gains")
         gains = _gains_value(args.pop("gains"), name)
     rel = _rel_level(measure, args, name)
     value: Any = None

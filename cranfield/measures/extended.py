@@ -33,8 +33,16 @@ _N = Param("N", "integer", None, "documents in the collection (default: the eval
            "collection_size, trec_eval's -N)", minimum=1)
 
 
-def _gain(labels: np.ndarray, kind: str) -> np.ndarray:
+_GAINS = Param("gains", "mapping grade->gain", None, "ir_measures' gains={grade: gain, ...}: "
+               "the gain of each listed grade (others: their grade); a gain <= 0 and a "
+               "negative grade gain 0", minimum=-WEIGHT_LIMIT, maximum=WEIGHT_LIMIT,
+               key=Param("grade", "integer", None, "relevance grade", minimum=0))
+
+
+def _gain(labels: np.ndarray, kind: str, gains=None) -> np.ndarray:
     g = np.where(labels > 0, labels, 0).astype(np.float64)
+    for grade, value in gains or ():
+        g[labels == grade] = max(value, 0.0)
     return np.power(2.0, g) - 1.0 if kind == "exp" else g
 
 
@@ -53,8 +61,10 @@ def _dcg(ctx: Context, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """(DCG@k of the run, DCG@k of the ideal ranking) per topic."""
     k, gain, disc, b = p["k"], p["gain"], p["discount"], p["b"]
     top = _top(ctx, k)
-    run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain) * _discount(ctx.hr[top], disc, b))
-    it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain))
+    gains = p.get("gains")
+    run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain, gains) *
+                   _discount(ctx.hr[top], disc, b))
+    it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain, gains))
     keep = ik <= k if k is not None else np.ones(len(ik), dtype=bool)
     ideal = ctx.tsum(it[keep], ig[keep] * _discount(ik[keep], disc, b))
     return run, ideal
@@ -74,12 +84,12 @@ def cumulative_gain(ctx: Context, p: dict):
 
 
 @register("dcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE), ir_name="DCG")
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS), ir_name="DCG")
 def discounted_cumulative_gain(ctx: Context, p: dict):
     """Discounted cumulative gain with a choice of gain and discount.
 
     Formula: DCG@k = sum_{i <= k} gain(g_i) * disc(i); disc log2: 1/log2(i + 1); disc jk:
-    1/log_b(max(i, b)).
+    1/log_b(max(i, b)); with gains=, a listed grade's gain replaces the grade.
     0/0: no judged document in the top k gives 0.
     Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exponential gain).
     """
@@ -87,12 +97,15 @@ def discounted_cumulative_gain(ctx: Context, p: dict):
 
 
 @register("ndcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE), ir_name="nDCG")
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS), ir_name="nDCG",
+          aliases=("NDCG",))
 def normalized_dcg(ctx: Context, p: dict):
     """nDCG with a choice of gain and discount; the ideal ranking sorts the topic's judged
     grades (all of them, from the qrels) descending.
 
-    Formula: nDCG@k = DCG@k / IDCG@k with the same gain and discount.
+    Formula: nDCG@k = DCG@k / IDCG@k with the same gain and discount; with gains= (ir_measures'
+    nDCG(gains={...})@k, which maps the qrels' grades before trec_eval's ndcg_cut), a listed
+    grade's gain replaces the grade in both.
     0/0: IDCG@k = 0 (no positive grade) gives 0.
     Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005.
     """
