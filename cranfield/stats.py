@@ -9,11 +9,13 @@ value, and silently averaging over it would be a wrong answer, so it raises Valu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 # Memory per chunk of the random sign / count matrices (float64). The chunk length depends
 # only on n_topics (the random stream is drawn chunk by chunk, so it is part of what a seed
@@ -31,6 +33,9 @@ _REL_TOL = 1e-10
 # A column whose sd is this small relative to max|d| is constant up to rounding error.
 _ZERO_SD = 1e-12
 DEFAULT_EXACT_THRESHOLD = 16
+# The Wilcoxon test is exact (dynamic programming over all 2^n sign patterns) up to this many
+# non-zero, untied differences, and a normal approximation beyond (see wilcoxon_test).
+WILCOXON_EXACT_MAX_N = 50
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,13 @@ class BootstrapResult:
 
 @dataclass(frozen=True)
 class WilcoxonResult:
+    """Per column: ``statistic`` min(W+, W−) over the non-zero differences, ``p_value``
+    (two-sided), ``n`` the non-zero differences ranked, ``method`` "exact" or "normal"."""
+
     statistic: np.ndarray
     p_value: np.ndarray
+    n: np.ndarray | None = None
+    method: tuple[str, ...] = ()
 
 
 class WinsTiesLosses(NamedTuple):
@@ -348,22 +358,98 @@ def _shifted_at_least(means: np.ndarray, observed: np.ndarray, reach: np.ndarray
 
 
 def wilcoxon_test(diffs) -> WilcoxonResult:
-    """Wilcoxon signed-rank test per column (scipy.stats.wilcoxon, zero_method "wilcox":
-    zero differences dropped; two-sided; scipy's default exact/normal choice).
+    """Two-sided Wilcoxon signed-rank test per column of ``diffs`` (b − a), computed here: the
+    result does not depend on the installed scipy (whose automatic choice of method changed
+    between versions: 1.11 and 1.17 give 0.257 and 0.5 on the same data).
 
-    Edge cases: all differences zero (or n = 0) → statistic nan, p 1.0 (n = 0: p nan).
-    Reference: Smucker, Allan & Carterette 2007, CIKM.
+    Float noise: differences are compared at the randomization test's tolerance,
+    ``tol = 1e-10 · Σ|d|`` of the column: |d| ≤ tol is a zero, and sorted |d| that differ by
+    at most tol are one value (tied, sharing their mid-rank), so ``0.4 − 0.3`` and
+    ``0.3 − 0.2`` are ties as they should be.
+
+    Method, in this order:
+
+    - zeros (|d| ≤ tol) are dropped (Wilcoxon's zero method, scipy's ``zero_method="wilcox"``);
+      n is the number of non-zero differences left. n = 0 → statistic nan, p 1.0 (an empty
+      column: p nan).
+    - W+ = Σ ranks of the positive differences (mid-ranks for ties), W− likewise;
+      statistic = min(W+, W−) (scipy's two-sided statistic).
+    - **exact** when n ≤ ``WILCOXON_EXACT_MAX_N`` (50) and no two non-zero |d| tie: the null
+      distribution of W+ (each of the 2^n sign patterns equally likely) by dynamic
+      programming over the ranks 1..n, ``p = min(1, 2 · P(W+ ≤ min(W+, W−)))``. Equals
+      ``scipy.stats.wilcoxon(d, zero_method="wilcox", method="exact")``.
+    - **normal** otherwise (ties, or n > 50): ``z = (W+ − n(n+1)/4) / σ`` with
+      ``σ² = n(n+1)(2n+1)/24 − Σ(t³ − t)/48`` (t: the size of each group of tied |d|), no
+      continuity correction, ``p = 2 · Φ(−|z|)``. Equals ``scipy.stats.wilcoxon(d,
+      zero_method="wilcox", method="approx", correction=False)``.
+
+    References: Wilcoxon 1945, "Individual comparisons by ranking methods", Biometrics
+    Bulletin 1(6); Lehmann 1975, Nonparametrics, §3.2 (ties); Smucker, Allan & Carterette
+    2007, CIKM.
     """
     d = _columns(diffs)
-    k = d.shape[1]
+    n_topics, k = d.shape
     statistic, p = np.full(k, np.nan), np.full(k, np.nan)
-    for j in range(k):  # per pair, not per topic; scipy chooses exact vs normal per column
-        if d.shape[0] and not d[:, j].any():
+    used = np.zeros(k, dtype=np.int64)
+    methods: list[str] = []
+    for j in range(k):  # per pair, not per topic: columns differ in zeros and ties
+        if n_topics == 0:
+            methods.append("none")
+            continue
+        column = d[:, j]
+        tol = _REL_TOL * np.abs(column).sum()
+        signed, ranks, ties = _signed_ranks(column, tol)
+        n = signed.size
+        used[j] = n
+        if n == 0:
             p[j] = 1.0
-        elif d.shape[0]:
-            r = stats.wilcoxon(d[:, j], zero_method="wilcox", alternative="two-sided")
-            statistic[j], p[j] = r.statistic, r.pvalue
-    return WilcoxonResult(statistic, p)
+            methods.append("none")
+            continue
+        w_plus = float(ranks[signed > 0].sum())
+        w_minus = n * (n + 1) / 2 - w_plus
+        statistic[j] = min(w_plus, w_minus)
+        if n <= WILCOXON_EXACT_MAX_N and ties.max() == 1:
+            cdf = _wilcoxon_cdf(n)  # P(W+ ≤ w) for w = 0..n(n+1)/2
+            p[j] = min(1.0, 2.0 * cdf[int(round(statistic[j]))])
+            methods.append("exact")
+        else:
+            mean = n * (n + 1) / 4
+            var = n * (n + 1) * (2 * n + 1) / 24 - float((ties**3 - ties).sum()) / 48
+            z = (w_plus - mean) / math.sqrt(var)
+            p[j] = min(1.0, 2.0 * float(special.ndtr(-abs(z))))
+            methods.append("normal")
+    return WilcoxonResult(statistic, p, used, tuple(methods))
+
+
+def _signed_ranks(column: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The non-zero differences (|d| > tol), their ranks by |d| (mid-ranks for values within
+    ``tol`` of the one before: a run of such values is one tied group), and the size of each
+    tied group."""
+    signed = column[np.abs(column) > tol]
+    if signed.size == 0:
+        return signed, signed.copy(), np.zeros(0, dtype=np.int64)
+    order = np.argsort(np.abs(signed), kind="stable")
+    magnitudes = np.abs(signed)[order]
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(magnitudes) > tol)))
+    sizes = np.diff(np.append(starts, magnitudes.size))
+    mid = starts + (sizes + 1) / 2  # ranks start+1 .. start+size, 1-based
+    ranks = np.empty(signed.size)
+    ranks[order] = np.repeat(mid, sizes)
+    return signed, ranks, sizes
+
+
+@lru_cache(maxsize=64)
+def _wilcoxon_cdf(n: int) -> np.ndarray:
+    """P(W+ ≤ w), w = 0..n(n+1)/2, for n untied non-zero differences under H0: counts of the
+    subsets of {1..n} with each sum (int64, exact: at most 2^50 at n = 50), over 2^n."""
+    top = n * (n + 1) // 2
+    counts = np.zeros(top + 1, dtype=np.int64)
+    counts[0] = 1
+    for rank in range(1, n + 1):  # add rank to every subset so far (reads the old counts)
+        counts[rank:] = counts[rank:] + counts[:-rank]
+    cdf = np.cumsum(counts).astype(np.float64) / 2.0**n
+    cdf.flags.writeable = False
+    return cdf
 
 
 def correct_p_values(p, method: str = "holm") -> np.ndarray:
