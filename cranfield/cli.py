@@ -3,7 +3,8 @@ same output bytes by default, clearer errors.
 
 Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable, malformed or empty
 input, 4 a docid repeated within a topic, 7 no topic with both results and judgments.
-``cranfield compare --gate``: 0 when every gate passes, 1 when one fails.
+``cranfield compare --gate``: 0 when every gate passes, 3 when one fails (a significant drop
+larger than allowed), 5 when none fails but one cannot be decided (the gate fails closed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,35 @@ from .evaluate import NO_JUDGMENTS, NO_RESULTS, evaluate
 from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
 from .trec_format import format_csv, format_json, format_trec
+
+# ``cranfield compare --gate``: codes no usage or input error uses (1, 2, 4, 7)
+EXIT_GATE_FAILED = 3
+EXIT_GATE_UNDECIDED = 5
+COMPARE_DESCRIPTION = """\
+Compare RUNs evaluated against QRELS: each run's mean with a (1 - alpha) confidence
+interval, and per measure x pair the mean difference with its CI, a paired t-test, a
+randomization test (exact for 16 topics or fewer), a bootstrap test (rejects a true null too
+often below 30 topics: a warning, and never a gate's test there) and optionally the Wilcoxon
+test, p-values adjusted over every measure x pair. Intervals are not adjusted.
+"""
+COMPARE_EPILOG = """\
+--gate decides at a tolerance of 1e-9 whether a drop exceeds MAX_DROP, and adjusts its
+p-values over the gated measures x candidates only (ungated measures do not count). A gate is
+undecided (it fails closed) when a gated measure has no values or no p-value, when the test
+cannot reach ALPHA on so few topics (exact randomization: never at 0.05 on 5 topics or
+fewer), or when it is the bootstrap below 30 topics.
+
+exit codes:
+  0  done; every gate passed
+  1  usage error (too few runs, --names, --baseline), unknown or non-comparable
+     measure, or another error of the comparison
+  2  malformed command line (an unknown option, a malformed --gate), or unreadable,
+     malformed or empty input
+  3  a gate failed: a significant drop larger than allowed
+  4  a docid repeated within a topic
+  5  no gate failed, but one could not be decided (not a pass)
+  7  no topic with both results and judgments
+"""
 
 PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
                    "10.0": "trec_eval-10"}
@@ -122,9 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     gd.add_argument("-k", type=int, default=20, dest="k", help="cutoff (default 20)")
     cmp = sub.add_parser("compare", help="compare runs over topics: means with CIs, paired "
                                          "tests, multiple-comparison correction, a gate",
-                         description="Compare RUNs evaluated against QRELS. With --gate the "
-                                     "exit code is 0 when every gate passes and 1 when one "
-                                     "fails (a significant drop larger than allowed).")
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description=COMPARE_DESCRIPTION, epilog=COMPARE_EPILOG)
     cmp.add_argument("qrels", metavar="QRELS", help="qrels file")
     cmp.add_argument("runs", metavar="RUN", nargs="+", help="run files (two or more)")
     cmp.add_argument("-m", action="append", dest="measures", metavar="MEASURE",
@@ -139,22 +168,27 @@ def build_parser() -> argparse.ArgumentParser:
                      default="holm", help="multiple-comparison correction over all measure x "
                                           "pair comparisons (default %(default)s)")
     cmp.add_argument("--alpha", type=_probability, default=0.05,
-                     help="significance level (default %(default)s)")
+                     help="significance level (default %(default)s); confidence intervals are "
+                          "at 1 - ALPHA and not adjusted for multiple comparisons")
     cmp.add_argument("--permutations", type=_positive_int, default=10000, metavar="N",
                      help="randomization test sign vectors (default %(default)s; exact for "
                           "16 topics or fewer)")
     cmp.add_argument("--bootstrap", type=_positive_int, default=10000, metavar="N",
                      help="bootstrap resamples (default %(default)s)")
     cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    cmp.add_argument("--wilcoxon", action="store_true", help="also the Wilcoxon signed-rank "
-                                                             "test")
+    cmp.add_argument("--wilcoxon", action="store_true",
+                     help="also the Wilcoxon signed-rank test (Cranfield's own: exact for at "
+                          "most 50 untied non-zero differences, else normal with tie "
+                          "correction; zeros dropped)")
     cmp.add_argument("--format", choices=("text", "json"), default="text")
     cmp.add_argument("--gate", action="append", type=_gate_arg, default=[],
                      metavar="MEASURE:MAX_DROP[%][@ALPHA]",
-                     help="fail (exit 1) when a run's mean drops below the baseline (or the "
-                          "first run) by more than MAX_DROP (absolute, or %% of the baseline) "
-                          "and the randomization test finds the drop significant at ALPHA "
-                          "(default 0.05); repeatable")
+                     help="fail (exit 3) when a run's mean drops below the baseline (or the "
+                          "first run) by more than MAX_DROP (absolute, or %% of the baseline; "
+                          "tolerance 1e-9) and the randomization test finds the drop "
+                          "significant at ALPHA (default 0.05), p-values adjusted over the "
+                          "gated measures x candidates only; exit 5 when it cannot be decided "
+                          "(see below); repeatable")
     cmp.add_argument("-c", action="store_true", dest="complete",
                      help="use all qrels topics; topics missing from a run score 0")
     cmp.add_argument("-l", type=int, default=1, dest="rel_level", metavar="N",
@@ -343,7 +377,9 @@ def _run_names(paths: list[str], names: str | None) -> list[str]:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    """Exit 0, or with --gate 1 when a gate fails; input errors as ``eval``."""
+    """Exit 0; with --gate ``EXIT_GATE_FAILED`` (3) when a gate fails and
+    ``EXIT_GATE_UNDECIDED`` (5) when none fails but one cannot be decided; usage errors 1,
+    input errors as ``eval``."""
     import json
 
     from .compare import compare, format_text
@@ -370,7 +406,8 @@ def run_compare(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         sys.stdout.write(format_text(doc))
-    return 1 if doc.get("gate", {}).get("verdict") == "fail" else 0
+    verdict = doc.get("gate", {}).get("verdict", "pass")
+    return {"pass": 0, "fail": EXIT_GATE_FAILED}.get(verdict, EXIT_GATE_UNDECIDED)
 
 
 def run_measures(args: argparse.Namespace) -> int:

@@ -46,6 +46,13 @@ WORK_PER_TOPIC = 200          # drawing one resample's random numbers, per topic
 WORK_PER_COLUMN = 400         # testing one resampled statistic (compare, sort), per column
 WORK_PER_DIFFERENCE = 40_000  # holding and reporting one per-topic difference (≈200 bytes)
 WILCOXON_RESAMPLES = 40_000   # scipy's Wilcoxon test: about a millisecond per column
+# A gate's drop exceeds its allowance only by more than this (× max(1, |baseline mean|)):
+# float rounding must not decide a verdict (0.4 − 0.3 is 0.10000000000000003).
+GATE_TOL = 1e-9
+# Below this many topics the bootstrap shift test rejects a true null too often (measured by
+# simulation at alpha 0.05: 0.50 at 2 topics, 0.15 at 5, 0.08-0.11 at 10, 0.07 at 20-25,
+# 0.06 at 30; tests/engine/test_gate_15.py): a warning, and no gate on it.
+BOOTSTRAP_MIN_TOPICS = 30
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,25 +129,32 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
 
     Pairs: with ``baseline``, every other run against it (a = baseline, b = the other);
     without, every pair i < j in the order given (a = the earlier run). Per measure × pair:
-    mean of ``d = b − a`` with its Student-t 95% CI; the tests in ``tests`` (``t``: paired
+    mean of ``d = b − a`` with its Student-t CI; the tests in ``tests`` (``t``: paired
     t-test; ``randomization``: sign-flip test, exact over all 2^n sign vectors when
     n ≤ 16, else ``n_permutations`` random ones; ``bootstrap``: ``n_samples`` paired
-    resamples, percentile CI and shift p-value; ``wilcoxon`` when ``wilcoxon`` is set or
-    listed), all seeded by ``seed``; Cohen's d_z; wins/ties/losses of b (d > 0, = 0, < 0);
+    resamples, percentile CI and shift p-value, with a ``bootstrap-few-topics`` warning below
+    ``BOOTSTRAP_MIN_TOPICS`` (30) topics, where it rejects a true null too often;
+    ``wilcoxon`` when ``wilcoxon`` is set or listed: Cranfield's own signed-rank test, its
+    ``method`` exact or normal as :func:`cranfield.stats.wilcoxon_test` states), all seeded
+    by ``seed``; Cohen's d_z; wins/ties/losses of b (d > 0, = 0, < 0);
     and ``largest_losses``: up to that many topics with d < 0, most negative first (ties in
     topic order). Formulas and edge cases: :mod:`cranfield.stats`.
 
     Multiple comparisons: each test's p-values are adjusted over the whole family of
     measure × pair comparisons with ``correction`` (holm, bonferroni, bh or none;
     :func:`cranfield.stats.correct_p_values`); ``significant`` is ``p_adjusted < alpha``.
+    Confidence intervals (each run's mean, the mean difference, the bootstrap's) are at level
+    1 − ``alpha`` and are NOT adjusted for multiple comparisons; ``ci`` says so.
 
     A difference column with a non-finite per-topic value (a measure's 0/0) is not tested:
     its numbers are None and a ``nan-values`` warning names it. ``per_topic`` adds every
     run's per-topic values over the common topics; ``curves`` each run's mean 11-point
     interpolated precision-recall curve (over that run's own averaged topics). ``gate``: a
-    :class:`Gate`, a dict of its fields, or a list of them; the document then carries
-    ``gate``, the result of :func:`gate` (baseline defaults to ``baseline``, else the first
-    run). Reference: Sakai 2014, "Statistical reform in information retrieval?", SIGIR Forum.
+    :class:`Gate`, a dict of its fields, the text ``MEASURE:MAX_DROP[%][@ALPHA]``, or a list
+    of them; the document then carries ``gate``, the result of :func:`gate` (baseline
+    defaults to ``baseline``, else the first run; the gate's p-values are adjusted over its
+    own checks only; verdict pass, fail or undecided). Reference: Sakai 2014, "Statistical
+    reform in information retrieval?", SIGIR Forum.
 
     Work: with ``max_work`` (or inside ``with work_budget(limit)``), a comparison whose
     :func:`comparison_work` exceeds it raises :class:`WorkBudgetError` as soon as the
@@ -179,7 +193,13 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
         "alpha": settings.alpha,
         "correction": {"method": settings.correction, "family_size": {}},
     }
-    doc["summary"] = _summary(measure_keys, run_names, topics, evs, keys, values, warnings)
+    level = 1.0 - settings.alpha
+    doc["ci"] = {"level": level, "adjusted": False,
+                 "note": f"confidence intervals are {_percent(level)}% (1 − alpha) and not "
+                         "adjusted for multiple comparisons (the p-values are, by "
+                         f"{settings.correction})"}
+    doc["summary"] = _summary(measure_keys, run_names, topics, evs, keys, values, warnings,
+                              level)
     pairs, family = _pair_results(measure_keys, run_names, pair_runs, topics, values, settings,
                                   warnings)
     doc["correction"]["family_size"] = family
@@ -197,7 +217,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     if specs:
         lookup = {(name, key): values[m, r] for m, key in enumerate(measure_keys)
                   for r, name in enumerate(run_names)}
-        doc["gate"] = _merge([_gate(doc, spec, lookup) for spec in specs])
+        doc["gate"] = _gates(doc, specs, lookup)
     return doc
 
 
@@ -513,16 +533,21 @@ def _pairs(run_names: list[str], baseline: str | None) -> list[tuple[int, int]]:
     return [(i, j) for i in range(len(run_names)) for j in range(i + 1, len(run_names))]
 
 
-def _summary(measure_keys, run_names, topics, evs, keys, values, warnings) -> dict:
-    """Per measure and run: the mean over the common topics with its t CI, and the run's own
-    trec_eval aggregate (over its own topics)."""
+def _percent(level: float) -> str:
+    return f"{round(100 * level, 6):g}"
+
+
+def _summary(measure_keys, run_names, topics, evs, keys, values, warnings,
+             level: float = 0.95) -> dict:
+    """Per measure and run: the mean over the common topics with its t CI at ``level``, and
+    the run's own trec_eval aggregate (over its own topics)."""
     out: dict[str, dict] = {}
     for m, key in enumerate(measure_keys):
         out[key] = {}
         for r, name in enumerate(run_names):
             column = values[m, r]
             if np.isfinite(column).all():
-                mean, low, high = stats.mean_ci(column)
+                mean, low, high = stats.mean_ci(column, level)
             else:
                 mean = low = high = math.nan
                 warnings.append({"code": "nan-values",
@@ -553,7 +578,8 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
         out[finite] = arr
         return out
 
-    t = stats.t_test(diffs)
+    level = 1.0 - settings.alpha
+    t = stats.t_test(diffs, level)
     results: dict[str, dict[str, np.ndarray]] = {}
     if "t" in settings.tests:
         results["t"] = {"statistic": spread(t.statistic), "p_value": spread(t.p_value)}
@@ -561,13 +587,23 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
         rand = stats.randomization_test(diffs, settings.n_permutations, settings.seed)
         results["randomization"] = {"p_value": spread(rand.p_value)}
     if "bootstrap" in settings.tests:
-        boot = stats.bootstrap_test(diffs, settings.n_samples, settings.seed)
+        boot = stats.bootstrap_test(diffs, settings.n_samples, settings.seed, level)
+        if n_topics < BOOTSTRAP_MIN_TOPICS:
+            warnings.append({"code": "bootstrap-few-topics",
+                             "message": f"the bootstrap test rejects a true null too often "
+                                        f"below {BOOTSTRAP_MIN_TOPICS} topics (measured at "
+                                        f"alpha 0.05: about 0.15 at 5 topics, 0.08 at 10-20); "
+                                        f"with {n_topics} topics prefer the randomization or "
+                                        "t test, and a gate does not use it"})
         results["bootstrap"] = {"p_value": spread(boot.p_value), "ci_low": spread(boot.ci_low),
                                 "ci_high": spread(boot.ci_high)}
     if "wilcoxon" in settings.tests:
         wil = stats.wilcoxon_test(diffs)
         results["wilcoxon"] = {"statistic": spread(wil.statistic),
                                "p_value": spread(wil.p_value)}
+        wil_method = np.full(n_cols, None, dtype=object)
+        wil_method[finite] = wil.method
+        wil_n = spread(wil.n)
     family = {}
     for test, res in results.items():
         res["p_adjusted"] = stats.correct_p_values(res["p_value"], settings.correction)
@@ -605,6 +641,8 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
             if test == "randomization":
                 entry.update({"n_permutations": rand.n_permutations, "seed": rand.seed,
                               "exact": rand.exact})
+            if test == "wilcoxon" and tested:
+                entry.update({"method": wil_method[col], "n": int(wil_n[col])})
             if test == "bootstrap":
                 entry.update({"ci_low": _num(res["ci_low"][col]),
                               "ci_high": _num(res["ci_high"][col]),
@@ -701,25 +739,47 @@ def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None 
          test: str = "randomization") -> dict:
     """Pass or fail a candidate against a baseline on one measure of a comparison document.
 
-    Rule: a candidate FAILS when both (1) its mean drop versus the baseline over the compared
-    topics exceeds ``max_drop`` (drop = mean(baseline) − mean(candidate); with ``relative``,
-    drop / |mean(baseline)| is compared with ``max_drop`` as a fraction, e.g. 0.02 = 2%), and
-    (2) the difference is significant: the adjusted p-value of ``test`` (t, randomization,
-    bootstrap, wilcoxon; adjusted over the document's whole family) is below ``alpha``.
-    Otherwise it passes: a drop within the allowance, or a larger drop that the test cannot
-    tell from chance. Every check gives its reasons in words.
+    Rule: a check FAILS when both (1) the candidate's mean drop versus the baseline over the
+    compared topics exceeds ``max_drop`` (drop = mean(baseline) − mean(candidate); with
+    ``relative``, drop / |mean(baseline)| is compared with ``max_drop`` as a fraction, e.g.
+    0.02 = 2%), and (2) the drop is significant: ``test``'s p-value (t, randomization,
+    bootstrap, wilcoxon), adjusted over **the gate's own family** — its checks, one per gated
+    measure × candidate (``correction`` of the document, e.g. holm) — is below ``alpha``. The
+    rest of the document (ungated measures, other pairs) does not enter the gate's
+    correction, so adding an ungated measure cannot change a verdict.
+
+    Tolerance: (1) is decided at ``GATE_TOL`` (1e-9): the drop exceeds the allowance only
+    when ``drop > allowed + 1e-9 · max(1, |mean(baseline)|)`` (allowed = ``max_drop``, or
+    ``max_drop · |mean(baseline)|`` with ``relative``), so a drop of exactly ``max_drop``
+    passes whatever the floating-point rounding of the means (0.4 → 0.3 as 0.5 → 0.4).
+
+    A check PASSES when the drop is within the allowance (whatever the test), or exceeds it
+    but is not significant with a test that could have found it significant.
+
+    It is UNDECIDED — not a pass: the gate fails closed — when the drop exceeds the allowance
+    and (a) the gated measure has no mean difference or no p-value (non-numeric per-topic
+    values, too few topics for the test), or (b) the test cannot reach ``p_adj < alpha`` on
+    these topics at all (its smallest attainable p-value, adjusted over the gate's family, is
+    ≥ alpha: the exact randomization test's is 2/2^n for n non-zero differences, so it never
+    rejects at 0.05 on 5 topics or fewer; the Monte Carlo tests' 1/(B+1); the exact
+    Wilcoxon's 2/2^n), or (c) the test is the bootstrap on fewer than
+    ``BOOTSTRAP_MIN_TOPICS`` (30) topics, where its size is too far above alpha to gate on.
+    Every check gives its reasons in words.
 
     ``baseline`` None: the document's baseline, else its first run. ``candidate`` None: every
-    other run, one check each; the verdict is "fail" if any check fails. Each check lists
+    other run, one check each. The overall verdict is "fail" if any check fails, else
+    "undecided" if any check is undecided, else "pass". Each check lists
     ``offending_topics`` (at most 20, worst first): topics where the candidate drops by more
-    than ``max_drop`` (per topic, absolute or relative to the baseline's value). They come
-    from the document's ``per_topic`` values when present (compare passes its own), else
-    from the pair's ``largest_losses`` (``offending_topics_from`` says which).
+    than ``max_drop`` (per topic, absolute or relative to the baseline's value, at the same
+    tolerance). They come from the document's ``per_topic`` values when present (compare
+    passes its own), else from the pair's ``largest_losses`` (``offending_topics_from`` says
+    which).
 
-    Returns ``{"verdict", "reasons", "checks": [{"measure", "baseline", "candidate",
-    "verdict", "reasons", "mean_baseline", "mean_candidate", "drop", "relative_drop",
-    "max_drop", "relative", "test", "alpha", "p_value", "p_adjusted", "offending_topics",
-    "offending_topics_from"}]}``.
+    Returns ``{"verdict", "reasons", "correction": {"method", "family_size", "family"},
+    "checks": [{"measure", "baseline", "candidate", "verdict", "reasons", "mean_baseline",
+    "mean_candidate", "drop", "relative_drop", "max_drop", "relative", "test", "alpha",
+    "p_value", "p_adjusted", "smallest_p_adjusted", "offending_topics",
+    "offending_topics_from"}]}`` (``p_adjusted`` over the gate's family).
     """
     spec = Gate(measure, max_drop, relative, alpha, test, baseline, candidate)
     lookup = None
@@ -728,18 +788,23 @@ def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None 
                                         for row in (per[t] for t in document["topics"])])
                   for run, per in document["per_topic"].items()
                   for key in (m["key"] for m in document["measures"])}
-    return _gate(document, spec, lookup)
+    return _gates(document, [spec], lookup)
 
 
 def _gate_specs(gates) -> list[Gate]:
     if gates is None:
         return []
-    if isinstance(gates, Gate | Mapping):
+    if isinstance(gates, Gate | Mapping | str):
         gates = [gates]
     out = []
     for g in gates:
         if isinstance(g, Gate):
             out.append(g)
+        elif isinstance(g, str):  # the command line's MEASURE:MAX_DROP[%][@ALPHA]
+            try:
+                out.append(parse_gate(g))
+            except ValueError as exc:
+                raise InputError("gate", str(exc), field="gate") from None
         elif isinstance(g, Mapping):
             try:
                 out.append(Gate(**g))
@@ -748,13 +813,6 @@ def _gate_specs(gates) -> list[Gate]:
         else:
             raise InputError("gate", f"not a gate: {g!r}", field="gate")
     return [_check_gate(g) for g in out]
-
-
-def _merge(results: list[dict]) -> dict:
-    checks = [c for r in results for c in r["checks"]]
-    failed = any(c["verdict"] == "fail" for c in checks)
-    return {"verdict": "fail" if failed else "pass",
-            "reasons": [r for c in checks for r in c["reasons"]], "checks": checks}
 
 
 def _document_key(document: dict, name: str) -> str:
@@ -794,7 +852,39 @@ def _check_gate(spec: Gate) -> Gate:
     return spec
 
 
-def _gate(document: dict, spec: Gate, lookup: dict | None) -> dict:
+def _gates(document: dict, specs: list[Gate], lookup: dict | None) -> dict:
+    """Every check of every gate, their p-values adjusted over the gate's own family (the
+    distinct test × measure × baseline × candidate of its checks), then each decided."""
+    found = [(spec, *_gate_pair(document, spec, key, base, cand))
+             for spec in specs
+             for key, base, cand in _gate_targets(document, spec)]
+    method = document.get("correction", {}).get("method", "holm")
+    family: dict[tuple, float] = {}
+    for spec, pair, _key, base, cand in found:
+        p = pair[TEST_KEYS[spec.test]]["p_value"]
+        if p is not None:
+            family.setdefault((spec.test, pair["measure"], base, cand), p)
+    members = list(family)
+    adjusted = dict(zip(members, stats.correct_p_values(
+        np.array([family[m] for m in members], dtype=np.float64), method).tolist(),
+        strict=True))
+    checks = []
+    for spec, pair, key, base, cand in found:
+        p_adj = adjusted.get((spec.test, key, base, cand))
+        checks.append(_check(document, spec, key, base, cand, pair, p_adj, len(members),
+                             method, lookup))
+    verdicts = {c["verdict"] for c in checks}
+    verdict = ("fail" if "fail" in verdicts else "undecided" if "undecided" in verdicts
+               else "pass")
+    return {"verdict": verdict, "reasons": [r for c in checks for r in c["reasons"]],
+            "correction": {"method": method, "family_size": len(members),
+                           "family": "the gate's checks (gated measures × candidates), not "
+                                     "every compared measure and pair"},
+            "checks": checks}
+
+
+def _gate_targets(document: dict, spec: Gate) -> list[tuple[str, str, str]]:
+    """(measure key, baseline, candidate) of each check of ``spec``."""
     _check_gate(spec)
     key = _document_key(document, spec.measure)
     names = [r["name"] for r in document["runs"]]
@@ -807,60 +897,107 @@ def _gate(document: dict, spec: Gate, lookup: dict | None) -> dict:
                          f"({', '.join(n for n in names if n != base)})",
                          field="gate.candidate")
     candidates = [spec.candidate] if spec.candidate else [n for n in names if n != base]
-    checks = [_check(document, spec, key, base, cand, lookup) for cand in candidates]
-    return _merge([{"checks": checks}])
+    return [(key, base, cand) for cand in candidates]
 
 
-def _check(document: dict, spec: Gate, key: str, base: str, cand: str,
-           lookup: dict | None) -> dict:
+def _gate_pair(document: dict, spec: Gate, key: str, base: str,
+               cand: str) -> tuple[dict, str, str, str]:
     pair = next((p for p in document["pairs"] if p["measure"] == key
                  and {p["a"], p["b"]} == {base, cand}), None)
     if pair is None:
         raise InputError("gate", f"the document does not compare {cand!r} with {base!r} "
                          f"(compare with baseline {base!r}, or without a baseline)",
                          field="gate.baseline")
-    test_key = TEST_KEYS[spec.test]
-    if test_key not in pair:
+    if TEST_KEYS[spec.test] not in pair:
         raise InputError("gate", f"the {spec.test} test was not run in this comparison",
                          field="gate.test")
+    return pair, key, base, cand
+
+
+def _smallest_p(spec: Gate, pair: dict, n_topics: int) -> float:
+    """The smallest p-value ``spec.test`` can give on this pair's topics (0 when not bounded
+    below: the t test, the normal-approximation Wilcoxon)."""
+    result = pair[TEST_KEYS[spec.test]]
+    nonzero = n_topics if pair["wins"] is None else pair["wins"] + pair["losses"]
+    if spec.test == "randomization":
+        if result.get("exact", True):  # flipping a zero changes nothing: 2^(n−z) patterns
+            return min(1.0, 2.0 / 2.0**nonzero)
+        return 1.0 / (result["n_permutations"] + 1)
+    if spec.test == "bootstrap":
+        return 1.0 / (result["n_samples"] + 1)
+    if spec.test == "wilcoxon" and result.get("method") == "exact":
+        return min(1.0, 2.0 / 2.0 ** result.get("n", nonzero))
+    return 0.0
+
+
+def _exceeds(drop, allowed, scale):
+    """``drop > allowed`` at the gate's tolerance (works on arrays too)."""
+    return drop > allowed + GATE_TOL * np.maximum(1.0, scale)
+
+
+def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dict,
+           p_adj: float | None, family_size: int, method: str, lookup: dict | None) -> dict:
     summary = document["summary"][key]
     mean_base, mean_cand = summary[base]["mean"], summary[cand]["mean"]
     sign = 1.0 if pair["a"] == base else -1.0   # pairs hold b − a; drop = base − cand
     drop = None if pair["mean_diff"] is None else -sign * pair["mean_diff"]
     rel_drop = (drop / abs(mean_base) if drop is not None and mean_base else None)
-    result = pair[test_key]
-    p_adj = result["p_adjusted"]
+    result = pair[TEST_KEYS[spec.test]]
+    n_topics = len(document["topics"])
+    floor = stats.correct_p_values(np.full(max(1, family_size), _smallest_p(spec, pair,
+                                                                            n_topics)),
+                                   method)[0].item()
     unit = f"{spec.max_drop * 100:g}%" if spec.relative else f"{spec.max_drop:g}"
     check: dict[str, Any] = {
         "measure": key, "baseline": base, "candidate": cand, "mean_baseline": mean_base,
         "mean_candidate": mean_cand, "drop": drop, "relative_drop": rel_drop,
         "max_drop": spec.max_drop, "relative": spec.relative, "test": spec.test,
-        "alpha": spec.alpha, "p_value": result["p_value"], "p_adjusted": p_adj}
+        "alpha": spec.alpha, "p_value": result["p_value"], "p_adjusted": p_adj,
+        "smallest_p_adjusted": floor}
     what = f"{key} {cand} vs {base}:"
-    if drop is None:
-        verdict, reason = "pass", f"{what} no mean difference (non-numeric values); not gated"
+    scale = abs(mean_base) if mean_base is not None else 0.0
+    if drop is None or mean_base is None:
+        verdict = "undecided"
+        reason = (f"{what} cannot be decided: non-numeric per-topic values (no mean "
+                  "difference), so the gate does not pass")
     else:
+        allowed = spec.max_drop * abs(mean_base) if spec.relative else spec.max_drop
+        exceeds = bool(_exceeds(drop, allowed, scale))
         if spec.relative:
-            exceeds = drop > 0 and drop > spec.max_drop * abs(mean_base)
             amount = f"{rel_drop:.2%}" if rel_drop is not None else f"{drop:.4f} (from 0)"
         else:
-            exceeds = drop > spec.max_drop
             amount = f"{drop:.4f}"
-        significant = p_adj is not None and p_adj < spec.alpha
         p_text = "no p-value" if p_adj is None else f"{spec.test} p_adj {p_adj:.4g}"
-        if drop <= 0:
-            verdict, reason = "pass", f"{what} no drop ({cand} is {-drop:.4f} higher)"
+        if not _exceeds(drop, 0.0, scale):
+            verdict = "pass"
+            reason = (f"{what} no drop ({cand} is {-drop:.4f} higher)" if drop < 0
+                      else f"{what} no drop")
         elif not exceeds:
             verdict, reason = "pass", f"{what} drop {amount} within the allowed {unit}"
-        elif not significant:
-            verdict = "pass"
-            reason = (f"{what} drop {amount} exceeds {unit} but is not significant "
-                      f"({p_text} ≥ {spec.alpha:g})" if p_adj is not None else
-                      f"{what} drop {amount} exceeds {unit} but has no p-value")
-        else:
+        elif p_adj is None:
+            verdict = "undecided"
+            reason = (f"{what} drop {amount} exceeds {unit} but the {spec.test} test gave no "
+                      f"p-value ({n_topics} topic(s)): cannot be decided, so the gate does not "
+                      "pass")
+        elif spec.test == "bootstrap" and n_topics < BOOTSTRAP_MIN_TOPICS:
+            verdict = "undecided"
+            reason = (f"{what} drop {amount} exceeds {unit}, but the bootstrap test cannot "
+                      f"gate on {n_topics} topics (below {BOOTSTRAP_MIN_TOPICS} it rejects a "
+                      "true null too often); use the randomization or t test")
+        elif p_adj < spec.alpha:
             verdict = "fail"
             reason = (f"{what} drop {amount} (mean {mean_base:.4f} → {mean_cand:.4f}) exceeds "
                       f"the allowed {unit} and is significant ({p_text} < {spec.alpha:g})")
+        elif floor >= spec.alpha:
+            verdict = "undecided"
+            reason = (f"{what} drop {amount} exceeds {unit}, but the {spec.test} test cannot "
+                      f"reach p_adj < {spec.alpha:g} on {n_topics} topics (smallest attainable "
+                      f"p_adj {floor:.4g}): cannot be decided, so the gate does not pass; use "
+                      "more topics (or the t test)")
+        else:
+            verdict = "pass"
+            reason = (f"{what} drop {amount} exceeds {unit} but is not significant "
+                      f"({p_text} ≥ {spec.alpha:g})")
     check["verdict"], check["reasons"] = verdict, [reason]
     check["offending_topics"], check["offending_topics_from"] = _offending(
         document, spec, key, base, cand, pair, lookup)
@@ -884,10 +1021,10 @@ def _offending(document, spec: Gate, key, base, cand, pair, lookup) -> tuple[lis
     drop = base_v - cand_v
     with np.errstate(divide="ignore", invalid="ignore"):
         if spec.relative:
-            over = (drop > 0) & (drop > spec.max_drop * np.abs(base_v))
+            over = _exceeds(drop, spec.max_drop * np.abs(base_v), np.abs(base_v)) & (drop > 0)
             badness = np.where(base_v != 0, drop / np.abs(base_v), np.inf)
         else:
-            over = drop > spec.max_drop
+            over = _exceeds(drop, spec.max_drop, np.abs(base_v))
             badness = drop
     rows = np.flatnonzero(over)
     rows = rows[np.argsort(-badness[rows], kind="stable")][:MAX_OFFENDING_TOPICS]
@@ -903,9 +1040,10 @@ _SHORT = {"t": "t", "randomization": "rand", "bootstrap": "boot", "wilcoxon": "w
 
 
 def format_text(document: dict) -> str:
-    """A comparison document as a readable table: per measure, each run's mean with its 95% CI
-    (and trec_eval aggregate), then each pair: mean difference b − a with its CI, each test's
-    adjusted p-value (``*`` when significant) and wins/ties/losses of b; then the gate."""
+    """A comparison document as a readable table: per measure, each run's mean with its CI
+    (1 − alpha, unadjusted; and trec_eval aggregate), then each pair: mean difference b − a
+    with its CI, each test's adjusted p-value (``*`` when significant) and wins/ties/losses
+    of b; then the gate, with the family its p-values are adjusted over."""
 
     def fmt(x, signed=False) -> str:  # 7 wide, so columns line up
         return f"{'-':>7}" if x is None else (f"{x:+7.4f}" if signed else f"{x:7.4f}")
@@ -921,18 +1059,21 @@ def format_text(document: dict) -> str:
            + f"; p-values adjusted by {corr['method']} over "
            + ", ".join(f"{n} {_SHORT[t]}" for t, n in corr["family_size"].items())
            + f" comparisons; * = p_adj < {document['alpha']:g}\n"]
+    level = document.get("ci", {}).get("level", 0.95)
+    ci_head = f"{_percent(level)}% CI"
+    out.append(f"{ci_head}s are not adjusted for multiple comparisons\n")
     for w in document["warnings"]:
         out.append(f"warning: {w['message']}\n")
     for m in document["measures"]:
         key = m["key"]
         out.append(f"\n{key}  ({m['canonical']})\n")
-        out.append(f"  {'run':<{width}}  {'mean':>7}  {'95% CI':<18}  {'aggregate':>9}\n")
+        out.append(f"  {'run':<{width}}  {'mean':>7}  {ci_head:<18}  {'aggregate':>9}\n")
         for name in names:
             s = document["summary"][key][name]
             out.append(f"  {name:<{width}}  {fmt(s['mean']):>7}  "
                        f"[{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]  {fmt(s['aggregate']):>9}\n")
         head = "".join(f"  {_SHORT[t] + ' p_adj':>11}" for t in tests)
-        out.append(f"  {'b vs a':<{pair_width}}  {'diff':>7}  {'95% CI':<18}{head}  W/T/L\n")
+        out.append(f"  {'b vs a':<{pair_width}}  {'diff':>7}  {ci_head:<18}{head}  W/T/L\n")
         for p in document["pairs"]:
             if p["measure"] != key:
                 continue
@@ -946,7 +1087,11 @@ def format_text(document: dict) -> str:
                        f"{fmt(p['mean_diff'], True):>7}  "
                        f"[{fmt(p['ci_low'], True)}, {fmt(p['ci_high'], True)}]{cells}  {wtl}\n")
     if "gate" in document:
-        out.append(f"\ngate: {document['gate']['verdict'].upper()}\n")
+        g = document["gate"]
+        corr = g.get("correction")
+        family = (f" (p-values adjusted by {corr['method']} over the gate's "
+                  f"{corr['family_size']} check(s), not the whole table)" if corr else "")
+        out.append(f"\ngate: {g['verdict'].upper()}{family}\n")
         for check in document["gate"]["checks"]:
             out.append(f"  {check['verdict']}: {'; '.join(check['reasons'])}\n")
             if check["verdict"] == "fail" and check["offending_topics"]:

@@ -46,7 +46,8 @@ def test_compare_json_carries_the_engine_numbers(capsys):
     doc = json.loads(out)
     # both stems are "results": the file names tell them apart
     assert [r["name"] for r in doc["runs"]] == ["results.test", "results.trunc"]
-    assert doc["topics"] == ["301", "302", "303"] and doc["warnings"] == []
+    assert doc["topics"] == ["301", "302", "303"]
+    assert [w["code"] for w in doc["warnings"]] == ["bootstrap-few-topics"]  # 3 topics
     a = cranfield.evaluate(TEST, QRELS, ["map"], complete_topics=True).values["map"]
     b = cranfield.evaluate(TRUNC, QRELS, ["map"], complete_topics=True).values["map"]
     pair = [p for p in doc["pairs"] if p["measure"] == "map"][0]
@@ -70,20 +71,24 @@ def test_compare_text_names_topics_dropped_and_prints_the_table(capsys):
     assert "+0.0933" in row and row.split()[-1] == "1/1/0"
 
 
-def test_gate_fails_with_exit_1_and_passes_with_exit_0(capsys, reversed_run):
+def test_gate_fails_with_exit_3_is_undecided_with_exit_5_and_passes_with_exit_0(
+        capsys, reversed_run):
     # three topics, all worse: the smallest exact randomization p there is, 2/2^3 = 0.25, so
     # the gate's alpha must exceed it for any drop to count as significant
     code, out, _ = cli(capsys, "compare", "-m", "map", "--baseline", "results", "--gate",
                        "map:0.01@0.3", QRELS, TEST, reversed_run)
-    assert code == 1
+    assert code == 3  # was 1, the code of usage errors too
     assert "gate: FAIL" in out and "is significant (randomization p_adj 0.25 < 0.3)" in out
     assert "worst topics: 302 (-0.3814)" in out
+    # at 0.05 the test cannot find any drop significant on 3 topics: undecided, not a pass
+    # (this passed with exit 0 before)
     code, out, _ = cli(capsys, "compare", "-m", "map", "--gate", "map:0.01", QRELS, TEST,
                        reversed_run)
-    assert code == 0 and "gate: PASS" in out and "not significant" in out
+    assert code == 5 and "gate: UNDECIDED" in out
+    assert "cannot reach p_adj < 0.05 on 3 topics (smallest attainable p_adj 0.25)" in out
     code, out, _ = cli(capsys, "compare", "-m", "map", "--gate", "map:60%@0.3", QRELS, TEST,
                        reversed_run)  # the mean drops 88% (0.1786 -> 0.0213): more than 60%
-    assert code == 1
+    assert code == 3
     code, out, _ = cli(capsys, "compare", "--format", "json", "--gate", "map:90%@0.3", QRELS,
                        TEST, reversed_run)
     assert code == 0 and json.loads(out)["gate"]["verdict"] == "pass"
