@@ -604,6 +604,7 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
         wil_method = np.full(n_cols, None, dtype=object)
         wil_method[finite] = wil.method
         wil_n = spread(wil.n)
+        wil_smallest = spread(wil.smallest_p)
     family = {}
     for test, res in results.items():
         res["p_adjusted"] = stats.correct_p_values(res["p_value"], settings.correction)
@@ -642,7 +643,8 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
                 entry.update({"n_permutations": rand.n_permutations, "seed": rand.seed,
                               "exact": rand.exact})
             if test == "wilcoxon" and tested:
-                entry.update({"method": wil_method[col], "n": int(wil_n[col])})
+                entry.update({"method": wil_method[col], "n": int(wil_n[col]),
+                              "smallest_p": _num(wil_smallest[col])})
             if test == "bootstrap":
                 entry.update({"ci_low": _num(res["ci_low"][col]),
                               "ci_high": _num(res["ci_high"][col]),
@@ -761,8 +763,8 @@ def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None 
     values, too few topics for the test), or (b) the test cannot reach ``p_adj < alpha`` on
     these topics at all (its smallest attainable p-value, adjusted over the gate's family, is
     ≥ alpha: the exact randomization test's is 2/2^n for n non-zero differences, so it never
-    rejects at 0.05 on 5 topics or fewer; the Monte Carlo tests' 1/(B+1); the exact
-    Wilcoxon's 2/2^n), or (c) the test is the bootstrap on fewer than
+    rejects at 0.05 on 5 topics or fewer; the Monte Carlo tests' 1/(B+1); the Wilcoxon test's
+    with every sign alike, 2/2^n when exact), or (c) the test is the bootstrap on fewer than
     ``BOOTSTRAP_MIN_TOPICS`` (30) topics, where its size is too far above alpha to gate on.
     Every check gives its reasons in words.
 
@@ -916,7 +918,7 @@ def _gate_pair(document: dict, spec: Gate, key: str, base: str,
 
 def _smallest_p(spec: Gate, pair: dict, n_topics: int) -> float:
     """The smallest p-value ``spec.test`` can give on this pair's topics (0 when not bounded
-    below: the t test, the normal-approximation Wilcoxon)."""
+    below: the t test)."""
     result = pair[TEST_KEYS[spec.test]]
     nonzero = n_topics if pair["wins"] is None else pair["wins"] + pair["losses"]
     if spec.test == "randomization":
@@ -925,8 +927,8 @@ def _smallest_p(spec: Gate, pair: dict, n_topics: int) -> float:
         return 1.0 / (result["n_permutations"] + 1)
     if spec.test == "bootstrap":
         return 1.0 / (result["n_samples"] + 1)
-    if spec.test == "wilcoxon" and result.get("method") == "exact":
-        return min(1.0, 2.0 / 2.0 ** result.get("n", nonzero))
+    if spec.test == "wilcoxon":
+        return result.get("smallest_p") or 0.0
     return 0.0
 
 

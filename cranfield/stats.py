@@ -85,12 +85,15 @@ class BootstrapResult:
 @dataclass(frozen=True)
 class WilcoxonResult:
     """Per column: ``statistic`` min(W+, W−) over the non-zero differences, ``p_value``
-    (two-sided), ``n`` the non-zero differences ranked, ``method`` "exact" or "normal"."""
+    (two-sided), ``n`` the non-zero differences ranked, ``method`` "exact" or "normal" ("none"
+    when no difference is left), ``smallest_p`` the smallest p-value the method can give on
+    these magnitudes (every sign alike)."""
 
     statistic: np.ndarray
     p_value: np.ndarray
     n: np.ndarray | None = None
     method: tuple[str, ...] = ()
+    smallest_p: np.ndarray | None = None
 
 
 class WinsTiesLosses(NamedTuple):
@@ -383,13 +386,16 @@ def wilcoxon_test(diffs) -> WilcoxonResult:
       continuity correction, ``p = 2 · Φ(−|z|)``. Equals ``scipy.stats.wilcoxon(d,
       zero_method="wilcox", method="approx", correction=False)``.
 
+    ``smallest_p``: the p-value with every sign alike (W+ = 0), the least the method can give
+    on these magnitudes: 2/2^n when exact. A gate uses it to say when a test cannot decide.
+
     References: Wilcoxon 1945, "Individual comparisons by ranking methods", Biometrics
     Bulletin 1(6); Lehmann 1975, Nonparametrics, §3.2 (ties); Smucker, Allan & Carterette
     2007, CIKM.
     """
     d = _columns(diffs)
     n_topics, k = d.shape
-    statistic, p = np.full(k, np.nan), np.full(k, np.nan)
+    statistic, p, smallest = np.full(k, np.nan), np.full(k, np.nan), np.full(k, np.nan)
     used = np.zeros(k, dtype=np.int64)
     methods: list[str] = []
     for j in range(k):  # per pair, not per topic: columns differ in zeros and ties
@@ -402,7 +408,7 @@ def wilcoxon_test(diffs) -> WilcoxonResult:
         n = signed.size
         used[j] = n
         if n == 0:
-            p[j] = 1.0
+            p[j] = smallest[j] = 1.0
             methods.append("none")
             continue
         w_plus = float(ranks[signed > 0].sum())
@@ -411,14 +417,16 @@ def wilcoxon_test(diffs) -> WilcoxonResult:
         if n <= WILCOXON_EXACT_MAX_N and ties.max() == 1:
             cdf = _wilcoxon_cdf(n)  # P(W+ ≤ w) for w = 0..n(n+1)/2
             p[j] = min(1.0, 2.0 * cdf[int(round(statistic[j]))])
+            smallest[j] = min(1.0, 2.0 / 2.0**n)
             methods.append("exact")
         else:
             mean = n * (n + 1) / 4
             var = n * (n + 1) * (2 * n + 1) / 24 - float((ties**3 - ties).sum()) / 48
             z = (w_plus - mean) / math.sqrt(var)
             p[j] = min(1.0, 2.0 * float(special.ndtr(-abs(z))))
+            smallest[j] = min(1.0, 2.0 * float(special.ndtr(-mean / math.sqrt(var))))
             methods.append("normal")
-    return WilcoxonResult(statistic, p, used, tuple(methods))
+    return WilcoxonResult(statistic, p, used, tuple(methods), smallest)
 
 
 def _signed_ranks(column: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

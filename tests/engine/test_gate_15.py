@@ -250,3 +250,13 @@ def test_gate_exit_codes_are_their_own_and_documented(capsys):
                  "5  no gate failed, but one could not be decided (not a pass)",
                  "7  no topic with both results and judgments"):
         assert line in text
+
+
+def test_wilcoxon_gate_that_cannot_reach_alpha_is_undecided():
+    # three topics, each dropping 0.6: three tied differences, normal approximation, whose
+    # smallest p is 2·Φ(−√3) = 0.083 ≥ 0.05
+    doc = _p10_doc(8, 2, n=3, tests=["t"], wilcoxon=True)
+    (check,) = gate(doc, measure="P.10", max_drop=0.1, test="wilcoxon")["checks"]
+    assert check["verdict"] == "undecided"
+    assert check["smallest_p_adjusted"] == pytest.approx(0.0832645166635504)
+    assert "the wilcoxon test cannot reach p_adj < 0.05 on 3 topics" in check["reasons"][0]

@@ -170,3 +170,16 @@ def test_edge_cases():
     assert (r.statistic[0], r.p_value[0], r.method) == (0.0, 1.0, ("exact",))
     r = stats.wilcoxon_test([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])  # all positive: 2/2^6
     assert r.p_value[0] == pytest.approx(2 / 64) and r.statistic[0] == 0.0
+
+
+def test_smallest_p_is_the_p_with_every_sign_alike():
+    rng = np.random.default_rng(21)
+    untied = rng.normal(0, 0.2, size=9)
+    tied = np.round(rng.normal(0, 0.2, size=20), 1)
+    for d in (untied, tied, np.array([0.6, 0.6, 0.6])):
+        r, alike = stats.wilcoxon_test(d), stats.wilcoxon_test(np.abs(d))
+        assert r.smallest_p[0] == pytest.approx(alike.p_value[0], rel=1e-12)
+    assert stats.wilcoxon_test(untied).smallest_p[0] == pytest.approx(2 / 2**9)
+    # three tied differences: the normal approximation cannot go below 0.083
+    assert stats.wilcoxon_test([0.6, 0.6, 0.6]).smallest_p[0] == pytest.approx(
+        2 * scipy.stats.norm.sf(3 / math.sqrt(3)))
