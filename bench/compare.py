@@ -268,7 +268,7 @@ def budget_shapes(budget: int, max_topics: int) -> list[dict]:
     shapes.append({"label": f"2 runs × 10 measures, t only, per_topic, {t:,} topics",
                    "runs": 2, "measures": 10, "topics": t, "tests": ("t",), "perms": 100,
                    "samples": 100, "docs": 10})
-    # Wilcoxon (scipy, a call per column) on as many columns as fit: runs × 10 measures
+    # Wilcoxon (cranfield.stats, a call per column) on as many columns as fit: runs × 10 measures
     tests = ("t", "wilcoxon")
     r = _largest(lambda x: work(x, 10, 30, tests, 0, 0) <= budget, 2, 50)
     shapes.append({"label": f"{r} runs × 10 measures × 30 topics, Wilcoxon", "runs": r,

@@ -45,7 +45,7 @@ MAX_OFFENDING_TOPICS = 20
 WORK_PER_TOPIC = 200          # drawing one resample's random numbers, per topic
 WORK_PER_COLUMN = 400         # testing one resampled statistic (compare, sort), per column
 WORK_PER_DIFFERENCE = 40_000  # holding and reporting one per-topic difference (≈200 bytes)
-WILCOXON_RESAMPLES = 40_000   # scipy's Wilcoxon test: about a millisecond per column
+WILCOXON_RESAMPLES = 40_000   # the Wilcoxon test (cranfield.stats): under a millisecond per column
 # A gate's drop exceeds its allowance only by more than this (× max(1, |baseline mean|)):
 # float rounding must not decide a verdict (0.4 − 0.3 is 0.10000000000000003).
 GATE_TOL = 1e-9
@@ -272,7 +272,7 @@ def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permu
     C = pairs × measures (the tested columns), T = topics, R = the resamples: the sign
     vectors of the randomization test (2^T when T ≤ 16, where the test is exact, else
     ``n_permutations``; 0 without the test) + ``n_samples`` with the bootstrap + 40,000 with
-    the Wilcoxon test (scipy takes about a millisecond a column). R × C × T counts the
+    the Wilcoxon test (up to about a millisecond a column). R × C × T counts the
     resampled multiply-adds; 200 a topic and 400 a column of every resample, drawing the
     resample and testing its statistic (which cost more than the multiply-adds unless C and T
     are both large); 40,000 a column-topic, holding and reporting the differences (the
