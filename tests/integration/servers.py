@@ -19,6 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "trec_eval"
 CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 
+# Deadlines generous enough for a loaded 2-core machine with a cold numba cache: the waits
+# poll, so a fast start costs nothing; only a server that never comes up waits this long.
+START_TIMEOUT = float(os.environ.get("CRANFIELD_TEST_START_TIMEOUT", "180"))
+JOB_TIMEOUT = float(os.environ.get("CRANFIELD_TEST_JOB_TIMEOUT", "180"))
+
+# The servers' logs: one directory for the test session, removed when it ends
+_LOGS = tempfile.TemporaryDirectory(prefix="cranfield-test-logs-")
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -34,23 +42,24 @@ def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen
         env.pop(key, None)  # only what the caller asks for; the config file decides the rest
     env.update(extra_env or {})
     # gunicorn logs to a file: a pipe nobody reads could fill up and stall it
-    fd, log_path = tempfile.mkstemp(prefix="cranfield-gunicorn-", suffix=".log")
+    fd, log_path = tempfile.mkstemp(prefix="gunicorn-", suffix=".log", dir=_LOGS.name)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "service" / "gunicorn.conf.py"),
          "--bind", f"127.0.0.1:{port}", "service.app:create_app()"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=fd)
     os.close(fd)  # the child has its own copy
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
+            with urllib.request.urlopen(url + "/healthz", timeout=5) as resp:
                 if resp.status == 200:
                     break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError("gunicorn did not start: " +
+                proc.wait(timeout=10)
+                raise RuntimeError(f"gunicorn did not start in {START_TIMEOUT:g} s: " +
                                    Path(log_path).read_text(errors="replace")) from None
             time.sleep(0.2)
     return url, proc
@@ -76,13 +85,13 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", *persistence], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while True:
             try:
                 redis.Redis(port=self.port).ping()
                 return
             except (redis.ConnectionError, redis.BusyLoadingError):
-                if time.monotonic() > deadline:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
 
@@ -120,10 +129,13 @@ def call(base: str, method: str, path: str, body=None, headers=None, content_typ
         return err.code, dict(err.headers), orjson.loads(raw) if raw else None
 
 
-def wait_job(base: str, location: str, timeout: float = 60) -> dict:
+def wait_job(base: str, location: str, timeout: float = JOB_TIMEOUT,
+             headers: dict | None = None) -> dict:
+    """The job once it is finished, failed or canceled; after ``timeout`` seconds, as it is
+    then (the caller's status assertion fails, showing it)."""
     deadline = time.monotonic() + timeout
     while True:
-        status, _, job = call(base, "GET", location)
+        status, _, job = call(base, "GET", location, headers=headers)
         assert status == 200, job
         if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
             return job
