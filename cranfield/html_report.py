@@ -215,6 +215,13 @@ def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str
     return "".join(parts) + note
 
 
+# The curves' label (cranfield.curves.INTERPOLATION_NOTE in a sentence for the page).
+_INTERPOLATION_LABEL = (
+    "Textbook interpolation: the best precision at any rank whose recall reaches the level. "
+    "Not trec_eval's <code>iprec_at_recall</code>, which rounds each level to a count of "
+    "relevant documents first: the two are not comparable.")
+
+
 def _warnings(doc: dict) -> str:
     items = []
     for w in doc.get("warnings") or []:
@@ -269,7 +276,8 @@ def render_evaluation(doc: dict, title: str | None = None) -> str:
         body += ["<h2>Precision–recall</h2>", _pr_chart(
             [(str(runid), curves.get("recall_levels"), curves.get("mean_interpolated_precision"))],
             f"Mean 11-point interpolated precision of {runid}"),
-            f'<p class="note">Mean over {_num(n)} topic(s).</p>']
+            f'<p class="note">Mean over {_num(n)} topic(s): the topics the measures above '
+            f"average. {_INTERPOLATION_LABEL}</p>"]
     per_topic = doc.get("per_topic")
     if per_topic:
         keys = {k for row in per_topic.values() for k in row}
@@ -402,7 +410,8 @@ def render_comparison(doc: dict, title: str | None = None, *,
                    (curves.get(r) or {}).get("mean_interpolated_precision"))
                   for r in runs if r in curves]
         body += ["<h2>Precision–recall</h2>",
-                 _pr_chart(series, "Mean 11-point interpolated precision per run")]
+                 _pr_chart(series, "Mean 11-point interpolated precision per run"),
+                 f'<p class="note">{_INTERPOLATION_LABEL}</p>']
     per_topic, m0 = doc.get("per_topic"), measures[0] if measures else None
     body.append(f"<h2>Per-topic differences{f': {_e(m0)}' if m0 else ''}</h2>")
     if not per_topic or m0 is None or ref not in per_topic:
