@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
     ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
                     help="output format (default trec: trec_eval's text)")
+    ev.add_argument("--no-warnings", action="store_true",
+                    help="do not print the input lint (topics missing from the run, unjudged "
+                         "documents, ties at a cutoff...) on standard error; with --format "
+                         "json it is the document's warnings")
     ev.add_argument("--server", default=None, metavar="URL",
                     help="evaluate on a Cranfield service instead of locally (same output)")
     ev.add_argument("--qrels-id", default=None, metavar="ID",
@@ -300,6 +304,7 @@ def run_remote(args: argparse.Namespace) -> int:
     import json
 
     from .client import ApiError, Client
+    from .report import warnings_for_interface
 
     options = {"profile": args.profile, "relevance_level": args.rel_level,
                "judged_only": args.judged_only, "depth": args.depth,
@@ -321,6 +326,8 @@ def run_remote(args: argparse.Namespace) -> int:
         return 2
     if args.format == "trec" and args.no_summary:
         out = "".join(line for line in out.splitlines(keepends=True) if "\tall\t" not in line)
+    if isinstance(out, dict) and isinstance(out.get("warnings"), list):
+        out["warnings"] = warnings_for_interface(out["warnings"], "cli")
     sys.stdout.write(out if isinstance(out, str) else json.dumps(out, indent=2) + "\n")
     return 0
 
@@ -328,6 +335,7 @@ def run_remote(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from .io import read_qrels, read_run
     from .names import needs_subtopics
+    from .report import warnings_for
 
     if args.server:
         return run_remote(args)
@@ -342,14 +350,41 @@ def run_eval(args: argparse.Namespace) -> int:
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation)
-    if args.format == "json":
-        text = format_json(ev, per_topic=args.per_topic, curves=args.curves)
-    elif args.format == "csv":
-        text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+    if args.format == "json":  # the API's evaluation document; warnings are in it
+        text = format_json(ev, _sha256(run_source), _sha256(qrels_source),
+                           per_topic=args.per_topic, curves=args.curves, interface="cli")
     else:
-        text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        if args.format == "csv":
+            text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        else:
+            text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        if not args.no_warnings:
+            _print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
     return 0
+
+
+def _sha256(source) -> str:
+    """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text."""
+    import hashlib
+
+    if isinstance(source, bytes):
+        return hashlib.sha256(source).hexdigest()
+    digest = hashlib.sha256()
+    with open(source, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _print_warnings(warnings: list[dict]) -> None:
+    """The input lint on standard error (standard output stays trec_eval's text), one line
+    each, options named by their flags."""
+    for w in warnings:
+        topics = w.get("topics") or []
+        shown = f" (topics: {', '.join(topics[:5])}{', …' if len(topics) > 5 else ''})" \
+            if topics else ""
+        print(f"cranfield: warning: {w['message']}{shown}", file=sys.stderr)
 
 
 def _run_names(paths: list[str], names: str | None) -> list[str]:

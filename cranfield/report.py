@@ -10,19 +10,59 @@ import numpy as np
 
 import cranfield
 
+# How each interface spells the evaluation options a warning can be about: the CLI's flag
+# (trec_eval's) and the API's field of the request body. A warning about an option carries
+# its key (``"option": "complete_topics"``) and names it in its message the way the interface
+# it is shown in does: ``-c`` in ``cranfield eval``, ``options.complete_topics`` in the API.
+OPTION_NAMES: dict[str, dict[str, str]] = {
+    "complete_topics": {"cli": "-c", "api": "options.complete_topics"},
+    "relevance_level": {"cli": "-l", "api": "options.relevance_level"},
+    "judged_only": {"cli": "-J", "api": "options.judged_only"},
+    "depth": {"cli": "-M", "api": "options.depth"},
+    "collection_size": {"cli": "-N", "api": "options.collection_size"},
+    "profile": {"cli": "--profile", "api": "options.profile"},
+    "aggregation": {"cli": "--micro", "api": "options.aggregation"},
+}
+INTERFACES = ("api", "cli")
 
-def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
-    """An input lint: things that make numbers easy to misread."""
+
+def option_name(option: str, interface: str = "api") -> str:
+    """``option`` (an Options key) as ``interface`` ("api" or "cli") spells it."""
+    if interface not in INTERFACES:
+        raise ValueError(f"unknown interface {interface!r}; choose one of {list(INTERFACES)}")
+    return OPTION_NAMES[option][interface]
+
+
+def warnings_for_interface(warnings: list[dict], interface: str) -> list[dict]:
+    """``warnings`` made for the API (a document from a service) with the options their
+    messages name spelled as ``interface`` spells them (new dicts; the rest unchanged)."""
+    out = []
+    for w in warnings:
+        option = w.get("option")
+        if option in OPTION_NAMES and interface != "api":
+            w = dict(w, message=str(w.get("message", "")).replace(
+                option_name(option, "api"), option_name(option, interface)))
+        out.append(w)
+    return out
+
+
+def warnings_for(ev: cranfield.Evaluation, interface: str = "api") -> list[dict]:
+    """An input lint: things that make numbers easy to misread. A warning about an option
+    has its key in ``option`` and names it as ``interface`` ("api" or "cli") spells it."""
+    def name(option: str) -> str:
+        return option_name(option, interface)
+
     out: list[dict] = []
     t = ev.topics
     if t.run_only:
         out.append({"code": "topics-run-only", "message": f"{len(t.run_only)} run topic(s) "
                     "have no judgments and were not evaluated", "topics": t.run_only[:20]})
     if t.qrels_only:
-        counted = "counted as 0" if ev.options["complete_topics"] else "not evaluated"
+        counted = (f"counted as 0: {name('complete_topics')}" if ev.options["complete_topics"]
+                   else f"not evaluated; {name('complete_topics')} counts them as 0")
         out.append({"code": "topics-qrels-only", "message": f"{len(t.qrels_only)} judged "
                     f"topic(s) are missing from the run ({counted})",
-                    "topics": t.qrels_only[:20]})
+                    "topics": t.qrels_only[:20], "option": "complete_topics"})
     ranked = ev.ranked
     empty = [ranked.topics[i] for i in ((ranked.num_ret == 0) & ranked.in_run).nonzero()[0]]
     if empty:
@@ -32,9 +72,11 @@ def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
                          minlength=len(ranked.topics)) == 0
     if no_rel.any():
         names = [ranked.topics[i] for i in no_rel.nonzero()[0]]
+        level = ev.options["relevance_level"]
         out.append({"code": "topics-without-relevant", "message": f"{len(names)} topic(s) "
-                    "have no relevant document in the qrels; most measures score them 0",
-                    "topics": names[:20]})
+                    f"have no relevant document in the qrels (grade >= {level}, "
+                    f"{name('relevance_level')}); most measures score them 0",
+                    "topics": names[:20], "option": "relevance_level"})
     top = np.minimum(ranked.num_ret, 10)
     judged = np.bincount(ranked.hit_topic[(ranked.hit_rank <= 10) & (ranked.hit_label >= 0)],
                          minlength=len(ranked.topics))
@@ -43,8 +85,9 @@ def warnings_for(ev: cranfield.Evaluation) -> list[dict]:
         share = float((top - judged).sum() / max(int(top.sum()), 1))
         out.append({"code": "unjudged-in-top-10", "message": f"{int(holes.sum())} topic(s) have "
                     f"unjudged documents in their top 10 ({share:.1%} of those ranks); they "
-                    "count as non-relevant", "topics": [ranked.topics[i] for i in
-                                                       holes.nonzero()[0][:20]]})
+                    f"count as non-relevant ({name('judged_only')} drops them instead)",
+                    "topics": [ranked.topics[i] for i in holes.nonzero()[0][:20]],
+                    "option": "judged_only"})
     for k, tied in sorted(ev.cutoff_ties.items()):
         if tied.any():
             names = [ranked.topics[i] for i in tied.nonzero()[0]]
@@ -95,10 +138,14 @@ def efficiency(latency: dict[str, float], evaluated: list[str]) -> dict:
 
 
 def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
-                        details: dict | None, qrels_version: str | None = None) -> dict:
-    """The JSON document for ``ev`` with its input lint; ``req`` holds the request's
-    ``per_topic``, ``latency_ms`` and ``curves`` (precision-recall curves); ``qrels_version``
-    names stored qrels (``id@version``)."""
+                        details: dict | None, qrels_version: str | None = None, *,
+                        interface: str = "api") -> dict:
+    """The JSON document for ``ev`` with its input lint: what ``POST /v1/evaluations``
+    answers, the workers store and ``cranfield eval --format json`` prints (one shape:
+    ``measures`` a list of specs, run and options under ``provenance``). ``req`` holds the
+    request's ``per_topic``, ``latency_ms`` and ``curves`` (precision-recall curves);
+    ``qrels_version`` names stored qrels (``id@version``); ``interface`` ("api" or "cli")
+    how the warnings name options (``options.complete_topics`` or ``-c``)."""
     def clean(v):
         return None if isinstance(v, float) and v != v else v
 
@@ -106,7 +153,7 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
         "measures": [{"key": k, **v} for k, v in ev.measures.items()],
         "aggregate": {k: clean(v) for k, v in ev.aggregate.items()},
         "topics": ev.topics.as_dict(),
-        "warnings": warnings_for(ev),
+        "warnings": warnings_for(ev, interface),
         "provenance": {
             "engine": "cranfield", "engine_version": cranfield.__version__,
             "profile": ev.profile, "options": ev.options,

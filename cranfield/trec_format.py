@@ -1,5 +1,5 @@
 """trec_eval's text output, byte for byte (``meas_print_single.c``, ``meas_print_final.c``),
-and CSV / JSON renderings of the same numbers."""
+and CSV / JSON renderings of the same numbers (the JSON is the API's evaluation document)."""
 
 from __future__ import annotations
 
@@ -42,29 +42,14 @@ def format_trec(ev: Evaluation, per_topic: bool = False, summary: bool = True) -
     return "".join(out)
 
 
-def to_json_dict(ev: Evaluation, per_topic: bool = True) -> dict:
-    def clean(v):
-        return None if isinstance(v, float) and math.isnan(v) else v
+def format_json(ev: Evaluation, run_sha256: str, qrels_sha256: str, per_topic: bool = True,
+                curves: bool = False, interface: str = "cli") -> str:
+    """The evaluation document the API answers with (:func:`cranfield.report.evaluation_document`:
+    the same keys and types; warnings name options as ``interface`` spells them), as JSON."""
+    from .report import evaluation_document
 
-    doc = {
-        "measures": ev.measures,
-        "aggregate": {k: clean(v) for k, v in ev.aggregate.items()},
-        "topics": ev.topics.as_dict(),
-        "options": ev.options,
-        "runid": ev.runid,
-    }
-    if per_topic:
-        doc["per_topic"] = {t: {k: clean(v) for k, v in row.items()}
-                            for t, row in ev.per_topic.items()}
-    return doc
-
-
-def format_json(ev: Evaluation, per_topic: bool = True, curves: bool = False) -> str:
-    doc = to_json_dict(ev, per_topic)
-    if curves:
-        from .curves import precision_recall
-
-        doc["curves"] = precision_recall(ev, per_topic=per_topic)
+    doc = evaluation_document(ev, {"per_topic": per_topic, "curves": curves}, run_sha256,
+                              qrels_sha256, None, interface=interface)
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 

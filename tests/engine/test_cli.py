@@ -37,7 +37,9 @@ def test_json_and_csv_formats_carry_the_same_numbers(capsys):
     doc = json.loads(text)
     assert round(doc["aggregate"]["map"], 4) == 0.1785
     assert set(doc["per_topic"]) == {"301", "302", "303"}
-    assert doc["measures"]["P_5"]["canonical"] == "P(k=5,rel=1,profile=trec_eval-9.0.8)"
+    # the API's shape (issue #15): measures a list of specs, options under provenance
+    spec = next(m for m in doc["measures"] if m["key"] == "P_5")
+    assert spec["canonical"] == "P(k=5,rel=1,profile=trec_eval-9.0.8)"
     code, text, _ = cli(capsys, "eval", "--format", "csv", *args)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [r["topic"] for r in rows] == ["301", "302", "303", "all"]
