@@ -436,7 +436,8 @@ def run_compare(args: argparse.Namespace) -> int:
                   wilcoxon=args.wilcoxon, correction=args.correction, alpha=args.alpha,
                   n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
                   gate=args.gate or None, profile=args.profile,
-                  relevance_level=args.rel_level, complete_topics=args.complete)
+                  relevance_level=args.rel_level, complete_topics=args.complete,
+                  interface="cli")
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -64,7 +64,8 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
             wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
             n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
             largest_losses: int = 5, per_topic: bool = False, curves: bool = False,
-            gate: Any = None, max_work: int | None = None, **eval_options) -> dict:
+            gate: Any = None, max_work: int | None = None, interface: str = "api",
+            **eval_options) -> dict:
     """Evaluate every run of ``runs`` ({name: run}) against ``qrels`` and compare them.
 
     Each run is anything :func:`cranfield.evaluate` accepts (a path, TREC text, a
@@ -90,7 +91,8 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
     evaluations = {name: evaluate(run, qrels_obj, names, **eval_options)
                    for name, run in runs.items()}
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
-                               per_topic=per_topic, curves=curves, max_work=max_work)
+                               per_topic=per_topic, curves=curves, max_work=max_work,
+                               interface=interface)
 
 
 def with_gate_measures(names: list[str], gates, profile: str) -> list[str]:
@@ -112,7 +114,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                         n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
                         largest_losses: int = 5, per_topic: bool = False,
                         curves: bool = False, gate: Any = None,
-                        max_work: int | None = None) -> dict:
+                        max_work: int | None = None, interface: str = "api") -> dict:
     """Compare runs from their evaluations ({name: Evaluation}, at least two, all computed with
     the same options against the same qrels).
 
@@ -149,7 +151,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     A difference column with a non-finite per-topic value (a measure's 0/0) is not tested:
     its numbers are None and a ``nan-values`` warning names it. ``per_topic`` adds every
     run's per-topic values over the common topics; ``curves`` each run's mean 11-point
-    interpolated precision-recall curve (over that run's own averaged topics). ``gate``: a
+    interpolated precision-recall curve (over the common topics, as the tables). ``gate``: a
     :class:`Gate`, a dict of its fields, the text ``MEASURE:MAX_DROP[%][@ALPHA]``, or a list
     of them; the document then carries ``gate``, the result of :func:`gate` (baseline
     defaults to ``baseline``, else the first run; the gate's p-values are adjusted over its
@@ -161,6 +163,9 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     measures and common topics are known, before any array of the comparison is made. The
     resampling's memory does not grow with the resamples (:mod:`cranfield.stats` works in
     chunks).
+
+    ``interface`` (``api`` or ``cli``): how warnings name an option (``complete_topics`` or
+    ``-c``), as :func:`cranfield.report.option_name` spells it.
     """
     settings = _Settings.check(evaluations, baseline, tests, wilcoxon, correction, alpha,
                                n_permutations, n_samples, seed, largest_losses)
@@ -174,7 +179,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     options = _shared_options(run_names, evs)
     warnings: list[dict] = []
     keys, described = _comparable_measures(run_names, evs, measures, warnings)
-    topics, rows = _common_topics(run_names, evs, warnings)
+    topics, rows = _common_topics(run_names, evs, warnings, interface)
     pair_runs = _pairs(run_names, settings.baseline)
     _check_work(comparison_work(len(pair_runs), len(keys), len(topics), settings.tests,
                                 settings.n_permutations, settings.n_samples), max_work)
@@ -210,7 +215,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                    for t, row in zip(topics, values[:, r, :].T.tolist(), strict=True)}
             for r, name in enumerate(run_names)}
     if curves:
-        doc["curves"] = _curves(run_names, evs, warnings)
+        doc["curves"] = _curves(run_names, evs, warnings, topics)
     doc["warnings"] = warnings
     doc["options"] = {**options, **settings.as_kwargs(), "tests": list(settings.tests)}
     del doc["options"]["baseline"]
@@ -494,8 +499,8 @@ def _available(ev: Evaluation) -> np.ndarray:
     return np.asarray(ev.topics.evaluated, dtype=str)
 
 
-def _common_topics(run_names: list[str], evs: list[Evaluation],
-                   warnings: list[dict]) -> tuple[list[str], list[np.ndarray]]:
+def _common_topics(run_names: list[str], evs: list[Evaluation], warnings: list[dict],
+                   interface: str = "api") -> tuple[list[str], list[np.ndarray]]:
     """The topics of every run (in code-point order, which is trec_eval's byte order for
     UTF-8), and for each run the rows of ``values`` holding them."""
     sets = [_available(ev) for ev in evs]
@@ -512,11 +517,14 @@ def _common_topics(run_names: list[str], evs: list[Evaluation],
         lacking = [f"{name!r} lacks {union.size - s.size}"
                    for name, s in zip(run_names, sets, strict=True)
                    if s.size < union.size]
+        from .report import option_name
+
         warnings.append({"code": "topics-not-in-all-runs",
                          "message": f"{dropped.size} topic(s) evaluated for some runs but not "
                                     f"all are left out ({'; '.join(lacking)}); use "
-                                    "complete_topics to score missing topics as 0",
-                         "topics": dropped.tolist()})
+                                    f"{option_name('complete_topics', interface)} to score "
+                                    "missing topics as 0",
+                         "topics": dropped.tolist(), "option": "complete_topics"})
     rows = []
     for ev in evs:
         order = np.asarray(ev.topic_order, dtype=str)
@@ -662,7 +670,9 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
     return pairs, family
 
 
-def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict]) -> dict:
+def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict],
+            topics: list[str]) -> dict:
+    """Each run's mean curve over the comparison's ``topics`` (those its tables compare)."""
     from .curves import precision_recall
 
     out = {}
@@ -672,11 +682,12 @@ def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict]) -
                              "message": f"run {name!r}: its evaluation kept no ranking, so "
                                         "no precision-recall curve"})
             continue
-        curve = precision_recall(ev, per_topic=False)
+        curve = precision_recall(ev, per_topic=False, topics=topics)
         out[name] = {"recall_levels": curve["recall_levels"],
                      "mean_interpolated_precision":
                          [_num(v) for v in curve["mean_interpolated_precision"]],
-                     "topics_averaged": curve["topics_averaged"]}
+                     "topics_averaged": curve["topics_averaged"],
+                     "interpolation": curve["interpolation"], "note": curve["note"]}
     return out
 
 

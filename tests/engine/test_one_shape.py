@@ -172,8 +172,6 @@ def test_the_curve_can_average_a_comparisons_common_topics():
         precision_recall(ev, topics=["q3"])
 
 
-@pytest.mark.xfail(strict=True, reason="cranfield/compare.py's _curves still averages each "
-                   "run's own topics; it needs precision_recall(ev, topics=doc['topics'])")
 def test_a_comparisons_curves_average_its_common_topics():
     from cranfield.compare import compare
 
@@ -209,3 +207,15 @@ def test_the_report_pages_label_the_curves(files):
                                                  "0" * 64, "0" * 64, None))
     assert "the topics the measures above average" in page
     assert "Not trec_eval's <code>iprec_at_recall</code>" in page
+
+
+def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
+    from cranfield.compare import compare
+
+    qrels = "q1 0 d1 1\nq2 0 e1 1\n"
+    runs = {"a": "q1 Q0 d1 1 2 a\nq2 Q0 e1 1 1 a\n", "b": "q1 Q0 d1 1 2 b\n"}
+    for interface, spelled in (("api", "options.complete_topics"), ("cli", "-c")):
+        doc = compare(runs, qrels, ["map"], interface=interface)
+        (warning,) = [w for w in doc["warnings"] if w["code"] == "topics-not-in-all-runs"]
+        assert warning["option"] == "complete_topics" and f"use {spelled} " in warning["message"]
+        assert warning["topics"] == ["q2"]
