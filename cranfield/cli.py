@@ -180,10 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--bootstrap", type=_positive_int, default=10000, metavar="N",
                      help="bootstrap resamples (default %(default)s)")
     cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    cmp.add_argument("--tests", type=_tests_arg, default=None, metavar="T,...",
+                     help="the tests, comma-separated, spelled as the API's 'tests': t, "
+                          "randomization, bootstrap, wilcoxon (default t,randomization,"
+                          "bootstrap)")
     cmp.add_argument("--wilcoxon", action="store_true",
-                     help="also the Wilcoxon signed-rank test (Cranfield's own: exact for at "
-                          "most 50 untied non-zero differences, else normal with tie "
-                          "correction; zeros dropped)")
+                     help="add wilcoxon to the tests: the Wilcoxon signed-rank test "
+                          "(Cranfield's own: exact for at most 50 untied non-zero "
+                          "differences, else normal with tie correction; zeros dropped)")
     cmp.add_argument("--format", choices=("text", "json"), default="text")
     cmp.add_argument("--gate", action="append", type=_gate_arg, default=[],
                      metavar="MEASURE:MAX_DROP[%][@ALPHA]",
@@ -387,10 +391,20 @@ def _print_warnings(warnings: list[dict]) -> None:
         print(f"cranfield: warning: {w['message']}{shown}", file=sys.stderr)
 
 
+def _tests_arg(value: str) -> tuple[str, ...]:
+    from .compare import TESTS
+
+    tests = tuple(t.strip() for t in value.split(",") if t.strip())
+    unknown = [t for t in tests if t not in TESTS]
+    if not tests or unknown:
+        raise argparse.ArgumentTypeError(f"tests are {', '.join(TESTS)}; got {value!r}")
+    return tests
+
+
 def _run_names(paths: list[str], names: str | None) -> list[str]:
-    """--names, else file names without extension; repeats get the full file name, then a
-    number."""
-    from pathlib import Path
+    """--names, else :func:`cranfield.compare.run_names` of the paths (the API names
+    uploaded files by the same rule)."""
+    from .compare import run_names
 
     if names is not None:
         given = [n.strip() for n in names.split(",")]
@@ -398,17 +412,7 @@ def _run_names(paths: list[str], names: str | None) -> list[str]:
             raise InputError("--names", f"needs {len(paths)} distinct non-empty names, got "
                              f"{names!r}")
         return given
-    stems = ["stdin" if p == "-" else Path(p).stem or Path(p).name for p in paths]
-    full = ["stdin" if p == "-" else Path(p).name for p in paths]
-    picked = [full[i] if stems.count(s) > 1 else s for i, s in enumerate(stems)]
-    out: list[str] = []
-    for name in picked:
-        unique, n = name, 1
-        while unique in out:
-            n += 1
-            unique = f"{name}#{n}"
-        out.append(unique)
-    return out
+    return run_names(paths)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -432,8 +436,11 @@ def run_compare(args: argparse.Namespace) -> int:
               f"({', '.join(names)})", file=sys.stderr)
         return 1
     runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
+    tests = list(args.tests or ("t", "randomization", "bootstrap"))
+    if args.wilcoxon and "wilcoxon" not in tests:
+        tests.append("wilcoxon")
     doc = compare(runs, _source(args.qrels)[0], args.measures, baseline=args.baseline,
-                  wilcoxon=args.wilcoxon, correction=args.correction, alpha=args.alpha,
+                  tests=tuple(tests), correction=args.correction, alpha=args.alpha,
                   n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
                   gate=args.gate or None, profile=args.profile,
                   relevance_level=args.rel_level, complete_topics=args.complete,

@@ -95,6 +95,29 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
                                interface=interface)
 
 
+def run_names(labels: list[str | None]) -> list[str]:
+    """Names for runs given by file (the CLI's paths, the API's multipart file names): the
+    file name without its directory and extension (``runs/ql.txt`` -> ``ql``); where two
+    would share a name, their full file names; where those repeat too, ``#2``, ``#3``... in
+    order. ``-`` is ``stdin``; a run without a file name is ``run{i}`` (1-based), as an
+    unnamed run of a JSON request."""
+    from pathlib import PurePath
+
+    full = ["stdin" if label == "-" else PurePath(label).name if label else f"run{i + 1}"
+            for i, label in enumerate(labels)]
+    stems = [PurePath(name).stem or name if label not in (None, "", "-") else name
+             for name, label in zip(full, labels, strict=True)]
+    picked = [full[i] if stems.count(stem) > 1 else stem for i, stem in enumerate(stems)]
+    out: list[str] = []
+    for name in picked:
+        unique, n = name, 1
+        while unique in out:
+            n += 1
+            unique = f"{name}#{n}"
+        out.append(unique)
+    return out
+
+
 def with_gate_measures(names: list[str], gates, profile: str) -> list[str]:
     """``names`` and the measure of each gate (a :class:`Gate` or its dict) they do not
     already cover (by key, so ``AP`` counts as ``map``): a gated measure must be compared."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict
-from pathlib import PurePath
 from typing import Any
 
 import orjson
@@ -30,7 +29,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 import cranfield
 from cranfield import CranfieldError
-from cranfield.compare import TESTS, WorkBudgetError, work_budget
+from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
 from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
 from cranfield.pooling import format_pool, pool
@@ -228,8 +227,7 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
     form, files = _form_parts()
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
-    names = [PurePath(f or f"run{i + 1}").name
-             for i, f in enumerate(files.filenames.getlist("runs"))]
+    names = run_names(files.filenames.getlist("runs"))  # the CLI's rule: ql.txt -> ql
     runs = [{"name": n, "run": data}
             for n, data in zip(names, files.getlist("runs"), strict=True)]
     runs += [{"run": text} for text in form.getlist("runs")]

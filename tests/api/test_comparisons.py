@@ -154,12 +154,12 @@ def test_comparison_from_uploaded_files(client):
         "runs": [(io.BytesIO(FULL.encode()), "full.txt"), (io.BytesIO(TRUNC.encode()),
                                                            "trunc.txt")],
         "qrels": (io.BytesIO(QRELS.encode()), "qrels.txt"), "measures": "map,P.10",
-        "baseline": "full.txt", "permutations": "1000", "gate": "map:0.5"},
+        "baseline": "full", "permutations": "1000", "gate": "map:0.5"},
         content_type="multipart/form-data")
     assert resp.status_code == 200, resp.get_json()
     doc = resp.get_json()
-    assert [r["name"] for r in doc["runs"]] == ["full.txt", "trunc.txt"]
-    assert doc["baseline"] == "full.txt" and doc["gate"]["verdict"] == "pass"
+    assert [r["name"] for r in doc["runs"]] == ["full", "trunc"]  # the CLI's naming rule
+    assert doc["baseline"] == "full" and doc["gate"]["verdict"] == "pass"
     bad = client.post("/v1/comparisons", data={
         "runs": [(io.BytesIO(FULL.encode()), "a.txt"), (io.BytesIO(TRUNC.encode()), "b.txt")],
         "qrels": (io.BytesIO(QRELS.encode()), "q.txt"), "alpha": "low"},
@@ -178,7 +178,7 @@ def test_large_uploads_keep_their_file_names(client, monkeypatch):
         "qrels": (io.BytesIO(QRELS.encode()), "qrels.txt"), "measures": "map"},
         content_type="multipart/form-data")
     assert resp.status_code == 200, resp.get_json()
-    assert [r["name"] for r in resp.get_json()["runs"]] == ["full.txt", "trunc.txt"]
+    assert [r["name"] for r in resp.get_json()["runs"]] == ["full", "trunc"]
 
 
 def _finished(client, location: str) -> dict:

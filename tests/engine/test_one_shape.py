@@ -219,3 +219,35 @@ def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
         (warning,) = [w for w in doc["warnings"] if w["code"] == "topics-not-in-all-runs"]
         assert warning["option"] == "complete_topics" and f"use {spelled} " in warning["message"]
         assert warning["topics"] == ["q2"]
+
+
+@pytest.mark.parametrize("labels, names", [
+    (["runs/ql.txt", "runs/rm.txt"], ["ql", "rm"]),
+    (["a/ql.txt", "b/ql.run"], ["ql.txt", "ql.run"]),
+    (["a/ql.txt", "b/ql.txt"], ["ql.txt", "ql.txt#2"]),
+    (["-", "ql"], ["stdin", "ql"]),
+    ([None, "x.txt", ""], ["run1", "x", "run3"]),
+])
+def test_runs_are_named_by_one_rule(labels, names):
+    from cranfield.compare import run_names
+
+    assert run_names(labels) == names
+
+
+def test_the_cli_spells_the_tests_as_the_api_does(tmp_path, capsys):
+    import json
+
+    from cranfield import cli
+
+    (tmp_path / "q").write_text("q1 0 d1 1\nq2 0 e1 1\nq3 0 f1 1\n")
+    (tmp_path / "a.txt").write_text("q1 Q0 d1 1 2 a\nq2 Q0 x 1 1 a\nq3 Q0 f1 1 1 a\n")
+    (tmp_path / "b.txt").write_text("q1 Q0 x 1 2 b\nq2 Q0 e1 1 1 b\nq3 Q0 f1 1 1 b\n")
+    args = ["compare", "--format", "json", "-m", "map", str(tmp_path / "q"),
+            str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    assert cli.main([*args[:1], "--tests", "t,wilcoxon", *args[1:]]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["options"]["tests"] == ["t", "wilcoxon"]
+    assert [r["name"] for r in doc["runs"]] == ["a", "b"]
+    assert cli.main([*args[:1], "--wilcoxon", *args[1:]]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["options"]["tests"] == ["t", "randomization", "bootstrap", "wilcoxon"]
