@@ -20,7 +20,10 @@ from cranfield.json_body import (
     read_json_mapping,
 )
 
-pytestmark = pytest.mark.skipif(not json_body.warm_up(), reason="numba is not installed")
+# the compiled kernels must load (numba installed, cranfield/_json_kernels.py importable):
+# skipped locally without them, a failure under CI=true (tests/conftest.py)
+pytestmark = pytest.mark.requires(json_body.warm_up(),
+                                  reason="the compiled JSON kernels load (json_body.warm_up())")
 
 MEASURES = ["map", "P.5", "ndcg_cut.10", "recip_rank", "num_ret"]
 
@@ -86,7 +89,11 @@ def monkeypatch_module():
 
 
 @pytest.mark.parametrize("number", [
-    "0", "-0", "7", "-12", "1.5", "0.1", "2.5e3", "2.5E-3", "1e22", "1e-22", "1e23",
+    "0",
+    pytest.param("-0", marks=pytest.mark.xfail(
+        strict=True, reason="the kernels read the integer -0 as -0.0; orjson reads it as 0, "
+        "so the column digest differs from the mapping's (issue #16)")),
+    "7", "-12", "1.5", "0.1", "2.5e3", "2.5E-3", "1e22", "1e-22", "1e23",
     "0.30000000000000004", "123456789012345678", "1.7976931348623157e308", "5e-324",
     "9007199254740993", "0.1234567890123456789", "1.0000000000000002", "-1.5e+2",
 ])
@@ -96,7 +103,9 @@ def test_numbers_round_exactly_as_orjson(number):
     expected = float(orjson.loads(raw)["run"]["q"]["d"])
     assert body is not None
     got = body["run"].value.scores[0]
-    assert got == expected and np.signbit(got) == np.signbit(expected) or number == "-0"
+    assert got == expected
+    assert np.signbit(got) == np.signbit(expected)
+    assert columns_sha256(body["run"].value) == mapping_sha256(orjson.loads(raw)["run"])
 
 
 @pytest.mark.parametrize("raw", [
