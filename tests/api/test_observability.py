@@ -75,6 +75,15 @@ def scrape(client) -> tuple[str, dict]:
 
 
 def value(samples: dict, name: str, **labels) -> float:
+    """The sample's value; the sample must be there (a missing metric is not a 0)."""
+    key = (name, tuple(sorted(labels.items())))
+    assert key in samples, f"no sample {name}{dict(labels)} in /metrics"
+    return samples[key]
+
+
+def baseline(samples: dict, name: str, **labels) -> float:
+    """The sample's value in a scrape taken before the counting starts: 0 when it is not
+    there yet (a labelled counter appears on its first increment)."""
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
@@ -304,7 +313,7 @@ def test_embedded_jobs_are_counted(http):
     _, after = scrape(http)
 
     def grew(name, **labels):
-        return value(after, name, **labels) - value(before, name, **labels)
+        return value(after, name, **labels) - baseline(before, name, **labels)
 
     assert grew("cranfield_jobs_enqueued_total", kind="evaluation") == 2
     assert grew("cranfield_jobs_finished_total", kind="evaluation") == 1
@@ -326,8 +335,8 @@ def test_embedded_qrels_cache_hits_and_misses(http):
     assert http.post("/v1/evaluations", json=body).status_code == 200
     _, after = scrape(http)
     misses, hits = "cranfield_qrels_cache_misses_total", "cranfield_qrels_cache_hits_total"
-    assert value(middle, misses) - value(before, misses) == 1
-    assert value(middle, hits) - value(before, hits) == 0
+    assert value(middle, misses) - baseline(before, misses) == 1
+    assert value(middle, hits) - baseline(before, hits) == 0
     assert value(after, misses) - value(middle, misses) == 0
     assert value(after, hits) - value(middle, hits) == 1
 

@@ -47,6 +47,15 @@ def scrape(base: str) -> dict:
 
 
 def value(samples: dict, name: str, **labels) -> float:
+    """The sample's value; the sample must be there (a missing metric is not a 0)."""
+    key = (name, tuple(sorted(labels.items())))
+    assert key in samples, f"no sample {name}{dict(labels)} in /metrics"
+    return samples[key]
+
+
+def baseline(samples: dict, name: str, **labels) -> float:
+    """The sample's value in a scrape taken before the counting starts: 0 when it is not
+    there yet (a labelled counter appears on its first increment)."""
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
@@ -128,7 +137,7 @@ def test_jobs_are_counted_timed_and_logged_with_the_request_id(api, redis_server
     after = scrape(api)
 
     def grew(name, **labels):
-        return value(after, name, **labels) - value(before, name, **labels)
+        return value(after, name, **labels) - baseline(before, name, **labels)
 
     assert grew("cranfield_jobs_enqueued_total", kind="evaluation") == 3
     assert grew("cranfield_jobs_finished_total", kind="evaluation") == 2
