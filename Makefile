@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv test lint browser run bench bench-http bench-queue clean
+.PHONY: venv test lint browser run bench bench-http bench-queue mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,50 @@ bench-queue: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/datagen.py --scales M
 	$(BIN)/python bench/queue.py
+
+# Mutation testing (issue #16): mutmut over the modules where a wrong line costs most, each
+# with the tests meant to catch its mistakes (module:test,test...). Not part of `make test`
+# (slow). Each module is mutated in its own snapshot of HEAD (git archive) in a temporary
+# directory, never in this tree: commit what you want measured. Prints the score per module
+# (killed / mutants) and the survivors; `mutmut show NAME` in a kept snapshot shows one.
+#   make mutation MUTATION_MODULES=cranfield/grammar.py:tests/engine/test_grammar.py
+#   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
+MUTATION_MODULES ?= \
+	cranfield/measures/trec.py:tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_trec_eval_conformance.py,tests/engine/test_cutoff_ties.py \
+	cranfield/ranking.py:tests/engine/test_cutoff_ties.py,tests/engine/test_trec_eval_conformance.py \
+	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_15.py,tests/engine/test_gate_15.py \
+	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py \
+	service/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py \
+	service/auth.py:tests/api/test_auth.py \
+	worker/store.py:tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
+MUTATION_JOBS ?= 2
+MUTATION_KEEP ?=
+mutation: $(STAMP)
+	@$(BIN)/python -c 'import mutmut' 2>/dev/null || \
+	  $(BIN)/python -m pip install --quiet -e '.[mutation]'
+	@root=$$(pwd); status=0; \
+	for spec in $(MUTATION_MODULES); do ( \
+	  set -e; module=$${spec%%:*}; tests=$$(echo "$${spec#*:}" | tr , ' '); \
+	  work=$$(mktemp -d "$${TMPDIR:-/tmp}/cranfield-mutation-XXXXXX"); \
+	  if [ -n "$(MUTATION_KEEP)" ]; then echo "kept: $$work"; \
+	  else trap 'rm -rf "$$work"' EXIT; trap 'exit 130' INT TERM; fi; \
+	  git archive HEAD | tar -x -C "$$work"; \
+	  { printf '[mutmut]\nsource_paths=\n    %s\nalso_copy=\n' "$$module"; \
+	    printf '    %s\n' cranfield service worker; \
+	    printf 'pytest_add_cli_args_test_selection=\n'; printf '    %s\n' $$tests; \
+	    printf 'pytest_add_cli_args=\n    -p\n    no:cacheprovider\n'; } > "$$work/setup.cfg"; \
+	  echo "== $$module  (tests: $$tests)"; \
+	  cd "$$work"; \
+	  "$$root/$(BIN)/mutmut" run --max-children $(MUTATION_JOBS) > mutmut-run.log 2>&1 || \
+	    { tail -c 3000 mutmut-run.log; exit 1; }; \
+	  "$$root/$(BIN)/mutmut" export-cicd-stats > /dev/null; \
+	  "$$root/$(BIN)/python" -c 'import json, sys; s = json.load(open(sys.argv[2])); \
+	    k, t, n, u = s["killed"] + s["timeout"], s["total"] - s["skipped"], s["survived"], s["no_tests"]; \
+	    print(f"{sys.argv[1]}: score {100 * k / max(t, 1):.1f}% ({k} of {t} mutants killed; " \
+	          f"{n} survived, {u} without tests)")' \
+	    "$$module" mutants/mutmut-cicd-stats.json; \
+	  echo "survivors:"; "$$root/$(BIN)/mutmut" results 2>/dev/null | sed 's/^ */  /' \
+	) || status=1; done; exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
