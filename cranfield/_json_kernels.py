@@ -126,6 +126,7 @@ def _number(buf, i, n):
     sig = np.uint64(0)
     digits = 0
     exp10 = 0
+    integer = True  # no fraction, no exponent: JSON readers give an int (so -0 is 0)
     if buf[i] == 48:
         i += 1
     elif 49 <= buf[i] <= 57:
@@ -136,6 +137,7 @@ def _number(buf, i, n):
     else:
         return -1, 0.0, False
     if i < n and buf[i] == 46:
+        integer = False
         i += 1
         start = i
         while i < n and 48 <= buf[i] <= 57:
@@ -146,6 +148,7 @@ def _number(buf, i, n):
         digits += i - start  # leading zeros count too: a few more numbers go the long way
         exp10 -= i - start
     if i < n and (buf[i] == 101 or buf[i] == 69):
+        integer = False
         i += 1
         eneg = False
         if i < n and (buf[i] == 43 or buf[i] == 45):
@@ -167,6 +170,8 @@ def _number(buf, i, n):
         value /= _POW10[-exp10]
     else:
         value *= _POW10[exp10]
+    if neg and integer and sig == 0:
+        return i, 0.0, True  # the integer -0 is 0, as orjson reads it (-0.0 stays -0.0)
     return i, -value if neg else value, True
 
 
