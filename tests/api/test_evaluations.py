@@ -233,15 +233,14 @@ def test_unknown_route_and_method_are_problems(client):
     assert "POST" in resp.headers["Allow"]
 
 
-def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypatch):
+def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypatch, require):
     """The compiled reader of large bodies (here forced for every body) gives the same
     numbers, topics, lint and digests as orjson, and its errors are the same 4xx."""
     import cranfield.json_body
     import service.evaluations as evaluations
     from cranfield.io import read_run
 
-    if not cranfield.json_body.warm_up():
-        pytest.skip("numba is not installed")
+    require(cranfield.json_body.warm_up(), "the compiled JSON kernels load (numba)")
     run = read_run(DATA / "results.test").to_dict()
     qrels = {t: {d: g for d, g in docs.items()} for t, docs in
              cranfield.read_qrels(DATA / "qrels.test").to_dict().items()}

@@ -352,8 +352,7 @@ def test_python_environment_and_pip_hygiene():
 
 def test_numba_cache_is_warmed_for_the_user_who_runs_the_service():
     makefile = (ROOT / "Makefile").read_text()
-    if "warm_up()" not in makefile:
-        pytest.skip("the Makefile does not warm numba's cache")
+    assert "warm_up()" in makefile, "the Makefile must warm numba's cache"
     user = FINAL.last("USER")
     runs = FINAL.all("RUN")
     warm = [i for i in runs if "warm_up()" in i.args]
