@@ -115,3 +115,20 @@ def test_cli_reproduces_trec_eval_output(capsys, reader, profile, flags, qrels, 
     assert not wrong and not extra, f"mismatches (got, want): {dict(list(wrong.items())[:20])}"\
         f" extra lines: {extra[:10]}"
     assert out == want  # and then byte for byte: order, padding, formats
+
+
+def test_where_trec_eval_10_aborts_cranfield_prints_its_bytes_then_goes_on(capsys, reader):
+    """edge_cases/expected/aq.v10.out: trec_eval 10.0 without -c stops at qrels topic '3',
+    which the run lacks (aq.v10.stderr records its message), after printing topics 1, 10 and
+    2. Cranfield prints exactly those bytes first, then skips topic 3 as 9.0.8 does (a
+    deliberate difference, README: Semantics) and prints the rest and the summary."""
+    expected = EDGE / "expected"
+    assert "result qid '3' not found in qrels" in (expected / "aq.v10.stderr").read_text()
+    code, out, err = run_cli(capsys, ["eval", "--profile", V10, *EDGE_FLAGS["aq"],
+                                      str(EDGE / "edge.qrels"), str(EDGE / "edge.run")])
+    assert code == 0, err
+    printed = (expected / "aq.v10.out").read_text()
+    assert out.startswith(printed) and len(out) > len(printed)
+    assert {line.split("\t")[1] for line in printed.splitlines()} == {"1", "10", "2"}
+    assert "\t3\t" not in out  # topic 3 is not evaluated without -c
+    assert "-c counts them as 0" in err  # and the CLI says why
