@@ -76,7 +76,7 @@ mutation: $(STAMP)
 	  else trap 'rm -rf "$$work"' EXIT; trap 'exit 130' INT TERM; fi; \
 	  git archive HEAD | tar -x -C "$$work"; \
 	  { printf '[mutmut]\nsource_paths=\n    %s\nalso_copy=\n' "$$module"; \
-	    printf '    %s\n' cranfield service worker; \
+	    printf '    %s\n' cranfield service worker openapi.yaml; \
 	    printf 'pytest_add_cli_args_test_selection=\n'; printf '    %s\n' $$tests; \
 	    printf 'pytest_add_cli_args=\n    -p\n    no:cacheprovider\n'; } > "$$work/setup.cfg"; \
 	  echo "== $$module  (tests: $$tests)"; \
