@@ -60,9 +60,9 @@ MUTATION_MODULES ?= \
 	cranfield/ranking.py:tests/engine/test_cutoff_ties.py,tests/engine/test_trec_eval_conformance.py \
 	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_15.py,tests/engine/test_gate_15.py \
 	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py \
-	service/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py \
-	service/auth.py:tests/api/test_auth.py \
-	worker/store.py:tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
+	service/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_mutants.py \
+	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_mutants.py \
+	worker/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
 MUTATION_JOBS ?= 2
 MUTATION_KEEP ?=
 mutation: $(STAMP)
