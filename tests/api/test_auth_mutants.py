@@ -61,6 +61,12 @@ def test_hash_prefix_case_comments_and_separators():
     assert ring.authenticate("a#") is None
 
 
+def test_a_comment_starts_at_the_first_hash_sign():
+    # everything after the first '#' is comment, '#' signs in it included
+    ring = KeyRing.parse(f"{sha('k')} read t # first # second # third", "src")
+    assert ring.authenticate("k").name == f"key-{sha('k')[:8]}"
+
+
 @pytest.mark.parametrize("text, message", [
     (f"# c\n{H} read", "src line 2: expected 'SHA256 ROLE TENANT [NAME]', found 2 fields"),
     (f"{H} read t n extra", "src line 1: expected 'SHA256 ROLE TENANT [NAME]', found 5 fields"),
