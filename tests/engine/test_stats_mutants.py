@@ -220,3 +220,24 @@ def test_cohens_dz_at_its_edges(column, dz):
 def test_wins_ties_losses_refuses_a_negative_tolerance_word_for_word():
     with pytest.raises(ValueError, match=_message("tol must be ≥ 0, got -0.1")):
         stats.wins_ties_losses([0.1], tol=-0.1)
+
+
+# --- the bootstrap's count ---------------------------------------------------------------------
+
+def test_shifted_count_holds_a_slab_of_at_most_4_mib_not_the_means():
+    """``_shifted_at_least`` counts |means − observed| ≥ reach a slab of 2**22 bytes of rows
+    at a time: 16 MiB of means make no temporary of their size (a slab's temporary lives
+    until the next is made: two 4 MiB slabs at once, 8 MiB traced)."""
+    import tracemalloc
+
+    means = np.random.default_rng(0).normal(size=(2**15, 64))  # 16 MiB
+    observed, reach = means.mean(axis=0), np.full(64, 1.0)
+    expected = (np.abs(means - observed) >= reach).sum(axis=0)
+    tracemalloc.start()
+    try:
+        count = stats._shifted_at_least(means, observed, reach)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    assert count.tolist() == expected.tolist()
+    assert peak < 10, peak
