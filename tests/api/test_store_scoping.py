@@ -72,6 +72,15 @@ def redis_url():
     proc.wait(timeout=10)
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache(monkeypatch):
+    """A new process-wide qrels cache per test: a hit left by another test (or by the other
+    store: the cache is keyed by content) would hide how this store loads its blob."""
+    cache = QrelsCache()
+    monkeypatch.setattr(store_mod, "QRELS_CACHE", cache)
+    return cache
+
+
 @pytest.fixture(params=["memory", "redis"])
 def store(request):
     if request.param == "memory":
@@ -318,3 +327,142 @@ def test_qrels_cache_hits_misses_and_eviction():
     cache.get("b", loader("b"), False)
     assert loads == ["a", "b", "c", "b"]
     assert QrelsCache().size == 16
+
+
+# --------------------------------------------------------------------------------------------
+# Loading through an empty cache, and the Redis store's keys and retries
+# --------------------------------------------------------------------------------------------
+
+def test_load_reads_the_stored_blob_through_the_cache(store, fresh_cache):
+    meta, _ = store.put_qrels("q", QRELS_A)
+    qrels, got = store.load_qrels("q")
+    assert fresh_cache.stats() == {"hits": 0, "misses": 1, "size": 1}
+    assert qrels.topics == ["1", "2"] and got["version"] == meta["version"]
+    assert canonical_text(qrels) == canonical_text(QRELS_A)
+    store.load_qrels("q")
+    assert fresh_cache.stats() == {"hits": 1, "misses": 1, "size": 1}
+
+
+def test_diversity_is_read_back_from_the_stored_meta(store):
+    q = cranfield.read_qrels("1 1 d1 1\n1 2 d1 0\n", diversity=True)
+    store.put_qrels("div", q, diversity=True)
+    loaded, meta = store.load_qrels("div")
+    assert meta["diversity"] is True
+    assert canonical_text(loaded, True) == canonical_text(q, True)
+    store.put_qrels("adhoc", QRELS_A)
+    loaded, meta = store.load_qrels("adhoc")
+    assert meta["diversity"] is False and canonical_text(loaded) == canonical_text(QRELS_A)
+
+
+def test_a_returning_version_keeps_its_first_metadata(store):
+    m1, _ = store.put_qrels("q", QRELS_A)
+    time.sleep(0.002)
+    store.put_qrels("q", QRELS_B)
+    time.sleep(0.002)
+    m3, created = store.put_qrels("q", QRELS_A)
+    assert created is True and m3["created"] == m1["created"]
+
+
+def test_re_putting_an_id_keeps_its_place_in_the_list(store):
+    store.put_qrels("one", QRELS_A)
+    time.sleep(0.002)
+    store.put_qrels("two", QRELS_A)
+    time.sleep(0.002)
+    store.put_qrels("one", QRELS_B)  # a new version of the first id
+    assert [m["id"] for m in store.list_qrels(0, 10)[0]] == ["one", "two"]
+
+
+def test_deleting_a_missing_blob_is_quiet(store):
+    store.delete_blob("never-stored")
+    store.put_blob("k", b"x", 60)
+    store.delete_blob("k")
+    store.delete_blob("k")
+    with pytest.raises(NotFound):
+        store.get_blob("k")
+
+
+def test_redis_delete_leaves_no_key_behind(redis_url):
+    conn = redis_client(redis_url)
+    conn.flushdb()
+    s = RedisStore(conn).scoped("t")
+    s.put_qrels("q", QRELS_A)
+    s.put_qrels("q", QRELS_B)
+    s.delete_qrels("q")
+    assert conn.keys("*") == []
+
+
+def test_redis_load_of_a_deleted_blob_is_not_found(redis_url):
+    conn = redis_client(redis_url)
+    conn.flushdb()
+    s = RedisStore(conn)
+    meta, _ = s.put_qrels("q", QRELS_A)
+    conn.delete(f"cranfield:qrels:q:v:{meta['version']}")
+    with pytest.raises(NotFound) as err:
+        s.load_qrels("q")
+    assert str(err.value) == "qrels 'q' was deleted"
+
+
+def test_redis_list_skips_an_id_whose_qrels_are_gone(redis_url):
+    conn = redis_client(redis_url)
+    conn.flushdb()
+    s = RedisStore(conn)
+    conn.zadd("cranfield:qrels", {"ghost": 1.0})  # listed, but its versions were deleted
+    s.put_qrels("real", QRELS_A)
+    items, total = s.list_qrels(0, 10)
+    assert total == 2 and [m["id"] for m in items] == ["real"]
+
+
+def test_redis_put_retries_when_another_writer_moves_the_order(redis_url, monkeypatch):
+    conn = redis_client(redis_url)
+    conn.flushdb()
+    s = RedisStore(conn)
+    calls = []
+    real = store_mod.check_if_match
+
+    def racing(qrels_id, latest, if_match):
+        calls.append(latest)
+        if len(calls) == 1:  # another writer pushes a version between WATCH and EXEC
+            conn.rpush("cranfield:qrels:q:order", "other")
+        real(qrels_id, latest, if_match)
+
+    monkeypatch.setattr(store_mod, "check_if_match", racing)
+    conn.hset("cranfield:qrels:q", "other", b'{"version": "other", "created": 1.0}')
+    meta, created = s.put_qrels("q", QRELS_A)
+    assert calls == [None, "other"]
+    assert created is True and meta["versions"] == ["other", meta["version"]]
+
+
+def test_redis_client_settings(tmp_path):
+    client = redis_client("redis://127.0.0.1:1/0")
+    pool = client.connection_pool
+    assert pool.connection_class.__name__ == "BlobConnection"
+    kw = pool.connection_kwargs
+    assert (kw["socket_timeout"], kw["socket_connect_timeout"], kw["socket_read_size"],
+            kw["health_check_interval"]) == (5, 2, 1 << 20, 10)
+    import redis
+
+    assert kw["retry_on_error"] == [redis.ConnectionError, redis.TimeoutError]
+    retry = kw["retry"]
+    assert retry._retries == 2
+    assert (retry._backoff._cap, retry._backoff._base) == (0.2, 0.01)
+    unix = redis_client(f"unix://{tmp_path}/redis.sock")
+    assert unix.connection_pool.connection_class is redis.UnixDomainSocketConnection
+
+
+def test_the_cache_reads_diversity_and_names_the_qrels_in_errors(fresh_cache):
+    q = cranfield.read_qrels("1 1 d1 1\n1 2 d1 0\n", diversity=True)
+    blob = zlib.compress(canonical_text(q, True))
+    loaded = fresh_cache.get("div", lambda: blob, True)
+    assert sorted(loaded.subtopics.tolist()) == ["1", "2"]
+    with pytest.raises(cranfield.InputError) as err:
+        fresh_cache.get("bad", lambda: zlib.compress(b"1 0 d\n"), False)
+    assert str(err.value).startswith("qrels:1: ")
+
+
+def test_if_match_strips_only_quotes():
+    with pytest.raises(VersionMismatch):
+        check_if_match("q", "v1", "Xv1X")
+
+
+def test_describe_defaults_to_ad_hoc():
+    assert describe(QRELS_A, canonical_text(QRELS_A))["diversity"] is False
