@@ -241,3 +241,73 @@ def test_shifted_count_holds_a_slab_of_at_most_4_mib_not_the_means():
         tracemalloc.stop()
     assert count.tolist() == expected.tolist()
     assert peak < 10, peak
+
+
+# --- bootstrap --------------------------------------------------------------------------------
+
+def test_bootstrap_defaults_are_10000_resamples_from_seed_0_at_95_percent():
+    d = _diffs(12)
+    r = stats.bootstrap_test(d)
+    assert (r.n_samples, r.seed, r.level) == (10000, 0, 0.95)
+    assert r.p_value[0] == stats.bootstrap_test(d, 10000, 0, 0.95).p_value[0]
+
+
+def test_bootstrap_with_one_resample_is_allowed():
+    r = stats.bootstrap_test(_diffs(12), n_samples=1)
+    assert r.n_samples == 1 and r.p_value[0] in (0.5, 1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_bootstrap_refuses_fewer_than_one_resample_word_for_word(bad):
+    with pytest.raises(ValueError, match=_message(f"n_samples must be ≥ 1, got {bad}")):
+        stats.bootstrap_test(_diffs(12), n_samples=bad)
+
+
+def test_bootstrap_of_no_topics_is_nan_per_column_and_keeps_its_parameters():
+    r = stats.bootstrap_test(np.empty((0, 2)), n_samples=50, seed=3, level=0.9)
+    for values in (r.p_value, r.mean_diff, r.ci_low, r.ci_high):
+        assert values.dtype == np.float64 and values.shape == (2,) and np.isnan(values).all()
+    assert (r.level, r.n_samples, r.seed) == (0.9, 50, 3)
+
+
+@pytest.mark.parametrize("gap, counted", [(1e-10, False), (1e-12, True)])
+def test_bootstrap_tie_tolerance_is_1e_10_of_the_mean_absolute_difference(gap, counted):
+    """d = [gap, 1]: m = (1 + gap)/2, and the resamples [gap, gap] and [1, 1] lie m − gap
+    from it, short of |m| by gap. Within 1e-10 · mean|d| ≈ 5e-11 that is a tie (counted, p
+    about 1/2); a gap of 1e-10 is twice the tolerance (not counted, p = 1/(B+1))."""
+    p = stats.bootstrap_test([gap, 1.0], n_samples=200).p_value[0]
+    assert (p > 0.3) if counted else (p == 1 / 201)
+
+
+def test_bootstrap_tolerance_is_each_columns_own():
+    small, large = np.full(8, 0.01), np.full(8, 1e12)
+    alone = stats.bootstrap_test(small, n_samples=200).p_value[0]
+    together = stats.bootstrap_test(np.column_stack([small, large]), n_samples=200).p_value
+    assert alone == together[0] == 1 / 201  # a constant non-zero column: p = 1/(B+1)
+
+
+@pytest.mark.parametrize("max_bytes, passes", [(None, 3), (1, 3), ("two tiles", 2),
+                                               ("three tiles", 1), (2**40, 1)])
+def test_bootstrap_draws_once_per_group_of_tiles_that_fits_max_bytes(monkeypatch, max_bytes,
+                                                                     passes):
+    """Tiles of 16 columns (``_TILE_BYTES`` shrunk to one tile's means): 40 columns are 3
+    tiles; ``max_bytes`` decides how many tiles' means are held at once, and each further
+    group draws the B resamples again — the result never changes."""
+    B = 64
+    tile = 8 * B * 16
+    monkeypatch.setattr(stats, "_TILE_BYTES", tile)
+    budget = {"two tiles": 2 * tile, "three tiles": 3 * tile}.get(max_bytes, max_bytes)
+    calls = []
+    draw = stats._resample_counts
+
+    def counted(*args):
+        calls.append(args)
+        return draw(*args)
+
+    monkeypatch.setattr(stats, "_resample_counts", counted)
+    d = _diffs(10, 40)
+    r = stats.bootstrap_test(d, B, seed=2, max_bytes=budget)
+    assert len(calls) == passes
+    whole = stats.bootstrap_test(d, B, seed=2, max_bytes=2**40)  # every tile in one pass
+    for field in ("p_value", "ci_low", "ci_high"):
+        assert getattr(r, field).tolist() == getattr(whole, field).tolist()
