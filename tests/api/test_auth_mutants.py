@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from types import SimpleNamespace
 
 import pytest
 from conftest import ContractClient
@@ -174,7 +175,7 @@ def test_parse_rate_errors(text, message):
 
 def test_memory_counter_counts_per_key_and_window(monkeypatch):
     now = [1000.25]
-    monkeypatch.setattr(auth_mod.time, "time", lambda: now[0])
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: now[0]))
     c = MemoryCounter()
     assert c.hit("k", 60) == (1, 1020 - 1000.25)  # window [960, 1020)
     assert c.hit("k", 60) == (2, 1020 - 1000.25)
@@ -185,7 +186,7 @@ def test_memory_counter_counts_per_key_and_window(monkeypatch):
 
 def test_memory_counter_forgets_old_windows_past_10000_entries(monkeypatch):
     now = [0.0]
-    monkeypatch.setattr(auth_mod.time, "time", lambda: now[0])
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: now[0]))
     c = MemoryCounter()
     for i in range(10_001):
         c.hit(f"k{i}", 10)
@@ -198,11 +199,11 @@ def test_memory_counter_forgets_old_windows_past_10000_entries(monkeypatch):
 
 
 def test_memory_counter_keeps_exactly_10000_entries(monkeypatch):
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 0.0)
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 0.0))
     c = MemoryCounter()
     for i in range(10_000):
         c.hit(f"k{i}", 10)
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 10.0)
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 10.0))
     c.hit("new", 10)
     assert len(c._counts) == 10_001  # 10 000 is not more than 10 000: nothing dropped
 
@@ -239,7 +240,7 @@ class FakeRedis:
 
 
 def test_redis_counter_names_its_key_by_window_and_expires_it(monkeypatch):
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 125.5)
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 125.5))
     r = FakeRedis()
     c = RedisCounter(r)
     assert c.hit("kid", 60) == (1, 180 - 125.5)
@@ -327,7 +328,8 @@ def test_required_roles_by_method_and_path():
 
 def test_429_is_exact_with_retry_after(monkeypatch):
     client = make_client(RATE_LIMIT="2/60")
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 6000.0 + 17.2)  # 42.8 s to the window's end
+    # 42.8 s to the window's end (auth's clock only: time.time elsewhere is untouched)
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 6000.0 + 17.2))
     headers = {"Authorization": "Bearer r"}
     assert client.get("/v1/measures", headers=headers).status_code == 200
     assert client.get("/v1/measures", headers=headers).status_code == 200
@@ -341,7 +343,7 @@ def test_429_is_exact_with_retry_after(monkeypatch):
 
 def test_retry_after_is_at_least_one_second(monkeypatch):
     client = make_client(RATE_LIMIT="1/10")
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 9.9999)  # 0.0001 s left
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 9.9999))  # 0.0001 s left
     headers = {"Authorization": "Bearer r"}
     assert client.get("/v1/measures", headers=headers).status_code == 200
     resp = client.get("/v1/measures", headers=headers)
@@ -351,7 +353,7 @@ def test_retry_after_is_at_least_one_second(monkeypatch):
 
 def test_retry_after_rounds_up_whole_seconds(monkeypatch):
     client = make_client(RATE_LIMIT="1/10")
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 7.0)  # exactly 3 s left
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 7.0))  # exactly 3 s left
     headers = {"Authorization": "Bearer r"}
     assert client.get("/v1/measures", headers=headers).status_code == 200
     assert client.get("/v1/measures", headers=headers).headers["Retry-After"] == "3"
@@ -431,7 +433,8 @@ def test_with_redis_the_rate_limit_counts_in_redis(redis_url, monkeypatch):
 
     conn = redis.Redis.from_url(redis_url)
     conn.flushdb()
-    monkeypatch.setattr(auth_mod.time, "time", lambda: 6017.0)  # window 100 of 60 s
+    # window 100 of 60 s
+    monkeypatch.setattr(auth_mod, "time", SimpleNamespace(time=lambda: 6017.0))
     app = create_app({"TESTING": True, "REDIS_URL": redis_url,
                       "API_KEYS": key_line("k", "read", "t"), "RATE_LIMIT": "2/60"})
     client = ContractClient(app.test_client())

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import time
 import zlib
+from types import SimpleNamespace
 
 import pytest
 
@@ -266,11 +267,11 @@ def test_blob_expiry(store):
 def test_memory_blob_ttl_is_honoured(monkeypatch):
     s = MemoryStore()
     now = time.time()
-    monkeypatch.setattr(store_mod.time, "time", lambda: now)
+    monkeypatch.setattr(store_mod, "time", SimpleNamespace(time=lambda: now))
     assert s.put_blob("k", b"data", 10) == "k"
-    monkeypatch.setattr(store_mod.time, "time", lambda: now + 10)
+    monkeypatch.setattr(store_mod, "time", SimpleNamespace(time=lambda: now + 10))
     assert s.get_blob("k") == b"data"
-    monkeypatch.setattr(store_mod.time, "time", lambda: now + 10.5)
+    monkeypatch.setattr(store_mod, "time", SimpleNamespace(time=lambda: now + 10.5))
     with pytest.raises(NotFound):
         s.get_blob("k")
 
