@@ -311,3 +311,37 @@ def test_bootstrap_draws_once_per_group_of_tiles_that_fits_max_bytes(monkeypatch
     whole = stats.bootstrap_test(d, B, seed=2, max_bytes=2**40)  # every tile in one pass
     for field in ("p_value", "ci_low", "ci_high"):
         assert getattr(r, field).tolist() == getattr(whole, field).tolist()
+
+
+def test_bootstrap_reports_its_level():
+    assert stats.bootstrap_test(_diffs(12), n_samples=20, level=0.9).level == 0.9
+
+
+# --- shared checks and tiling -----------------------------------------------------------------
+
+@pytest.mark.parametrize("level", [0.0, 1.0, -0.1, 1.5])
+def test_a_level_outside_the_open_unit_interval_is_refused_word_for_word(level):
+    for call in (lambda: stats.mean_ci([1.0, 2.0], level),
+                 lambda: stats.bootstrap_test([1.0, 2.0], 10, level=level)):
+        with pytest.raises(ValueError, match=_message(f"level must be in (0, 1), got {level!r}")):
+            call()
+
+
+def test_diffs_errors_word_for_word():
+    with pytest.raises(ValueError, match=_message(
+            "diffs must be 1-D or 2-D (n_topics, n_pairs), got shape (1, 1, 2)")):
+        stats.t_test([[[1.0, 2.0]]])
+    with pytest.raises(ValueError, match=_message(
+            "diffs must be finite (NaN/inf is not a score difference)")):
+        stats.t_test([1.0, float("nan")])
+
+
+def test_a_product_that_fits_exactly_is_one_tile(monkeypatch):
+    monkeypatch.setattr(stats, "_TILE_BYTES", 8 * 100 * 20)
+    assert stats._tiles(20, 100) == [(slice(0, 20), 0)]
+    assert stats._tiles(21, 100) == [(slice(0, 16), 0), (slice(5, 21), 11)]
+
+
+def test_a_tile_can_be_one_column_wide(monkeypatch):
+    monkeypatch.setattr(stats, "_TILE_BYTES", 8 * 100)  # one column of 100 resamples
+    assert stats._tiles(3, 100) == [(slice(0, 1), 0), (slice(1, 2), 0), (slice(2, 3), 0)]
