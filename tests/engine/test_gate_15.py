@@ -260,3 +260,25 @@ def test_wilcoxon_gate_that_cannot_reach_alpha_is_undecided():
     assert check["verdict"] == "undecided"
     assert check["smallest_p_adjusted"] == pytest.approx(0.0832645166635504)
     assert "the wilcoxon test cannot reach p_adj < 0.05 on 3 topics" in check["reasons"][0]
+
+
+def test_the_gate_decides_on_adjusted_not_raw_p_values():
+    """Issue #16's miss: a gate using raw p-values passed every test. Here P_5's drop is
+    significant raw (p < 0.05) but not once Holm adjusts it over the gate's 2 checks, so the
+    gate passes; with one gated measure (a family of 1, raw = adjusted) it fails."""
+    rng = np.random.default_rng(54)
+    topics = _topics(25)
+    base = rng.integers(3, 9, size=25)
+    cand = np.clip(base - rng.integers(-1, 2, 25), 0, 10)
+    # c1 ranks fewer relevant documents in P_5's top 5 than base does: a drop of 0.064
+    runs = {"base": _run(topics, cand.tolist()), "c1": _run(topics, base.tolist())}
+    both = compare(runs, _qrels(topics), ["P.10", "P.5"], baseline="base", n_permutations=2000,
+                   gate=["P.10:0.0", "P.5:0.0"])
+    (p5,) = [c for c in both["gate"]["checks"] if c["measure"] == "P_5"]
+    assert p5["p_value"] < 0.05 <= p5["p_adjusted"]
+    assert p5["verdict"] == "pass" and both["gate"]["verdict"] == "pass"
+    alone = compare(runs, _qrels(topics), ["P.5"], baseline="base", n_permutations=2000,
+                    gate=["P.5:0.0"])
+    (check,) = alone["gate"]["checks"]
+    assert check["p_adjusted"] == check["p_value"] < 0.05
+    assert check["verdict"] == "fail" and alone["gate"]["verdict"] == "fail"
