@@ -256,10 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     work.add_argument("--name", default=None)
     work.add_argument("--monitoring-interval", type=int, default=None,
-                      help="seconds between job heartbeats (RQ's default 30)")
+                      help="seconds between job heartbeats (default 10; a heartbeat lapses "
+                           "20 s after it is due)")
     work.add_argument("--maintenance-interval", type=int, default=None,
                       help="seconds between registry clean-ups that retry jobs of dead "
-                           "workers (RQ's default 600)")
+                           "workers (default 10: a killed worker's job is taken over within "
+                           "~45 s)")
     return parser
 
 

@@ -178,7 +178,7 @@ def big_run(topics: int, docs: int, seed: int = 0) -> bytes:
 
 def test_worker_killed_mid_job_the_job_finishes_once_on_another_worker(api, redis_server):
     """SIGKILL a worker (and its work horse) while it evaluates; a second worker's registry
-    clean-up finds the abandoned job once its heartbeat lapses (~60 s, RQ's floor) and runs
+    clean-up finds the abandoned job once its heartbeat lapses (10 + 20 s on defaults) and runs
     it again; the result equals the in-process evaluation and is written once."""
     from redis import Redis
     from rq.job import Job
