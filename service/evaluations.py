@@ -18,7 +18,7 @@ from itertools import chain
 from typing import Any
 
 import orjson
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, after_this_request, current_app, request
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
@@ -35,6 +35,7 @@ from cranfield.trec_format import format_csv, format_trec
 from . import multipart
 from .auth import current_tenant
 from .jobs import present
+from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .observability import current_request_id
 from .problems import Problem, from_engine_error
@@ -396,8 +397,6 @@ def _done(value) -> Future:
 def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
     """413 naming ``run``, ``run.<topic>`` or ``qrels`` when an input is over
     MAX_TOPICS or MAX_DOCS_PER_TOPIC (the checks comparisons and pools make too)."""
-    from .limits import check_qrels, check_run
-
     check_run(run, "run", current_app.config)
     check_qrels(qrels, "qrels", current_app.config)
 
@@ -498,8 +497,6 @@ def check_job_cap() -> str:
     running jobs); 429 when all are taken. The backend counts and takes the slot in one
     step, so concurrent submissions cannot overshoot the cap; if this request ends without
     submitting the job (a 4xx, Redis down), the slot is given back."""
-    from flask import after_this_request
-
     cap = current_app.config["MAX_QUEUED_JOBS"]
     backend = current_app.extensions["cranfield"]
     tenant = current_tenant()
