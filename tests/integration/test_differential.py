@@ -3,7 +3,8 @@ aggregates and per-topic values, or a refusal on every path (a 4xx naming a fiel
 a CLI exit code != 0 with a one-line message, an ``InputError``/``EvaluationError``).
 
 Ways in, for TREC text: the CLI on files (columnar reader forced), the library on text (line
-reader), the API with TREC text in JSON, multipart files, stored qrels (PUT text/plain, then
+reader), the API with TREC text in JSON, multipart files (werkzeug's parser and the service's
+own, each forced), stored qrels (PUT text/plain, then
 ``qrels_id``) and a queued job on a real worker (fast readers forced there). For mappings:
 the library, the API's JSON with orjson and with the compiled scan (forced by
 ``FAST_JSON_MIN_BYTES``), stored qrels (PUT JSON) and a queued job. When an input means the
@@ -38,6 +39,7 @@ from servers import CRANFIELD, ROOT
 
 import cranfield
 import cranfield.io
+import service.evaluations
 from cranfield import cli, json_body
 from service.app import create_app
 
@@ -303,10 +305,14 @@ def test_every_way_in_gives_one_answer(case, client, workdir, monkeypatch):
     text_body = body_of(orjson.dumps(run_text.decode()), orjson.dumps(qrels_text.decode()))
     text_outcomes["api trec text in json"] = refused_or_ok(post_json(client, text_body),
                                                            "text in json")
-    multipart = client.post("/v1/evaluations", content_type="multipart/form-data", data={
-        "run": (io.BytesIO(run_text), "run.txt"), "qrels": (io.BytesIO(qrels_text), "q.txt"),
-        "measures": ",".join(MEASURES)})
-    text_outcomes["api multipart"] = refused_or_ok(multipart, "multipart")
+    for cut, min_bytes in (("werkzeug", 1 << 40), ("service.multipart", 0)):
+        with monkeypatch.context() as m:  # both multipart parsers, forced by their threshold
+            m.setattr(service.evaluations, "FAST_MULTIPART_MIN_BYTES", min_bytes)
+            multipart = client.post("/v1/evaluations", content_type="multipart/form-data",
+                                    data={"run": (io.BytesIO(run_text), "run.txt"),
+                                          "qrels": (io.BytesIO(qrels_text), "q.txt"),
+                                          "measures": ",".join(MEASURES)})
+        text_outcomes[f"api multipart ({cut})"] = refused_or_ok(multipart, f"multipart {cut}")
     text_outcomes["api stored qrels (text)"] = by_stored(
         client, qrels_text, "text/plain", orjson.dumps(run_text.decode()))
     text_outcomes["queued job (text)"] = by_queue(client, text_body)
