@@ -92,6 +92,13 @@ def bad_id(ids) -> tuple[int, str] | None:
     return None
 
 
+def id_bytes_ok(data: np.ndarray) -> bool:
+    """Whether the concatenated UTF-8 bytes of ids (a uint8 array, as the compiled JSON scan
+    leaves them) hold only bytes an id may hold (:data:`_ID_BYTES`: no byte up to 0x20, no
+    0x7F)."""
+    return not (np.count_nonzero(data <= 0x20) or np.count_nonzero(data == 0x7F))
+
+
 def text_problem(text: str) -> tuple[int, str] | None:
     """(line number, reason) of the first forbidden control character in TREC text, or None."""
     bad = _TEXT_FORBIDDEN.search(text)

@@ -286,8 +286,7 @@ def _ids_by_grammar(topics: list[str], pieces: list) -> bool:
         doc_bytes, doc_off = piece[4], piece[5]
         if len(doc_off) > 1 and int(np.diff(doc_off).min()) == 0:
             return False
-        if len(doc_bytes) and (np.count_nonzero(doc_bytes <= 32)
-                               or np.count_nonzero(doc_bytes == 127)):
+        if not grammar.id_bytes_ok(doc_bytes):
             return False
     return True
 
