@@ -64,6 +64,10 @@ def _read_unsized(limit: int | None) -> bytes:
         chunks.append(chunk)
 
 
+def _chunked(environ) -> bool:
+    return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
 def buffer_chunked_body() -> None:
     """A ``before_request`` hook: a body sent without a Content-Length (chunked) is read
     here, whole and at most ``MAX_CONTENT_LENGTH`` bytes (413 past it, nothing kept), and
@@ -73,8 +77,7 @@ def buffer_chunked_body() -> None:
     (``get_data``: a body cut short and stored) or 413 halfway through a form, leaving its
     spooled files open."""
     environ = request.environ
-    if request.content_length is not None or \
-            "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+    if request.content_length is not None or not _chunked(environ):
         return
     environ[READ] = True
     data = _read_unsized(current_app.config.get("MAX_CONTENT_LENGTH"))
@@ -96,7 +99,7 @@ def discard_unread_body() -> None:
         return
     length = request.content_length
     if length is None:
-        if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        if not _chunked(environ):
             return  # no body
         if not environ.get("wsgi.input_terminated"):
             return  # a server that does not end the stream: reading could block
