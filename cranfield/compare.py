@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -107,13 +108,21 @@ def run_names(labels: list[str | None]) -> list[str]:
             for i, label in enumerate(labels)]
     stems = [PurePath(name).stem or name if label not in (None, "", "-") else name
              for name, label in zip(full, labels, strict=True)]
-    picked = [full[i] if stems.count(stem) > 1 else stem for i, stem in enumerate(stems)]
+    counts = Counter(stems)
+    picked = [full[i] if counts[stem] > 1 else stem for i, stem in enumerate(stems)]
+    # linear in the labels (a request's file names): each name resumes its numbering where
+    # it stopped, and membership is a set's
     out: list[str] = []
+    taken: set[str] = set()
+    last: dict[str, int] = {}
     for name in picked:
-        unique, n = name, 1
-        while unique in out:
+        n = last.get(name, 1)
+        unique = name if n == 1 else f"{name}#{n}"
+        while unique in taken:
             n += 1
             unique = f"{name}#{n}"
+        last[name] = n
+        taken.add(unique)
         out.append(unique)
     return out
 
