@@ -900,15 +900,15 @@ def _check_gate(spec: Gate) -> Gate:
 def _gates(document: dict, specs: list[Gate], lookup: dict | None) -> dict:
     """Every check of every gate, their p-values adjusted over the gate's own family (the
     distinct test × measure × baseline × candidate of its checks), then each decided."""
-    found = [(spec, *_gate_pair(document, spec, key, base, cand))
+    found = [(spec, _gate_pair(document, spec, key, base, cand), key, base, cand)
              for spec in specs
              for key, base, cand in _gate_targets(document, spec)]
     method = document.get("correction", {}).get("method", "holm")
     family: dict[tuple, float] = {}
-    for spec, pair, _key, base, cand in found:
+    for spec, pair, key, base, cand in found:
         p = pair[TEST_KEYS[spec.test]]["p_value"]
         if p is not None:
-            family.setdefault((spec.test, pair["measure"], base, cand), p)
+            family.setdefault((spec.test, key, base, cand), p)
     members = list(family)
     adjusted = dict(zip(members, stats.correct_p_values(
         np.array([family[m] for m in members], dtype=np.float64), method).tolist(),
@@ -945,8 +945,8 @@ def _gate_targets(document: dict, spec: Gate) -> list[tuple[str, str, str]]:
     return [(key, base, cand) for cand in candidates]
 
 
-def _gate_pair(document: dict, spec: Gate, key: str, base: str,
-               cand: str) -> tuple[dict, str, str, str]:
+def _gate_pair(document: dict, spec: Gate, key: str, base: str, cand: str) -> dict:
+    """The document's pair comparing ``cand`` with ``base`` on ``key``, with ``spec``'s test."""
     pair = next((p for p in document["pairs"] if p["measure"] == key
                  and {p["a"], p["b"]} == {base, cand}), None)
     if pair is None:
@@ -956,7 +956,7 @@ def _gate_pair(document: dict, spec: Gate, key: str, base: str,
     if TEST_KEYS[spec.test] not in pair:
         raise InputError("gate", f"the {spec.test} test was not run in this comparison",
                          field="gate.test")
-    return pair, key, base, cand
+    return pair
 
 
 def _smallest_p(spec: Gate, pair: dict, n_topics: int) -> float:
