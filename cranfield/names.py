@@ -287,6 +287,10 @@ def suggest(name: str, n: int = 3) -> list[str]:
                      (f"{spelling}@{digits}", f"{shown}{sep}{digits}"),
                      (f"{spelling}_{digits}", f"{shown}{sep}{digits}")]
         for compared, suggestion in forms:
+            # ratio() is at most 2·min(len)/Σlen (real_quick_ratio): a name far longer than
+            # every candidate (a request's) is not compared character by character
+            if 2 * min(len(typed), len(compared)) < 0.6 * (len(typed) + len(compared)):
+                continue
             ratio = difflib.SequenceMatcher(None, typed, compared.lower()).ratio()
             if ratio < 0.6:
                 continue
