@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -322,13 +322,12 @@ def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permu
     exact = n_topics <= stats.DEFAULT_EXACT_THRESHOLD
     perms = (2**n_topics if exact else n_permutations) if "randomization" in tests else 0
     samples = n_samples if "bootstrap" in tests else 0
-    wilcoxon = "wilcoxon" in tests
-    columns = n_pairs * n_measures
-    resamples = perms + samples + (WILCOXON_RESAMPLES if wilcoxon else 0)
+    factors = Work(n_pairs, n_measures, n_topics, perms, samples, "wilcoxon" in tests, 0)
+    columns, resamples = factors.columns, factors.resamples
     total = (resamples * (columns * n_topics + WORK_PER_TOPIC * n_topics
                           + WORK_PER_COLUMN * columns)
              + WORK_PER_DIFFERENCE * columns * n_topics)
-    return Work(n_pairs, n_measures, n_topics, perms, samples, wilcoxon, total)
+    return replace(factors, total=total)
 
 
 class WorkBudgetError(EvaluationError):
