@@ -26,6 +26,7 @@ RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))
 # source file's path) warmed below is the one both roles load.
 COPY openapi.yaml ./
 COPY cranfield/ cranfield/
+COPY backend/ backend/
 COPY service/ service/
 COPY worker/ worker/
 # checked-hash .pyc files stay valid whatever timestamps COPY gives the sources

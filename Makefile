@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cranfield service tests bench
+	$(BIN)/ruff check cranfield backend service worker tests bench
 
 # The report page's browser test drives Debian's Chromium (tests/browser): installed here when
 # missing, as root or through sudo; without it those tests skip, or fail under CI=true.

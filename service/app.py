@@ -13,8 +13,9 @@ import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
+from backend.queue import make_backend
+
 from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrels, timing
-from .backend import make_backend
 from .multipart import check_boundary
 from .observability import init_app as init_observability
 from .problems import register_error_handlers

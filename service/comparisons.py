@@ -324,7 +324,7 @@ def _names(req: dict) -> list[str]:
 def create_comparison():
     """Compare two or more runs over topics: means with CIs, paired tests with corrected
     p-values, effect sizes, wins/ties/losses, largest losses, and an optional gate."""
-    from worker.jobs import BadInput, compare_inputs, compared_measures
+    from backend.tasks import BadInput, compare_inputs, compared_measures
 
     fmt = negotiate(["application/json", "text/html", "text/plain"])
     req = _load(_REQUEST_SCHEMA)

@@ -408,7 +408,7 @@ def _measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Pr
 
 
 def _stored_qrels(ref: str):
-    from worker.store import StoreError
+    from backend.store import StoreError
 
     try:
         return current_app.extensions["cranfield"].store.scoped(current_tenant()).load_qrels(ref)

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from worker.metrics import logging_config
+from backend.telemetry import logging_config
 
 
 def _positive(name: str, default: int) -> int:

@@ -5,7 +5,7 @@
   the URL rule (``/v1/jobs/<job_id>``, never the raw path; ``unmatched`` when no rule
   matched), so the number of series stays bounded; then, read at scrape time, the job
   counters and duration histogram, the decoded-qrels cache's hits and misses (from Redis, or
-  this process in the embedded mode; see ``worker.metrics``) and the queue's depth.
+  this process in the embedded mode; see ``backend.telemetry``) and the queue's depth.
   Under gunicorn, ``PROMETHEUS_MULTIPROC_DIR`` (set by ``service/gunicorn.conf.py``) makes
   every worker process write its HTTP metrics to files there and /metrics sum them all.
 - Request ids: an incoming ``X-Request-ID`` of at most 128 characters of ``[A-Za-z0-9._-]`` is
@@ -28,7 +28,7 @@ import time
 
 from flask import Blueprint, Flask, Response, current_app, g, has_request_context, request
 
-from worker.metrics import (  # noqa: F401 (configure_logging, JsonFormatter: this module's API)
+from backend.telemetry import (  # noqa: F401 (configure_logging, JsonFormatter: this module's API)
     CACHE_REPORTER,
     REQUEST_ID,
     JsonFormatter,

@@ -11,7 +11,7 @@ import orjson
 from flask import Blueprint, Response, current_app, request
 
 import cranfield
-from worker.store import StoreError, split_ref
+from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
 from .problems import Problem, from_engine_error

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 
-QUEUE = "cranfield"
 log = logging.getLogger("cranfield.worker")
 
 # A killed worker's job is another worker's within ~45 s (RQ's defaults: ~7 min). A running
@@ -27,12 +26,12 @@ def worker_class():
     job is retried elsewhere), warming the decoded-qrels cache in the parent before each fork:
     the horse inherits it, so jobs against the same qrels decode them once per worker.
 
-    It also counts each job's outcome and duration (``worker.metrics``, in Redis, where
+    It also counts each job's outcome and duration (``backend.telemetry``, in Redis, where
     /metrics reads them) and logs the job's start and end as JSON lines carrying the id of
     the request that enqueued it (``spec["request_id"]``)."""
     from rq import Worker
 
-    from .metrics import REQUEST_ID
+    from backend.telemetry import REQUEST_ID
 
     class CranfieldWorker(Worker):
         test_delay = 0.0
@@ -76,7 +75,7 @@ def worker_class():
         def _warm_and_execute(self, job, queue, spec):
             """The qrels warm-up, then the fork (RQ's execute_job)."""
             if isinstance(spec, dict) and spec.get("qrels_ref"):
-                from .store import RedisStore
+                from backend.store import RedisStore
 
                 try:
                     RedisStore(self.connection).scoped(spec.get("tenant")).load_qrels(
@@ -106,7 +105,7 @@ def worker_class():
             return super().handle_job_failure(job, queue, *args, **kwargs)
 
         def _job_ended(self, job, outcome: str, problem: dict | None) -> None:
-            from .metrics import kind_of, record_cache, record_outcome
+            from backend.telemetry import kind_of, record_cache, record_outcome
 
             spec = job.args[0] if job.args and isinstance(job.args[0], dict) else {}
             kind = kind_of(job.func_name)
@@ -139,13 +138,13 @@ def _cache_counts() -> tuple[int, int]:
     """(hits, misses) of this process's decoded-qrels cache. The parent's warm-up before the
     fork is a prefetch: a decode there counts as the job's miss, and the hit it then gives
     the job in the horse is not counted; so each lookup a job makes counts once."""
-    from .store import QRELS_CACHE
+    from backend.store import QRELS_CACHE
 
     return QRELS_CACHE.hits, QRELS_CACHE.misses
 
 
 def _job_log(level: int, message: str, job, spec: dict, **fields) -> None:
-    from .metrics import kind_of
+    from backend.telemetry import kind_of
 
     log.log(level, message, extra={"job_id": job.id, "kind": kind_of(job.func_name),
                                    "queue": job.origin, "tenant": spec.get("tenant"),
@@ -156,6 +155,7 @@ def preload() -> None:
     """Import and exercise what jobs use once, in the parent: each forked work horse inherits
     warm modules instead of importing pyarrow (~0.4 s) and paying the first columnar read
     and evaluation (~0.2 s) for every job."""
+    import backend.tasks  # noqa: F401
     import cranfield
     import cranfield.report  # noqa: F401
     import worker.jobs  # noqa: F401
@@ -180,8 +180,9 @@ def run_worker(redis_url: str | None, burst: bool = False, name: str | None = No
                maintenance_interval: int | None = None) -> int:
     from rq import Queue
 
-    from .metrics import configure_logging, log_level
-    from .store import redis_client
+    from backend.contract import QUEUE
+    from backend.store import redis_client
+    from backend.telemetry import configure_logging, log_level
 
     url = redis_url or os.environ.get("CRANFIELD_REDIS_URL") or os.environ.get("REDIS_URL")
     if not url:

@@ -1,195 +1,25 @@
-"""Job functions run by RQ workers (and in process in the embedded mode). They receive
-references — blob keys and qrels ids — never megabytes, and return the same document the
-synchronous API returns."""
+"""RQ entry points, enqueued by dotted path (``backend.contract``): each takes the job's spec
+from RQ, the store from the job's Redis connection, and hands both to ``backend.tasks``,
+where the work is. Nothing else lives here."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-import cranfield
-from cranfield.json_body import columns_sha256, read_json_mapping
-from cranfield.names import needs_subtopics
-from cranfield.report import details_for, evaluation_document
-
-from .store import QRELS_CACHE, NotFound, RedisStore
-
-JOB_FUNCTION = "worker.jobs.evaluate_job"
-
-
-class BadInput(Exception):
-    """The job's input cannot be evaluated; retrying cannot help. ``problem`` is the
-    problem+json body the API shows for the failed job."""
-
-    def __init__(self, problem: dict):
-        super().__init__(problem.get("detail", "bad input"))
-        self.problem = problem
-
-
-def _missing(exc: Exception) -> dict:
-    """A job input (stored qrels, a run blob) is gone: deleted, or expired."""
-    return {"status": 422, "title": "Missing input", "detail": str(exc),
-            "errors": {"qrels_id": [str(exc)]}}
-
-
-def _problem(exc: Exception) -> dict:
-    if isinstance(exc, cranfield.InputError):
-        return {"status": 422, "title": "Invalid input", "detail": str(exc),
-                "errors": {exc.location: [exc.reason]}}
-    if isinstance(exc, cranfield.MeasureError):
-        return {"status": 422, "title": "Unknown measure", "detail": str(exc),
-                "errors": {"measures": [str(exc)]}}
-    return {"status": 422, "title": "Cannot evaluate", "detail": str(exc),
-            "errors": {getattr(exc, "field", "run"): [str(exc)]}}
-
-
-def _load_qrels(store, spec: dict, measures: list[str] | None = None):
-    """(qrels, their SHA-256, ``id@version`` if stored) for a job: stored ones through the
-    worker's decode cache, inline ones from their blob, with subtopics when ``measures``
-    (default: the spec's) need them."""
-    if spec.get("qrels_ref"):
-        qrels, meta = store.scoped(spec.get("tenant")).load_qrels(spec["qrels_ref"])
-        return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
-    raw = store.get_blob(spec["qrels_key"])
-    if spec.get("qrels_format") == "json":
-        qrels = read_json_mapping(raw, "qrels")
-        return qrels, columns_sha256(qrels), None
-    subtopics = needs_subtopics(spec["measures"] if measures is None else measures,
-                                spec["options"]["profile"])
-    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics),
-            spec["qrels_sha256"], None)
-
-
-def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None):
-    """(a stored run as read, its SHA-256): TREC text is hashed as sent (unless the digest is
-    known), a mapping by its content, as the synchronous path does."""
-    if fmt == "trec":
-        return cranfield.read_run(raw, name=label), sha256 or hashlib.sha256(raw).hexdigest()
-    run = read_json_mapping(raw, label)
-    return run, columns_sha256(run)
-
-
-def run_job(store, spec: dict[str, Any]) -> dict:
-    """Evaluate the job described by ``spec`` against ``store`` and build the document."""
-    try:
-        run_bytes = store.get_blob(spec["run_key"])
-        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
-        decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-        run, run_digest = _read_stored_run(run_bytes, spec["run_format"], "run",
-                                           spec.get("run_sha256"))
-        ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
-    except NotFound as exc:
-        raise BadInput(_missing(exc)) from None
-    except cranfield.CranfieldError as exc:
-        raise BadInput(_problem(exc)) from None
-    details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
-    doc = evaluation_document(ev, spec, run_digest, qrels_digest, details, qrels_version)
-    if qrels_version:
-        doc["provenance"]["qrels_decodes_by_worker"] = decodes
-    return doc
-
-
-def execute(store, spec: dict[str, Any]) -> dict:
-    """Run a job to its outcome: ``{"result": document}`` or, for input that cannot be
-    evaluated, ``{"problem": problem}`` at once (a retry could not help). Inputs are dropped
-    only once the outcome exists, so a worker killed mid-job leaves them for the retry."""
-    try:
-        outcome = {"result": run_job(store, spec)}
-    except BadInput as exc:
-        outcome = {"problem": exc.problem}
-    store.delete_blob(spec["run_key"])
-    if spec.get("qrels_key"):
-        store.delete_blob(spec["qrels_key"])
-    return outcome
+from backend.store import RedisStore
+from backend.tasks import execute, finished_evaluation, run_combine, run_comparison, run_shard
 
 
 def evaluate_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point, enqueued by dotted path (``worker.jobs.evaluate_job``)."""
+    """One whole evaluation (``worker.jobs.evaluate_job``)."""
     from rq import get_current_job
 
     return execute(RedisStore(get_current_job().connection), spec)
 
 
-# --------------------------------------------------------------------------------------------
-# Sharded jobs: a large run is cut at topic boundaries, each piece evaluated by its own job on
-# any worker, and a combine job (depending on them all) merges and re-aggregates.
-# --------------------------------------------------------------------------------------------
-
-SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
-COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
-
-
-def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
-    """Evaluate one piece of a run against the qrels of its topics; ``on_topics(n)`` is told
-    how many topics the piece holds as soon as it is read (for progress)."""
-    try:
-        run = cranfield.read_run(store.get_blob(spec["run_key"]), name="run")
-        if on_topics is not None:
-            on_topics(len(run.topics))
-        qrels, _, _ = _load_qrels(store, spec)
-        ev = cranfield.evaluate(run, qrels.subset(run.topics), spec["measures"],
-                                require_overlap=False, **spec["options"])
-    except NotFound as exc:
-        return {"problem": _missing(exc)}
-    except cranfield.CranfieldError as exc:
-        problem = _problem(exc)
-        if isinstance(exc, cranfield.InputError) and exc.line is not None:
-            problem["detail"] += f" (line {exc.line} of shard {spec.get('shard', 0) + 1})"
-        return {"problem": problem}
-    details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
-    return {"evaluation": ev, "run_topics": list(run.topics), "runid": run.runid,
-            "details": details}
-
-
-def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
-    """Merge shard outcomes into the document the unsharded job would have produced, then
-    drop the job's inputs (result or problem alike; a crash leaves them for the retry)."""
-    outcome = _combine(store, spec, shards)
-    for key in spec["shard_keys"] + ([spec["qrels_key"]] if spec.get("qrels_key") else []):
-        store.delete_blob(key)
-    return outcome
-
-
-def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
-    from cranfield.evaluate import combine, evaluate_missing_topics
-
-    for outcome in shards:
-        if "problem" in outcome:
-            return {"problem": outcome["problem"]}
-    try:
-        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
-        topics = [t for o in shards for t in o["run_topics"]]
-        if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
-            whole = b"".join(store.get_blob(k) for k in spec["shard_keys"])
-            run = cranfield.read_run(whole, name="run")
-            ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
-            details = (details_for(ev, run, qrels, spec["details_depth"])
-                       if spec["details"] else None)
-        else:
-            parts = [o["evaluation"] for o in shards if len(o["evaluation"].topic_order)]
-            covered = set(topics)
-            missing = [t for t in qrels.topics if t not in covered]
-            if spec["options"]["complete_topics"] and missing:
-                parts.append(evaluate_missing_topics(qrels, missing, spec["measures"],
-                                                     **spec["options"]))
-            if not parts or not any(p.ranked.in_run.any() for p in parts):
-                raise cranfield.EvaluationError("no topic has both results and relevance "
-                                                "judgments")
-            ev = combine(parts, qrels, sorted(covered), shards[-1]["runid"])
-            details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
-                       if spec["details"] else None)
-    except NotFound as exc:
-        return {"problem": _missing(exc)}
-    except cranfield.CranfieldError as exc:
-        return {"problem": _problem(exc)}
-    doc = evaluation_document(ev, spec, spec.get("run_sha256"), qrels_digest, details,
-                              qrels_version)
-    doc["provenance"]["shards"] = len(shards)
-    return {"result": doc}
-
-
 def evaluate_shard_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point for one shard (``worker.jobs.evaluate_shard_job``)."""
+    """One shard of a large run (``worker.jobs.evaluate_shard_job``); the number of topics it
+    holds goes to the job's meta as soon as it is read (the API's progress)."""
     from rq import get_current_job
 
     job = get_current_job()
@@ -202,199 +32,23 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
 
 
 def combine_shards_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point run once every shard has finished (``worker.jobs.combine_shards_job``).
-    The run's SHA-256 came with the spec: the API hashed the text as it stored the pieces
-    (a job queued by an earlier API names a digest job instead, whose result it is)."""
+    """Run once every shard has finished (``worker.jobs.combine_shards_job``): fetches the
+    shards' results from RQ and merges them."""
     from rq import get_current_job
     from rq.job import Job
 
     job = get_current_job()
-    digest_id = spec.get("digest_id") if "run_sha256" not in spec else None
-    done = Job.fetch_many([*spec["shard_ids"], *([digest_id] if digest_id else [])],
-                          connection=job.connection)
-    results = [j.return_value() if j is not None else None for j in done]
-    if any(r is None for r in results):
+    done = Job.fetch_many(list(spec["shard_ids"]), connection=job.connection)
+    shards = [j.return_value() if j is not None else None for j in done]
+    if any(r is None for r in shards):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}
-    if digest_id:
-        shards, digest = results[:-1], results[-1]
-        if isinstance(digest, dict):  # the pieces were gone: the shards will say so too
-            shards.append(digest)
-        spec = dict(spec, run_sha256=digest)
-    else:
-        shards = results
     return run_combine(RedisStore(job.connection), spec, shards)
 
 
-def digest_pieces_job(spec: dict[str, Any]) -> str | dict:
-    """RQ entry point of the digest jobs an earlier API queued beside a sharded run's shards
-    (``worker.jobs.digest_pieces_job``): SHA-256 of the stored pieces in order. Kept so that
-    workers upgraded before the API finish the jobs it queued; the API no longer queues any."""
-    from rq import get_current_job
-
-    store = RedisStore(get_current_job().connection)
-    digest = hashlib.sha256()
-    try:
-        for key in spec["keys"]:
-            digest.update(store.get_blob(key))
-    except NotFound as exc:
-        return {"problem": _missing(exc)}
-    return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------------------------
-# Comparisons: several runs (inline, or finished evaluations by job id) against one qrels.
-# --------------------------------------------------------------------------------------------
-
-COMPARE_FUNCTION = "worker.jobs.compare_job"
-COMPARE_SETTINGS = ("baseline", "tests", "correction", "alpha", "n_permutations", "n_samples",
-                    "seed", "largest_losses", "per_topic", "curves")
-
-
-def compared_measures(spec: dict) -> list[str]:
-    """The measures a comparison evaluates: those asked for (default: compare's), plus any
-    a gate checks (an unknown one is the gate's error, not the measures')."""
-    from cranfield.compare import DEFAULT_MEASURES, with_gate_measures
-    from cranfield.names import resolve
-
-    profile = spec["options"]["profile"]
-    for g in _gates(spec.get("gate")):
-        try:
-            resolve([g["measure"]], profile)
-        except cranfield.MeasureError as exc:
-            raise BadInput(_field_problem("gate.measure", str(exc))) from None
-    try:
-        return with_gate_measures(spec.get("measures") or DEFAULT_MEASURES,
-                                  _gates(spec.get("gate")), profile)
-    except cranfield.MeasureError as exc:  # an unknown name among the measures asked for
-        raise BadInput(_problem(exc)) from None
-
-
-def _gates(gate) -> list[dict]:
-    """The spec's gates (dicts of :class:`cranfield.compare.Gate`'s fields) as a list."""
-    return [] if gate is None else gate if isinstance(gate, list) else [gate]
-
-
-def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
-                   qrels_version: str | None, spec: dict, measures: list[str]) -> dict:
-    """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}`` or
-    ``{"name", "evaluation": document, "evaluation_id"}``). Inline runs are evaluated
-    against ``qrels``; finished evaluations must have been made against the same qrels.
-    Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``...)."""
-    from cranfield.compare import compare_evaluations
-    from cranfield.report import evaluation_from_document
-
-    evaluations: dict[str, cranfield.Evaluation] = {}
-    provenance_runs: dict[str, dict] = {}
-    stored_qrels: dict[str, str] = {}
-    for i, entry in enumerate(entries):
-        name = entry["name"]
-        if "evaluation" in entry:
-            doc = entry["evaluation"]
-            digest = doc.get("provenance", {}).get("qrels_sha256")
-            if qrels_digest is not None and digest != qrels_digest:
-                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", "was evaluated "
-                                              "against other qrels than this comparison's"))
-            stored_qrels[name] = digest
-            try:
-                evaluations[name] = evaluation_from_document(doc)
-            except ValueError as exc:
-                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", str(exc))) from None
-            provenance_runs[name] = {"evaluation_id": entry["evaluation_id"],
-                                     "sha256": doc.get("provenance", {}).get("run_sha256")}
-            continue
-        try:
-            evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures,
-                                                   **spec["options"])
-        except cranfield.MeasureError as exc:
-            raise BadInput(_problem(exc)) from None
-        except cranfield.CranfieldError as exc:
-            problem = _problem(exc)
-            if not isinstance(exc, cranfield.InputError):
-                problem["errors"] = {f"runs[{i}]": [str(exc)]}
-            raise BadInput(problem) from None
-        provenance_runs[name] = {"sha256": entry["sha256"]}
-    if len(set(stored_qrels.values())) > 1:
-        raise BadInput(_field_problem("runs", "the finished evaluations were made against "
-                                      "different qrels: their scores are not comparable"))
-    gates = _gates(spec.get("gate"))
-    try:
-        doc = compare_evaluations(evaluations, measures, gate=gates or None,
-                                  **{k: spec[k] for k in COMPARE_SETTINGS})
-    except cranfield.CranfieldError as exc:
-        raise BadInput(_problem(exc)) from None
-    doc["provenance"] = {"engine": "cranfield", "engine_version": cranfield.__version__,
-                         "qrels_sha256": qrels_digest or next(iter(stored_qrels.values()), None),
-                         "runs": provenance_runs}
-    if qrels_version:
-        doc["provenance"]["qrels_version"] = qrels_version
-    return doc
-
-
-def _field_problem(field: str, sentence: str) -> dict:
-    return {"status": 422, "title": "Invalid input", "detail": f"{field}: {sentence}",
-            "errors": {field: [sentence]}}
-
-
-def run_comparison(store, spec: dict, find_evaluation) -> dict:
-    """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
-    blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
-    None), qrels from the store."""
-    try:
-        measures = compared_measures(spec)
-        if spec.get("qrels_ref") or spec.get("qrels_key"):
-            qrels, qrels_digest, qrels_version = _load_qrels(store, spec, measures)
-        else:
-            qrels = qrels_digest = qrels_version = None
-        entries = []
-        for i, run in enumerate(spec["runs"]):
-            if "evaluation_id" in run:
-                doc = find_evaluation(run["evaluation_id"])
-                if doc is None:
-                    raise BadInput(_field_problem(
-                        f"runs[{i}].evaluation_id", f"no finished evaluation "
-                        f"{run['evaluation_id']!r} (unknown, unfinished, or expired)"))
-                entries.append({"name": run["name"], "evaluation": doc,
-                                "evaluation_id": run["evaluation_id"]})
-                continue
-            value, digest = _read_stored_run(store.get_blob(run["run_key"]),
-                                             run["run_format"], f"runs[{i}]")
-            entries.append({"name": run["name"], "run": value, "sha256": digest})
-        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec,
-                                            measures)}
-    except NotFound as exc:
-        outcome = {"problem": _missing(exc)}
-    except BadInput as exc:
-        outcome = {"problem": exc.problem}
-    except cranfield.CranfieldError as exc:
-        outcome = {"problem": _problem(exc)}
-    for run in spec["runs"]:
-        if "run_key" in run:
-            store.delete_blob(run["run_key"])
-    if spec.get("qrels_key"):
-        store.delete_blob(spec["qrels_key"])
-    return outcome
-
-
-def finished_evaluation(connection, job_id: str, tenant: str | None) -> dict | None:
-    """The document of ``tenant``'s finished evaluation job on RQ (None: unknown, another
-    tenant's, unfinished, failed, or not an evaluation)."""
-    from rq.exceptions import NoSuchJobError
-    from rq.job import Job
-
-    try:
-        job = Job.fetch(job_id, connection=connection)
-    except NoSuchJobError:
-        return None
-    if (job.meta or {}).get("tenant") != tenant:
-        return None
-    outcome = job.return_value() if job.get_status(refresh=False) == "finished" else None
-    doc = (outcome or {}).get("result") if isinstance(outcome, dict) else None
-    return doc if doc is not None and "aggregate" in doc and "pairs" not in doc else None
-
-
 def compare_job(spec: dict[str, Any]) -> dict:
-    """RQ entry point for a queued comparison (``worker.jobs.compare_job``)."""
+    """A queued comparison (``worker.jobs.compare_job``); runs named by evaluation job id are
+    read from RQ, for the spec's tenant only."""
     from rq import get_current_job
 
     connection = get_current_job().connection

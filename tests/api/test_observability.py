@@ -15,8 +15,8 @@ import pytest
 from flask import request
 from prometheus_client.parser import text_string_to_metric_families
 
+from backend import telemetry as job_metrics
 from service import observability
-from worker import metrics as job_metrics
 
 RUN = {"q1": {"d1": 2.0, "d2": 1.0, "d3": 0.5}, "q2": {"d9": 1.0}}
 QRELS = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}}
@@ -301,8 +301,8 @@ def wait(client, location: str) -> dict:
 
 
 def test_embedded_jobs_are_counted(http):
-    """Needs the embedded backend's hooks (service/backend.py: MemoryBackend.submit and _run
-    call worker.metrics.record_enqueued / record_outcome)."""
+    """Needs the embedded backend's hooks (backend/queue.py: MemoryBackend.submit and _run
+    call backend.telemetry.record_enqueued / record_outcome)."""
     _, before = scrape(http)
     ok = http.post("/v1/evaluations", json=BODY, headers={"Prefer": "respond-async"})
     bad = http.post("/v1/evaluations", json=dict(BODY, run="q1 Q0 d1 1 abc r\n"),

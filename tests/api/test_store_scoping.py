@@ -1,4 +1,4 @@
-"""worker/store.py in process, on both stores (issue #16): MemoryStore and RedisStore on a
+"""backend/store.py in process, on both stores (issue #16): MemoryStore and RedisStore on a
 private redis-server, each asked the same questions, tenant scoping first.
 
 tests/api/test_auth.py checks tenant isolation through the routes, on the in-memory store
@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import pytest
 
 import cranfield
-from worker import store as store_mod
-from worker.store import (
+from backend import store as store_mod
+from backend.store import (
     CANONICAL_HEADER,
     MemoryStore,
     NotFound,

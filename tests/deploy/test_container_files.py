@@ -527,7 +527,7 @@ def test_dockerignore_leaves_out(path):
 
 def test_dockerignore_keeps_everything_the_image_needs():
     needed = ["pyproject.toml", "README.md", "openapi.yaml"]
-    for package in ("cranfield", "service", "worker"):
+    for package in ("cranfield", "backend", "service", "worker"):
         needed += [p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts]
     missing = [p for p in needed if is_excluded(p, RULES)]
@@ -553,7 +553,7 @@ def _known_settings() -> set[str]:
     from service.app import DEFAULTS
 
     names = {f"CRANFIELD_{key}" for key in DEFAULTS}
-    for package in ("cranfield", "service", "worker"):
+    for package in ("cranfield", "backend", "service", "worker"):
         for path in (ROOT / package).rglob("*.py"):
             names.update(re.findall(r"\bCRANFIELD_[A-Z0-9_]*[A-Z0-9]", path.read_text()))
     return names

@@ -8,18 +8,10 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from worker.cli import QUEUE
-from worker.jobs import (
-    COMBINE_FUNCTION,
-    COMPARE_FUNCTION,
-    JOB_FUNCTION,
-    SHARD_FUNCTION,
-    execute,
-    finished_evaluation,
-    run_comparison,
-)
-from worker.metrics import metered_queue, observe_embedded_job, record_enqueued, spec_kind
-from worker.store import MemoryStore, RedisStore, redis_client
+from .contract import COMBINE_FUNCTION, COMPARE_FUNCTION, EVALUATE_FUNCTION, QUEUE, SHARD_FUNCTION
+from .store import MemoryStore, RedisStore, redis_client
+from .tasks import execute, finished_evaluation, run_comparison
+from .telemetry import metered_queue, observe_embedded_job, record_enqueued, spec_kind
 
 
 def new_job_id() -> str:
@@ -230,7 +222,7 @@ class RedisBackend:
         from rq import Retry
 
         job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
-        function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else JOB_FUNCTION
+        function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else EVALUATE_FUNCTION
         self.queue.enqueue_call(
             function, args=(spec,), job_id=job_id, meta={"tenant": spec.get("tenant")},
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],

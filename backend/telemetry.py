@@ -42,7 +42,6 @@ KINDS = {
     "evaluate_job": "evaluation",
     "evaluate_shard_job": "shard",
     "combine_shards_job": "combine",
-    "digest_pieces_job": "digest",  # queued by APIs before the web process hashed the run
     "compare_job": "comparison",
 }
 OUTCOMES = ("finished", "failed")
@@ -162,7 +161,7 @@ def record_outcome(connection, kind: str, status: str, duration_seconds: float |
 
 def observe_embedded_job(spec: Mapping, job_id: str, outcome: Mapping, started_at: float
                          ) -> None:
-    """An embedded-mode job (``service.backend.MemoryBackend``, no Redis) ended with
+    """An embedded-mode job (``backend.queue.MemoryBackend``, no Redis) ended with
     ``outcome`` (``{"result": …}`` or ``{"problem": …}``): count it and log it, with the id
     of the request that submitted it, as the RQ worker does."""
     kind = spec_kind(spec)
@@ -180,7 +179,7 @@ def observe_embedded_job(spec: Mapping, job_id: str, outcome: Mapping, started_a
 
 
 def record_cache(connection, hits: int, misses: int) -> None:
-    """Lookups in the decoded-qrels LRU (``worker.store.QRELS_CACHE``)."""
+    """Lookups in the decoded-qrels LRU (``backend.store.QRELS_CACHE``)."""
     fields = {}
     if hits > 0:
         fields["qrels_cache_hits"] = int(hits)
@@ -356,7 +355,7 @@ def logging_config(level: str | int = "INFO", access_log: str | None = None) -> 
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "worker.metrics.JsonFormatter"}},
+        "formatters": {"json": {"()": "backend.telemetry.JsonFormatter"}},
         "handlers": handlers,
         "root": {"level": level, "handlers": ["json"]},
         "loggers": {
