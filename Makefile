@@ -62,7 +62,7 @@ MUTATION_MODULES ?= \
 	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_mutants.py \
 	service/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_mutants.py \
 	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_mutants.py \
-	worker/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
+	backend/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
 MUTATION_JOBS ?= 2
 MUTATION_KEEP ?=
 mutation: $(STAMP)
@@ -76,7 +76,7 @@ mutation: $(STAMP)
 	  else trap 'rm -rf "$$work"' EXIT; trap 'exit 130' INT TERM; fi; \
 	  git archive HEAD | tar -x -C "$$work"; \
 	  { printf '[mutmut]\nsource_paths=\n    %s\nalso_copy=\n' "$$module"; \
-	    printf '    %s\n' cranfield service worker openapi.yaml; \
+	    printf '    %s\n' cranfield backend service worker openapi.yaml; \
 	    printf 'pytest_add_cli_args_test_selection=\n'; printf '    %s\n' $$tests; \
 	    printf 'pytest_add_cli_args=\n    -p\n    no:cacheprovider\n'; } > "$$work/setup.cfg"; \
 	  echo "== $$module  (tests: $$tests)"; \
