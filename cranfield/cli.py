@@ -48,6 +48,11 @@ exit codes:
   7  no topic with both results and judgments
 """
 
+# the engine's own commands; any other is looked up among the ``cranfield.commands`` entry
+# points (see _commands)
+ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool")
+COMMANDS_GROUP = "cranfield.commands"
+
 PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
                    "10.0": "trec_eval-10"}
 
@@ -89,7 +94,27 @@ def _gate_arg(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _commands() -> dict:
+    """The commands other packages add (``[project.entry-points."cranfield.commands"]``:
+    ``serve`` and ``keys`` from ``service.commands``, ``worker`` from ``worker.commands``),
+    by name: each a function adding its subparser. Loaded only when asked for, so the engine's
+    own commands never import them."""
+    from importlib.metadata import entry_points
+
+    found = {}
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
+        if ep.name in ENGINE_COMMANDS or ep.name in found:
+            continue
+        try:
+            found[ep.name] = ep.load()
+        except ImportError:  # its package is not installed: no such command
+            continue
+    return found
+
+
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """``cranfield``'s parser; with ``commands``, also the commands other packages add
+    (:func:`_commands`)."""
     parser = argparse.ArgumentParser(prog="cranfield",
                                      description="Evaluate search runs (trec_eval-compatible).")
     parser.add_argument("--version", action="version", version=f"cranfield {__version__}")
@@ -221,17 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
                          "GET /v1/measures/NAME's)")
     ms.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="profile of the canonical names shown for NAME")
-    keys = sub.add_parser("keys", help="make an API key for the service (it stores only the "
-                                       "hash)",
-                          description="Print a new API key and the line to add to "
-                                      "CRANFIELD_API_KEYS_FILE (its SHA-256, role, tenant). The "
-                                      "key is shown once; the service keeps only the hash.")
-    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
-    keys_new = keys_sub.add_parser("new", help="a new key and its keys-file line")
-    keys_new.add_argument("--role", choices=("read", "write", "admin"), required=True)
-    keys_new.add_argument("--tenant", required=True,
-                          help="whose qrels and jobs the key sees (1-64 letters, digits, . _ -)")
-    keys_new.add_argument("--name", default=None, help="a label for logs and metrics")
     pl = sub.add_parser("pool", help="the judging pool of runs: the union of their top-k "
                                      "documents per topic",
                         description="Pool RUNs at depth k (trec_eval's ranking order), minus "
@@ -245,46 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="trec: 'topic 0 docid' lines (default); json: the pool with counts")
     pl.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="ranking profile: 9.0.8 compares scores as float32 (default)")
-    serve = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
-                                         "production, with the repository's config)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=None,
-                       help="gunicorn workers (default: the config file's)")
-    work = sub.add_parser("worker", help="run an RQ worker for queued evaluations")
-    work.add_argument("--redis-url", default=None, help="default: $REDIS_URL")
-    work.add_argument("--burst", action="store_true", help="exit when the queue is empty")
-    work.add_argument("--name", default=None)
-    work.add_argument("--monitoring-interval", type=int, default=None,
-                      help="seconds between job heartbeats (default 10; a heartbeat lapses "
-                           "20 s after it is due)")
-    work.add_argument("--maintenance-interval", type=int, default=None,
-                      help="seconds between registry clean-ups that retry jobs of dead "
-                           "workers (default 10: a killed worker's job is taken over within "
-                           "~45 s)")
+    if commands:
+        for register in _commands().values():
+            register(sub)
     return parser
-
-
-def run_serve(args: argparse.Namespace) -> int:
-    """Start gunicorn with service/gunicorn.conf.py on HOST:PORT (replaces this process)."""
-    import os
-    from pathlib import Path
-
-    try:
-        import service
-    except ImportError:
-        print("cranfield: the service package is not installed", file=sys.stderr)
-        return 1
-    conf = Path(service.__file__).resolve().parent / "gunicorn.conf.py"
-    argv = [sys.executable, "-m", "gunicorn", "-c", str(conf), "--bind",
-            f"{args.host}:{args.port}"]
-    if args.workers:
-        argv += ["--workers", str(args.workers)]
-    argv.append("service.app:create_app()")
-    print(f"Cranfield API on http://{args.host}:{args.port}  (docs: "
-          f"http://{args.host}:{args.port}/docs/)", file=sys.stderr, flush=True)
-    os.execv(sys.executable, argv)
-    return 0  # not reached
 
 
 def _source(path: str) -> tuple:
@@ -497,8 +475,15 @@ def run_pool(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wants_commands(argv: list[str]) -> bool:
+    """Whether ARGV's command is not one of the engine's (or there is none: ``--help``)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first not in ENGINE_COMMANDS
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(commands=_wants_commands(argv))
     args = parser.parse_args(argv)
     try:
         if args.command == "eval":
@@ -521,23 +506,9 @@ def main(argv: list[str] | None = None) -> int:
             return run_pool(args)
         if args.command == "measures":
             return run_measures(args)
-        if args.command == "keys":
-            from service.auth import TENANT, key_line, new_key
-
-            if not TENANT.match(args.tenant):
-                parser.error("--tenant must be 1-64 letters, digits, '.', '_' or '-'")
-            key = new_key()
-            print(f"key:  {key}")
-            print(f"line: {key_line(key, args.role, args.tenant, args.name)}")
-            return 0
-        if args.command == "serve":
-            return run_serve(args)
-        if args.command == "worker":
-            from worker.cli import run_worker
-
-            return run_worker(args.redis_url, burst=args.burst, name=args.name,
-                              monitoring_interval=args.monitoring_interval,
-                              maintenance_interval=args.maintenance_interval)
+        handler = getattr(args, "handler", None)
+        if handler is not None:  # a command of another package (``cranfield.commands``)
+            return handler(args, parser)
     except MeasureError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
         return 1
