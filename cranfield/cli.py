@@ -13,8 +13,8 @@ import argparse
 import sys
 
 from . import __version__
-from .errors import EvaluationError, InputError, MeasureError
-from .evaluate import NO_JUDGMENTS, NO_RESULTS, evaluate
+from .errors import CranfieldError, InputError, error_report
+from .evaluate import evaluate
 from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
 from .trec_format import format_csv, format_json, format_trec
@@ -509,17 +509,9 @@ def main(argv: list[str] | None = None) -> int:
         handler = getattr(args, "handler", None)
         if handler is not None:  # a command of another package (``cranfield.commands``)
             return handler(args, parser)
-    except MeasureError as exc:
+    except CranfieldError as exc:  # the exit code follows the error's code (errors.py)
         print(f"cranfield: {exc}", file=sys.stderr)
-        return 1
-    except InputError as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
-        return 4 if "twice" in exc.reason else 2
-    except EvaluationError as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
-        if str(exc) in (NO_JUDGMENTS, NO_RESULTS):
-            return 2  # an empty input file
-        return 7 if "no topic" in str(exc) else 1
+        return error_report(exc).exit_code
     except BrokenPipeError:
         return 0
     parser.error(f"unknown command {args.command}")

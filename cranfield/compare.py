@@ -539,7 +539,8 @@ def _common_topics(run_names: list[str], evs: list[Evaluation], warnings: list[d
     for s in sets[1:]:
         common = np.intersect1d(common, s, assume_unique=True)
     if common.size == 0:
-        raise EvaluationError("no topic was evaluated for every run: nothing to compare")
+        raise EvaluationError("no topic was evaluated for every run: nothing to compare",
+                              code="no-overlap")
     union = sets[0]
     for s in sets[1:]:
         union = np.union1d(union, s)

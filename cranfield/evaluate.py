@@ -149,7 +149,7 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
                               f"(run topics: {len(run_obj.topics)}, qrels topics: "
-                              f"{len(qrels_obj.topics)})")
+                              f"{len(qrels_obj.topics)})", code="no-overlap")
     missing = ~ranked.in_run
     if missing.any():
         # trec_eval 10 evaluates them against one non-pool document, which -J then drops
@@ -188,9 +188,9 @@ def check_options(**options: Any) -> None:
 
 def _require_inputs(run: Run, qrels: Qrels) -> None:
     if not len(qrels):
-        raise EvaluationError(NO_JUDGMENTS, field="qrels")
+        raise EvaluationError(NO_JUDGMENTS, field="qrels", code="empty-input")
     if not len(run):
-        raise EvaluationError(NO_RESULTS)
+        raise EvaluationError(NO_RESULTS, code="empty-input")
 
 
 def _check_collection_size(instances: list[Instance], context, ranked: Ranked,
@@ -379,7 +379,8 @@ def _evaluate_diversity(run, qrels, instances, options: dict,
     values, ranked = diversity_values(run_obj, qrels_obj, diverse, options["complete_topics"],
                                       options["depth"])
     if require_overlap and not ranked.in_run.any():
-        raise EvaluationError("no topic has both results and relevance judgments")
+        raise EvaluationError("no topic has both results and relevance judgments",
+                              code="no-overlap")
     ctx = Context(ranked, options["relevance_level"], options["profile"],
                   options["collection_size"])
     for inst in instances:

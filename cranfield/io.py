@@ -528,7 +528,8 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
     if _has_duplicates(run):
         raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
         _slow_run(bytes(raw), label)  # raises, naming the lines of the duplicate
-        raise InputError(label, "a docid appears twice in one topic", field="docno")
+        raise InputError(label, "a docid appears twice in one topic", field="docno",
+                         code="duplicate-docid")
     return run
 
 
@@ -591,7 +592,7 @@ def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
         line, first, row = min(hits)
         raise InputError(label, f"docid {docids[row]!r} appears twice in topic "
                          f"{topics[topic_index[row]]!r} (first on line {first})", line=int(line),
-                         field="docno")
+                         field="docno", code="duplicate-docid")
 
 
 def _run_from_mapping(run: Mapping, label: str) -> Run:
@@ -839,7 +840,7 @@ def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -
                 where = _find_line(data, topic, doc, occurrence=2) if data is not None else None
                 raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
                                  line=where, field="docno" if where else
-                                 f"{label}.{topic}.{doc}")
+                                 f"{label}.{topic}.{doc}", code="duplicate-judgment")
     return Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
 
 

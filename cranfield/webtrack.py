@@ -103,14 +103,15 @@ def _read_ndeval_run(data, traditional: bool, max_depth: int | None) -> _RankedR
         if same.any():
             i = int(order[1:][same][0])
             raise InputError("run", f"rank {ranks[i]} appears twice in topic {topics[i]}",
-                             line=i + 1)
+                             line=i + 1, code="duplicate-rank")
     topics, docnos = topics[order], docnos[order]
     start = np.searchsorted(topics, topics, side="left")
     new_rank = np.arange(len(topics)) - start + 1
     pair = sorted(zip(topics.tolist(), docnos.tolist(), strict=True))
     for a, b in zip(pair, pair[1:], strict=False):
         if a == b:
-            raise InputError("run", f"docno {a[1]!r} appears twice in topic {a[0]}")
+            raise InputError("run", f"docno {a[1]!r} appears twice in topic {a[0]}",
+                             code="duplicate-docid")
     keep = new_rank <= max_depth if max_depth else np.ones(len(topics), dtype=bool)
     return _RankedRun(topics[keep], new_rank[keep], docnos[keep].tolist(), rows[0][5])
 
