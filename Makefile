@@ -56,8 +56,8 @@ bench-queue: $(STAMP)
 #   make mutation MUTATION_MODULES=cranfield/grammar.py:tests/engine/test_grammar.py
 #   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
 MUTATION_MODULES ?= \
-	cranfield/measures/trec.py:tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_trec_eval_conformance.py,tests/engine/test_cutoff_ties.py \
-	cranfield/ranking.py:tests/engine/test_cutoff_ties.py,tests/engine/test_trec_eval_conformance.py \
+	cranfield/measures/trec.py:tests/engine/test_trec_mutants.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
+	cranfield/ranking.py:tests/engine/test_ranking_mutants.py,tests/engine/test_trec_mutants.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
 	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_15.py,tests/engine/test_gate_15.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_mutants.py \
 	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_mutants.py \
 	service/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_mutants.py \

@@ -1,0 +1,377 @@
+"""``cranfield/ranking.py`` against a ranking written out here the slow, obvious way (issue #16,
+``make mutation``): sort each topic by score descending, ties by docno descending (byte
+order), as trec_eval does, and read off the rank and qrels label of every judged document.
+
+The engine never sorts whole topics: it finds each judged document's rank by binary searches
+and compares docnos only inside tie groups. Every path it takes is driven here with the same
+random inputs (few distinct scores, so ties are common; some scores differ only beyond
+float32, which the 9.0.8 profile rounds to): runs read from mappings, from TREC text by the
+line reader and by the columnar (pyarrow) reader, from chunked Arrow columns with FNV hashes
+(the hash-bitmap prefilter), rows in score order, shuffled inside a topic, topics interleaved
+or in blocks out of order; the score search by global integer keys and by segmented binary
+search; depth (-M), judged_only (-J), complete_topics (-c), and the tie-at-cutoff flags.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (loaded once, see hash_hits below)
+import pytest
+
+import cranfield
+import cranfield.io
+import cranfield.ranking as ranking
+from cranfield._json_kernels import hash_hits
+from cranfield.io import Run, fnv1a_hashes, read_qrels, read_run
+from cranfield.ranking import (
+    UNJUDGED,
+    rank_run,
+    segmented_search,
+    top_documents,
+    topic_blocks,
+    within_topic_index,
+)
+
+TIE_KS = (1, 2, 3, 5, 10)
+
+# Loaded (and the numba kernel compiled) when this module is imported, which mutmut does once
+# before it forks a process per mutant; otherwise every mutant's process would pay for it.
+hash_hits(np.zeros(1, np.uint64), np.zeros(2, dtype=bool), np.empty(1, np.int64))
+_saved, cranfield.io.FAST_READER_MIN_BYTES = cranfield.io.FAST_READER_MIN_BYTES, 0
+try:  # the columnar reader's first use, likewise
+    read_run("t Q0 d 0 1.0 r\n")
+finally:
+    cranfield.io.FAST_READER_MIN_BYTES = _saved
+
+
+# --------------------------------------------------------------------------------------------
+# the reference: trec_eval's ranking spelled out
+# --------------------------------------------------------------------------------------------
+
+def ordered(docs: dict, float32: bool) -> list[tuple[str, float]]:
+    """A topic's (docid, score) in trec_eval's order: score descending, docno descending."""
+    def key(item):
+        score = float(np.float32(item[1])) if float32 else item[1]
+        return score, item[0].encode()
+    return sorted(docs.items(), key=key, reverse=True)
+
+
+def reference(run: dict, qrels: dict, *, float32: bool, depth=None, judged_only=False,
+              complete=False) -> dict:
+    qtopics = sorted(qrels, key=str.encode)
+    topics = qtopics if complete else [t for t in qtopics if t in run]
+    num_ret, hits, ties, q = [], [], {k: [] for k in TIE_KS}, []
+    for ti, t in enumerate(topics):
+        docs = ordered(run.get(t, {}), float32)
+        scores = [float(np.float32(s)) if float32 else s for _, s in docs]
+        for k in TIE_KS:
+            ties[k].append(len(scores) > k and scores[k - 1] == scores[k])
+        if depth is not None:
+            docs = docs[:depth]
+        mine = []
+        for rank, (d, _) in enumerate(docs, 1):
+            if d in qrels[t]:
+                grade = qrels[t][d]
+                mine.append((ti, rank, grade if grade >= 0 else UNJUDGED))
+        n = len(docs)
+        if judged_only:
+            mine = [(ti, i, lab) for i, (_, _, lab) in
+                    enumerate((h for h in mine if h[2] >= 0), 1)]
+            n = len(mine)
+        hits += mine
+        num_ret.append(n)
+        q += [(ti, g) for g in qrels[t].values()]
+    return {"topics": topics, "num_ret": num_ret, "hits": hits, "ties": ties,
+            "in_run": [t in run for t in topics], "q": Counter(q)}
+
+
+def observed(r) -> dict:
+    return {"topics": list(r.topics), "num_ret": r.num_ret.tolist(),
+            "hits": list(zip(r.hit_topic.tolist(), r.hit_rank.tolist(), r.hit_label.tolist(),
+                             strict=True)),
+            "ties": {k: [bool(x) for x in v] for k, v in r.cutoff_ties.items()},
+            "in_run": r.in_run.tolist(),
+            "q": Counter(zip(r.q_topic.tolist(), r.q_grade.tolist(), strict=True))}
+
+
+# --------------------------------------------------------------------------------------------
+# random inputs and the ways to read them
+# --------------------------------------------------------------------------------------------
+
+def random_case(seed: int) -> tuple[dict, dict]:
+    rng = np.random.default_rng(seed)
+    n_topics = 1 if seed % 4 == 0 else int(rng.integers(2, 6))
+    run, qrels = {}, {}
+    for _ in range(n_topics):
+        topic = f"q{int(rng.integers(0, 12))}"
+        n = int(rng.integers(1, 30))
+        docs = rng.choice(40, size=n, replace=False)
+        # 3 distinct scores at most, some 1e-9 apart (equal in float32)
+        scores = rng.integers(0, 3, n) + np.where(rng.random(n) < 0.3, 1e-9, 0.0)
+        if rng.random() < 0.9 or not run:
+            run[topic] = {f"d{d:02d}": float(s) for d, s in zip(docs, scores, strict=True)}
+        if rng.random() < 0.85 or topic not in qrels and not qrels:
+            judged = rng.choice(40, size=int(rng.integers(1, 25)), replace=False)
+            qrels[topic] = {f"d{d:02d}": int(rng.choice([-1, 0, 0, 1, 1, 2, 3]))
+                            for d in judged}
+    extra = f"q{int(rng.integers(12, 15))}"  # a qrels topic the run does not have
+    if seed % 3 == 0:
+        qrels[extra] = {"d01": 1, "d02": 0}
+    if not set(run) & set(qrels):
+        first = next(iter(run))
+        qrels[first] = {"d00": 1}
+    return run, qrels
+
+
+def as_text(run: dict, layout: str, rng) -> str:
+    rows = [(t, d, s) for t, docs in run.items() for d, s in docs.items()]
+    if layout == "sorted":        # topic by topic, scores descending
+        rows.sort(key=lambda r: (r[0], -r[2]))
+    elif layout == "shuffled":    # each topic's rows together, in no score order
+        rows.sort(key=lambda r: r[0])
+        rows = [r for t in dict.fromkeys(r[0] for r in rows)
+                for r in rng.permutation(np.array([x for x in rows if x[0] == t],
+                                                  dtype=object)).tolist()]
+    elif layout == "blocks":      # topics in blocks, in reverse order
+        rows.sort(key=lambda r: (r[0], -r[2]), reverse=False)
+        rows = [r for t in sorted({r[0] for r in rows}, reverse=True) for r in rows
+                if r[0] == t]
+    elif layout == "interleaved":  # rows of every topic mixed
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+    return "".join(f"{t} Q0 {d} 0 {float(s)!r} run\n" for t, d, s in rows)
+
+
+def arrow_run(run: dict, layout: str, rng, chunks: int = 3) -> Run:
+    """A Run as the JSON reader leaves it: a chunked Arrow docid column with FNV-1a hashes."""
+    base = read_run(as_text(run, layout, rng))
+    docids = [str(d) for d in base.docids_at(np.arange(len(base)))]
+    cuts = np.linspace(0, len(docids), chunks + 1).astype(int)
+    column = pa.chunked_array([pa.array(docids[a:b], pa.string())
+                               for a, b in zip(cuts[:-1], cuts[1:], strict=True)], pa.string())
+    return Run(base.topics, base.topic_index, column, base.scores, base.runid, "run",
+               docid_fnv=fnv1a_hashes(docids))
+
+
+READERS = ["mapping", "line", "columnar", "arrow-fnv"]
+LAYOUTS = ["sorted", "shuffled", "blocks", "interleaved"]
+
+
+def read(kind: str, run: dict, layout: str, rng, monkeypatch) -> Run:
+    if kind == "mapping":
+        return read_run(run)
+    if kind == "arrow-fnv":
+        monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # always prefilter
+        return arrow_run(run, layout, rng)
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0 if kind == "columnar"
+                        else 1 << 62)
+    return read_run(as_text(run, layout, rng))
+
+
+COMBOS = [("mapping", "sorted")] + [(r, lay) for r in READERS[1:] for lay in LAYOUTS]
+OPTIONS = ({}, {"depth": 4}, {"judged_only": True}, {"complete": True},
+           {"depth": 7, "judged_only": True, "complete": True})
+
+
+@pytest.mark.parametrize("combo", range(len(COMBOS)),
+                         ids=[f"{r}-{lay}" for r, lay in COMBOS])
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_run_matches_the_reference(seed, combo, monkeypatch):
+    reader, layout = COMBOS[combo]
+    # the two score searches, the two float widths and the options take turns
+    global_keys = (seed + combo) % 2 == 0
+    monkeypatch.setattr(ranking, "GLOBAL_KEYS_MAX_ROWS", 1 << 62 if global_keys else 0)
+    run, qrels = random_case(seed)
+    rng = np.random.default_rng(1000 + seed)
+    r = read(reader, run, layout, rng, monkeypatch)
+    q = read_qrels(qrels)
+    for i in range(3):
+        float32 = (seed + combo + i) % 2 == 0
+        options = OPTIONS[(seed + combo + i) % len(OPTIONS)]
+        want = reference(run, qrels, float32=float32, **options)
+        got = observed(rank_run(r, q, float32_scores=float32, depth=options.get("depth"),
+                                judged_only=options.get("judged_only", False),
+                                complete_topics=options.get("complete", False),
+                                tie_cutoffs=TIE_KS))
+        assert got == want, (float32, options)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("depth", [1, 3, 10])
+def test_top_documents_are_trec_eval_order(seed, depth):
+    run, _ = random_case(seed)
+    rng = np.random.default_rng(seed)
+    for r in (read_run(run), read_run(as_text(run, "interleaved", rng))):
+        for float32 in (True, False):
+            want = {t: [d for d, _ in ordered(run[t], float32)][:depth]
+                    for t in sorted(run, key=str.encode)}
+            got = top_documents(r, depth, float32_scores=float32)
+            assert got == want
+            assert list(got) == list(want)
+
+
+# --------------------------------------------------------------------------------------------
+# hand-made examples
+# --------------------------------------------------------------------------------------------
+
+def test_ties_are_broken_by_docno_descending():
+    # all four score 1.0: trec_eval's order is d4, d3, d2, d1 (docno descending), so the
+    # relevant d1 is at rank 4 and the non-relevant d3 at 2; P@1 = 0 (d4 is not judged),
+    # P@4 = 1/4, recip_rank = 1/4, relstring = "-0-1"
+    run = {"t": {"d1": 1.0, "d2": 1.0, "d3": 1.0, "d4": 1.0}}
+    qrels = {"t": {"d1": 1, "d3": 0}}
+    for reader in (read_run(run), read_run("t Q0 d1 0 1.0 r\nt Q0 d2 0 1.0 r\n"
+                                           "t Q0 d3 0 1.0 r\nt Q0 d4 0 1.0 r\n")):
+        r = rank_run(reader, read_qrels(qrels), float32_scores=False)
+        assert list(zip(r.hit_rank.tolist(), r.hit_label.tolist(), strict=True)) == \
+            [(2, 0), (4, 1)]
+        ev = cranfield.evaluate(reader, qrels, ["P.1,4", "recip_rank", "relstring"])
+        row = ev.per_topic["t"]
+        assert (row["P_1"], row["P_4"], row["recip_rank"], row["relstring"]) == \
+            (0.0, 0.25, 0.25, "-0-1")
+
+
+def test_a_tie_in_float32_only_is_a_tie_for_9_0_8_and_not_for_10():
+    # 0.100000001 < 0.100000002 < 0.100000003 in float64 but one float32 value:
+    # trec_eval 10 ranks c, a, b (by score); 9.0.8 ties them and ranks c, b, a (docno).
+    run = {"10": {"a": 0.100000002, "b": 0.100000001, "c": 0.100000003}}
+    qrels = {"10": {"a": 1, "b": 0, "c": 0}}
+    q = read_qrels(qrels)
+    r10 = rank_run(read_run(run), q, float32_scores=False)
+    r9 = rank_run(read_run(run), q, float32_scores=True)
+    assert dict(zip(r10.hit_rank.tolist(), r10.hit_label.tolist(), strict=True)) == \
+        {1: 0, 2: 1, 3: 0}
+    assert dict(zip(r9.hit_rank.tolist(), r9.hit_label.tolist(), strict=True)) == \
+        {1: 0, 2: 0, 3: 1}
+    assert cranfield.evaluate(run, qrels, ["recip_rank"], profile="trec_eval-10"
+                              ).per_topic["10"]["recip_rank"] == 0.5
+    assert cranfield.evaluate(run, qrels, ["recip_rank"], profile="trec_eval-9.0.8"
+                              ).per_topic["10"]["recip_rank"] == pytest.approx(1 / 3)
+
+
+def test_scores_beyond_float32_become_infinite_for_9_0_8():
+    # 1e39 and 2e39 are both +inf in float32: tied, so docno decides (b before a) for 9.0.8;
+    # -1e39 is -inf, below every finite score
+    run = {"t": {"a": 2e39, "b": 1e39, "c": -1e39, "d": 0.0}}
+    q = read_qrels({"t": {"a": 1, "b": 0, "c": 2, "d": 0}})
+    r9 = rank_run(read_run(run), q, float32_scores=True)
+    r10 = rank_run(read_run(run), q, float32_scores=False)
+    assert dict(zip(r9.hit_rank.tolist(), r9.hit_label.tolist(), strict=True)) == \
+        {1: 0, 2: 1, 3: 0, 4: 2}
+    assert dict(zip(r10.hit_rank.tolist(), r10.hit_label.tolist(), strict=True)) == \
+        {1: 1, 2: 0, 3: 0, 4: 2}
+
+
+def test_depth_and_judged_only_by_hand():
+    # order: a(5) b(4) x(3, not in qrels) c(2, pooled unjudged: grade -1) d(1)
+    run = {"t": {"a": 5.0, "b": 4.0, "x": 3.0, "c": 2.0, "d": 1.0}}
+    q = read_qrels({"t": {"a": 0, "b": 1, "c": -1, "d": 2, "e": 1}})
+    r = read_run(run)
+    full = rank_run(r, q, float32_scores=False)
+    assert full.num_ret.tolist() == [5]
+    assert list(zip(full.hit_rank.tolist(), full.hit_label.tolist(), strict=True)) == \
+        [(1, 0), (2, 1), (4, UNJUDGED), (5, 2)]
+    cut = rank_run(r, q, float32_scores=False, depth=3)  # -M3: a b x
+    assert cut.num_ret.tolist() == [3]
+    assert list(zip(cut.hit_rank.tolist(), cut.hit_label.tolist(), strict=True)) == \
+        [(1, 0), (2, 1)]
+    judged = rank_run(r, q, float32_scores=False, judged_only=True)  # -J: a b d
+    assert judged.num_ret.tolist() == [3]
+    assert list(zip(judged.hit_rank.tolist(), judged.hit_label.tolist(), strict=True)) == \
+        [(1, 0), (2, 1), (3, 2)]
+    # q rows: every qrels row of the topic, grades as read (-1 kept)
+    assert sorted(full.q_grade.tolist()) == [-1, 0, 1, 1, 2]
+
+
+def test_complete_topics_adds_the_qrels_topics_the_run_lacks():
+    run = {"b": {"x": 1.0}}
+    q = read_qrels({"a": {"x": 1}, "b": {"x": 1}, "c": {"y": 0}})
+    plain = rank_run(read_run(run), q, float32_scores=False)
+    assert plain.topics == ["b"] and plain.in_run.tolist() == [True]
+    assert plain.q_topic.tolist() == [0]
+    full = rank_run(read_run(run), q, float32_scores=False, complete_topics=True,
+                    tie_cutoffs=(1,))
+    assert full.topics == ["a", "b", "c"]
+    assert full.in_run.tolist() == [False, True, False]
+    assert full.num_ret.tolist() == [0, 1, 0]
+    assert full.hit_topic.tolist() == [1] and full.hit_rank.tolist() == [1]
+    assert sorted(full.q_topic.tolist()) == [0, 1, 2]
+    assert full.cutoff_ties[1].tolist() == [False, False, False]
+
+
+def test_run_topics_without_qrels_are_not_evaluated():
+    run = {"a": {"x": 2.0, "y": 1.0}, "z": {"x": 5.0}}
+    q = read_qrels({"a": {"y": 1}})
+    r = rank_run(read_run(run), q, float32_scores=False, tie_cutoffs=(1,))
+    assert r.topics == ["a"] and r.num_ret.tolist() == [2]
+    assert r.hit_rank.tolist() == [2] and r.hit_label.tolist() == [1]
+    assert r.cutoff_ties[1].tolist() == [False]
+
+
+def test_tie_at_cutoff_by_hand():
+    # scores 3 2 2 1: a tie straddles k = 2 (2nd and 3rd are equal), not k = 1 or 3; k = 4
+    # is the whole list (nothing after it)
+    run = {"t": {"a": 3.0, "b": 2.0, "c": 2.0, "d": 1.0}, "u": {"a": 1.0}}
+    q = read_qrels({"t": {"a": 1}, "u": {"a": 1}})
+    r = rank_run(read_run(run), q, float32_scores=False, tie_cutoffs=(1, 2, 3, 4))
+    assert {k: v.tolist() for k, v in r.cutoff_ties.items()} == \
+        {1: [False, False], 2: [True, False], 3: [False, False], 4: [False, False]}
+
+
+def test_an_empty_qrels_topic_list_or_run_matches_nothing():
+    q = read_qrels({"t": {"a": 1}})
+    r = rank_run(read_run({"t": {"b": 1.0}}), q, float32_scores=False)
+    assert r.hit_rank.tolist() == [] and r.num_ret.tolist() == [1]
+
+
+# --------------------------------------------------------------------------------------------
+# the helpers, table-driven
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tix, n, lo, hi", [
+    ([], 2, [0, 0], [0, 0]),
+    ([0, 0, 1], 2, [0, 2], [2, 3]),
+    ([0, 0, 2], 3, [0, 2, 2], [2, 2, 3]),          # topic 1 has no rows
+    ([1, 1, 0, 0, 0], 2, [2, 0], [5, 2]),          # blocks out of order
+    ([2, 0, 1], 3, [1, 2, 0], [2, 3, 1]),
+    ([1, 0], 3, [1, 0, 0], [2, 1, 0]),
+    ([0], 1, [0], [1]),
+    ([0, 1, 0], 2, None, None),                    # topic 0 in two blocks
+    ([1, 0, 0, 1], 2, None, None),
+])
+def test_topic_blocks(tix, n, lo, hi):
+    got_lo, got_hi = topic_blocks(np.asarray(tix, dtype=np.int64), n)
+    if lo is None:
+        assert got_lo is None and got_hi is None
+    else:
+        assert got_lo.tolist() == lo and got_hi.tolist() == hi
+
+
+@pytest.mark.parametrize("topic, n, want", [
+    ([], 1, []),
+    ([0, 0, 0], 1, [0, 1, 2]),
+    ([0, 1, 1, 3, 3, 3], 4, [0, 0, 1, 0, 1, 2]),
+    ([2, 2], 3, [0, 1]),
+])
+def test_within_topic_index(topic, n, want):
+    assert within_topic_index(np.asarray(topic, dtype=np.int64), n).tolist() == want
+
+
+@pytest.mark.parametrize("values, lo, hi, limit, want", [
+    # first index in [lo, hi) whose value is not < limit (values ascending in each range)
+    ([1, 3, 5, 7], [0], [4], [4], [2]),
+    ([1, 3, 5, 7], [0], [4], [0], [0]),
+    ([1, 3, 5, 7], [0], [4], [9], [4]),
+    ([1, 3, 5, 7], [1], [3], [9], [3]),           # stops at hi
+    ([1, 3, 5, 7], [2], [2], [0], [2]),           # empty range: lo
+    ([5, 6, 1, 2, 3], [0, 2], [2, 5], [6, 3], [1, 4]),
+    ([1, 1, 1, 1, 1, 1, 1, 2], [0], [8], [2], [7]),
+])
+def test_segmented_search(values, lo, hi, limit, want):
+    limit = np.asarray(limit)
+    got = segmented_search(np.asarray(values), np.asarray(lo), np.asarray(hi),
+                           lambda v, i: v < limit[i])
+    assert got.tolist() == want
+    assert np.asarray(lo).tolist() == list(lo)  # the bounds given are not changed
