@@ -36,7 +36,8 @@ def present(job: dict) -> dict:
         job = dict(job, problem={"type": "https://cranfield.dev/problems/job-failed",
                                  "title": p.get("title", "Job failed"),
                                  "status": p.get("status", 422), "detail": p.get("detail", ""),
-                                 **({"errors": p["errors"]} if p.get("errors") else {})})
+                                 **({"errors": p["errors"]} if p.get("errors") else {}),
+                                 **({"code": p["code"]} if p.get("code") else {})})
     return job
 
 

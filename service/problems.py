@@ -10,7 +10,8 @@ import orjson
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from cranfield import EvaluationError, InputError, MeasureError
+from cranfield import CranfieldError
+from cranfield.errors import error_report, problem_kind
 
 PROBLEM = "application/problem+json"
 TYPE_BASE = "https://cranfield.dev/problems/"
@@ -47,24 +48,24 @@ def problem_response(problem: Problem) -> Response:
 
 
 def from_engine_error(exc: Exception, field_prefix: str = "") -> Problem:
-    """Map an engine error to a 422 naming the field or line."""
-    if isinstance(exc, InputError):
-        key = exc.location
-        return Problem(422, "Invalid input", str(exc), kind="invalid-input",
-                       errors={key: [exc.reason]})
-    if isinstance(exc, MeasureError):
-        return Problem(422, "Unknown measure", str(exc), kind="unknown-measure",
-                       errors={field_prefix or "measures": [str(exc)]})
-    if isinstance(exc, EvaluationError):
-        return Problem(422, "Cannot evaluate", str(exc), kind="cannot-evaluate",
-                       errors={getattr(exc, "field", "run"): [str(exc)]})
-    raise exc
+    """An engine error as a problem: ``cranfield.errors.error_report`` decides the status,
+    title, code and fields (the same mapping the workers and the CLI use); anything that is
+    not an engine error is re-raised."""
+    if not isinstance(exc, CranfieldError):
+        raise exc
+    report = error_report(exc, field_prefix)
+    return Problem(report.status, report.title, report.detail, kind=problem_kind(exc),
+                   errors=report.errors, extra={"code": report.code})
 
 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(Problem)
     def _problem(exc: Problem):
         return problem_response(exc)
+
+    @app.errorhandler(CranfieldError)
+    def _engine(exc: CranfieldError):  # an engine error a view did not place: its own fields
+        return problem_response(from_engine_error(exc))
 
     @app.errorhandler(HTTPException)
     def _http(exc: HTTPException):
