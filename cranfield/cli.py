@@ -10,6 +10,7 @@ larger than allowed), 5 when none fails but one cannot be decided (the gate fail
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -275,6 +276,8 @@ def _source(path: str) -> tuple:
 def _file_bytes(path: str) -> bytes:
     if path == "-":
         return sys.stdin.buffer.read()
+    if os.path.isdir(path):
+        raise InputError(path, "is a directory")
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -326,10 +329,14 @@ def run_eval(args: argparse.Namespace) -> int:
 
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
-    run = read_run(run_source, name=run_name)
-    # diversity measures read subtopic qrels, where a docid appears once per subtopic
-    qrels = read_qrels(qrels_source, name=qrels_name,
-                       diversity=needs_subtopics(args.measures, args.profile))
+    try:
+        run = read_run(run_source, name=run_name)
+        # diversity measures read subtopic qrels, where a docid appears once per subtopic
+        qrels = read_qrels(qrels_source, name=qrels_name,
+                           diversity=needs_subtopics(args.measures, args.profile))
+    except InputError:
+        _raise_if_swapped(qrels_source, qrels_name, run_source)
+        raise
     ev = evaluate(run, qrels, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
@@ -346,6 +353,17 @@ def run_eval(args: argparse.Namespace) -> int:
             _print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
     return 0
+
+
+def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
+    """After a file could not be read: when QRELS's lines have a run's fields (6 or more) and
+    RUN's a qrels file's (4), the two were given the wrong way round; say so."""
+    from .io import first_line_fields
+
+    qrels_fields = first_line_fields(qrels_source)
+    if qrels_fields is not None and qrels_fields >= 6 and first_line_fields(run_source) == 4:
+        raise InputError(qrels_name, "looks like a run file; trec_eval takes QRELS first "
+                                     "(cranfield eval QRELS RUN)") from None
 
 
 def _sha256(source) -> str:

@@ -33,14 +33,31 @@ class ApiError(Exception):
                          + (f" ({where})" if where else ""))
 
 
+def _names_a_file(value: str) -> bool:
+    """Whether a str argument is a path rather than TREC text: one line that names an
+    existing file or directory, or has fewer than 4 fields (a qrels line has 4, a run line 6;
+    the engine's readers draw the same line)."""
+    return "\n" not in value and bool(value.strip()) and (
+        os.path.exists(value) or len(value.split()) < 4)
+
+
 def _text_or_mapping(value: Any) -> Any:
-    """Mappings pass through; a path to an existing file is read; other strings are text."""
+    """Mappings pass through; a path (a PathLike, or a str that :func:`_names_a_file`) is
+    read, and a missing file or a directory is an :class:`~cranfield.errors.InputError`
+    rather than text sent to the server; other strings are text."""
     if isinstance(value, Mapping):
         return value
-    if isinstance(value, os.PathLike) or (isinstance(value, str) and "\n" not in value
-                                          and os.path.isfile(value)):
-        with open(value, encoding="utf-8") as fh:
-            return fh.read()
+    if isinstance(value, os.PathLike) or (isinstance(value, str) and _names_a_file(value)):
+        from .errors import InputError
+
+        path = os.fspath(value)
+        if os.path.isdir(path):
+            raise InputError(str(path), "is a directory")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise InputError(str(path), "no such file") from None
     if isinstance(value, bytes):
         return value.decode("utf-8")
     return value

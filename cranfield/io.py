@@ -146,7 +146,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         return source
     if isinstance(source, Mapping):
         return _run_from_mapping(source, name or "run")
-    path = _as_path(source)
+    path = _as_path(source, name)
     if path is not None:
         label = name or path
         run = _fast_run(path, label) if os.path.getsize(path) >= FAST_READER_MIN_BYTES else None
@@ -185,14 +185,37 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
 # Input plumbing
 # --------------------------------------------------------------------------------------------
 
-def _as_path(source: Source) -> str | None:
+def _as_path(source: Source, name: str | None = None) -> str | None:
     """The file path ``source`` names: any PathLike, or a one-line str naming an existing
-    file (anything else is TREC text)."""
+    file (anything else is TREC text). A directory is an error, not text."""
     if isinstance(source, os.PathLike):
-        return os.fspath(source)
-    if isinstance(source, str) and "\n" not in source and len(source) < 4096 \
-            and os.path.isfile(source):
-        return source
+        path = os.fspath(source)
+    elif isinstance(source, str) and "\n" not in source and len(source) < 4096:
+        path = source
+    else:
+        return None
+    if os.path.isdir(path):
+        raise InputError(name or path, "is a directory")
+    return path if isinstance(source, os.PathLike) or os.path.isfile(path) else None
+
+
+def first_line_fields(source: Source) -> int | None:
+    """How many whitespace-separated fields the first line of a TREC file (a path, or bytes)
+    has, blank lines and ``#`` comments skipped; None when it has no such line or cannot be
+    read. Tells a run (6 fields or more) from qrels (4) for a message, never for parsing."""
+    try:
+        if isinstance(source, bytes | bytearray | memoryview):
+            head = bytes(source[:65536])
+        else:
+            with open(source, "rb") as fh:
+                head = fh.read(65536)
+    except (OSError, TypeError, ValueError):
+        return None
+    lines = head.splitlines()[:-1] if len(head) == 65536 else head.splitlines()
+    for line in lines:
+        fields = line.split()
+        if fields and not fields[0].startswith(b"#"):
+            return len(fields)
     return None
 
 
@@ -256,7 +279,7 @@ def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str
         return source, name or kind
     if isinstance(source, bytes | bytearray):
         return bytes(source), name or kind
-    path = _as_path(source)
+    path = _as_path(source, name)
     if path is not None:
         try:
             with open(path, "rb") as fh:
