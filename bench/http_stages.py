@@ -33,6 +33,7 @@ STAGES = (("/stages/bare", "bare route: gunicorn, Flask, the service's hooks"),
 def create_app() -> Flask:
     from service import evaluations as api
     from service.app import create_app as service_app
+    from service.inputs import read_inputs
 
     def constant() -> Response:
         return Response(BODY, mimetype="application/json")
@@ -45,7 +46,7 @@ def create_app() -> Flask:
         return constant()
 
     def inputs() -> Response:
-        api.read_inputs(api.load_request())[2].result()  # the run's SHA-256 too
+        read_inputs(api.load_request())[2].result()  # the run's SHA-256 too
         return constant()
 
     def evaluate() -> Response:

@@ -15,7 +15,7 @@ from flask.json.provider import JSONProvider
 
 from backend.queue import make_backend
 
-from . import auth, comparisons, docs, evaluations, health, jobs, measures, qrels, timing
+from . import auth, comparisons, docs, evaluations, health, jobs, measures, pools, qrels, timing
 from .multipart import check_boundary
 from .observability import init_app as init_observability
 from .problems import register_error_handlers
@@ -129,6 +129,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(measures.bp)
     app.register_blueprint(evaluations.bp)
     app.register_blueprint(comparisons.bp)
+    app.register_blueprint(pools.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(docs.docs_blueprint())
     return app

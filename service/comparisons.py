@@ -1,4 +1,4 @@
-"""``POST /v1/comparisons`` (is run B better than A?) and ``POST /v1/pools`` (what to judge).
+"""``POST /v1/comparisons``: is run B better than A? (Pools, what to judge: :mod:`service.pools`.)
 
 A comparison takes two or more runs — inline (mappings or TREC text), uploaded as multipart
 files, or the ids of finished evaluation jobs — against one qrels, and answers with each
@@ -7,7 +7,7 @@ sizes, wins/ties/losses, the topics with the largest losses and an optional regr
 (:mod:`cranfield.compare`). Large ones (a body over the async threshold, or ``Prefer:
 respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
 
-Limits: every run and the qrels of a comparison or a pool are held to MAX_TOPICS and
+Limits: every run and the qrels of a comparison are held to MAX_TOPICS and
 MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
 ``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``). A synchronous comparison's work
 (:func:`cranfield.compare.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
@@ -27,32 +27,19 @@ import orjson
 from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-import cranfield
 from cranfield import CranfieldError
 from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
 from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
-from cranfield.pooling import format_pool, pool
 
 from .auth import current_tenant
-from .evaluations import (
-    NameList,
-    OptionsSchema,
-    RunOrQrels,
-    _digest,
-    _form_parts,
-    _read,
-    _serialised,
-    _stored_qrels,
-    accepted,
-    job_spec,
-    load_body,
-    strict_bool,
-    wants_async,
-)
+from .enqueue import accepted, job_spec, wants_async
+from .evaluation_request import form_parts, load_body
+from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem, from_engine_error
+from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
 
 bp = Blueprint("comparisons", __name__)
 
@@ -184,30 +171,6 @@ class ComparisonRequestSchema(Schema):
 _REQUEST_SCHEMA = ComparisonRequestSchema()
 
 
-class PoolRequestSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
-    runs = fields.List(fields.Nested(RunEntrySchema(only=("name", "run"))), required=True,
-                       validate=validate.Length(min=1, max=200))
-    depth = fields.Integer(required=True, strict=True,
-                           validate=validate.Range(min=1, max=10_000))
-    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
-        error="must be a stored qrels id, optionally @version"))
-    profile = fields.String(load_default="trec_eval-9.0.8",
-                            validate=validate.OneOf(cranfield.PROFILES))
-
-    @validates_schema
-    def _runs_given(self, data, **kwargs):
-        for i, r in enumerate(data.get("runs") or []):
-            if r.get("run") is None:
-                raise ValidationError({"runs": {i: {"run": ["is required"]}}})
-
-
-_POOL_SCHEMA = PoolRequestSchema()
-
-
 # --------------------------------------------------------------------------------------------
 # Request parsing
 # --------------------------------------------------------------------------------------------
@@ -224,7 +187,7 @@ _OPTION_KEYS = ("profile", "relevance_level", "judged_only", "complete_topics",
 def _form_request(option_keys=_OPTION_KEYS) -> dict:
     """multipart/form-data: repeated ``runs`` files (named by their file names), a ``qrels``
     file, and the other fields as text (lists repeated or comma-separated)."""
-    form, files = _form_parts()
+    form, files = form_parts()
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     names = run_names(files.filenames.getlist("runs"))  # the CLI's rule: ql.txt -> ql
@@ -273,8 +236,12 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
     return body
 
 
-def _load(schema: Schema, **form_kwargs) -> dict:
-    return load_body(schema, lambda: _form_request(**form_kwargs))
+def load_runs_body(schema: Schema, option_keys=_OPTION_KEYS) -> dict:
+    """A request that sends runs (a comparison, a pool), validated by ``schema``: JSON, or
+    multipart/form-data with repeated ``runs`` files named by their file names, a ``qrels``
+    file and the other fields as text; ``option_keys``: the form fields that go into
+    ``options``."""
+    return load_body(schema, lambda: _form_request(option_keys))
 
 
 def _bad_input(problem: dict) -> Problem:
@@ -316,7 +283,8 @@ def _spec(req: dict) -> dict:
             "details": False, "details_depth": 10}
 
 
-def _names(req: dict) -> list[str]:
+def run_entry_names(req: dict) -> list[str]:
+    """The names of a request's runs: each entry's ``name``, else ``run1``, ``run2``..."""
     return [r["name"] or f"run{i + 1}" for i, r in enumerate(req["runs"])]
 
 
@@ -327,9 +295,9 @@ def create_comparison():
     from backend.tasks import BadInput, compare_inputs, compared_measures
 
     fmt = negotiate(["application/json", "text/html", "text/plain"])
-    req = _load(_REQUEST_SCHEMA)
+    req = load_runs_body(_REQUEST_SCHEMA)
     spec = _spec(req)
-    names = _names(req)
+    names = run_entry_names(req)
     backend = current_app.extensions["cranfield"]
     try:
         measures = compared_measures(spec)
@@ -341,13 +309,13 @@ def create_comparison():
     qrels = qrels_digest = version = None
     try:
         if req.get("qrels_id"):
-            qrels, meta = _stored_qrels(req["qrels_id"])
+            qrels, meta = stored_qrels(req["qrels_id"])
             qrels_digest, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
             check_qrels(qrels, "qrels_id", cfg)
         elif req.get("qrels") is not None:
             subtopics = needs_subtopics(measures, req["options"]["profile"])
-            qrels, source = _read(req["qrels"], "qrels", subtopics)
-            qrels_digest = _digest(source)
+            qrels, source = read_input(req["qrels"], "qrels", subtopics)
+            qrels_digest = digest(source)
             check_qrels(qrels, "qrels", cfg)
         entries = []
         for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
@@ -362,9 +330,9 @@ def create_comparison():
                 entries.append({"name": name, "evaluation": doc,
                                 "evaluation_id": entry["evaluation_id"]})
                 continue
-            run, source = _read(entry["run"], "run", label=f"runs[{i}]")
+            run, source = read_input(entry["run"], "run", label=f"runs[{i}]")
             check_run(run, f"runs[{i}].run", cfg)
-            entries.append({"name": name, "run": run, "sha256": _digest(source)})
+            entries.append({"name": name, "run": run, "sha256": digest(source)})
         # compare_inputs turns engine errors into BadInput; the budget keeps its own
         with work_budget(cfg["MAX_COMPARISON_WORK"]) as budget:
             try:
@@ -401,39 +369,8 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
         if entry.get("evaluation_id"):
             runs.append({"name": name, "evaluation_id": entry["evaluation_id"]})
             continue
-        data, fmt = _serialised(entry["run"])
+        data, fmt = serialised(entry["run"])
         runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
             f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
     spec["runs"] = runs
     return accepted(backend.submit(spec))
-
-
-# --------------------------------------------------------------------------------------------
-# Pools
-# --------------------------------------------------------------------------------------------
-
-@bp.post("/v1/pools")
-def create_pool():
-    """The pool to judge: per topic, the union of every run's top ``depth`` documents,
-    optionally without those already judged in stored qrels."""
-    fmt = negotiate(["application/json", "text/plain"])
-    req = _load(_POOL_SCHEMA, option_keys=())
-    cfg = current_app.config
-    judged = None
-    if req.get("qrels_id"):
-        judged, _ = _stored_qrels(req["qrels_id"])
-        check_qrels(judged, "qrels_id", cfg)
-    names = _names(req)
-    runs = {}
-    try:
-        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
-            runs[name], _ = _read(entry["run"], "run", label=f"runs[{i}]")
-            check_run(runs[name], f"runs[{i}].run", cfg)
-        result = pool(runs, req["depth"], judged=judged,
-                      float32_scores=req["profile"] != "trec_eval-10")
-    except CranfieldError as exc:
-        raise from_engine_error(exc) from None
-    if fmt == "text/plain":
-        return Response(format_pool(result), mimetype="text/plain")
-    return Response(orjson.dumps(result), mimetype="application/json")
-

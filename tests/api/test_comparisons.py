@@ -169,9 +169,9 @@ def test_comparison_from_uploaded_files(client):
 
 def test_large_uploads_keep_their_file_names(client, monkeypatch):
     """Bodies of 1 MiB or more are cut by service.multipart: the runs keep their names."""
-    from service import evaluations
+    from service import evaluation_request
 
-    monkeypatch.setattr(evaluations, "FAST_MULTIPART_MIN_BYTES", 0)
+    monkeypatch.setattr(evaluation_request, "FAST_MULTIPART_MIN_BYTES", 0)
     resp = client.post("/v1/comparisons", data={
         "runs": [(io.BytesIO(FULL.encode()), "full.txt"), (io.BytesIO(TRUNC.encode()),
                                                            "trunc.txt")],

@@ -237,7 +237,7 @@ def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypa
     """The compiled reader of large bodies (here forced for every body) gives the same
     numbers, topics, lint and digests as orjson, and its errors are the same 4xx."""
     import cranfield.json_body
-    import service.evaluations as evaluations
+    import service.evaluation_request as evaluation_request
     from cranfield.io import read_run
 
     require(cranfield.json_body.warm_up(), "the compiled JSON kernels load (numba)")
@@ -248,8 +248,8 @@ def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypa
     small = post(client, body).get_json()
     monkeypatch.setattr(cranfield.json_body, "FAST_JSON_MIN_BYTES", 0)
     seen = []
-    real = evaluations.decode_body
-    monkeypatch.setattr(evaluations, "decode_body",
+    real = evaluation_request.decode_body
+    monkeypatch.setattr(evaluation_request, "decode_body",
                         lambda raw: seen.append(real(raw)) or seen[-1])
     # keys in another order: the same content, the same digest
     shuffled = {"run": dict(reversed(list(run.items()))), "qrels": qrels,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from werkzeug.formparser import FormDataParser
 
-import service.evaluations as evaluations
+import service.evaluation_request as evaluation_request
 from service import multipart
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
@@ -76,7 +76,7 @@ def test_large_uploads_take_the_fast_parser_and_answer_the_same(client, monkeypa
     slow = post().get_json()
     used = []
     real = multipart.parse
-    monkeypatch.setattr(evaluations, "FAST_MULTIPART_MIN_BYTES", 0)
+    monkeypatch.setattr(evaluation_request, "FAST_MULTIPART_MIN_BYTES", 0)
     monkeypatch.setattr(multipart, "parse", lambda *a: used.append(real(*a)) or used[-1])
     fast = post()
     assert fast.status_code == 200 and used and used[-1] is not None
@@ -88,7 +88,7 @@ def test_an_oversized_form_field_is_413_by_either_parser(app, client, monkeypatc
     app.config["MAX_FORM_MEMORY_SIZE"] = 1000
     body = {"run": "q1 Q0 d1 1 1 r\n" * 200, "qrels": "q1 0 d1 1\n"}
     for threshold in (1 << 40, 0):
-        monkeypatch.setattr(evaluations, "FAST_MULTIPART_MIN_BYTES", threshold)
+        monkeypatch.setattr(evaluation_request, "FAST_MULTIPART_MIN_BYTES", threshold)
         resp = client.post("/v1/evaluations", data=body, content_type="multipart/form-data")
         assert resp.status_code == 413, threshold
         assert resp.mimetype == "application/problem+json"

@@ -39,7 +39,7 @@ from servers import CRANFIELD, ROOT
 
 import cranfield
 import cranfield.io
-import service.evaluations
+import service.evaluation_request
 from cranfield import cli, json_body
 from service.app import create_app
 
@@ -307,7 +307,7 @@ def test_every_way_in_gives_one_answer(case, client, workdir, monkeypatch):
                                                            "text in json")
     for cut, min_bytes in (("werkzeug", 1 << 40), ("service.multipart", 0)):
         with monkeypatch.context() as m:  # both multipart parsers, forced by their threshold
-            m.setattr(service.evaluations, "FAST_MULTIPART_MIN_BYTES", min_bytes)
+            m.setattr(service.evaluation_request, "FAST_MULTIPART_MIN_BYTES", min_bytes)
             multipart = client.post("/v1/evaluations", content_type="multipart/form-data",
                                     data={"run": (io.BytesIO(run_text), "run.txt"),
                                           "qrels": (io.BytesIO(qrels_text), "q.txt"),

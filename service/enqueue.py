@@ -1,0 +1,119 @@
+"""Queueing work: the tenant's job slots (MAX_QUEUED_JOBS), whether a request is to be queued
+(``Prefer: respond-async`` or a large body), the job spec every queued job carries, an
+evaluation's inputs stored and its job submitted, and the 202 that answers."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import orjson
+from flask import Response, after_this_request, current_app, request
+
+import cranfield
+from cranfield.io import split_trec_text
+
+from .auth import current_tenant
+from .inputs import digest_beside, measure_problem, serialised, stored_qrels
+from .jobs import present
+from .observability import current_request_id
+from .problems import Problem
+
+
+def check_job_cap() -> str:
+    """A job id holding one of the caller's tenant's MAX_QUEUED_JOBS slots (queued or
+    running jobs); 429 when all are taken. The backend counts and takes the slot in one
+    step, so concurrent submissions cannot overshoot the cap; if this request ends without
+    submitting the job (a 4xx, Redis down), the slot is given back."""
+    cap = current_app.config["MAX_QUEUED_JOBS"]
+    backend = current_app.extensions["cranfield"]
+    tenant = current_tenant()
+    job_id, active = backend.reserve_job(tenant, cap)
+    if job_id is None:
+        raise Problem(429, "Too Many Requests", f"{active} jobs are queued or running for "
+                      f"you; the limit is {cap}: wait for some to finish",
+                      kind="too-many-jobs", headers={"Retry-After": "10"})
+
+    @after_this_request
+    def _release_unused(response: Response) -> Response:
+        if response.status_code != 202:  # 202: submitted, the job holds the slot
+            try:
+                backend.release_job(job_id, tenant)
+            except Exception:  # Redis down: the slot lapses by itself (RESERVATION_TTL)
+                current_app.logger.warning("could not release job slot %s", job_id,
+                                           exc_info=True)
+        return response
+
+    return job_id
+
+
+def wants_async() -> bool:
+    """RFC 7240 ``Prefer: respond-async``, or a body over the configured size."""
+    # a WSGI server joins repeated headers with commas into one environ entry
+    prefer = request.environ.get("HTTP_PREFER", "").lower()
+    if "respond-async" in [p.strip().split(";")[0] for p in prefer.split(",")]:
+        return True
+    return (request.content_length or 0) > current_app.config["ASYNC_THRESHOLD_BYTES"]
+
+
+def enqueue_evaluation(req: dict) -> Response:
+    """Store the inputs under their own keys and enqueue a job that carries only those keys."""
+    from cranfield.names import resolve
+
+    backend = current_app.extensions["cranfield"]
+    try:
+        resolve(req["measures"], req["options"]["profile"])
+    except cranfield.MeasureError as exc:
+        raise measure_problem(exc, req["measures"]) from None
+    cfg = current_app.config
+    spec = job_spec({k: req[k] for k in ("measures", "options", "per_topic", "details",
+                                         "details_depth", "latency_ms", "curves")}, req)
+    run_bytes, run_format = serialised(req.pop("run"))
+    spec["run_format"] = run_format
+    # A run cut into shards is hashed here, on a thread beside the stores of its pieces
+    # (hashlib releases the GIL; SHA-NI hashes 250 MB in ~0.15 s): a worker re-reading every
+    # piece from Redis to hash them cost ~0.7 s of a worker and of Redis. An unsharded run's
+    # SHA-256 is its job's to compute.
+    pieces = []
+    if (backend.kind == "redis" and run_format == "trec"
+            and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
+        pieces = split_trec_text(run_bytes, cfg["SHARDS"])
+    if len(pieces) > 1:
+        run_sha256 = digest_beside(run_bytes)
+        job_id = backend.submit_sharded(spec, pieces, run_sha256)
+    else:
+        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
+                                                 cfg["INPUT_TTL"])
+        job_id = backend.submit(spec)
+    del run_bytes, pieces
+    return accepted(job_id)
+
+
+def job_spec(spec: dict, req: dict) -> dict:
+    """``spec`` as a queued job carries it: the caller's tenant and request id, and the qrels
+    by reference (stored ones pinned to the version current at submission, inline ones put
+    under a key of their own), and the id of the job slot reserved for it (``job_id``: the
+    backend's ``submit`` takes it out); 429 when the tenant's jobs are at the cap."""
+    backend = current_app.extensions["cranfield"]
+    spec.update(job_id=check_job_cap(), tenant=current_tenant(),
+                request_id=current_request_id())
+    if req.get("qrels_id"):
+        _, meta = stored_qrels(req["qrels_id"])
+        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
+    elif req.get("qrels") is not None:
+        data, fmt = serialised(req.pop("qrels"))
+        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
+                                                     current_app.config["INPUT_TTL"]),
+                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
+                    qrels_format=fmt)
+    return spec
+
+
+def accepted(job_id: str) -> Response:
+    """202 for a queued job: the job as it stands, ``Location`` to poll."""
+    job = present(current_app.extensions["cranfield"].job(job_id)
+                  or {"id": job_id, "status": "queued"})
+    resp = Response(orjson.dumps(job), status=202, mimetype="application/json")
+    resp.headers["Location"] = f"/v1/jobs/{job_id}"
+    resp.headers["Preference-Applied"] = "respond-async"
+    return resp

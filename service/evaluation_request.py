@@ -1,0 +1,167 @@
+"""Reading an API request's body: JSON (decoded by orjson, large run and qrels mappings read
+straight into columns) or multipart/form-data (large uploads cut by :mod:`service.multipart`),
+validated by a schema; a 415 for another media type, a 422 naming every field that is wrong.
+:func:`form_body` is an evaluation's multipart form (``run`` and ``qrels`` files, options as
+plain fields)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from flask import current_app, request
+from marshmallow import Schema, ValidationError
+
+from cranfield.json_body import decode_body
+
+from . import multipart
+from .problems import Problem
+from .request_body import read_body
+from .schemas import OptionsSchema
+from .timing import timed
+
+# the names of the evaluation options, which a multipart form gives as plain fields
+_OPTION_NAMES = frozenset(OptionsSchema().fields)
+
+
+def _flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested messages as {"options.depth": [...], "measures[2]": [...]}."""
+    out: dict[str, list[str]] = {}
+    if isinstance(messages, list) and all(isinstance(m, str) for m in messages):
+        return {prefix or "body": messages}
+    if isinstance(messages, Mapping):
+        for key, value in messages.items():
+            if isinstance(key, int):
+                path = f"{prefix}[{key}]"
+            elif key == "_schema":
+                path = prefix or "body"
+            else:
+                path = f"{prefix}.{key}" if prefix else str(key)
+            for k, v in _flatten(value, path).items():
+                out.setdefault(k, []).extend(v)
+        return out
+    return {prefix or "body": [str(messages)]}
+
+
+def _json_body() -> dict:
+    with timed("read"):
+        raw = read_body()
+    if not raw:
+        raise Problem(400, "Malformed request", "the request body is empty",
+                      kind="malformed-request", errors={"body": ["is empty"]})
+    # Large bodies: run and qrels mappings straight into columns (None: small, or not for
+    # the fast path; orjson decides)
+    try:
+        with timed("decode"):
+            body = decode_body(raw)
+            if body is None:
+                body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {exc}",
+                      kind="malformed-json", errors={"body": [str(exc)]}) from None
+    if not isinstance(body, dict):
+        raise Problem(422, "Invalid request", "the body must be a JSON object",
+                      kind="invalid-request", errors={"body": ["must be a JSON object"]})
+    return body
+
+
+_BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+# Uploads at least this big are cut by service.multipart (werkzeug streams smaller ones).
+FAST_MULTIPART_MIN_BYTES = 1 << 20
+
+
+def form_parts():
+    """(form fields, files as bytes with their file names: :class:`multipart.Uploads`) of a
+    multipart body."""
+    if (request.content_length or 0) >= FAST_MULTIPART_MIN_BYTES:
+        with timed("read"):
+            raw = read_body()
+        with timed("decode"):
+            parsed = multipart.parse(raw, request.mimetype_params.get("boundary", ""),
+                                     current_app.config.get("MAX_FORM_MEMORY_SIZE"))
+            if parsed is None:  # not plain enough: werkzeug parses the bytes already read
+                parser = request.make_form_data_parser()
+                _, form, uploads = parser.parse(io.BytesIO(raw), request.mimetype,
+                                                len(raw), request.mimetype_params)
+                parsed = form, _uploads(uploads)
+                for upload in uploads.values():
+                    upload.close()
+        return parsed
+    return request.form, _uploads(request.files)
+
+
+def _uploads(files) -> multipart.Uploads:
+    """werkzeug's file storages as :class:`multipart.Uploads` (contents read whole)."""
+    return multipart.Uploads((k, f.filename, f.read()) for k, f in files.items(multi=True))
+
+
+def form_body() -> dict:
+    """multipart/form-data: ``run`` and ``qrels`` files (or fields), ``measures`` (repeated or
+    comma-separated), options as plain fields."""
+    body: dict[str, Any] = {}
+    errors: dict[str, list[str]] = {}
+    form, files = form_parts()
+    for name in ("run", "qrels"):
+        if name in files:
+            body[name] = files[name]  # bytes: the engine reads them without a decode
+        elif name in form:
+            body[name] = form[name]
+    measures = [m.strip() for v in form.getlist("measures") for m in v.split(",")
+                if m.strip()]
+    if measures:
+        body["measures"] = measures
+    options: dict[str, Any] = {}
+    for key in form:
+        if key in ("run", "qrels", "measures"):
+            continue
+        value = form[key]
+        if key in ("per_topic", "details", "judged_only", "complete_topics", "curves"):
+            if value.lower() not in _BOOL:
+                errors[key] = ["must be true or false"]
+                continue
+            parsed: Any = _BOOL[value.lower()]
+        elif key in ("relevance_level", "depth", "collection_size", "details_depth"):
+            try:
+                parsed = int(value)
+            except ValueError:
+                errors[key] = ["must be an integer"]
+                continue
+        else:
+            parsed = value
+        if key in _OPTION_NAMES:
+            options[key] = parsed
+        else:
+            body[key] = parsed
+    for key in files:
+        if key not in ("run", "qrels"):
+            errors[key] = ["unknown file field (expected run and qrels)"]
+    if errors:
+        raise Problem(422, "Invalid request", "some form fields are invalid",
+                      kind="invalid-request", errors=errors)
+    if options:
+        body["options"] = options
+    return body
+
+
+def load_body(schema: Schema, form_body) -> dict:
+    """The request's JSON body, or its multipart form as ``form_body()`` reads it, validated
+    by ``schema``: 415 for another media type, 422 naming every field that is wrong."""
+    mimetype = request.mimetype
+    if mimetype == "application/json" or mimetype.endswith("+json"):
+        body = _json_body()
+    elif mimetype == "multipart/form-data":
+        body = form_body()
+    else:
+        raise Problem(415, "Unsupported Media Type",
+                      f"send application/json or multipart/form-data, not {mimetype or 'nothing'}",
+                      kind="unsupported-media-type")
+    try:
+        with timed("validate"):
+            return schema.load(body)
+    except ValidationError as exc:
+        raise Problem(422, "Invalid request", "the request does not match the schema",
+                      kind="invalid-request", errors=_flatten(exc.messages)) from None

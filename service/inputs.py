@@ -1,0 +1,136 @@
+"""Reading a request's runs and qrels: inline (TREC text or mappings) or stored qrels, held to
+MAX_TOPICS and MAX_DOCS_PER_TOPIC, with their SHA-256 digests; the engine's errors as the 4xx
+that names the field."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+import orjson
+from flask import current_app
+
+import cranfield
+from cranfield import CranfieldError, read_qrels, read_run
+from cranfield.json_body import Columns, columns_sha256, mapping_sha256
+from cranfield.names import needs_subtopics
+
+from .auth import current_tenant
+from .limits import check_qrels, check_run
+from .problems import Problem, from_engine_error
+
+
+def serialised(value) -> tuple[bytes, str]:
+    """(bytes, format) of a run or qrels as a queued job stores them: TREC text as sent
+    ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json")."""
+    if isinstance(value, str | bytes | memoryview):
+        return (value.encode("utf-8") if isinstance(value, str) else value), "trec"
+    if isinstance(value, Columns):
+        return bytes(value.raw), "json"
+    return orjson.dumps(value), "json"
+
+
+def read_input(value, kind: str, subtopics: bool = False, label: str | None = None
+               ) -> tuple[Any, Any]:
+    """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
+    mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
+    key order or on how the body was decoded. ``subtopics``: diversity qrels; ``label``: the
+    name errors give the input (default ``kind``, e.g. ``runs[2]`` for a compared run)."""
+    reader = read_run if kind == "run" else partial(read_qrels, diversity=subtopics)
+    label = label or kind
+    if isinstance(value, Columns):
+        return value.value, value.value
+    if isinstance(value, Mapping):
+        read = reader(value, name=label)
+        return read, (value if len(read) <= 10_000 else read)
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    return reader(data, name=label), data
+
+
+def digest(source) -> str:
+    """The SHA-256 (hex) of what :func:`read_input` gives as the way to get it: bytes as
+    sent, a mapping or columns by their content."""
+    if isinstance(source, bytes | memoryview):
+        return hashlib.sha256(source).hexdigest()
+    if isinstance(source, Mapping):
+        return mapping_sha256(source)
+    return columns_sha256(source)
+
+
+# SHA-256 runs beside the evaluation (hashlib releases the GIL on large buffers).
+_DIGESTS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cranfield-digest")
+
+
+def digest_beside(source) -> Future:
+    """:func:`digest` of ``source`` on a thread of its own, beside the caller's work."""
+    return _DIGESTS.submit(digest, source)
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def _check_limits(run: cranfield.Run, qrels: cranfield.Qrels) -> None:
+    """413 naming ``run``, ``run.<topic>`` or ``qrels`` when an input is over
+    MAX_TOPICS or MAX_DOCS_PER_TOPIC (the checks comparisons and pools make too)."""
+    check_run(run, "run", current_app.config)
+    check_qrels(qrels, "qrels", current_app.config)
+
+
+def measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Problem:
+    """An unknown or malformed measure as the 4xx naming it by its index in ``names``
+    (``measures[2]``), or ``measures`` when it is not one of them."""
+    index = next((i for i, n in enumerate(names or []) if n.strip() == exc.name.strip()), None)
+    path = f"measures[{index}]" if index is not None else "measures"
+    return from_engine_error(exc, path)
+
+
+def stored_qrels(ref: str):
+    """(qrels, metadata) of the caller's tenant's stored qrels ``ref`` (``id`` or
+    ``id@version``); 422 naming ``qrels_id`` when there are none such."""
+    from backend.store import StoreError
+
+    try:
+        return current_app.extensions["cranfield"].store.scoped(current_tenant()).load_qrels(ref)
+    except StoreError as exc:
+        raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
+                      errors={"qrels_id": [str(exc)]}) from None
+
+
+def engine_problem(exc: CranfieldError, measures: list[str] | None) -> Problem:
+    """An engine error as the 4xx that names its field (an unknown measure: by its index)."""
+    if isinstance(exc, cranfield.MeasureError):
+        return measure_problem(exc, measures)
+    return from_engine_error(exc)
+
+
+def read_inputs(req: dict) -> tuple[cranfield.Run, cranfield.Qrels, Future, str]:
+    """The request's run and qrels, read (stored qrels looked up, ``req["qrels_version"]``
+    recorded) and within the limits, with their SHA-256 digests: the run's as a future, since
+    a big run's is hashed beside the evaluation. Engine errors become 4xx naming the field."""
+    opts = req["options"]
+    measures = req["measures"]
+    stored = None
+    if req.get("qrels_id"):
+        qrels_stored, stored = stored_qrels(req["qrels_id"])
+    req["qrels_version"] = f"{stored['id']}@{stored['version']}" if stored else None
+    try:
+        run, run_source = read_input(req.pop("run"), "run")
+        # a big run's SHA-256 runs beside the evaluation; a small one's costs less than that
+        run_digest = (digest_beside(run_source) if len(run) >= 100_000
+                      else _done(digest(run_source)))
+        if stored:
+            qrels, qrels_digest = qrels_stored, stored["sha256"]
+        else:
+            qrels, qrels_source = read_input(req.pop("qrels"), "qrels",
+                                             needs_subtopics(measures, opts["profile"]))
+            qrels_digest = digest(qrels_source)
+        _check_limits(run, qrels)
+    except CranfieldError as exc:
+        raise engine_problem(exc, measures) from None
+    return run, qrels, run_digest, qrels_digest

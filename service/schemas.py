@@ -1,0 +1,126 @@
+"""marshmallow types the request schemas share (evaluations, comparisons, pools): strict
+JSON booleans, a run or qrels (a mapping or TREC text), a list of measure names, and the
+engine's evaluation options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+from cranfield.evaluate import AGGREGATIONS
+from cranfield.grammar import INT64_MAX, INT64_MIN
+from cranfield.json_body import Columns
+from cranfield.measures import DEFAULT_PROFILE, PROFILES
+
+
+class StrictBoolean(fields.Boolean):
+    """JSON true/false only (marshmallow would also take 0, 1, "yes"...)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
+
+
+def strict_bool(**kwargs) -> fields.Boolean:
+    """A :class:`StrictBoolean` field: JSON true/false only."""
+    return StrictBoolean(**kwargs)
+
+
+class RunOrQrels(fields.Field):
+    """A ``{topic: {docid: value}}`` mapping or TREC text; its contents are checked by the
+    engine, which names the exact path or line of anything wrong."""
+
+    default_error_messages = {"invalid": "must be an object {{topic: {{docid: value}}}} or "
+                                         "TREC text"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, Columns):  # a large mapping, already read and checked
+            return value
+        if isinstance(value, str | bytes | memoryview):  # bytes, memoryview: an uploaded file
+            if _blank(value):
+                raise ValidationError("is empty")
+            return value
+        if isinstance(value, Mapping):
+            if not value:
+                raise ValidationError("is empty: no topics")
+            _reject_booleans(value, attr)
+            return value
+        raise self.make_error("invalid")
+
+
+class NameList(fields.Field):
+    """A list of 1 to ``max_names`` non-empty strings (measure names), checked in one pass:
+    a ``List(String(...))`` deserialises and validates each element as a field of its own,
+    which costs a small evaluation more than the evaluation's reading of its run. Errors
+    are those marshmallow's List(String) gives, by index (``measures[2]``)."""
+
+    default_error_messages = {"invalid": "Not a valid list.",
+                              "length": "Length must be between 1 and {max_names}.",
+                              "null": "Field may not be null.",
+                              "string": "Not a valid string.",
+                              "empty": "Shorter than minimum length 1."}
+
+    def __init__(self, *, max_names: int, **kwargs):
+        super().__init__(**kwargs)
+        self.max_names = max_names
+
+    def _element_error(self, value) -> str | None:
+        if value is None:
+            return self.error_messages["null"]
+        if not isinstance(value, str):
+            return self.error_messages["string"]
+        return None if value else self.error_messages["empty"]
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list | tuple):
+            raise self.make_error("invalid")
+        errors = {i: [message] for i, v in enumerate(value)
+                  if (message := self._element_error(v)) is not None}
+        if errors:
+            raise ValidationError(errors)
+        if not 1 <= len(value) <= self.max_names:
+            raise self.make_error("length", max_names=self.max_names)
+        return list(value)
+
+
+def _blank(value: str | bytes | memoryview) -> bool:
+    """Empty or only whitespace (isspace stops at the first other character; a view is
+    copied whole only if its first 64 KiB are blank)."""
+    if isinstance(value, memoryview):
+        return not len(value) or (bytes(value[:65536]).isspace() and bytes(value).isspace())
+    return not value or value.isspace()
+
+
+def _reject_booleans(mapping: Mapping, attr: str) -> None:
+    """JSON true/false are not scores or grades (Python would read them as 1/0). One pass over
+    the value types in C; the slow search for the path runs only when one is found."""
+    docs = [d for d in mapping.values() if isinstance(d, Mapping)]
+    if bool in set(map(type, chain.from_iterable(d.values() for d in docs))):
+        for topic, d in mapping.items():
+            for docid, v in (d.items() if isinstance(d, Mapping) else ()):
+                if isinstance(v, bool):
+                    raise ValidationError({f"{topic}.{docid}": [
+                        f"{str(v).lower()} is not a number"]})
+
+
+class OptionsSchema(Schema):
+    """The engine's evaluation options (``cranfield.evaluate``'s keyword arguments)."""
+
+    class Meta:
+        unknown = RAISE
+
+    profile = fields.String(load_default=DEFAULT_PROFILE, validate=validate.OneOf(PROFILES))
+    # 64-bit bounds, as the engine's (a 40-digit level or depth 2**63 was a 500)
+    relevance_level = fields.Integer(load_default=1, strict=True, validate=validate.Range(
+        min=INT64_MIN, max=INT64_MAX))
+    judged_only = strict_bool(load_default=False)
+    depth = fields.Integer(load_default=None, allow_none=True, strict=True,
+                           validate=validate.Range(min=0, max=INT64_MAX))
+    complete_topics = strict_bool(load_default=False)
+    collection_size = fields.Integer(load_default=0, strict=True,
+                                     validate=validate.Range(min=0, max=INT64_MAX))
+    aggregation = fields.String(load_default="macro",
+                                validate=validate.OneOf(AGGREGATIONS))
