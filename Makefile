@@ -1,18 +1,34 @@
 # One entry point for people and CI. Everything runs from a project-local virtualenv
 # that `make` builds from pyproject.toml, so a fresh machine needs only python3 and make.
+#   make run                 serve the API: installs only what serving needs (`pip install -e .`)
+#   make run PORT=8001       another port; CRANFIELD_BIND=HOST:PORT make run another address
+#                            (the service's address setting, as gunicorn reads it; PORT wins)
+#   make test                lint and every test: installs the test tools as well (`.[test]`)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# two stamps: what serving needs, and that plus the test tools (every target but run)
+RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
+PORT   ?=
 
 .PHONY: venv test lint browser run bench bench-http bench-queue mutation clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+# the numba warm-up compiles the large-JSON kernels into numba's cache once (~20 s on two
+# cores; 2-3 s once cached), so no test pays for it; `make run` has no such step: gunicorn
+# warms up (or loads the cache) in service/gunicorn.conf.py's on_starting, before it forks
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -c 'from cranfield.json_body import warm_up; warm_up()'  # numba's cache
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
 venv: $(STAMP)
 
@@ -33,8 +49,11 @@ browser:
 test: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
-run: $(STAMP)
-	$(BIN)/cranfield serve --host 127.0.0.1 --port 8000
+# the address: CRANFIELD_BIND (default 127.0.0.1:8000), its port replaced by PORT if given;
+# passed to `cranfield serve` as --host/--port (gunicorn's --bind, over the config file's)
+run: $(RUN_STAMP)
+	@bind="$${CRANFIELD_BIND:-127.0.0.1:8000}"; case "$$bind" in *:*) ;; *) bind="$$bind:8000";; esac; \
+	  port="$(PORT)"; exec $(BIN)/cranfield serve --host "$${bind%:*}" --port "$${port:-$${bind##*:}}"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
