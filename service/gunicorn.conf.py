@@ -11,44 +11,29 @@ import os
 import shutil
 import tempfile
 
+from backend.config import ConfigError, app_settings, metrics_dir, server_settings
 from backend.telemetry import logging_config
 
+try:  # every setting from backend/config.py, the one place configuration is read
+    _settings = server_settings(multiprocessing.cpu_count())
+except ConfigError as exc:
+    raise SystemExit(f"cranfield: {exc}") from None
 
-def _positive(name: str, default: int) -> int:
-    """A positive integer setting; anything else stops start-up with a message naming it."""
-    text = os.environ.get(name)
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise SystemExit(f"cranfield: {name} must be a positive integer, got {text!r}")
-    return value
-
-
-bind = os.environ.get("CRANFIELD_BIND", "127.0.0.1:8000")
-# Without Redis, stored qrels and queued jobs live in the serving process: one process (with
-# threads) keeps them visible to every request. With Redis, processes scale out.
-_shared_state = bool(os.environ.get("REDIS_URL") or os.environ.get("CRANFIELD_REDIS_URL"))
-workers = _positive("CRANFIELD_WORKERS",
-                    min(4, multiprocessing.cpu_count()) if _shared_state else 1)
+bind = _settings.bind
+# Without Redis one process (with threads), with Redis up to one per core (config.py)
+workers = _settings.workers
 # Threads in every mode: a client that sends its body slowly holds one thread, not a whole
 # process (sync workers let three slow clients stall two processes), and keep-alive works.
-threads = _positive("CRANFIELD_THREADS", 4)
+threads = _settings.threads
 # evaluations of large runs take seconds: keep the worker alive while it computes
-timeout = _positive("CRANFIELD_TIMEOUT", 120)
+timeout = _settings.timeout
 graceful_timeout = 30
 keepalive = 5
 # The app writes one JSON access line per request (service/observability.py); gunicorn's own
 # access log only when asked for (a path, or "-")
-accesslog = os.environ.get("CRANFIELD_ACCESS_LOG") or None
+accesslog = _settings.access_log
 errorlog = "-"
-loglevel = os.environ.get("CRANFIELD_LOG_LEVEL", "info")
-if loglevel.lower() not in ("debug", "info", "warning", "error", "critical"):
-    raise SystemExit(f"cranfield: CRANFIELD_LOG_LEVEL must be debug, info, warning, error or "
-                     f"critical, got {loglevel!r}")
+loglevel = _settings.log_level
 # every log record, gunicorn's and the app's, as one JSON object per line on stderr
 logconfig_dict = logging_config(loglevel, accesslog)
 
@@ -58,7 +43,7 @@ def on_starting(server):
     large-JSON kernels once, so that no request pays for it; and set up Prometheus's
     multiprocess mode."""
     from cranfield.json_body import warm_up
-    from service.app import ConfigError, check_configuration
+    from service.app import check_configuration
 
     try:
         check_configuration()
@@ -75,7 +60,7 @@ def _metrics_directory(server) -> None:
     Set here rather than when this file is read, so that reading it (tests do) changes
     nothing; before the workers fork, which import the app, and prometheus_client with it.
     (With ``--preload`` the app is imported first: each process then counts on its own.)"""
-    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    path = metrics_dir()
     if path:
         for stale in glob.glob(os.path.join(path, "*.db")):
             os.remove(stale)
@@ -97,9 +82,7 @@ def pre_request(worker, req):
     bodies a route did not read are read and dropped by the app (service/request_body.py)."""
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request
     if not _body_limit:
-        from service.app import _settings
-
-        _body_limit.append(_settings(None)["MAX_CONTENT_LENGTH"])
+        _body_limit.append(app_settings()["MAX_CONTENT_LENGTH"])
     for name, value in req.headers:
         if name == "CONTENT-LENGTH":
             if value.isdigit() and int(value) > _body_limit[0]:

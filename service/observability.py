@@ -28,6 +28,7 @@ import time
 
 from flask import Blueprint, Flask, Response, current_app, g, has_request_context, request
 
+from backend.config import metrics_dir
 from backend.telemetry import (  # noqa: F401 (configure_logging, JsonFormatter: this module's API)
     CACHE_REPORTER,
     REQUEST_ID,
@@ -72,7 +73,7 @@ class Observability:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.app = app
-        self.multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+        self.multiprocess_dir = metrics_dir()
         self.registry = CollectorRegistry()
         self.requests = Counter("cranfield_http_requests", "HTTP requests answered, by route "
                                 "(URL rule), method and status.",

@@ -1,0 +1,160 @@
+"""Configuration, read from the environment in this one place: the web app's settings
+(:func:`app_settings`), gunicorn's (:func:`server_settings`) and the worker's
+(:func:`worker_settings`). Every variable is ``CRANFIELD_<NAME>``; ``REDIS_URL`` is also
+read unprefixed, as hosting platforms set it. Without any, the service runs on the defaults
+below (no Redis: stored qrels and jobs live in the serving process). The engine's own knobs
+(reader thresholds) are the engine's: ``cranfield/settings.py``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PREFIX = "CRANFIELD_"
+
+#: The web app's settings and their defaults (``create_app(config)`` overrides them).
+APP_DEFAULTS: dict[str, Any] = {
+    "MAX_CONTENT_LENGTH": 512 * 1024 * 1024,   # bytes; larger bodies get 413
+    "MAX_FORM_MEMORY_SIZE": 512 * 1024 * 1024,  # multipart text fields (werkzeug's limit)
+    "MAX_TOPICS": 100_000,
+    "MAX_DOCS_PER_TOPIC": 10_000,
+    # units of work of a synchronous comparison (cranfield.compare.comparison_work); more:
+    # 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
+    "MAX_COMPARISON_WORK": 40_000_000_000,
+    "REDIS_URL": None,
+    "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)
+    "JOB_TIMEOUT": 3600,        # seconds a job may run
+    "RESULT_TTL": 24 * 3600,    # seconds results are kept
+    "QUEUED_TTL": 6 * 3600,     # seconds a job may wait in the queue
+    "INPUT_TTL": 7 * 24 * 3600,  # seconds an enqueued run is kept if no worker takes it
+    "SHARDS": 4,                # a large queued run is split into this many topic shards
+    "SHARD_MIN_BYTES": 16 * 1024 * 1024,  # ... when its TREC text is at least this large
+    "MAX_QUEUED_JOBS": 100,     # per tenant: queued or running jobs before 429
+    "API_KEYS_FILE": None,      # API keys on (see service/auth.py): a file of hashed keys
+    "API_KEYS": None,           # ... or the same lines in the variable itself
+    "RATE_LIMIT": None,         # per key, e.g. 600/60 (requests per seconds); None: no limit
+}
+_APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
+                 "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "ASYNC_THRESHOLD_BYTES",
+                 "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
+                 "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class ConfigError(RuntimeError):
+    """Invalid configuration: raised at start-up, never per request."""
+
+
+def _variable(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    return (os.environ if environ is None else environ).get(name)
+
+
+def redis_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """``CRANFIELD_REDIS_URL``, else ``REDIS_URL``; None: no Redis (the embedded mode)."""
+    env = os.environ if environ is None else environ
+    return env.get(PREFIX + "REDIS_URL") or env.get("REDIS_URL") or None
+
+
+def log_level(environ: Mapping[str, str] | None = None) -> str:
+    """``CRANFIELD_LOG_LEVEL`` (default ``info``), lower case; :class:`ConfigError` if it is
+    not a level."""
+    text = _variable("CRANFIELD_LOG_LEVEL", environ) or "info"
+    if text.lower() not in LOG_LEVELS:
+        raise ConfigError(f"CRANFIELD_LOG_LEVEL must be debug, info, warning, error or "
+                          f"critical, got {text!r}")
+    return text.lower()
+
+
+def app_settings(overrides: Mapping[str, Any] | None = None,
+                 environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The web app's settings: :data:`APP_DEFAULTS`, then ``CRANFIELD_*`` variables, then
+    ``overrides``, validated (:class:`ConfigError` names the first bad one)."""
+    from_env: dict[str, Any] = {}
+    for key in APP_DEFAULTS:
+        value = _variable(PREFIX + key, environ)
+        if value is not None:
+            from_env[key] = value
+    if "REDIS_URL" not in from_env and redis_url(environ):
+        from_env["REDIS_URL"] = redis_url(environ)
+    config = {**APP_DEFAULTS, **from_env, **(overrides or {})}
+    for key in _APP_INTEGERS:
+        try:
+            config[key] = int(config[key])
+        except (TypeError, ValueError):
+            raise ConfigError(f"CRANFIELD_{key} must be an integer, got {config[key]!r}") \
+                from None
+        if config[key] <= 0:
+            raise ConfigError(f"CRANFIELD_{key} must be positive, got {config[key]}")
+    return config
+
+
+def metrics_dir(environ: Mapping[str, str] | None = None) -> str | None:
+    """``PROMETHEUS_MULTIPROC_DIR``: where every gunicorn worker writes its HTTP metrics (set
+    by the operator, or by gunicorn.conf.py's ``on_starting`` before the workers fork)."""
+    return (os.environ if environ is None else environ).get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """gunicorn's settings (``service/gunicorn.conf.py``)."""
+    bind: str
+    workers: int
+    threads: int
+    timeout: int
+    access_log: str | None
+    log_level: str
+    metrics_dir: str | None
+
+
+def _positive(name: str, default: int, environ: Mapping[str, str] | None) -> int:
+    text = _variable(name, environ)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {text!r}")
+    return value
+
+
+def server_settings(cpu_count: int, environ: Mapping[str, str] | None = None
+                    ) -> ServerSettings:
+    """gunicorn's settings. Without Redis, stored qrels and queued jobs live in the serving
+    process: one process (with threads) keeps them visible to every request; with Redis,
+    processes scale out (up to 4, one per core)."""
+    env = os.environ if environ is None else environ
+    shared_state = redis_url(env) is not None
+    return ServerSettings(
+        bind=_variable("CRANFIELD_BIND", env) or "127.0.0.1:8000",
+        workers=_positive("CRANFIELD_WORKERS", min(4, cpu_count) if shared_state else 1, env),
+        threads=_positive("CRANFIELD_THREADS", 4, env),
+        timeout=_positive("CRANFIELD_TIMEOUT", 120, env),
+        access_log=_variable("CRANFIELD_ACCESS_LOG", env) or None,
+        log_level=log_level(env),
+        metrics_dir=metrics_dir(env),
+    )
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """The RQ worker's settings (``cranfield worker``)."""
+    redis_url: str | None
+    log_level: str
+    #: tests only: seconds a work horse waits once its job is marked started (a job slow
+    #: enough to kill a worker in the middle of); unset in production
+    test_job_delay: float
+
+
+def worker_settings(environ: Mapping[str, str] | None = None) -> WorkerSettings:
+    delay = _variable("CRANFIELD_TEST_JOB_DELAY", environ)
+    try:
+        seconds = float(delay) if delay else 0.0
+    except ValueError:
+        raise ConfigError(f"CRANFIELD_TEST_JOB_DELAY must be a number, got {delay!r}") \
+            from None
+    return WorkerSettings(redis_url=redis_url(environ), log_level=log_level(environ),
+                          test_job_delay=seconds)
