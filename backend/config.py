@@ -76,8 +76,7 @@ def app_settings(overrides: Mapping[str, Any] | None = None,
         value = _variable(PREFIX + key, environ)
         if value is not None:
             from_env[key] = value
-    if "REDIS_URL" not in from_env and redis_url(environ):
-        from_env["REDIS_URL"] = redis_url(environ)
+    from_env["REDIS_URL"] = redis_url(environ)  # the worker's reading: an empty one is unset
     config = {**APP_DEFAULTS, **from_env, **(overrides or {})}
     for key in _APP_INTEGERS:
         try:
