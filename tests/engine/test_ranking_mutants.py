@@ -151,6 +151,8 @@ def arrow_run(run: dict, layout: str, rng, chunks: int = 3) -> Run:
     cuts = np.linspace(0, len(docids), chunks + 1).astype(int)
     column = pa.chunked_array([pa.array(docids[a:b], pa.string())
                                for a, b in zip(cuts[:-1], cuts[1:], strict=True)], pa.string())
+    if chunks == 1:  # one piece: the JSON reader leaves a plain array, not a chunked one
+        column = pa.array(docids, pa.string())
     return Run(base.topics, base.topic_index, column, base.scores, base.runid, "run",
                docid_fnv=fnv1a_hashes(docids))
 
@@ -162,15 +164,16 @@ LAYOUTS = ["sorted", "shuffled", "blocks", "interleaved"]
 def read(kind: str, run: dict, layout: str, rng, monkeypatch) -> Run:
     if kind == "mapping":
         return read_run(run)
-    if kind == "arrow-fnv":
+    if kind.startswith("arrow"):
         monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # always prefilter
-        return arrow_run(run, layout, rng)
+        return arrow_run(run, layout, rng, chunks=1 if kind == "arrow-plain" else 3)
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0 if kind == "columnar"
                         else 1 << 62)
     return read_run(as_text(run, layout, rng))
 
 
-COMBOS = [("mapping", "sorted")] + [(r, lay) for r in READERS[1:] for lay in LAYOUTS]
+COMBOS = [("mapping", "sorted")] + [(r, lay) for r in READERS[1:] for lay in LAYOUTS] + [
+    ("arrow-plain", "sorted"), ("arrow-plain", "interleaved")]
 OPTIONS = ({}, {"depth": 4}, {"judged_only": True}, {"complete": True},
            {"depth": 7, "judged_only": True, "complete": True})
 
@@ -375,3 +378,35 @@ def test_segmented_search(values, lo, hi, limit, want):
                            lambda v, i: v < limit[i])
     assert got.tolist() == want
     assert np.asarray(lo).tolist() == list(lo)  # the bounds given are not changed
+
+
+def test_top_documents_keeps_a_tie_at_the_depth_boundary():
+    # topic a: x and y tie at 1.0; trec_eval's order is y, x (docno descending), so the top 1
+    # is y even though x comes first in the input. Topic b's 5.0 must not be mistaken for
+    # a's depth-th score.
+    text = "a Q0 x 0 1.0 r\na Q0 y 0 1.0 r\nb Q0 z 0 5.0 r\n"
+    for run in (read_run(text), read_run({"a": {"x": 1.0, "y": 1.0}, "b": {"z": 5.0}})):
+        assert top_documents(run, 1, float32_scores=False) == {"a": ["y"], "b": ["z"]}
+        assert top_documents(run, 2, float32_scores=True) == {"a": ["y", "x"], "b": ["z"]}
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5])
+def test_top_documents_of_a_one_row_run(depth):
+    assert top_documents(read_run({"a": {"x": 1.0}}), depth, float32_scores=False) == \
+        {"a": ["x"]}
+
+
+@pytest.mark.parametrize("reader", READERS + ["arrow-plain"])
+def test_a_qrels_topic_missing_from_the_run_between_two_that_are_there(reader, monkeypatch):
+    # qrels topics a, b, c; the run has a and c: b's judgments must not shift c's
+    run = {"a": {"d": 1.0, "e": 2.0}, "c": {"d": 2.0, "e": 1.0, "f": 0.5}}
+    qrels = {"a": {"d": 1}, "b": {"x": 1, "y": 0, "z": 2}, "c": {"e": 1, "f": 2}}
+    r = read(reader, run, "sorted", np.random.default_rng(0), monkeypatch)
+    for complete in (False, True):
+        got = observed(rank_run(r, read_qrels(qrels), float32_scores=False,
+                                complete_topics=complete, tie_cutoffs=TIE_KS))
+        assert got == reference(run, qrels, float32=False, complete=complete)
+    # by hand, without -c: a: d at rank 2 (grade 1); c: e at rank 2 (1), f at rank 3 (2)
+    plain = rank_run(r, read_qrels(qrels), float32_scores=False)
+    assert list(zip(plain.hit_topic.tolist(), plain.hit_rank.tolist(),
+                    plain.hit_label.tolist(), strict=True)) == [(0, 2, 1), (1, 2, 1), (1, 3, 2)]

@@ -132,3 +132,109 @@ def test_every_value_trec_eval_printed(case, inputs):
     # and no per-topic row trec_eval did not print
     printed = {topic for _, topic, _ in lines if topic != "all"}
     assert set(rows) == printed
+
+
+# --------------------------------------------------------------------------------------------
+# worked examples, computed by hand
+# --------------------------------------------------------------------------------------------
+
+# Topic "t", ranked by score: d1 (qrels grade 0), d2 (2), d3 (-1: pooled, unjudged), d4 (1),
+# d5 (not in the qrels); d9 (grade 1) is relevant and never retrieved. At relevance level 1,
+# R = 3 (d2, d4, d9) but only 2 are retrieved. Topic "u" is in the qrels only.
+RUN = {"t": {"d1": 5.0, "d2": 4.0, "d3": 3.0, "d4": 2.0, "d5": 1.0}}
+QRELS = {"t": {"d1": 0, "d2": 2, "d3": -1, "d4": 1, "d9": 1}, "u": {"x": 1}}
+L2, L3, L5 = math.log2(2), math.log2(3), math.log2(5)
+HAND = [  # options, measure, value for topic "t" (None: the aggregate), hand computation
+    ({}, "num_rel", 3, "d2, d4, d9"),
+    ({}, "num_rel_ret", 2, "d2, d4"),
+    ({}, "map", 1 / 3, "(P@2 + P@4) / R = (1/2 + 2/4) / 3: R, not relevant-retrieved (2)"),
+    ({}, "Rprec", 1 / 3, "one relevant in the top R = 3"),
+    ({}, "recip_rank", 1 / 2, "first relevant at rank 2"),
+    ({}, "P_10", 2 / 10, "a cutoff past the 5 ranks: the missing ranks are non-relevant"),
+    ({}, "recall_5", 2 / 3, "2 of R = 3"),
+    ({}, "bpref", 0.0, "both relevant have d1 (the only judged non-relevant, NR = 1) above"),
+    ({}, "num_nonrel_judged_ret", 1, "d1 (d3's -1 and d5 are not judged)"),
+    ({}, "relstring", "02.1-", "grades; '.' pooled unjudged; '-' not in the qrels"),
+    ({}, "ndcg", (2 / L3 + 1 / L5) / (2 + 1 / L3 + 1 / math.log2(4)),
+     "DCG = 2/log2(3) + 1/log2(5); ideal gains 2, 1, 1"),
+    ({}, "ndcg_cut_2", (2 / L3) / (2 + 1 / L3), "DCG@2 / IDCG@2"),
+    ({}, "set_F", 2 * 0.4 * (2 / 3) / (0.4 + 2 / 3), "set_P = 2/5, set_recall = 2/3"),
+    ({"relevance_level": 2}, "num_rel", 1, "-l2: only d2 is relevant"),
+    ({"relevance_level": 2}, "map", 1 / 2, "P@2 / 1"),
+    ({"relevance_level": 2}, "num_nonrel_judged_ret", 2, "d1 (0) and d4 (1) are below 2"),
+    ({"depth": 3}, "num_ret", 3, "-M3: d1 d2 d3"),
+    ({"depth": 3}, "map", (1 / 2) / 3, "-M3: only d2 (rank 2) is left; R stays 3"),
+    ({"judged_only": True}, "num_ret", 3, "-J: d1 d2 d4 (d3's -1 is not judged)"),
+    ({"judged_only": True}, "map", (1 / 2 + 2 / 3) / 3, "-J: d2 at rank 2, d4 at rank 3"),
+    ({"complete_topics": True}, None, ("map", (1 / 3 + 0) / 2),
+     "-c: topic u (not in the run) counts as 0 in the mean"),
+    ({"complete_topics": True}, None, ("num_q", 2), "-c: both qrels topics"),
+    ({}, None, ("map", 1 / 3), "without -c only topic t is averaged"),
+]
+
+
+@pytest.mark.parametrize("options, measure, want, why", HAND,
+                         ids=[f"{m}-{'-'.join(o) or 'plain'}-{i}"
+                              for i, (o, m, _, _) in enumerate(HAND)])
+def test_hand_computed(options, measure, want, why):
+    ev = cranfield.evaluate(RUN, QRELS, ["all_trec", "ndcg_cut.2", "P.10"],
+                            profile=V10, **options)
+    if measure is None:
+        measure, want = want
+        got = ev.aggregate
+    else:
+        got = ev.per_topic["t"]
+    assert measure in got, why
+    if isinstance(want, float):
+        assert got[measure] == pytest.approx(want, abs=1e-12), why
+    else:
+        assert got[measure] == want, why
+
+
+def test_a_score_tie_is_ranked_by_docno_descending():
+    # a and b both score 1: trec_eval ranks b first, so relevant a is at rank 2
+    ev = cranfield.evaluate({"t": {"a": 1.0, "b": 1.0}}, {"t": {"a": 1, "b": 0}},
+                            ["recip_rank", "map", "P.1"], profile=V10)
+    assert ev.per_topic["t"] == {"recip_rank": 0.5, "map": 0.5, "P_1": 0.0}
+
+
+@pytest.mark.parametrize("measure", ["ndcg_rel.1=4", "Rndcg.1=4"])
+def test_graded_gains_reach_the_ranking_side(measure):
+    # b (grade 2, gain 2) at rank 1, a (grade 1, gain 4 by the parameter) at rank 2;
+    # ideal: 4, 2. DCG@1 = 2, DCG@2 = 2 + 4/log2(3); IDCG@1 = 4, IDCG@2 = 4 + 2/log2(3).
+    # ndcg_rel = mean over the two relevant of DCG@r / IDCG@r; Rndcg averages the same two
+    # ratios (the ideal gain changes after position 1, and position 2 = L). Both:
+    want = (2 / 4 + (2 + 4 / L3) / (4 + 2 / L3)) / 2          # 0.679859...
+    ev = cranfield.evaluate({"t": {"b": 3.0, "a": 2.0}}, {"t": {"a": 1, "b": 2}},
+                            [measure], profile=V10)
+    key = measure.replace(".", "_")
+    assert key in ev.per_topic["t"]
+    assert ev.per_topic["t"][key] == pytest.approx(want, abs=1e-12)
+
+
+def test_rbp_persistence_parameter():
+    # grades 1, 0, 1 (highest grade 1: no normalisation); p = 0.5:
+    # (1 - p) * (1 + 0 * p + 1 * p^2) = 0.5 * 1.25 = 0.625; the default p = 0.9 gives
+    # 0.1 * (1 + 0.81) = 0.181
+    run, qrels = {"t": {"a": 3.0, "b": 2.0, "c": 1.0}}, {"t": {"a": 1, "b": 0, "c": 1}}
+    ev = cranfield.evaluate(run, qrels, ["rbp.p=0.5"], profile=V10)
+    assert ev.per_topic["t"]["rbp_p=0.5"] == pytest.approx(0.625, abs=1e-12)
+    ev = cranfield.evaluate(run, qrels, ["rbp"], profile=V10)
+    assert ev.per_topic["t"]["rbp"] == pytest.approx(0.181, abs=1e-12)
+
+
+def test_no_positive_grade_anywhere_gives_zero_not_an_error():
+    # no qrels document has a positive gain: the ideal ranking is empty; by trec_eval's
+    # definitions ndcg_rel (a non-positive sum) and Rndcg (R = 0) are 0
+    ev = cranfield.evaluate({"t": {"a": 1.0}}, {"t": {"a": 0}}, ["ndcg_rel", "Rndcg", "ndcg"],
+                            profile=V10)
+    assert ev.per_topic["t"] == {"ndcg_rel": 0.0, "Rndcg": 0.0, "ndcg": 0.0}
+
+
+def test_no_evaluated_topic_when_overlap_is_not_required():
+    # a shard whose topics are all missing from the qrels: nothing per topic, zeros overall
+    ev = cranfield.evaluate({"x": {"a": 1.0}}, {"t": {"a": 1}},
+                            ["iprec_at_recall", "ndcg_rel", "Rndcg", "map"],
+                            require_overlap=False)
+    assert ev.per_topic == {}
+    assert ev.aggregate["iprec_at_recall_0.00"] == 0.0 and ev.aggregate["map"] == 0.0
