@@ -485,7 +485,7 @@ def run_pool(args: argparse.Namespace) -> int:
     names = _run_names(args.runs, None)
     runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
     result = pool(runs, args.depth, judged=args.judged,
-                  float32_scores=args.profile != "trec_eval-10")
+                  float32_scores=PROFILES[args.profile].float32_scores)
     if args.format == "json":
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:

@@ -141,7 +141,7 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
     if qrels_obj.topics:
-        ranked = rank_run(run_obj, qrels_obj, float32_scores=profile != "trec_eval-10",
+        ranked = rank_run(run_obj, qrels_obj, float32_scores=PROFILES[profile].float32_scores,
                           depth=depth, judged_only=judged_only,
                           complete_topics=complete_topics, tie_cutoffs=tie_cutoffs)
     else:  # no judgments (a shard of a run none of whose topics is judged): no topic
@@ -237,9 +237,9 @@ def one_judgment_per_document(qrels: Qrels) -> Qrels:
         known = False
     if known is not False:
         return qrels if known is None else known
-    from .measures.diversity import _codes
+    from .measures.diversity import docid_codes
 
-    code, names = _codes(qrels.docids)
+    code, names = docid_codes(qrels.docids)
     key = qrels.topic_index.astype(np.int64) * max(len(names), 1) + code
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     out = None
@@ -261,7 +261,7 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     """Aggregates, descriptions and topic sets for per-topic ``values`` over ``ranked``."""
     profile = options["profile"]
     printed = ranked.in_run.copy()
-    if profile == "trec_eval-10":
+    if PROFILES[profile].prints_topics_missing_from_run:
         printed[:] = True
     aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
                            options["complete_topics"])
@@ -326,13 +326,13 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
     Per-topic values are taken as they are; aggregates are recomputed over all topics in
     trec_eval order, so the result equals evaluating the whole run at once.
     """
-    from .io import _byte_key
+    from .io import byte_key
 
     qrels_obj = read_qrels(qrels)
     topics = [t for p in parts for t in p.topic_order]
     if len(set(topics)) != len(topics):
         raise EvaluationError("the parts share topics: they are not shards of one run")
-    order = sorted(range(len(topics)), key=lambda i: _byte_key(topics[i]))
+    order = sorted(range(len(topics)), key=lambda i: byte_key(topics[i]))
     position = np.empty(len(topics), dtype=np.int64)
     position[order] = np.arange(len(topics))
     offsets = np.cumsum([0] + [len(p.topic_order) for p in parts])
@@ -400,8 +400,8 @@ def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], miss
     10.0 keeps what the one-document ranking gave, except for the reset measures."""
     for inst in instances:
         arr = values[inst.key]
-        reset = profile != "trec_eval-10" or inst.key in _RESET_FOR_MISSING or (
-            inst.measure.name == "unj")
+        reset = (not PROFILES[profile].keeps_missing_topic_values
+                 or inst.key in _RESET_FOR_MISSING or inst.measure.name == "unj")
         if inst.measure.name == "num_rel":
             continue
         if reset:

@@ -25,14 +25,15 @@ import numpy as np
 
 from . import grammar
 from .errors import InputError
+from .settings import SETTINGS
 
 Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file object, or a mapping
 
 # Below this size the line reader is faster than importing and starting pyarrow (settable so
 # that tests can send small inputs through the columnar reader).
-FAST_READER_MIN_BYTES = int(os.environ.get("CRANFIELD_FAST_READER_MIN_BYTES", 4 << 20))
+FAST_READER_MIN_BYTES = SETTINGS.fast_reader_min_bytes
 # Multi-threaded parsing is faster on an idle machine but holds ~15% more memory in flight.
-_THREADS = os.environ.get("CRANFIELD_READ_THREADS", "0") == "1"
+_THREADS = SETTINGS.read_threads
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,7 +541,7 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
             docids.append(docno)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
-    topics, topic_index = _in_strcmp_order(
+    topics, topic_index = in_strcmp_order(
         topic_ids, np.concatenate(codes) if codes else np.zeros(0, np.int32))
     del codes
     score_array = np.concatenate(scores) if scores else np.zeros(0)
@@ -591,7 +592,7 @@ def _slow_run(data: bytes, label: str) -> Run:
     if not np.isfinite(score_array).all():
         line = int(lines[int(np.flatnonzero(~np.isfinite(score_array))[0])])
         _parse_score(_line_fields(data, line)[4], label, line)  # raises, naming the line
-    topics, topic_index = _in_strcmp_order(topic_code, np.frombuffer(codes, dtype=np.int32))
+    topics, topic_index = in_strcmp_order(topic_code, np.frombuffer(codes, dtype=np.int32))
     doc_array = np.empty(len(docids), dtype=object)
     doc_array[:] = docids
     del docids
@@ -650,7 +651,7 @@ def _mapping_topics(mapping: Mapping, label: str, what: str) -> list[str]:
     if bad is not None:
         topic = list(mapping)[bad[0]]
         raise InputError(label, f"topic id {topic!r}: {bad[1]}", field=f"{label}.{topic}")
-    topics = sorted(mapping, key=_byte_key)
+    topics = sorted(mapping, key=byte_key)
     if grammar.bad_id(chain.from_iterable(mapping[t] for t in topics)) is not None:
         for t in topics:
             bad = grammar.bad_id(mapping[t])
@@ -848,7 +849,7 @@ def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -
     first_seen: dict[str, int] = {}
     codes = np.fromiter((first_seen.setdefault(q, len(first_seen)) for q in qids.tolist()),
                         np.int32, len(qids))
-    topics, topic_index = _in_strcmp_order(first_seen, codes)
+    topics, topic_index = in_strcmp_order(first_seen, codes)
     order = np.argsort(topic_index, kind="stable")
     topic_index, docids, grades = topic_index[order], docids[order], np.asarray(grades)[order]
     subs = _as_object_array(subtopics)[order] if subtopics is not None else None
@@ -887,16 +888,16 @@ def _as_object_array(values) -> np.ndarray:
     return arr
 
 
-def _byte_key(s: str) -> bytes:
+def byte_key(s: str) -> bytes:
     """trec_eval compares ids with strcmp: byte order of the UTF-8 encoding."""
     return s.encode("utf-8", "surrogateescape")
 
 
-def _in_strcmp_order(first_seen: dict[str, int], codes: np.ndarray
+def in_strcmp_order(first_seen: dict[str, int], codes: np.ndarray
                      ) -> tuple[list[str], np.ndarray]:
     """Topics numbered in the order first seen, renumbered in trec_eval's strcmp order:
     (the sorted topics, each row's code in that order)."""
-    topics = sorted(first_seen, key=_byte_key)
+    topics = sorted(first_seen, key=byte_key)
     remap = np.empty(len(topics), dtype=np.int32)
     remap[[first_seen[t] for t in topics]] = np.arange(len(topics), dtype=np.int32)
     return topics, remap[codes].astype(np.int32) if len(codes) else np.zeros(0, np.int32)

@@ -32,10 +32,11 @@ import numpy as np
 
 from . import grammar
 from .errors import InputError
-from .io import Qrels, Run, _in_strcmp_order
+from .io import Qrels, Run, in_strcmp_order
+from .settings import SETTINGS
 
 # Below this size orjson is faster than the compiled scan's fixed costs.
-FAST_JSON_MIN_BYTES = int(os.environ.get("CRANFIELD_FAST_JSON_MIN_BYTES", 1 << 20))
+FAST_JSON_MIN_BYTES = SETTINGS.fast_json_min_bytes
 # The members whose values may be read as columns, and what they become.
 COLUMN_MEMBERS = ("run", "qrels")
 
@@ -258,7 +259,7 @@ def _read_columns(kernels, buf, raw: bytes, start: int, name: str):
         return None, -1  # a topic twice: JSON keeps the last, as the slow path does
     counts = np.concatenate([piece[3] for piece in pieces])
     # each topic's position in strcmp order, repeated over its rows (one pass over the rows)
-    topics, order_of_seen = _in_strcmp_order(first_seen, np.arange(len(topics_seen),
+    topics, order_of_seen = in_strcmp_order(first_seen, np.arange(len(topics_seen),
                                                                    dtype=np.int32))
     topic_index = np.repeat(order_of_seen, counts)
     if name == "run":

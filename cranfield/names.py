@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import MeasureError
-from .measures.registry import NICKNAMES, PROFILES, REGISTRY, REL, KwArgs, Measure
+from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY, REL, KwArgs, Measure
 
 # ir_measures' names (and aliases) of trec_eval measures -> (the measure without a cutoff,
 # the measure with @k)
@@ -465,7 +465,7 @@ def parse_ir_name(name: str) -> Instance | None:
     if meant is not None:
         inst = parse_ir_name(meant)
         if inst is None:  # a bare trec_eval name (Rprec)
-            ((measure, value, text),) = parse_trec_name(meant, PROFILES[0])
+            ((measure, value, text),) = parse_trec_name(meant, DEFAULT_PROFILE)
             inst = _expand(measure, value, text)[0]
         return Instance(name, inst.measure, inst.value, None, inst.rel_level)
     m = _IR_RE.match(name)
@@ -556,12 +556,12 @@ def _param(measure: Measure, name: str):
     return next(p for p in measure.params if p.name == name)
 
 
-def needs_subtopics(names, profile: str = PROFILES[0]) -> bool:
+def needs_subtopics(names, profile: str = DEFAULT_PROFILE) -> bool:
     """Whether these measures are diversity measures, read from subtopic qrels."""
     return any(i.measure.family == "diversity" for i in resolve(names, profile))
 
 
-def parse_measure(name: str, profile: str = PROFILES[0]) -> list[Instance]:
+def parse_measure(name: str, profile: str = DEFAULT_PROFILE) -> list[Instance]:
     """All the instances one measure name stands for (a nickname or cutoff list gives many).
 
     Raises :class:`MeasureError` naming the closest known names for an unknown name.

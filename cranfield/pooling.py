@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .io import _byte_key, read_qrels, read_run
+from .io import byte_key, read_qrels, read_run
 from .ranking import top_documents
 
 
@@ -44,7 +44,7 @@ def pool(runs: dict[str, Any] | list, depth: int, *, judged: Any = None,
     names, run_objs = _named_runs(runs)
     # the top documents of every run as flat columns: topic, docid, which run
     tops = [top_documents(r, int(depth), float32_scores=float32_scores) for r in run_objs]
-    topics = sorted({t for top in tops for t in top}, key=_byte_key)
+    topics = sorted({t for top in tops for t in top}, key=byte_key)
     topic_code = {t: i for i, t in enumerate(topics)}
     counts = [len(docs) for top in tops for docs in top.values()]
     row_topic = np.repeat(np.array([topic_code[t] for top in tops for t in top],
@@ -79,8 +79,8 @@ def format_pool(pool: dict) -> str:
     """The pool as a judging file: ``topic 0 docid`` lines (qrels without the grade column),
     topics in byte order, docids in byte order within a topic."""
     lines = [f"{topic} 0 {doc}\n"
-             for topic in sorted(pool["topics"], key=_byte_key)
-             for doc in sorted(pool["topics"][topic], key=_byte_key)]
+             for topic in sorted(pool["topics"], key=byte_key)
+             for doc in sorted(pool["topics"][topic], key=byte_key)]
     return "".join(lines)
 
 

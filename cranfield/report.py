@@ -10,6 +10,8 @@ import numpy as np
 
 import cranfield
 
+from .measures import PROFILES
+
 # How each interface spells the evaluation options a warning can be about: the CLI's flag
 # (trec_eval's) and the API's field of the request body. A warning about an option carries
 # its key (``"option": "complete_topics"``) and names it in its message the way the interface
@@ -106,7 +108,7 @@ def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Q
     ranked = ev.ranked
     level = ev.options["relevance_level"]
     out: dict[str, dict] = {}
-    tops = top_documents(run, depth, float32_scores=ev.profile != "trec_eval-10")
+    tops = top_documents(run, depth, float32_scores=PROFILES[ev.profile].float32_scores)
     names = qrels.topics
     judged = {(names[t], d) for t, d, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
                                                 qrels.grades.tolist(), strict=True) if g >= 0}

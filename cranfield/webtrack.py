@@ -180,7 +180,7 @@ def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     doc_topic = np.array([index[t] for t, _ in docs], dtype=np.int64)
     doc_key = docno_rank([d for _, d in docs])
     pair_doc, pair_sub = _subtopic_pairs(docs, judged)
-    ideal = _greedy_gains(len(topics), doc_topic, doc_key, pair_doc, pair_sub, alpha)
+    ideal = greedy_gains(len(topics), doc_topic, doc_key, pair_doc, pair_sub, alpha)
     table = diversity_table(len(topics), np.array([index[t] for t in
                                                     ranked.topic[keep].tolist()], np.int64),
                             ranked.rank[keep], *hit_pairs, ideal, doc_topic[pair_doc],
@@ -227,7 +227,7 @@ def _subtopic_pairs(keys: list, subs: dict) -> tuple[np.ndarray, np.ndarray]:
     return pair_doc, pair_sub
 
 
-def _greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
+def greedy_gains(n_topics: int, doc_topic: np.ndarray, doc_key: np.ndarray,
                   pair_doc: np.ndarray, pair_sub: np.ndarray, alpha: float) -> np.ndarray:
     """ndeval's ``idealResult`` for every topic at once: each topic's judged documents picked
     greedily by largest current gain, ties to the larger docno (``doc_key``: larger = larger

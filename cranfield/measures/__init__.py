@@ -5,7 +5,7 @@ from . import extended  # noqa: F401  (measures beyond trec_eval)
 from . import cwl  # noqa: F401  (ir_measures' C/W/L measures, cwl_eval's definitions)
 from . import diversity  # noqa: F401  (ndeval's, from subtopic qrels)
 from .context import Context
-from .registry import DEFAULT_PROFILE, NICKNAMES, PROFILES, REGISTRY, Measure, Param
+from .registry import DEFAULT_PROFILE, NICKNAMES, PROFILES, REGISTRY, Measure, Param, Profile
 
-__all__ = ["Context", "DEFAULT_PROFILE", "Measure", "NICKNAMES", "PROFILES", "Param",
+__all__ = ["Context", "DEFAULT_PROFILE", "Measure", "NICKNAMES", "PROFILES", "Param", "Profile",
            "REGISTRY"]

@@ -129,7 +129,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     diversity ``instances``, from subtopic ``qrels``."""
     from ..io import Qrels
     from ..ranking import rank_run
-    from ..webtrack import _greedy_gains, diversity_table, docno_rank
+    from ..webtrack import diversity_table, docno_rank, greedy_gains
     from .context import no_topics
 
     if qrels.subtopics is None:
@@ -141,7 +141,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
         sub_of_row = np.asarray(qrels.subtopics).astype(np.int64)
     except ValueError:
         raise InputError(qrels.source, "subtopics must be numbers") from None
-    code, names = _codes(qrels.docids)
+    code, names = docid_codes(qrels.docids)
     row_key = qrels.topic_index.astype(np.int64) * len(names) + code
     keys, first, doc_of_row = np.unique(row_key, return_index=True, return_inverse=True)
     n_docs = len(keys)
@@ -192,7 +192,7 @@ def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | 
     for (alpha, beta, level), members in groups.items():
         hit_topic, hit_rank, pair_hit, hit_pair_sub, judged_topic, ideal_doc, judged_sub = \
             relevant_pairs(level)
-        ideal = _greedy_gains(T, e_of_q[doc_topic[ideal_docs]], doc_key, ideal_doc, judged_sub,
+        ideal = greedy_gains(T, e_of_q[doc_topic[ideal_docs]], doc_key, ideal_doc, judged_sub,
                               alpha)
         # no cutoff: the whole ranking and the whole ideal, i.e. any depth past both
         whole = max(int(hit_rank.max(initial=0)), ideal.shape[1], 1)
@@ -245,7 +245,7 @@ def _ideal_ideal_sum(name: str, alpha: float) -> float:
         start += block
 
 
-def _codes(docids) -> tuple[np.ndarray, np.ndarray]:
+def docid_codes(docids) -> tuple[np.ndarray, np.ndarray]:
     """(a code per docid, the distinct docids as an object array)."""
     try:
         import pyarrow as pa

@@ -28,7 +28,34 @@ import numpy as np
 
 from ..errors import MeasureError
 
-PROFILES = ("trec_eval-9.0.8", "trec_eval-10")
+
+@dataclass(frozen=True)
+class Profile:
+    """A compatibility profile: the trec_eval version whose numbers and output Cranfield
+    reproduces. Code asks a profile's flags (``PROFILES[name].float32_scores``), never its
+    name."""
+
+    name: str
+    # scores are compared as C floats when ranking (9.0.8 reads them with atof into a float)
+    float32_scores: bool
+    # recall level p as a count of relevant documents: lround(p * R) (10.0), else
+    # (long)(p * R + 0.9) (9.x)
+    rounded_recall_cutoffs: bool
+    # per-topic lines (-q) for every evaluated topic, also qrels topics missing from the run
+    # (-c); 9.0.8 prints only the run's topics
+    prints_topics_missing_from_run: bool
+    # -c: a qrels topic missing from the run keeps the values of the one-document ranking
+    # (10.0; the reset measures aside); 9.0.8 scores it 0
+    keeps_missing_topic_values: bool
+
+
+# by name, in the order they are listed (the first is the default)
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    Profile("trec_eval-9.0.8", float32_scores=True, rounded_recall_cutoffs=False,
+            prints_topics_missing_from_run=False, keeps_missing_topic_values=False),
+    Profile("trec_eval-10", float32_scores=False, rounded_recall_cutoffs=True,
+            prints_topics_missing_from_run=True, keeps_missing_topic_values=True),
+)}
 DEFAULT_PROFILE = "trec_eval-9.0.8"
 
 # integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
@@ -185,7 +212,7 @@ class Measure:
     aggregate: str = "mean"
     integer: bool = False
     per_topic: bool = True
-    all_trec: tuple[str, ...] = PROFILES
+    all_trec: tuple[str, ...] = tuple(PROFILES)
     ir_name: str | None = None
     aliases: tuple[str, ...] = ()
     params: tuple[Param, ...] = ()

@@ -13,12 +13,11 @@ import numpy as np
 
 from ..ranking import UNJUDGED, segmented_search
 from .context import Context, f_beta, safe_div
-from .registry import WEIGHT_LIMIT, Param, register
+from .registry import PROFILES, WEIGHT_LIMIT, Param, register
 
 RANK_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-TEN = "trec_eval-10"
-NINE = "trec_eval-9.0.8"
+TEN = "trec_eval-10"  # the profile of the measures only trec_eval 10 prints in all_trec
 
 _CUTOFFS = (Param("k", "integer list", list(RANK_CUTOFFS), "rank cutoffs", minimum=1),)
 _GAINS = (Param("gains", "mapping grade->gain", {},
@@ -210,7 +209,7 @@ def reciprocal_rank(ctx: Context, _=None):
 def _recall_point_cutoff(ctx: Context, p: float) -> np.ndarray:
     """Recall level p as a count of relevant documents: 9.x (long)(p*R + 0.9), 10.0 lround."""
     x = p * ctx.R.astype(np.float64)
-    if ctx.profile == TEN:
+    if PROFILES[ctx.profile].rounded_recall_cutoffs:
         return np.where(x - np.floor(x) >= 0.5, np.ceil(x), np.floor(x)).astype(np.int64)
     return (x + 0.9).astype(np.int64)
 

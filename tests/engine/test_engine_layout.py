@@ -1,0 +1,102 @@
+"""The engine's own tidiness (issue #17), checked so it stays: one profile record asked for
+its flags (no profile-name comparisons), configuration read from the environment in one
+place, no private helper imported across modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import cranfield
+from cranfield import io, json_body
+from cranfield.measures import DEFAULT_PROFILE, PROFILES, Profile
+from cranfield.settings import SETTINGS, Settings
+
+ENGINE = Path(cranfield.__file__).resolve().parent
+SOURCES = sorted(ENGINE.rglob("*.py"))
+
+
+def trees():
+    for path in SOURCES:
+        yield path.relative_to(ENGINE.parent), ast.parse(path.read_text(), str(path))
+
+
+# ---- profiles ----------------------------------------------------------------------------------
+
+def test_profiles_are_records_by_name_default_first():
+    assert list(PROFILES) == ["trec_eval-9.0.8", "trec_eval-10"]
+    assert next(iter(PROFILES)) == DEFAULT_PROFILE
+    assert all(isinstance(p, Profile) and p.name == n for n, p in PROFILES.items())
+    nine, ten = PROFILES["trec_eval-9.0.8"], PROFILES["trec_eval-10"]
+    assert nine.float32_scores and not ten.float32_scores
+    assert ten.rounded_recall_cutoffs and not nine.rounded_recall_cutoffs
+    assert ten.prints_topics_missing_from_run and not nine.prints_topics_missing_from_run
+    assert ten.keeps_missing_topic_values and not nine.keeps_missing_topic_values
+    with pytest.raises(AttributeError):
+        ten.float32_scores = True  # frozen
+
+
+def test_no_code_compares_a_profile_name():
+    found = []
+    for rel, tree in trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(c, ast.Constant) and isinstance(c.value, str)
+                    and c.value.startswith("trec_eval-") for c in (node.left, *node.comparators)):
+                found.append(f"{rel}:{node.lineno}")
+    assert found == []
+
+
+# ---- settings ----------------------------------------------------------------------------------
+
+def test_settings_read_the_environment():
+    assert Settings.from_environ({}) == Settings()
+    got = Settings.from_environ({"CRANFIELD_FAST_READER_MIN_BYTES": "7",
+                                 "CRANFIELD_READ_THREADS": "1",
+                                 "CRANFIELD_FAST_JSON_MIN_BYTES": "9"})
+    assert got == Settings(fast_reader_min_bytes=7, read_threads=True, fast_json_min_bytes=9)
+    assert Settings.from_environ({"CRANFIELD_READ_THREADS": "yes"}).read_threads is False
+
+
+def test_the_modules_take_their_settings_from_settings():
+    assert io.FAST_READER_MIN_BYTES == SETTINGS.fast_reader_min_bytes
+    assert json_body.FAST_JSON_MIN_BYTES == SETTINGS.fast_json_min_bytes
+
+
+def test_only_settings_reads_the_environment():
+    found = []
+    for rel, tree in trees():
+        if rel.name == "settings.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and (
+                    isinstance(node.value, ast.Name) and node.value.id == "os"):
+                found.append(f"{rel}:{node.lineno}")
+    assert found == []
+
+
+# ---- private helpers ---------------------------------------------------------------------------
+
+def test_no_private_name_is_imported_across_modules():
+    """``from .x import _helper`` is a private helper leaking: make it public or move it. A
+    private module (``from . import _json_kernels``) is the package's own business."""
+    found = []
+    for rel, tree in trees():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = node.module or ""
+            for alias in node.names:
+                if not alias.name.startswith("_") or alias.name.startswith("__"):
+                    continue
+                base = rel.parent if node.level else Path()
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.parent
+                target = base.joinpath(*module.split("."), alias.name) if module else \
+                    base / alias.name
+                if (ENGINE.parent / target).with_suffix(".py").exists():
+                    continue  # a module of the package, not a helper
+                found.append(f"{rel}:{node.lineno}: {alias.name}")
+    assert found == []
