@@ -87,7 +87,7 @@ def _probability(text: str) -> float:
 
 
 def _gate_arg(text: str):
-    from .compare import parse_gate
+    from .gate import parse_gate
 
     try:
         return parse_gate(text)
@@ -291,7 +291,7 @@ def run_remote(args: argparse.Namespace) -> int:
     import json
 
     from .client import ApiError, Client
-    from .report import warnings_for_interface
+    from .result_document import warnings_for_interface
 
     options = {"profile": args.profile, "relevance_level": args.rel_level,
                "judged_only": args.judged_only, "depth": args.depth,
@@ -322,7 +322,7 @@ def run_remote(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from .io import read_qrels, read_run
     from .names import needs_subtopics
-    from .report import warnings_for
+    from .result_document import warnings_for
 
     if args.server:
         return run_remote(args)
@@ -419,7 +419,8 @@ def run_compare(args: argparse.Namespace) -> int:
     input errors as ``eval``."""
     import json
 
-    from .compare import compare, format_text
+    from .compare import compare
+    from .comparison_text import format_text
 
     if len(args.runs) < 2:
         print("cranfield: compare needs at least two runs", file=sys.stderr)

@@ -1,5 +1,6 @@
 """Comparing systems over topics: per-run means, paired tests for every measure × pair, a
-correction for multiple comparisons, and a regression gate for CI jobs.
+correction for multiple comparisons; a regression gate for CI jobs is checked on the result
+(:mod:`cranfield.gate`), and :mod:`cranfield.comparison_text` prints it.
 
 ``compare`` evaluates each run against one qrels and hands the evaluations to
 ``compare_evaluations``, which does the statistics (the service calls it directly with stored
@@ -14,7 +15,6 @@ The result is a JSON-ready document (plain floats, ints, strings; NaN and ±inf 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -47,9 +47,6 @@ WORK_PER_TOPIC = 200          # drawing one resample's random numbers, per topic
 WORK_PER_COLUMN = 400         # testing one resampled statistic (compare, sort), per column
 WORK_PER_DIFFERENCE = 40_000  # holding and reporting one per-topic difference (≈200 bytes)
 WILCOXON_RESAMPLES = 40_000   # the Wilcoxon test (cranfield.stats): under a millisecond per column
-# A gate's drop exceeds its allowance only by more than this (× max(1, |baseline mean|)):
-# float rounding must not decide a verdict (0.4 − 0.3 is 0.10000000000000003).
-GATE_TOL = 1e-9
 # Below this many topics the bootstrap shift test rejects a true null too often (measured by
 # simulation at alpha 0.05: 0.50 at 2 topics, 0.15 at 5, 0.08-0.11 at 10, 0.07 at 20-25,
 # 0.06 at 30; tests/engine/test_gate_15.py): a warning, and no gate on it.
@@ -83,7 +80,9 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
                         f"are {list(EVAL_OPTIONS)}")
     settings = _Settings.check(runs, baseline, tests, wilcoxon, correction, alpha,
                                n_permutations, n_samples, seed, largest_losses)
-    gates = _gate_specs(gate)
+    from .gate import gate_specs  # the gate builds on this module: imported when used
+
+    gates = gate_specs(gate)
     profile = eval_options.get("profile", DEFAULT_PROFILE)
     names = with_gate_measures(
         [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES),
@@ -197,11 +196,13 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     chunks).
 
     ``interface`` (``api`` or ``cli``): how warnings name an option (``complete_topics`` or
-    ``-c``), as :func:`cranfield.report.option_name` spells it.
+    ``-c``), as :func:`cranfield.result_document.option_name` spells it.
     """
     settings = _Settings.check(evaluations, baseline, tests, wilcoxon, correction, alpha,
                                n_permutations, n_samples, seed, largest_losses)
-    specs = _gate_specs(gate)
+    from .gate import gate_results, gate_specs  # the gate builds on this module
+
+    specs = gate_specs(gate)
     for spec in specs:  # before the work, not after it
         if spec.test not in settings.tests:
             raise InputError("gate", f"the gate uses the {spec.test} test, which is not among "
@@ -232,7 +233,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     }
     level = 1.0 - settings.alpha
     doc["ci"] = {"level": level, "adjusted": False,
-                 "note": f"confidence intervals are {_percent(level)}% (1 − alpha) and not "
+                 "note": f"confidence intervals are {percent(level)}% (1 − alpha) and not "
                          "adjusted for multiple comparisons (the p-values are, by "
                          f"{settings.correction})"}
     doc["summary"] = _summary(measure_keys, run_names, topics, evs, keys, values, warnings,
@@ -243,7 +244,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     doc["pairs"] = pairs
     if per_topic:
         doc["per_topic"] = {
-            name: {t: dict(zip(measure_keys, (_num(v) for v in row), strict=True))
+            name: {t: dict(zip(measure_keys, (num(v) for v in row), strict=True))
                    for t, row in zip(topics, values[:, r, :].T.tolist(), strict=True)}
             for r, name in enumerate(run_names)}
     if curves:
@@ -254,7 +255,7 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     if specs:
         lookup = {(name, key): values[m, r] for m, key in enumerate(measure_keys)
                   for r, name in enumerate(run_names)}
-        doc["gate"] = _gates(doc, specs, lookup)
+        doc["gate"] = gate_results(doc, specs, lookup)
     return doc
 
 
@@ -438,8 +439,9 @@ class _Settings:
         return out
 
 
-def _num(x) -> float | None:
-    """A JSON number: NaN and ±inf (no JSON spelling) become None."""
+def num(x) -> float | None:
+    """A JSON number: NaN and ±inf (no JSON spelling) become None (the comparison, gate and
+    text output all report numbers this way)."""
     x = float(x)
     return x if math.isfinite(x) else None
 
@@ -549,7 +551,7 @@ def _common_topics(run_names: list[str], evs: list[Evaluation], warnings: list[d
         lacking = [f"{name!r} lacks {union.size - s.size}"
                    for name, s in zip(run_names, sets, strict=True)
                    if s.size < union.size]
-        from .report import option_name
+        from .result_document import option_name
 
         warnings.append({"code": "topics-not-in-all-runs",
                          "message": f"{dropped.size} topic(s) evaluated for some runs but not "
@@ -573,7 +575,8 @@ def _pairs(run_names: list[str], baseline: str | None) -> list[tuple[int, int]]:
     return [(i, j) for i in range(len(run_names)) for j in range(i + 1, len(run_names))]
 
 
-def _percent(level: float) -> str:
+def percent(level: float) -> str:
+    """A level as a percentage for labels (0.95 -> ``95``)."""
     return f"{round(100 * level, 6):g}"
 
 
@@ -596,8 +599,8 @@ def _summary(measure_keys, run_names, topics, evs, keys, values, warnings,
                                  "topics": [topics[i] for i in
                                             np.flatnonzero(~np.isfinite(column)).tolist()]})
             aggregate = evs[r].aggregate.get(keys[m][r])
-            out[key][name] = {"mean": _num(mean), "ci_low": _num(low), "ci_high": _num(high),
-                              "aggregate": None if aggregate is None else _num(aggregate)}
+            out[key][name] = {"mean": num(mean), "ci_low": num(low), "ci_high": num(high),
+                              "aggregate": None if aggregate is None else num(aggregate)}
     return out
 
 
@@ -668,34 +671,34 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
                                         f"{run_names[a]!r} has non-numeric per-topic "
                                         "values; not tested"})
         pair: dict[str, Any] = {"measure": measure_keys[m], "a": run_names[a],
-                                "b": run_names[b], "mean_diff": _num(mean_diff[col]),
-                                "ci_low": _num(ci_low[col]), "ci_high": _num(ci_high[col])}
+                                "b": run_names[b], "mean_diff": num(mean_diff[col]),
+                                "ci_low": num(ci_low[col]), "ci_high": num(ci_high[col])}
         for test, res in results.items():
             entry: dict[str, Any] = {}
             if "statistic" in res:
-                entry["statistic"] = _num(res["statistic"][col])
+                entry["statistic"] = num(res["statistic"][col])
             if test == "t":
                 entry["df"] = n_topics - 1
             p_adj = res["p_adjusted"][col]
-            entry.update({"p_value": _num(res["p_value"][col]), "p_adjusted": _num(p_adj),
+            entry.update({"p_value": num(res["p_value"][col]), "p_adjusted": num(p_adj),
                           "significant": bool(p_adj < settings.alpha)})
             if test == "randomization":
                 entry.update({"n_permutations": rand.n_permutations, "seed": rand.seed,
                               "exact": rand.exact})
             if test == "wilcoxon" and tested:
                 entry.update({"method": wil_method[col], "n": int(wil_n[col]),
-                              "smallest_p": _num(wil_smallest[col])})
+                              "smallest_p": num(wil_smallest[col])})
             if test == "bootstrap":
-                entry.update({"ci_low": _num(res["ci_low"][col]),
-                              "ci_high": _num(res["ci_high"][col]),
+                entry.update({"ci_low": num(res["ci_low"][col]),
+                              "ci_high": num(res["ci_high"][col]),
                               "n_samples": boot.n_samples, "seed": boot.seed})
             pair[TEST_KEYS[test]] = entry
-        pair["effect_size"] = {"cohens_dz": _num(dz[col])}
+        pair["effect_size"] = {"cohens_dz": num(dz[col])}
         for name, arr in (("wins", wins), ("ties", ties), ("losses", losses)):
             pair[name] = int(arr[col]) if tested else None
         pair["largest_losses"] = [
-            {"topic": topics[i], "a": _num(values[m, a, i]), "b": _num(values[m, b, i]),
-             "diff": _num(d)}
+            {"topic": topics[i], "a": num(values[m, a, i]), "b": num(values[m, b, i]),
+             "diff": num(d)}
             for i, d in zip(worst[col].tolist(), worst_diff[col].tolist(), strict=True)
             if d < 0] if tested else []
         pairs.append(pair)
@@ -717,430 +720,7 @@ def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict],
         curve = precision_recall(ev, per_topic=False, topics=topics)
         out[name] = {"recall_levels": curve["recall_levels"],
                      "mean_interpolated_precision":
-                         [_num(v) for v in curve["mean_interpolated_precision"]],
+                         [num(v) for v in curve["mean_interpolated_precision"]],
                      "topics_averaged": curve["topics_averaged"],
                      "interpolation": curve["interpolation"], "note": curve["note"]}
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Regression gate
-# --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Gate:
-    """A regression gate: ``measure`` may not drop by more than ``max_drop`` (an absolute
-    difference, or with ``relative`` a fraction of the baseline's mean) with significance
-    (``test``'s adjusted p < ``alpha``). ``baseline``/``candidate`` None: see :func:`gate`."""
-
-    measure: str
-    max_drop: float
-    relative: bool = False
-    alpha: float = 0.05
-    test: str = "randomization"
-    baseline: str | None = None
-    candidate: str | None = None
-
-
-_GATE_FORM = re.compile(r"^(?P<drop>[^%@]+?)(?P<percent>%)?(?:@(?P<alpha>.+))?$")
-
-
-def parse_gate(text: str) -> Gate:
-    """Parse the command line's ``MEASURE:MAX_DROP[%][@ALPHA]``.
-
-    ``map:0.01`` (MAP may not fall by more than 0.01), ``ndcg_cut.10:2%@0.01`` (nDCG@10 may not
-    fall by more than 2% of the baseline's mean, significance at 0.01). The measure ends at
-    the last ``:``, so ir_measures names with ``@`` work (``nDCG@10:0.02``). ALPHA defaults
-    to 0.05. Raises ValueError saying what is wrong.
-    """
-    measure, sep, rest = str(text).strip().rpartition(":")
-    if not sep or not measure.strip() or not rest.strip():
-        raise ValueError(f"gate {text!r}: expected MEASURE:MAX_DROP[%][@ALPHA], e.g. "
-                         "map:0.01 or ndcg_cut.10:2%@0.01")
-    m = _GATE_FORM.match(rest.strip())
-    if m is None:
-        raise ValueError(f"gate {text!r}: expected MAX_DROP[%][@ALPHA] after the ':', got "
-                         f"{rest!r}")
-    try:
-        drop = float(m["drop"])
-    except ValueError:
-        raise ValueError(f"gate {text!r}: max drop {m['drop']!r} is not a number") from None
-    if not math.isfinite(drop) or drop < 0:
-        raise ValueError(f"gate {text!r}: max drop must be a finite number ≥ 0")
-    alpha = 0.05
-    if m["alpha"] is not None:
-        try:
-            alpha = float(m["alpha"])
-        except ValueError:
-            raise ValueError(f"gate {text!r}: alpha {m['alpha']!r} is not a number") from None
-        if not 0 < alpha < 1:
-            raise ValueError(f"gate {text!r}: alpha must be between 0 and 1")
-    relative = m["percent"] is not None
-    return Gate(measure.strip(), drop / 100 if relative else drop, relative, alpha)
-
-
-def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None = None,
-         candidate: str | None = None, relative: bool = False, alpha: float = 0.05,
-         test: str = "randomization") -> dict:
-    """Pass or fail a candidate against a baseline on one measure of a comparison document.
-
-    Rule: a check FAILS when both (1) the candidate's mean drop versus the baseline over the
-    compared topics exceeds ``max_drop`` (drop = mean(baseline) − mean(candidate); with
-    ``relative``, drop / |mean(baseline)| is compared with ``max_drop`` as a fraction, e.g.
-    0.02 = 2%), and (2) the drop is significant: ``test``'s p-value (t, randomization,
-    bootstrap, wilcoxon), adjusted over **the gate's own family** — its checks, one per gated
-    measure × candidate (``correction`` of the document, e.g. holm) — is below ``alpha``. The
-    rest of the document (ungated measures, other pairs) does not enter the gate's
-    correction, so adding an ungated measure cannot change a verdict.
-
-    Tolerance: (1) is decided at ``GATE_TOL`` (1e-9): the drop exceeds the allowance only
-    when ``drop > allowed + 1e-9 · max(1, |mean(baseline)|)`` (allowed = ``max_drop``, or
-    ``max_drop · |mean(baseline)|`` with ``relative``), so a drop of exactly ``max_drop``
-    passes whatever the floating-point rounding of the means (0.4 → 0.3 as 0.5 → 0.4).
-
-    A check PASSES when the drop is within the allowance (whatever the test), or exceeds it
-    but is not significant with a test that could have found it significant.
-
-    It is UNDECIDED — not a pass: the gate fails closed — when the drop exceeds the allowance
-    and (a) the gated measure has no mean difference or no p-value (non-numeric per-topic
-    values, too few topics for the test), or (b) the test cannot reach ``p_adj < alpha`` on
-    these topics at all (its smallest attainable p-value, adjusted over the gate's family, is
-    ≥ alpha: the exact randomization test's is 2/2^n for n non-zero differences, so it never
-    rejects at 0.05 on 5 topics or fewer; the Monte Carlo tests' 1/(B+1); the Wilcoxon test's
-    with every sign alike, 2/2^n when exact), or (c) the test is the bootstrap on fewer than
-    ``BOOTSTRAP_MIN_TOPICS`` (30) topics, where its size is too far above alpha to gate on.
-    Every check gives its reasons in words.
-
-    ``baseline`` None: the document's baseline, else its first run. ``candidate`` None: every
-    other run, one check each. The overall verdict is "fail" if any check fails, else
-    "undecided" if any check is undecided, else "pass". Each check lists
-    ``offending_topics`` (at most 20, worst first): topics where the candidate drops by more
-    than ``max_drop`` (per topic, absolute or relative to the baseline's value, at the same
-    tolerance). They come from the document's ``per_topic`` values when present (compare
-    passes its own), else from the pair's ``largest_losses`` (``offending_topics_from`` says
-    which).
-
-    Returns ``{"verdict", "reasons", "correction": {"method", "family_size", "family"},
-    "checks": [{"measure", "baseline", "candidate", "verdict", "reasons", "mean_baseline",
-    "mean_candidate", "drop", "relative_drop", "max_drop", "relative", "test", "alpha",
-    "p_value", "p_adjusted", "smallest_p_adjusted", "offending_topics",
-    "offending_topics_from"}]}`` (``p_adjusted`` over the gate's family).
-    """
-    spec = Gate(measure, max_drop, relative, alpha, test, baseline, candidate)
-    lookup = None
-    if "per_topic" in document:
-        lookup = {(run, key): np.array([np.nan if row[key] is None else row[key]
-                                        for row in (per[t] for t in document["topics"])])
-                  for run, per in document["per_topic"].items()
-                  for key in (m["key"] for m in document["measures"])}
-    return _gates(document, [spec], lookup)
-
-
-def _gate_specs(gates) -> list[Gate]:
-    if gates is None:
-        return []
-    if isinstance(gates, Gate | Mapping | str):
-        gates = [gates]
-    out = []
-    for g in gates:
-        if isinstance(g, Gate):
-            out.append(g)
-        elif isinstance(g, str):  # the command line's MEASURE:MAX_DROP[%][@ALPHA]
-            try:
-                out.append(parse_gate(g))
-            except ValueError as exc:
-                raise InputError("gate", str(exc), field="gate") from None
-        elif isinstance(g, Mapping):
-            try:
-                out.append(Gate(**g))
-            except TypeError as exc:
-                raise InputError("gate", f"not a gate: {exc}", field="gate") from None
-        else:
-            raise InputError("gate", f"not a gate: {g!r}", field="gate")
-    return [_check_gate(g) for g in out]
-
-
-def _document_key(document: dict, name: str) -> str:
-    """The document's key for a measure name (its key, or a name with the same canonical)."""
-    keys = [m["key"] for m in document["measures"]]
-    if name in keys:
-        return name
-    opts = document.get("options", {})
-    profile = opts.get("profile", DEFAULT_PROFILE)
-    try:
-        insts = resolve([name], profile)
-    except MeasureError:
-        insts = []
-    for inst in insts:
-        canonical = inst.canonical(profile, opts.get("relevance_level", 1),
-                                   opts.get("judged_only", False), opts.get("depth"))
-        for m in document["measures"]:
-            if m["canonical"] == canonical or m["key"] == inst.key:
-                return m["key"]
-    raise MeasureError(name, f"is not among the compared measures ({', '.join(keys)})",
-                       [k for k in keys if k.lower().startswith(name.lower()[:2])][:3])
-
-
-def _check_gate(spec: Gate) -> Gate:
-    if isinstance(spec.max_drop, bool) or not isinstance(spec.max_drop, int | float) or not (
-            0 <= spec.max_drop < math.inf):
-        raise InputError("gate", f"max_drop must be a finite number ≥ 0, got "
-                         f"{spec.max_drop!r}", field="gate.max_drop")
-    if not isinstance(spec.alpha, int | float) or not 0 < spec.alpha < 1:
-        raise InputError("gate", f"alpha must be between 0 and 1, got {spec.alpha!r}",
-                         field="gate.alpha")
-    if spec.test not in TESTS:
-        raise InputError("gate", f"unknown test {spec.test!r}; choose from {list(TESTS)}",
-                         field="gate.test")
-    if not isinstance(spec.measure, str) or not spec.measure.strip():
-        raise InputError("gate", "a gate needs a measure", field="gate.measure")
-    return spec
-
-
-def _gates(document: dict, specs: list[Gate], lookup: dict | None) -> dict:
-    """Every check of every gate, their p-values adjusted over the gate's own family (the
-    distinct test × measure × baseline × candidate of its checks), then each decided."""
-    found = [(spec, _gate_pair(document, spec, key, base, cand), key, base, cand)
-             for spec in specs
-             for key, base, cand in _gate_targets(document, spec)]
-    method = document.get("correction", {}).get("method", "holm")
-    family: dict[tuple, float] = {}
-    for spec, pair, key, base, cand in found:
-        p = pair[TEST_KEYS[spec.test]]["p_value"]
-        if p is not None:
-            family.setdefault((spec.test, key, base, cand), p)
-    members = list(family)
-    adjusted = dict(zip(members, stats.correct_p_values(
-        np.array([family[m] for m in members], dtype=np.float64), method).tolist(),
-        strict=True))
-    checks = []
-    for spec, pair, key, base, cand in found:
-        p_adj = adjusted.get((spec.test, key, base, cand))
-        checks.append(_check(document, spec, key, base, cand, pair, p_adj, len(members),
-                             method, lookup))
-    verdicts = {c["verdict"] for c in checks}
-    verdict = ("fail" if "fail" in verdicts else "undecided" if "undecided" in verdicts
-               else "pass")
-    return {"verdict": verdict, "reasons": [r for c in checks for r in c["reasons"]],
-            "correction": {"method": method, "family_size": len(members),
-                           "family": "the gate's checks (gated measures × candidates), not "
-                                     "every compared measure and pair"},
-            "checks": checks}
-
-
-def _gate_targets(document: dict, spec: Gate) -> list[tuple[str, str, str]]:
-    """(measure key, baseline, candidate) of each check of ``spec``."""
-    _check_gate(spec)
-    key = _document_key(document, spec.measure)
-    names = [r["name"] for r in document["runs"]]
-    base = spec.baseline or document.get("baseline") or names[0]
-    if base not in names:
-        raise InputError("gate", f"baseline {base!r} is not one of the runs "
-                         f"({', '.join(names)})", field="gate.baseline")
-    if spec.candidate is not None and (spec.candidate not in names or spec.candidate == base):
-        raise InputError("gate", f"candidate {spec.candidate!r} is not one of the other runs "
-                         f"({', '.join(n for n in names if n != base)})",
-                         field="gate.candidate")
-    candidates = [spec.candidate] if spec.candidate else [n for n in names if n != base]
-    return [(key, base, cand) for cand in candidates]
-
-
-def _gate_pair(document: dict, spec: Gate, key: str, base: str, cand: str) -> dict:
-    """The document's pair comparing ``cand`` with ``base`` on ``key``, with ``spec``'s test."""
-    pair = next((p for p in document["pairs"] if p["measure"] == key
-                 and {p["a"], p["b"]} == {base, cand}), None)
-    if pair is None:
-        raise InputError("gate", f"the document does not compare {cand!r} with {base!r} "
-                         f"(compare with baseline {base!r}, or without a baseline)",
-                         field="gate.baseline")
-    if TEST_KEYS[spec.test] not in pair:
-        raise InputError("gate", f"the {spec.test} test was not run in this comparison",
-                         field="gate.test")
-    return pair
-
-
-def _smallest_p(spec: Gate, pair: dict, n_topics: int) -> float:
-    """The smallest p-value ``spec.test`` can give on this pair's topics (0 when not bounded
-    below: the t test)."""
-    result = pair[TEST_KEYS[spec.test]]
-    nonzero = n_topics if pair["wins"] is None else pair["wins"] + pair["losses"]
-    if spec.test == "randomization":
-        if result.get("exact", True):  # flipping a zero changes nothing: 2^(n−z) patterns
-            return min(1.0, 2.0 / 2.0**nonzero)
-        return 1.0 / (result["n_permutations"] + 1)
-    if spec.test == "bootstrap":
-        return 1.0 / (result["n_samples"] + 1)
-    if spec.test == "wilcoxon":
-        return result.get("smallest_p") or 0.0
-    return 0.0
-
-
-def _exceeds(drop, allowed, scale):
-    """``drop > allowed`` at the gate's tolerance (works on arrays too)."""
-    return drop > allowed + GATE_TOL * np.maximum(1.0, scale)
-
-
-def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dict,
-           p_adj: float | None, family_size: int, method: str, lookup: dict | None) -> dict:
-    summary = document["summary"][key]
-    mean_base, mean_cand = summary[base]["mean"], summary[cand]["mean"]
-    sign = 1.0 if pair["a"] == base else -1.0   # pairs hold b − a; drop = base − cand
-    drop = None if pair["mean_diff"] is None else -sign * pair["mean_diff"]
-    rel_drop = (drop / abs(mean_base) if drop is not None and mean_base else None)
-    result = pair[TEST_KEYS[spec.test]]
-    n_topics = len(document["topics"])
-    floor = stats.correct_p_values(np.full(max(1, family_size), _smallest_p(spec, pair,
-                                                                            n_topics)),
-                                   method)[0].item()
-    unit = f"{spec.max_drop * 100:g}%" if spec.relative else f"{spec.max_drop:g}"
-    check: dict[str, Any] = {
-        "measure": key, "baseline": base, "candidate": cand, "mean_baseline": mean_base,
-        "mean_candidate": mean_cand, "drop": drop, "relative_drop": rel_drop,
-        "max_drop": spec.max_drop, "relative": spec.relative, "test": spec.test,
-        "alpha": spec.alpha, "p_value": result["p_value"], "p_adjusted": p_adj,
-        "smallest_p_adjusted": floor}
-    what = f"{key} {cand} vs {base}:"
-    scale = abs(mean_base) if mean_base is not None else 0.0
-    if drop is None or mean_base is None:
-        verdict = "undecided"
-        reason = (f"{what} cannot be decided: non-numeric per-topic values (no mean "
-                  "difference), so the gate does not pass")
-    else:
-        allowed = spec.max_drop * abs(mean_base) if spec.relative else spec.max_drop
-        exceeds = bool(_exceeds(drop, allowed, scale))
-        if spec.relative:
-            amount = f"{rel_drop:.2%}" if rel_drop is not None else f"{drop:.4f} (from 0)"
-        else:
-            amount = f"{drop:.4f}"
-        p_text = "no p-value" if p_adj is None else f"{spec.test} p_adj {p_adj:.4g}"
-        if not _exceeds(drop, 0.0, scale):
-            verdict = "pass"
-            reason = (f"{what} no drop ({cand} is {-drop:.4f} higher)" if drop < 0
-                      else f"{what} no drop")
-        elif not exceeds:
-            verdict, reason = "pass", f"{what} drop {amount} within the allowed {unit}"
-        elif p_adj is None:
-            verdict = "undecided"
-            reason = (f"{what} drop {amount} exceeds {unit} but the {spec.test} test gave no "
-                      f"p-value ({n_topics} topic(s)): cannot be decided, so the gate does not "
-                      "pass")
-        elif spec.test == "bootstrap" and n_topics < BOOTSTRAP_MIN_TOPICS:
-            verdict = "undecided"
-            reason = (f"{what} drop {amount} exceeds {unit}, but the bootstrap test cannot "
-                      f"gate on {n_topics} topics (below {BOOTSTRAP_MIN_TOPICS} it rejects a "
-                      "true null too often); use the randomization or t test")
-        elif p_adj < spec.alpha:
-            verdict = "fail"
-            reason = (f"{what} drop {amount} (mean {mean_base:.4f} → {mean_cand:.4f}) exceeds "
-                      f"the allowed {unit} and is significant ({p_text} < {spec.alpha:g})")
-        elif floor >= spec.alpha:
-            verdict = "undecided"
-            reason = (f"{what} drop {amount} exceeds {unit}, but the {spec.test} test cannot "
-                      f"reach p_adj < {spec.alpha:g} on {n_topics} topics (smallest attainable "
-                      f"p_adj {floor:.4g}): cannot be decided, so the gate does not pass; use "
-                      "more topics (or the t test)")
-        else:
-            verdict = "pass"
-            reason = (f"{what} drop {amount} exceeds {unit} but is not significant "
-                      f"({p_text} ≥ {spec.alpha:g})")
-    check["verdict"], check["reasons"] = verdict, [reason]
-    check["offending_topics"], check["offending_topics_from"] = _offending(
-        document, spec, key, base, cand, pair, lookup)
-    return check
-
-
-def _offending(document, spec: Gate, key, base, cand, pair, lookup) -> tuple[list, str | None]:
-    """Topics where the candidate drops by more than max_drop, worst first (at most 20)."""
-    if lookup is not None and (base, key) in lookup:
-        base_v, cand_v = lookup[(base, key)], lookup[(cand, key)]
-        topics = document["topics"]
-        source = "per_topic"
-    elif pair["a"] == base:  # largest_losses are the candidate's worst drops
-        rows = pair["largest_losses"]
-        topics = [r["topic"] for r in rows]
-        base_v = np.array([r["a"] for r in rows], dtype=np.float64)
-        cand_v = np.array([r["b"] for r in rows], dtype=np.float64)
-        source = "largest_losses"
-    else:
-        return [], None
-    drop = base_v - cand_v
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if spec.relative:
-            over = _exceeds(drop, spec.max_drop * np.abs(base_v), np.abs(base_v)) & (drop > 0)
-            badness = np.where(base_v != 0, drop / np.abs(base_v), np.inf)
-        else:
-            over = _exceeds(drop, spec.max_drop, np.abs(base_v))
-            badness = drop
-    rows = np.flatnonzero(over)
-    rows = rows[np.argsort(-badness[rows], kind="stable")][:MAX_OFFENDING_TOPICS]
-    return [{"topic": topics[i], "baseline": _num(base_v[i]), "candidate": _num(cand_v[i]),
-             "drop": _num(drop[i])} for i in rows.tolist()], source
-
-
-# --------------------------------------------------------------------------------------------
-# Text
-# --------------------------------------------------------------------------------------------
-
-_SHORT = {"t": "t", "randomization": "rand", "bootstrap": "boot", "wilcoxon": "wilcoxon"}
-
-
-def format_text(document: dict) -> str:
-    """A comparison document as a readable table: per measure, each run's mean with its CI
-    (1 − alpha, unadjusted; and trec_eval aggregate), then each pair: mean difference b − a
-    with its CI, each test's adjusted p-value (``*`` when significant) and wins/ties/losses
-    of b; then the gate, with the family its p-values are adjusted over."""
-
-    def fmt(x, signed=False) -> str:  # 7 wide, so columns line up
-        return f"{'-':>7}" if x is None else (f"{x:+7.4f}" if signed else f"{x:7.4f}")
-
-    names = [r["name"] for r in document["runs"]]
-    width = max(12, *(len(n) for n in names))
-    pair_width = max(16, *(len(p["b"]) + len(p["a"]) + 4 for p in document["pairs"]))
-    corr = document["correction"]
-    tests = [t for t in TESTS if t in corr["family_size"]]
-    base = document["baseline"]
-    out = [f"{len(names)} runs over {len(document['topics'])} topics"
-           + (f", baseline {base}" if base else ", all pairs")
-           + f"; p-values adjusted by {corr['method']} over "
-           + ", ".join(f"{n} {_SHORT[t]}" for t, n in corr["family_size"].items())
-           + f" comparisons; * = p_adj < {document['alpha']:g}\n"]
-    level = document.get("ci", {}).get("level", 0.95)
-    ci_head = f"{_percent(level)}% CI"
-    out.append(f"{ci_head}s are not adjusted for multiple comparisons\n")
-    for w in document["warnings"]:
-        out.append(f"warning: {w['message']}\n")
-    for m in document["measures"]:
-        key = m["key"]
-        out.append(f"\n{key}  ({m['canonical']})\n")
-        out.append(f"  {'run':<{width}}  {'mean':>7}  {ci_head:<18}  {'aggregate':>9}\n")
-        for name in names:
-            s = document["summary"][key][name]
-            out.append(f"  {name:<{width}}  {fmt(s['mean']):>7}  "
-                       f"[{fmt(s['ci_low'])}, {fmt(s['ci_high'])}]  {fmt(s['aggregate']):>9}\n")
-        head = "".join(f"  {_SHORT[t] + ' p_adj':>11}" for t in tests)
-        out.append(f"  {'b vs a':<{pair_width}}  {'diff':>7}  {ci_head:<18}{head}  W/T/L\n")
-        for p in document["pairs"]:
-            if p["measure"] != key:
-                continue
-            cells = ""
-            for t in tests:
-                r = p[TEST_KEYS[t]]
-                mark = "*" if r["significant"] else " "
-                cells += f"  {fmt(r['p_adjusted']):>10}{mark}"
-            wtl = "-" if p["wins"] is None else f"{p['wins']}/{p['ties']}/{p['losses']}"
-            out.append(f"  {p['b'] + ' vs ' + p['a']:<{pair_width}}  "
-                       f"{fmt(p['mean_diff'], True):>7}  "
-                       f"[{fmt(p['ci_low'], True)}, {fmt(p['ci_high'], True)}]{cells}  {wtl}\n")
-    if "gate" in document:
-        g = document["gate"]
-        corr = g.get("correction")
-        family = (f" (p-values adjusted by {corr['method']} over the gate's "
-                  f"{corr['family_size']} check(s), not the whole table)" if corr else "")
-        out.append(f"\ngate: {g['verdict'].upper()}{family}\n")
-        for check in document["gate"]["checks"]:
-            out.append(f"  {check['verdict']}: {'; '.join(check['reasons'])}\n")
-            if check["verdict"] == "fail" and check["offending_topics"]:
-                worst = ", ".join(f"{o['topic']} ({-o['drop']:+.4f})" if o["drop"] is not None
-                                  else o["topic"] for o in check["offending_topics"][:10])
-                out.append(f"    worst topics: {worst}\n")
-    return "".join(out)

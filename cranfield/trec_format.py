@@ -44,9 +44,10 @@ def format_trec(ev: Evaluation, per_topic: bool = False, summary: bool = True) -
 
 def format_json(ev: Evaluation, run_sha256: str, qrels_sha256: str, per_topic: bool = True,
                 curves: bool = False, interface: str = "cli") -> str:
-    """The evaluation document the API answers with (:func:`cranfield.report.evaluation_document`:
-    the same keys and types; warnings name options as ``interface`` spells them), as JSON."""
-    from .report import evaluation_document
+    """The evaluation document the API answers with
+    (:func:`cranfield.result_document.evaluation_document`: the same keys and types; warnings
+    name options as ``interface`` spells them), as JSON."""
+    from .result_document import evaluation_document
 
     doc = evaluation_document(ev, {"per_topic": per_topic, "curves": curves}, run_sha256,
                               qrels_sha256, None, interface=interface)

@@ -16,7 +16,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 import cranfield
 from cranfield import CranfieldError
-from cranfield.report import details_for, evaluation_document
+from cranfield.result_document import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
 from .enqueue import enqueue_evaluation, wants_async

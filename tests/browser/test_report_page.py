@@ -17,7 +17,7 @@ from browser_tools import decode_png
 
 import cranfield
 from cranfield.html_report import DOWN, PALETTE, UP, render_comparison, render_evaluation
-from cranfield.report import evaluation_document
+from cranfield.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 RUNS = ["bm25", "bm25+rm3", "dense <v2> & co"]

@@ -29,8 +29,9 @@ import scipy.stats
 
 import cranfield
 from cranfield import stats
-from cranfield.compare import Gate, compare, compare_evaluations, gate, parse_gate
+from cranfield.compare import compare, compare_evaluations
 from cranfield.errors import EvaluationError, InputError, MeasureError
+from cranfield.gate import Gate, gate, parse_gate
 
 TOPICS = ["t1", "t2", "t3", "t4", "t5"]
 AP = {"A": [0.5, 0.5, 0.25, 0.25, 0.5], "B": [1, 1, 1, 0.5, 1], "C": [1, 0, 0, 0.25, 1 / 3]}

@@ -16,12 +16,11 @@ from cranfield import evaluate, stats
 from cranfield.cli import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED, main
 from cranfield.compare import (
     BOOTSTRAP_MIN_TOPICS,
-    GATE_TOL,
     compare,
     compare_evaluations,
-    format_text,
-    gate,
 )
+from cranfield.comparison_text import format_text
+from cranfield.gate import GATE_TOL, gate
 
 
 def _topics(n):

@@ -12,7 +12,7 @@ import pytest
 
 import cranfield
 from cranfield.html_report import MAX_BARS, PALETTE, render_comparison, render_evaluation
-from cranfield.report import evaluation_document
+from cranfield.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",

@@ -163,7 +163,8 @@ def test_repeating_a_measure_with_other_parameters_evaluates_all_of_them():
 
 
 def test_compare_with_a_repeated_family_and_a_gate_on_another_parameter():
-    from cranfield.compare import compare, parse_gate
+    from cranfield.compare import compare
+    from cranfield.gate import parse_gate
 
     runs = {"test": TEST, "trunc": TRUNC}
     doc = compare(runs, QRELS, ["P.10", "P.5"], complete_topics=True, n_permutations=100,

@@ -13,7 +13,12 @@ import pytest
 import cranfield
 from cranfield.cli import main
 from cranfield.curves import precision_recall
-from cranfield.report import evaluation_document, option_name, warnings_for, warnings_for_interface
+from cranfield.result_document import (
+    evaluation_document,
+    option_name,
+    warnings_for,
+    warnings_for_interface,
+)
 
 # q1: relevant at ranks 1 and 3 of R = 3 (dX never retrieved); q2 is judged but not in the run
 QRELS = "q1 0 dA 1\nq1 0 dB 0\nq1 0 dC 1\nq1 0 dX 1\nq2 0 y 1\n"
