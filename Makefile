@@ -17,8 +17,11 @@ PORT   ?=
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: pip byte-compiles every module of every wheel (scipy, pyarrow, numba…: about
+# half of the install's CPU time); Python compiles just what serving imports, on first import.
+# Not where PYTHONDONTWRITEBYTECODE is set: nothing would ever be compiled then
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet $(if $(PYTHONDONTWRITEBYTECODE),,--no-compile) -e .
 	touch $(RUN_STAMP)
 
 # the numba warm-up compiles the large-JSON kernels into numba's cache once (~20 s on two
