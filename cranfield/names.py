@@ -30,25 +30,19 @@ from typing import Any
 from .errors import MeasureError
 from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY, REL, KwArgs, Measure
 
-# ir_measures' names (and aliases) of trec_eval measures -> (the measure without a cutoff,
-# the measure with @k)
-IR_NAMES: dict[str, tuple[str | None, str | None]] = {
+# ir_measures' names of trec_eval measures -> (the measure without a cutoff, the measure with
+# @k); each measure's aliases (declared where it is registered: ``MAP`` for ``AP``) are added
+# after its name by _with_aliases
+_IR_NAMES: dict[str, tuple[str | None, str | None]] = {
     "AP": ("map", "map_cut"),
-    "MAP": ("map", "map_cut"),
     "GMAP": ("gm_map", None),
     "nDCG": ("ndcg", "ndcg_cut"),
-    "NDCG": ("ndcg", "ndcg_cut"),
     "DCG": ("dcg", None),
     "P": (None, "P"),
-    "Precision": (None, "P"),
     "R": (None, "recall"),
-    "Recall": (None, "recall"),
     "RR": ("recip_rank", "RR_cut"),
-    "MRR": ("recip_rank", "RR_cut"),
     "Rprec": ("Rprec", None),
-    "RPrec": ("Rprec", None),
     "Bpref": ("bpref", None),
-    "BPref": ("bpref", None),
     "infAP": ("infAP", None),
     "Success": (None, "success"),
     "IPrec": (None, "iprec_at_recall"),
@@ -62,6 +56,23 @@ IR_NAMES: dict[str, tuple[str | None, str | None]] = {
     "SetF": ("set_F", None),
     "SetAP": ("set_map", None),
 }
+
+
+def _with_aliases(ir_names: dict[str, tuple[str | None, str | None]]
+                  ) -> dict[str, tuple[str | None, str | None]]:
+    """``ir_names`` with, after each name, the aliases of the measures registered under that
+    ir_measures name (``MAP`` after ``AP``, ``NDCG`` after ``nDCG``): the same meaning."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for name, meaning in ir_names.items():
+        out[name] = meaning
+        for m in REGISTRY.values():
+            if m.ir_name == name:
+                for alias in m.aliases:
+                    out.setdefault(alias, meaning)
+    return out
+
+
+IR_NAMES = _with_aliases(_IR_NAMES)
 
 # ranx's spellings -> the ir_measures-style name they mean (with @k: the cutoff is appended).
 # A bare spelling that is also a trec_eval name (map, recall, ndcg, dcg, bpref, rbp) keeps
@@ -318,9 +329,9 @@ def suggest(name: str, n: int = 3) -> list[str]:
     return out
 
 
-# ir_measures' aliases: suggested only when nothing else spells the measure as well
-ALIASES = frozenset({"MAP", "NDCG", "MRR", "Precision", "Recall", "RPrec", "BPref",
-                     "AP_IA", "α_nDCG", "α_DCG", "NumRelRet"})
+# ir_measures' aliases (every measure's, declared where it is registered): suggested only when
+# nothing else spells the measure as well
+ALIASES = frozenset(alias for m in REGISTRY.values() for alias in m.aliases)
 
 
 def _is_trec(name: str) -> bool:

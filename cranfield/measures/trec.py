@@ -118,7 +118,8 @@ def num_rel(ctx: Context, _=None):
     return ctx.R.copy()
 
 
-@register("num_rel_ret", family="count", aggregate="sum", integer=True, ir_name="NumRelRet")
+@register("num_rel_ret", family="count", aggregate="sum", integer=True, ir_name="NumRelRet",
+          aliases=("NumRelRet",))
 def num_rel_ret(ctx: Context, _=None):
     """Number of relevant documents retrieved.
 
@@ -155,7 +156,7 @@ def geometric_map(ctx: Context, _=None):
     return average_precision(ctx)
 
 
-@register("Rprec", family="rank", ir_name="Rprec")
+@register("Rprec", family="rank", ir_name="Rprec", aliases=("RPrec",))
 def r_precision(ctx: Context, _=None):
     """Precision after R documents.
 
@@ -172,7 +173,7 @@ def _counts_above(ctx: Context, mask: np.ndarray) -> np.ndarray:
     return ctx.cumsum_in_topic(ctx.ht, m) - m
 
 
-@register("bpref", family="rank", ir_name="Bpref")
+@register("bpref", family="rank", ir_name="Bpref", aliases=("BPref",))
 def bpref(ctx: Context, _=None):
     """Binary preference: how often relevant documents come before judged non-relevant ones.
 

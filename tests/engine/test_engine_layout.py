@@ -100,3 +100,26 @@ def test_no_private_name_is_imported_across_modules():
                     continue  # a module of the package, not a helper
                 found.append(f"{rel}:{node.lineno}: {alias.name}")
     assert found == []
+
+
+# ---- aliases -----------------------------------------------------------------------------------
+
+def test_aliases_are_declared_at_registration_only():
+    from cranfield.measures import REGISTRY
+    from cranfield.names import ALIASES, IR_NAMES, parse_measure
+
+    assert ALIASES == {a for m in REGISTRY.values() for a in m.aliases}
+    assert {"MAP", "MRR", "Precision", "Recall", "RPrec", "BPref", "NDCG", "NumRelRet",
+            "AP_IA", "α_nDCG", "α_DCG", "StRecall"} <= ALIASES
+    for m in REGISTRY.values():
+        for alias in m.aliases:
+            if m.ir_name in IR_NAMES and alias != m.ir_name:
+                assert IR_NAMES[alias] == IR_NAMES[m.ir_name], alias
+            for form in (alias, f"{alias}@10"):
+                try:
+                    mine = [(i.measure.name, i.value) for i in parse_measure(form)]
+                except cranfield.MeasureError:
+                    continue
+                ir = m.ir_name or m.name
+                assert mine == [(i.measure.name, i.value) for i in parse_measure(
+                    form.replace(alias, ir, 1))], form
