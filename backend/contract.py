@@ -1,8 +1,19 @@
-"""The queue's contract: the queue's name and the dotted paths of the RQ entry points jobs
-are enqueued by (``worker.jobs``; a path, never an import, so the web service does not load
-the worker)."""
+"""The job contract: what a queued job carries, built and read here and nowhere else.
+
+A job carries references — blob keys, a stored qrels version — never the inputs. On the
+queue a spec travels as a plain dict (``to_wire``: JSON-safe, independent of these classes'
+pickles) with its ``kind`` and ``version``; ``from_wire`` reads it back and refuses, with
+:class:`SpecError`, a kind or version this code does not know (a worker older or newer
+than the API that queued the job), rather than misreading it.
+
+Also here: the queue's name and the dotted paths of the RQ entry points (``worker.jobs``;
+paths, never imports, so the web service does not load the worker)."""
 
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 QUEUE = "cranfield"
 
@@ -10,3 +21,133 @@ EVALUATE_FUNCTION = "worker.jobs.evaluate_job"
 SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
 COMPARE_FUNCTION = "worker.jobs.compare_job"
+
+#: The version of the specs this code writes and reads. Bump it when a field changes meaning
+#: or a required field is added; a worker refuses a version it does not know.
+SPEC_VERSION = 2
+
+
+class SpecError(ValueError):
+    """A job spec this code cannot read: unknown kind or version, a field missing or unknown."""
+
+
+@dataclass(kw_only=True)
+class QrelsInput:
+    """The qrels a job reads: a stored version (``ref`` = ``id@version``, read through the
+    tenant's store) or inline qrels put under a blob ``key`` (``format`` ``trec`` or
+    ``json``; ``sha256`` of the text as sent, for TREC text)."""
+    ref: str | None = None
+    key: str | None = None
+    format: str = "trec"
+    sha256: str | None = None
+
+
+@dataclass(kw_only=True)
+class Job:
+    """What every job carries: who asked (tenant, request id for the logs), what to compute
+    (measures, engine options) and what the result document includes."""
+    kind: ClassVar[str]
+    measures: list[str]
+    options: dict[str, Any]
+    qrels: QrelsInput | None = None
+    per_topic: bool = True
+    details: bool = False
+    details_depth: int = 10
+    latency_ms: dict[str, float] | None = None
+    curves: bool = False
+    tenant: str | None = None
+    request_id: str | None = None
+    version: int = SPEC_VERSION
+
+    def document_settings(self) -> dict[str, Any]:
+        """What ``evaluation_document`` reads: per-topic rows, latencies, curves."""
+        return {"per_topic": self.per_topic, "latency_ms": self.latency_ms,
+                "curves": self.curves}
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> Job:
+        """The spec ``wire`` holds, as the class its ``kind`` names (this class or one of its
+        subclasses); :class:`SpecError` if this code cannot read it."""
+        if not isinstance(wire, dict):
+            raise SpecError(f"a job spec is a mapping, not {type(wire).__name__}")
+        kind, version = wire.get("kind"), wire.get("version")
+        target = _KINDS.get(kind)
+        if target is None or (cls is not Job and target is not cls):
+            raise SpecError(f"unknown job kind {kind!r}")
+        if version != SPEC_VERSION:
+            raise SpecError(f"job spec version {version!r}: this worker reads version "
+                            f"{SPEC_VERSION} (API and workers must run the same release)")
+        names = {f.name for f in dataclasses.fields(target)}
+        values = {k: v for k, v in wire.items() if k != "kind"}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise SpecError(f"job spec of kind {kind!r} has unknown fields {unknown}")
+        if isinstance(values.get("qrels"), dict):
+            values["qrels"] = QrelsInput(**values["qrels"])
+        try:
+            return target(**values)
+        except TypeError as exc:
+            raise SpecError(f"job spec of kind {kind!r}: {exc}") from None
+
+
+@dataclass(kw_only=True)
+class EvaluationJob(Job):
+    """One run against one qrels. ``run_format``: ``trec`` (text as sent) or ``json`` (a
+    mapping); ``run_sha256`` when the API already hashed the run."""
+    kind: ClassVar[str] = "evaluation"
+    run_key: str | None = None
+    run_format: str = "trec"
+    run_sha256: str | None = None
+
+
+@dataclass(kw_only=True)
+class ShardJob(EvaluationJob):
+    """One piece of a large TREC run, cut at topic boundaries (``shard``: its index)."""
+    kind: ClassVar[str] = "shard"
+    shard: int = 0
+
+
+@dataclass(kw_only=True)
+class CombineJob(EvaluationJob):
+    """Merges the shards' results (``shard_ids``: their jobs, ``shard_keys``: their pieces,
+    in order) into the evaluation's document; its id is the evaluation's job id."""
+    kind: ClassVar[str] = "combine"
+    shard_ids: list[str] = field(default_factory=list)
+    shard_keys: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class ComparisonJob(Job):
+    """Two or more runs against one qrels. ``runs``: ``{"name", "run_key", "run_format"}``
+    for an inline run, ``{"name", "evaluation_id"}`` for a finished evaluation; the rest are
+    ``cranfield.compare``'s settings and the gate."""
+    kind: ClassVar[str] = "comparison"
+    runs: list[dict[str, str]] = field(default_factory=list)
+    baseline: str | None = None
+    tests: list[str] = field(default_factory=list)
+    correction: str = "holm"
+    alpha: float = 0.05
+    n_permutations: int = 10_000
+    n_samples: int = 10_000
+    seed: int = 0
+    largest_losses: int = 5
+    gate: list[dict[str, Any]] | None = None
+
+    #: the fields passed to ``cranfield.compare.compare_evaluations`` as keywords
+    COMPARE_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "baseline", "tests", "correction", "alpha", "n_permutations", "n_samples", "seed",
+        "largest_losses", "per_topic", "curves")
+
+    def compare_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.COMPARE_SETTINGS}
+
+
+_KINDS: dict[str, type[Job]] = {c.kind: c for c in (EvaluationJob, ShardJob, CombineJob,
+                                                     ComparisonJob)}
+
+#: The kind of job each entry point runs (telemetry labels jobs by it).
+KIND_OF_FUNCTION = {EVALUATE_FUNCTION: "evaluation", SHARD_FUNCTION: "shard",
+                    COMBINE_FUNCTION: "combine", COMPARE_FUNCTION: "comparison"}

@@ -3,15 +3,28 @@ else in this process (the embedded default). Routes see one interface."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from .contract import COMBINE_FUNCTION, COMPARE_FUNCTION, EVALUATE_FUNCTION, QUEUE, SHARD_FUNCTION
+from . import keys
+from .contract import (
+    COMBINE_FUNCTION,
+    COMPARE_FUNCTION,
+    EVALUATE_FUNCTION,
+    QUEUE,
+    SHARD_FUNCTION,
+    CombineJob,
+    ComparisonJob,
+    EvaluationJob,
+    Job,
+    ShardJob,
+)
 from .store import MemoryStore, RedisStore, redis_client
 from .tasks import execute, finished_evaluation, run_comparison
-from .telemetry import metered_queue, observe_embedded_job, record_enqueued, spec_kind
+from .telemetry import metered_queue, observe_embedded_job, record_enqueued
 
 
 def new_job_id() -> str:
@@ -39,26 +52,27 @@ class MemoryBackend:
     def ping(self) -> None:
         return None
 
-    def submit(self, spec: dict) -> str:
-        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
+    def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
+        """Queue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
+        job_id = job_id or new_job_id()
         with self._lock:
             self._reserved.pop(job_id, None)
-            self._jobs[job_id] = {"id": job_id, "status": "queued", "created_at": time.time(),
-                                  "tenant": spec.get("tenant")}
+            self._jobs[job_id] = {"id": job_id, "status": "queued", "kind": spec.kind,
+                                  "created_at": time.time(), "tenant": spec.tenant}
         self._pool.submit(self._run, job_id, spec)
-        record_enqueued(None, spec_kind(spec))
+        record_enqueued(None, spec.kind)
         return job_id
 
-    def _run(self, job_id: str, spec: dict) -> None:
+    def _run(self, job_id: str, spec: EvaluationJob | ComparisonJob) -> None:
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None or job["status"] == "canceled":
                 return
             job.update(status="started", started_at=time.time())
         try:
-            if spec.get("kind") == "comparison":
+            if isinstance(spec, ComparisonJob):
                 outcome = run_comparison(self.store, spec, lambda job_id: (
-                    self.finished_evaluation(job_id, spec.get("tenant"))))
+                    self.finished_evaluation(job_id, spec.tenant)))
             else:
                 outcome = execute(self.store, spec)
         except Exception as exc:  # a bug, reported on the job rather than lost
@@ -72,10 +86,10 @@ class MemoryBackend:
     def finished_evaluation(self, job_id: str, tenant: str | None) -> dict | None:
         """The document of ``tenant``'s finished evaluation job (None if there is none)."""
         job = self.job(job_id) or {}
-        if job.get("tenant") != tenant or job.get("status") != "finished":
+        if (job.get("tenant") != tenant or job.get("status") != "finished"
+                or job.get("kind") != EvaluationJob.kind):
             return None
-        doc = job.get("result")
-        return doc if doc is not None and "pairs" not in doc else None
+        return job.get("result")
 
     def queued_count(self) -> int:
         with self._lock:
@@ -94,7 +108,7 @@ class MemoryBackend:
     def reserve_job(self, tenant: str | None, cap: int) -> tuple[str | None, int]:
         """(a job id holding one of the tenant's ``cap`` slots, or None if all are taken; the
         slots taken). Counting and taking are one step: concurrent requests cannot all see
-        room for one more. ``submit`` with ``spec["job_id"]`` fills the slot; a request that
+        room for one more. ``submit`` with that ``job_id`` fills the slot; a request that
         fails before that gives it back (``release_job``)."""
         with self._lock:
             active = self._active(tenant)
@@ -165,18 +179,13 @@ class RedisBackend:
     return {1, taken + 1}
     """
 
-    def _active_key(self, tenant: str | None) -> str:
-        return f"cranfield:active:{tenant or ''}"
-
-    def _reserved_key(self, tenant: str | None) -> str:
-        return f"cranfield:reserved:{tenant or ''}"
 
     def _track(self, tenant: str | None, job_id: str) -> None:
         """The job is enqueued: its slot moves from reserved to active (in that order a
         concurrent prune, which drops active ids RQ does not know, cannot drop it)."""
         with self.redis.pipeline(transaction=True) as pipe:
-            pipe.zadd(self._active_key(tenant), {job_id: time.time()})
-            pipe.zrem(self._reserved_key(tenant), job_id)
+            pipe.zadd(keys.active_jobs(tenant), {job_id: time.time()})
+            pipe.zrem(keys.reserved_jobs(tenant), job_id)
             pipe.execute()
 
     def _prune(self, tenant: str | None) -> int:
@@ -184,7 +193,7 @@ class RedisBackend:
         pruned of those that have ended (or expired)."""
         from rq.job import Job
 
-        key = self._active_key(tenant)
+        key = keys.active_jobs(tenant)
         ids = [i.decode() for i in self.redis.zrange(key, 0, -1)]
         if not ids:
             return 0
@@ -199,40 +208,42 @@ class RedisBackend:
     def active_jobs(self, tenant: str | None) -> int:
         """The tenant's jobs queued or running, and slots reserved for jobs being submitted."""
         active = self._prune(tenant)
-        key = self._reserved_key(tenant)
+        key = keys.reserved_jobs(tenant)
         return active + self.redis.zcount(key, time.time() - RESERVATION_TTL, "+inf")
 
     def reserve_job(self, tenant: str | None, cap: int) -> tuple[str | None, int]:
         """(a job id holding one of the tenant's ``cap`` slots, or None if all are taken; the
-        slots taken), counted and taken in one Lua script. ``submit`` with
-        ``spec["job_id"]`` fills the slot; a request that fails before that gives it back
+        slots taken), counted and taken in one Lua script. ``submit`` with that
+        ``job_id`` fills the slot; a request that fails before that gives it back
         (``release_job``), one whose process died after ``RESERVATION_TTL`` seconds."""
         self._prune(tenant)
         job_id, now = new_job_id(), time.time()
-        added, taken = self._reserve(keys=[self._active_key(tenant),
-                                           self._reserved_key(tenant)],
+        added, taken = self._reserve(keys=[keys.active_jobs(tenant),
+                                           keys.reserved_jobs(tenant)],
                                      args=[cap, job_id, now, now - RESERVATION_TTL])
         return (job_id if added else None), int(taken)
 
     def release_job(self, job_id: str, tenant: str | None) -> None:
         """Give back a slot ``reserve_job`` gave whose job was not submitted (else nothing)."""
-        self.redis.zrem(self._reserved_key(tenant), job_id)
+        self.redis.zrem(keys.reserved_jobs(tenant), job_id)
 
-    def submit(self, spec: dict) -> str:
+    def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
+        """Enqueue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
         from rq import Retry
 
-        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
-        function = COMPARE_FUNCTION if spec.get("kind") == "comparison" else EVALUATE_FUNCTION
+        job_id = job_id or new_job_id()
+        function = COMPARE_FUNCTION if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION
         self.queue.enqueue_call(
-            function, args=(spec,), job_id=job_id, meta={"tenant": spec.get("tenant")},
+            function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
             failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
             # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker
             retry=Retry(max=2))
-        self._track(spec.get("tenant"), job_id)
+        self._track(spec.tenant, job_id)
         return job_id
 
-    def submit_sharded(self, spec: dict, pieces: list, run_sha256) -> str:
+    def submit_sharded(self, spec: EvaluationJob, pieces: list, run_sha256,
+                       job_id: str | None = None) -> str:
         """One job per piece of the run (any worker takes them) and a combine job that RQ
         enqueues once they have all finished; the combine job's id is the job's id. Each
         piece's job is enqueued as soon as the piece is stored, so workers start while the
@@ -241,7 +252,7 @@ class RedisBackend:
         from rq import Retry
 
         cfg = self.config
-        job_id = spec.pop("job_id", None) or new_job_id()  # the slot reserve_job gave
+        job_id = job_id or new_job_id()
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
@@ -253,16 +264,16 @@ class RedisBackend:
         for i, piece in enumerate(pieces):
             keys.append(self.store.put_blob(f"run-{new_job_id()}", piece, cfg["INPUT_TTL"]))
             shard_ids.append(new_job_id())
-            self.queue.enqueue_call(SHARD_FUNCTION, args=(dict(spec, run_key=keys[-1],
-                                                               shard=i),),
+            shard = ShardJob(**dict(_fields(spec), run_key=keys[-1]), shard=i)
+            self.queue.enqueue_call(SHARD_FUNCTION, args=(shard.to_wire(),),
                                     job_id=shard_ids[-1], **shard_opts)
-        self.queue.enqueue_call(COMBINE_FUNCTION,
-                                args=(dict(spec, shard_ids=shard_ids, shard_keys=keys,
-                                           run_sha256=run_sha256.result()),),
+        combine = CombineJob(**dict(_fields(spec), run_key=None,
+                                    run_sha256=run_sha256.result()),
+                             shard_ids=shard_ids, shard_keys=keys)
+        self.queue.enqueue_call(COMBINE_FUNCTION, args=(combine.to_wire(),),
                                 job_id=job_id, depends_on=shard_ids,
-                                meta={"shards": shard_ids, "tenant": spec.get("tenant")},
-                                **common)
-        self._track(spec.get("tenant"), job_id)
+                                meta=dict(_meta(spec), shards=shard_ids), **common)
+        self._track(spec.tenant, job_id)
         return job_id
 
     def _fetch(self, job_id: str):
@@ -281,7 +292,9 @@ class RedisBackend:
         job, status = self._fetch(job_id)
         if job is None:
             return None
+        meta = job.meta or {}
         out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
+               "kind": meta.get("kind"),
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
                "ended_at": _ts(job.ended_at), "tenant": (job.meta or {}).get("tenant")}
         shards = (job.meta or {}).get("shards")
@@ -329,6 +342,18 @@ class RedisBackend:
         except InvalidJobOperation:
             pass
         return True
+
+
+def _meta(spec: Job) -> dict:
+    """An RQ job's meta: whose it is, and what it makes (its result's kind: a sharded
+    evaluation's combine job makes an evaluation)."""
+    kind = "comparison" if isinstance(spec, ComparisonJob) else EvaluationJob.kind
+    return {"tenant": spec.tenant, "kind": kind}
+
+
+def _fields(spec: EvaluationJob) -> dict:
+    """An evaluation's fields, to build its shard and combine jobs from."""
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(EvaluationJob)}
 
 
 def _ts(value) -> float | None:

@@ -20,7 +20,8 @@ import orjson
 import cranfield
 from cranfield import Qrels
 
-PREFIX = "cranfield"
+from . import keys
+
 VERSION_CHARS = 16
 
 
@@ -130,7 +131,7 @@ class RedisStore:
     creation time); ``cranfield:blob:{key}`` (a run or inline qrels, as sent, with a TTL).
     """
 
-    def __init__(self, redis, prefix: str = PREFIX):
+    def __init__(self, redis, prefix: str = keys.ROOT):
         self.redis = redis
         self.prefix = prefix  # a tenant's qrels live under their own prefix
 
@@ -138,7 +139,7 @@ class RedisStore:
         """The store as ``tenant`` sees it: its own qrels (ids are per tenant); run blobs are
         shared (their keys are random). None: the one shared space of a service without
         API keys."""
-        return self if tenant is None else RedisStore(self.redis, f"{PREFIX}:tenant:{tenant}")
+        return self if tenant is None else RedisStore(self.redis, keys.space(tenant))
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
@@ -146,12 +147,12 @@ class RedisStore:
         text = canonical_text(qrels, diversity)
         meta = describe(qrels, text, diversity)
         version = meta["version"]
-        base = f"{self.prefix}:qrels:{qrels_id}"
+        base, order = keys.qrels(self.prefix, qrels_id), keys.qrels_order(self.prefix, qrels_id)
         with self.redis.pipeline() as pipe:
             while True:
                 try:
-                    pipe.watch(f"{base}:order")
-                    latest = pipe.lindex(f"{base}:order", -1)
+                    pipe.watch(order)
+                    latest = pipe.lindex(order, -1)
                     latest = latest.decode() if latest else None
                     check_if_match(qrels_id, latest, if_match)
                     if latest == version:
@@ -163,9 +164,10 @@ class RedisStore:
                     pipe.multi()
                     if not exists:
                         pipe.hset(base, version, orjson.dumps(meta))
-                        pipe.set(f"{base}:v:{version}", zlib.compress(text, 6))
-                    pipe.rpush(f"{base}:order", version)
-                    pipe.zadd(f"{self.prefix}:qrels", {qrels_id: meta["created"]}, nx=True)
+                        pipe.set(keys.qrels_text(self.prefix, qrels_id, version),
+                                 zlib.compress(text, 6))
+                    pipe.rpush(order, version)
+                    pipe.zadd(keys.qrels_index(self.prefix), {qrels_id: meta["created"]}, nx=True)
                     pipe.execute()
                     return self.meta(qrels_id, version), True
                 except self._watch_error():
@@ -178,13 +180,13 @@ class RedisStore:
         return redis.WatchError
 
     def versions(self, qrels_id: str) -> list[str]:
-        order = f"{self.prefix}:qrels:{qrels_id}:order"
+        order = keys.qrels_order(self.prefix, qrels_id)
         return [v.decode() for v in self.redis.lrange(order, 0, -1)]
 
     def meta(self, qrels_id: str, version: str | None = None) -> dict:
-        base = f"{self.prefix}:qrels:{qrels_id}"
+        base = keys.qrels(self.prefix, qrels_id)
         if version is None:
-            latest = self.redis.lindex(f"{base}:order", -1)
+            latest = self.redis.lindex(keys.qrels_order(self.prefix, qrels_id), -1)
             if latest is None:
                 raise NotFound(f"no qrels {qrels_id!r}")
             version = latest.decode()
@@ -199,7 +201,7 @@ class RedisStore:
     def load_qrels(self, ref: str) -> tuple[Qrels, dict]:
         qrels_id, version = split_ref(ref)
         meta = self.meta(qrels_id, version)
-        key = f"{self.prefix}:qrels:{qrels_id}:v:{meta['version']}"
+        key = keys.qrels_text(self.prefix, qrels_id, meta["version"])
 
         def blob() -> bytes:
             data = self.redis.get(key)
@@ -210,9 +212,9 @@ class RedisStore:
         return QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)), meta
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
-        total = self.redis.zcard(f"{self.prefix}:qrels")
-        ids = [i.decode() for i in self.redis.zrange(f"{self.prefix}:qrels", offset,
-                                                    offset + limit - 1)]
+        index = keys.qrels_index(self.prefix)
+        total = self.redis.zcard(index)
+        ids = [i.decode() for i in self.redis.zrange(index, offset, offset + limit - 1)]
         items = []
         for qrels_id in ids:
             try:
@@ -222,28 +224,29 @@ class RedisStore:
         return items, total
 
     def delete_qrels(self, qrels_id: str) -> None:
-        base = f"{self.prefix}:qrels:{qrels_id}"
         versions = self.versions(qrels_id)
         if not versions:
             raise NotFound(f"no qrels {qrels_id!r}")
-        self.redis.delete(base, f"{base}:order", *(f"{base}:v:{v}" for v in set(versions)))
-        self.redis.zrem(f"{self.prefix}:qrels", qrels_id)
+        self.redis.delete(keys.qrels(self.prefix, qrels_id),
+                          keys.qrels_order(self.prefix, qrels_id),
+                          *(keys.qrels_text(self.prefix, qrels_id, v) for v in set(versions)))
+        self.redis.zrem(keys.qrels_index(self.prefix), qrels_id)
 
     # -- runs -------------------------------------------------------------------------------
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
         # Runs are stored as sent: they live minutes, and compressing hundreds of megabytes
         # would cost the request more than the memory it saves.
-        self.redis.set(f"{PREFIX}:blob:{key}", data, ex=ttl)
+        self.redis.set(keys.blob(key), data, ex=ttl)
         return key
 
     def get_blob(self, key: str) -> bytes:
-        data = self.redis.get(f"{PREFIX}:blob:{key}")
+        data = self.redis.get(keys.blob(key))
         if data is None:
             raise NotFound(f"input {key!r} expired or was never stored")
         return data
 
     def delete_blob(self, key: str) -> None:
-        self.redis.delete(f"{PREFIX}:blob:{key}")
+        self.redis.delete(keys.blob(key))
 
 
 class MemoryStore:

@@ -6,13 +6,14 @@ qrels ids — never megabytes, and returns the same document the synchronous API
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import cranfield
+from cranfield.errors import error_report
 from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.names import needs_subtopics
-from cranfield.report import details_for, evaluation_document
+from cranfield.result_document import details_for, evaluation_document
 
+from .contract import CombineJob, ComparisonJob, EvaluationJob, Job, ShardJob
 from .store import QRELS_CACHE, NotFound
 
 
@@ -31,32 +32,34 @@ def _missing(exc: Exception) -> dict:
             "errors": {"qrels_id": [str(exc)]}}
 
 
-def _problem(exc: Exception) -> dict:
-    if isinstance(exc, cranfield.InputError):
-        return {"status": 422, "title": "Invalid input", "detail": str(exc),
-                "errors": {exc.location: [exc.reason]}}
-    if isinstance(exc, cranfield.MeasureError):
-        return {"status": 422, "title": "Unknown measure", "detail": str(exc),
-                "errors": {"measures": [str(exc)]}}
-    return {"status": 422, "title": "Cannot evaluate", "detail": str(exc),
-            "errors": {getattr(exc, "field", "run"): [str(exc)]}}
+def _problem(exc: cranfield.CranfieldError) -> dict:
+    """A failed job's problem for an engine error: the same mapping the API's error handler
+    and the CLI's exit codes use (``cranfield.errors.error_report``)."""
+    return error_report(exc).problem()
 
 
-def _load_qrels(store, spec: dict, measures: list[str] | None = None):
+def _load_qrels(store, job: Job, measures: list[str] | None = None):
     """(qrels, their SHA-256, ``id@version`` if stored) for a job: stored ones through the
     worker's decode cache, inline ones from their blob, with subtopics when ``measures``
-    (default: the spec's) need them."""
-    if spec.get("qrels_ref"):
-        qrels, meta = store.scoped(spec.get("tenant")).load_qrels(spec["qrels_ref"])
+    (default: the job's) need them."""
+    source = job.qrels
+    if source.ref:
+        qrels, meta = store.scoped(job.tenant).load_qrels(source.ref)
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
-    raw = store.get_blob(spec["qrels_key"])
-    if spec.get("qrels_format") == "json":
+    raw = store.get_blob(source.key)
+    if source.format == "json":
         qrels = read_json_mapping(raw, "qrels")
         return qrels, columns_sha256(qrels), None
-    subtopics = needs_subtopics(spec["measures"] if measures is None else measures,
-                                spec["options"]["profile"])
-    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics),
-            spec["qrels_sha256"], None)
+    subtopics = needs_subtopics(job.measures if measures is None else measures,
+                                job.options["profile"])
+    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics), source.sha256, None)
+
+
+def _drop_inputs(store, keys) -> None:
+    """Delete a finished job's input blobs (``None`` keys skipped)."""
+    for key in keys:
+        if key:
+            store.delete_blob(key)
 
 
 def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None):
@@ -68,39 +71,36 @@ def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None
     return run, columns_sha256(run)
 
 
-def run_job(store, spec: dict[str, Any]) -> dict:
-    """Evaluate the job described by ``spec`` against ``store`` and build the document."""
+def run_job(store, job: EvaluationJob) -> dict:
+    """Evaluate ``job`` against ``store`` and build the document."""
     try:
-        run_bytes = store.get_blob(spec["run_key"])
-        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+        run_bytes = store.get_blob(job.run_key)
+        qrels, qrels_digest, qrels_version = _load_qrels(store, job)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
-        run, run_digest = _read_stored_run(run_bytes, spec["run_format"], "run",
-                                           spec.get("run_sha256"))
-        ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
+        run, run_digest = _read_stored_run(run_bytes, job.run_format, "run", job.run_sha256)
+        ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
-    details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
-    doc = evaluation_document(ev, spec, run_digest, qrels_digest, details, qrels_version)
+    details = details_for(ev, run, qrels, job.details_depth) if job.details else None
+    doc = evaluation_document(ev, job.document_settings(), run_digest, qrels_digest, details,
+                              qrels_version)
     if qrels_version:
         doc["provenance"]["qrels_decodes_by_worker"] = decodes
     return doc
 
 
-def execute(store, spec: dict[str, Any]) -> dict:
+def execute(store, job: EvaluationJob) -> dict:
     """Run a job to its outcome: ``{"result": document}`` or, for input that cannot be
     evaluated, ``{"problem": problem}`` at once (a retry could not help). Inputs are dropped
     only once the outcome exists, so a worker killed mid-job leaves them for the retry."""
     try:
-        outcome = {"result": run_job(store, spec)}
+        outcome = {"result": run_job(store, job)}
     except BadInput as exc:
         outcome = {"problem": exc.problem}
-    store.delete_blob(spec["run_key"])
-    if spec.get("qrels_key"):
-        store.delete_blob(spec["qrels_key"])
+    _drop_inputs(store, (job.run_key, job.qrels.key))
     return outcome
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,117 +109,108 @@ def execute(store, spec: dict[str, Any]) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-
-def run_shard(store, spec: dict[str, Any], on_topics=None) -> dict:
+def run_shard(store, job: ShardJob, on_topics=None) -> dict:
     """Evaluate one piece of a run against the qrels of its topics; ``on_topics(n)`` is told
     how many topics the piece holds as soon as it is read (for progress)."""
     try:
-        run = cranfield.read_run(store.get_blob(spec["run_key"]), name="run")
+        run = cranfield.read_run(store.get_blob(job.run_key), name="run")
         if on_topics is not None:
             on_topics(len(run.topics))
-        qrels, _, _ = _load_qrels(store, spec)
-        ev = cranfield.evaluate(run, qrels.subset(run.topics), spec["measures"],
-                                require_overlap=False, **spec["options"])
+        qrels, _, _ = _load_qrels(store, job)
+        ev = cranfield.evaluate(run, qrels.subset(run.topics), job.measures,
+                                require_overlap=False, **job.options)
     except NotFound as exc:
         return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
         problem = _problem(exc)
         if isinstance(exc, cranfield.InputError) and exc.line is not None:
-            problem["detail"] += f" (line {exc.line} of shard {spec.get('shard', 0) + 1})"
+            problem["detail"] += f" (line {exc.line} of shard {job.shard + 1})"
         return {"problem": problem}
-    details = details_for(ev, run, qrels, spec["details_depth"]) if spec["details"] else None
+    details = details_for(ev, run, qrels, job.details_depth) if job.details else None
     return {"evaluation": ev, "run_topics": list(run.topics), "runid": run.runid,
             "details": details}
 
 
-def run_combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
+def run_combine(store, job: CombineJob, shards: list[dict]) -> dict:
     """Merge shard outcomes into the document the unsharded job would have produced, then
     drop the job's inputs (result or problem alike; a crash leaves them for the retry)."""
-    outcome = _combine(store, spec, shards)
-    for key in spec["shard_keys"] + ([spec["qrels_key"]] if spec.get("qrels_key") else []):
-        store.delete_blob(key)
+    outcome = _combine(store, job, shards)
+    _drop_inputs(store, (*job.shard_keys, job.qrels.key))
     return outcome
 
 
-def _combine(store, spec: dict[str, Any], shards: list[dict]) -> dict:
+def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
     from cranfield.evaluate import combine, evaluate_missing_topics
 
     for outcome in shards:
         if "problem" in outcome:
             return {"problem": outcome["problem"]}
     try:
-        qrels, qrels_digest, qrels_version = _load_qrels(store, spec)
+        qrels, qrels_digest, qrels_version = _load_qrels(store, job)
         topics = [t for o in shards for t in o["run_topics"]]
         if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
-            whole = b"".join(store.get_blob(k) for k in spec["shard_keys"])
+            whole = b"".join(store.get_blob(k) for k in job.shard_keys)
             run = cranfield.read_run(whole, name="run")
-            ev = cranfield.evaluate(run, qrels, spec["measures"], **spec["options"])
-            details = (details_for(ev, run, qrels, spec["details_depth"])
-                       if spec["details"] else None)
+            ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
+            details = details_for(ev, run, qrels, job.details_depth) if job.details else None
         else:
             parts = [o["evaluation"] for o in shards if len(o["evaluation"].topic_order)]
             covered = set(topics)
             missing = [t for t in qrels.topics if t not in covered]
-            if spec["options"]["complete_topics"] and missing:
-                parts.append(evaluate_missing_topics(qrels, missing, spec["measures"],
-                                                     **spec["options"]))
+            if job.options["complete_topics"] and missing:
+                parts.append(evaluate_missing_topics(qrels, missing, job.measures,
+                                                     **job.options))
             if not parts or not any(p.ranked.in_run.any() for p in parts):
                 raise cranfield.EvaluationError("no topic has both results and relevance "
                                                 "judgments")
             ev = combine(parts, qrels, sorted(covered), shards[-1]["runid"])
             details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
-                       if spec["details"] else None)
+                       if job.details else None)
     except NotFound as exc:
         return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
         return {"problem": _problem(exc)}
-    doc = evaluation_document(ev, spec, spec.get("run_sha256"), qrels_digest, details,
-                              qrels_version)
+    doc = evaluation_document(ev, job.document_settings(), job.run_sha256, qrels_digest,
+                              details, qrels_version)
     doc["provenance"]["shards"] = len(shards)
     return {"result": doc}
-
 
 
 # --------------------------------------------------------------------------------------------
 # Comparisons: several runs (inline, or finished evaluations by job id) against one qrels.
 # --------------------------------------------------------------------------------------------
 
-COMPARE_SETTINGS = ("baseline", "tests", "correction", "alpha", "n_permutations", "n_samples",
-                    "seed", "largest_losses", "per_topic", "curves")
-
-
-def compared_measures(spec: dict) -> list[str]:
+def compared_measures(job: ComparisonJob) -> list[str]:
     """The measures a comparison evaluates: those asked for (default: compare's), plus any
     a gate checks (an unknown one is the gate's error, not the measures')."""
     from cranfield.compare import DEFAULT_MEASURES, with_gate_measures
     from cranfield.names import resolve
 
-    profile = spec["options"]["profile"]
-    for g in _gates(spec.get("gate")):
+    profile = job.options["profile"]
+    for g in _gates(job.gate):
         try:
             resolve([g["measure"]], profile)
         except cranfield.MeasureError as exc:
             raise BadInput(_field_problem("gate.measure", str(exc))) from None
     try:
-        return with_gate_measures(spec.get("measures") or DEFAULT_MEASURES,
-                                  _gates(spec.get("gate")), profile)
+        return with_gate_measures(job.measures or DEFAULT_MEASURES, _gates(job.gate), profile)
     except cranfield.MeasureError as exc:  # an unknown name among the measures asked for
         raise BadInput(_problem(exc)) from None
 
 
 def _gates(gate) -> list[dict]:
-    """The spec's gates (dicts of :class:`cranfield.compare.Gate`'s fields) as a list."""
+    """The spec's gates (dicts of :class:`cranfield.gate.Gate`'s fields) as a list."""
     return [] if gate is None else gate if isinstance(gate, list) else [gate]
 
 
 def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
-                   qrels_version: str | None, spec: dict, measures: list[str]) -> dict:
+                   qrels_version: str | None, job: ComparisonJob, measures: list[str]) -> dict:
     """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}`` or
     ``{"name", "evaluation": document, "evaluation_id"}``). Inline runs are evaluated
     against ``qrels``; finished evaluations must have been made against the same qrels.
     Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``...)."""
     from cranfield.compare import compare_evaluations
-    from cranfield.report import evaluation_from_document
+    from cranfield.result_document import evaluation_from_document
 
     evaluations: dict[str, cranfield.Evaluation] = {}
     provenance_runs: dict[str, dict] = {}
@@ -241,8 +232,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                                      "sha256": doc.get("provenance", {}).get("run_sha256")}
             continue
         try:
-            evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures,
-                                                   **spec["options"])
+            evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures, **job.options)
         except cranfield.MeasureError as exc:
             raise BadInput(_problem(exc)) from None
         except cranfield.CranfieldError as exc:
@@ -254,10 +244,10 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     if len(set(stored_qrels.values())) > 1:
         raise BadInput(_field_problem("runs", "the finished evaluations were made against "
                                       "different qrels: their scores are not comparable"))
-    gates = _gates(spec.get("gate"))
+    gates = _gates(job.gate)
     try:
         doc = compare_evaluations(evaluations, measures, gate=gates or None,
-                                  **{k: spec[k] for k in COMPARE_SETTINGS})
+                                  **job.compare_settings())
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
     doc["provenance"] = {"engine": "cranfield", "engine_version": cranfield.__version__,
@@ -273,18 +263,18 @@ def _field_problem(field: str, sentence: str) -> dict:
             "errors": {field: [sentence]}}
 
 
-def run_comparison(store, spec: dict, find_evaluation) -> dict:
+def run_comparison(store, job: ComparisonJob, find_evaluation) -> dict:
     """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
     blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
     None), qrels from the store."""
     try:
-        measures = compared_measures(spec)
-        if spec.get("qrels_ref") or spec.get("qrels_key"):
-            qrels, qrels_digest, qrels_version = _load_qrels(store, spec, measures)
+        measures = compared_measures(job)
+        if job.qrels is not None and (job.qrels.ref or job.qrels.key):
+            qrels, qrels_digest, qrels_version = _load_qrels(store, job, measures)
         else:
             qrels = qrels_digest = qrels_version = None
         entries = []
-        for i, run in enumerate(spec["runs"]):
+        for i, run in enumerate(job.runs):
             if "evaluation_id" in run:
                 doc = find_evaluation(run["evaluation_id"])
                 if doc is None:
@@ -297,7 +287,7 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
             value, digest = _read_stored_run(store.get_blob(run["run_key"]),
                                              run["run_format"], f"runs[{i}]")
             entries.append({"name": run["name"], "run": value, "sha256": digest})
-        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, spec,
+        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, job,
                                             measures)}
     except NotFound as exc:
         outcome = {"problem": _missing(exc)}
@@ -305,11 +295,8 @@ def run_comparison(store, spec: dict, find_evaluation) -> dict:
         outcome = {"problem": exc.problem}
     except cranfield.CranfieldError as exc:
         outcome = {"problem": _problem(exc)}
-    for run in spec["runs"]:
-        if "run_key" in run:
-            store.delete_blob(run["run_key"])
-    if spec.get("qrels_key"):
-        store.delete_blob(spec["qrels_key"])
+    _drop_inputs(store, [run.get("run_key") for run in job.runs]
+                 + [job.qrels.key if job.qrels is not None else None])
     return outcome
 
 
@@ -323,10 +310,10 @@ def finished_evaluation(connection, job_id: str, tenant: str | None) -> dict | N
         job = Job.fetch(job_id, connection=connection)
     except NoSuchJobError:
         return None
-    if (job.meta or {}).get("tenant") != tenant:
+    meta = job.meta or {}
+    if meta.get("tenant") != tenant or meta.get("kind") != EvaluationJob.kind:
         return None
     outcome = job.return_value() if job.get_status(refresh=False) == "finished" else None
-    doc = (outcome or {}).get("result") if isinstance(outcome, dict) else None
-    return doc if doc is not None and "aggregate" in doc and "pairs" not in doc else None
+    return (outcome or {}).get("result") if isinstance(outcome, dict) else None
 
 

@@ -33,17 +33,15 @@ from collections.abc import Mapping
 
 import orjson
 
+from . import keys
+from .contract import KIND_OF_FUNCTION
+
 log = logging.getLogger("cranfield.metrics")
 
-KEY = "cranfield:metrics:counters"
+KEY = keys.job_counters()
 
 #: The job functions' kinds (the label of the job metrics), by function name.
-KINDS = {
-    "evaluate_job": "evaluation",
-    "evaluate_shard_job": "shard",
-    "combine_shards_job": "combine",
-    "compare_job": "comparison",
-}
+KINDS = {path.rpartition(".")[2]: kind for path, kind in KIND_OF_FUNCTION.items()}
 OUTCOMES = ("finished", "failed")
 #: Upper bounds (seconds) of the job-duration histogram's buckets: shards of a small run take
 #: a tenth of a second, a multi-million-line evaluation minutes, the timeout is an hour.
@@ -61,11 +59,6 @@ def kind_of(function) -> str:
     name = function if isinstance(function, str) else getattr(function, "__name__", "")
     name = (name or "").rpartition(".")[2]
     return KINDS.get(name, name or "unknown")
-
-
-def spec_kind(spec: Mapping) -> str:
-    """The kind of an embedded-mode job from its spec."""
-    return "comparison" if spec.get("kind") == "comparison" else "evaluation"
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,18 +152,18 @@ def record_outcome(connection, kind: str, status: str, duration_seconds: float |
     _incr(connection, fields)
 
 
-def observe_embedded_job(spec: Mapping, job_id: str, outcome: Mapping, started_at: float
-                         ) -> None:
+def observe_embedded_job(spec, job_id: str, outcome: Mapping, started_at: float) -> None:
     """An embedded-mode job (``backend.queue.MemoryBackend``, no Redis) ended with
     ``outcome`` (``{"result": …}`` or ``{"problem": …}``): count it and log it, with the id
-    of the request that submitted it, as the RQ worker does."""
-    kind = spec_kind(spec)
+    of the request that submitted it, as the RQ worker does. ``spec``: the job's
+    ``backend.contract`` spec."""
+    kind = spec.kind
     status = "failed" if "problem" in outcome else "finished"
     duration = max(0.0, time.time() - started_at)
     record_outcome(None, kind, status, duration)
     fields = {"event": "job_ended", "job_id": job_id, "kind": kind, "outcome": status,
-              "duration_ms": round(duration * 1000, 3), "tenant": spec.get("tenant"),
-              "request_id": spec.get("request_id")}
+              "duration_ms": round(duration * 1000, 3), "tenant": spec.tenant,
+              "request_id": spec.request_id}
     if status == "failed":
         fields["problem"] = {k: outcome["problem"].get(k) for k in ("status", "title", "detail")}
     logging.getLogger("cranfield.worker").log(

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from flask import Flask, g, request
 
+from backend import keys
+
 from .problems import Problem
 
 ROLES = ("read", "write", "admin")
@@ -185,7 +187,7 @@ class RedisCounter:
     def hit(self, key: str, window: int) -> tuple[int, float]:
         now = time.time()
         slot = int(now // window)
-        name = f"cranfield:ratelimit:{key}:{slot}"
+        name = keys.rate_window(key, slot)
         with self.redis.pipeline(transaction=False) as pipe:
             pipe.incr(name)
             pipe.expire(name, window + 1)

@@ -19,6 +19,7 @@ is bounded by JOB_TIMEOUT.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import asdict
 from typing import Any
@@ -27,13 +28,14 @@ import orjson
 from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from backend.contract import ComparisonJob
 from cranfield import CranfieldError
 from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
 from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
 
 from .auth import current_tenant
-from .enqueue import accepted, job_spec, wants_async
+from .enqueue import accepted, submission, wants_async
 from .evaluation_request import form_parts, load_body
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
@@ -96,7 +98,7 @@ class GateField(fields.Field):
     """A gate: the CLI's ``MEASURE:MAX_DROP[%][@ALPHA]`` text, an object, or a list of them."""
 
     def _deserialize(self, value, attr, data, **kwargs):
-        from cranfield.compare import parse_gate
+        from cranfield.gate import parse_gate
 
         items = value if isinstance(value, list) else [value]
         if not items:
@@ -272,15 +274,15 @@ def _over_budget(exc: WorkBudgetError) -> Problem:
 # Comparisons
 # --------------------------------------------------------------------------------------------
 
-def _spec(req: dict) -> dict:
-    """What the comparison needs besides its inputs, as the job carries it."""
-    return {"kind": "comparison", "measures": req["measures"], "options": req["options"],
-            "baseline": req["baseline"], "tests": req["tests"],
-            "correction": req["correction"], "alpha": req["alpha"],
-            "n_permutations": req["permutations"], "n_samples": req["bootstrap_samples"],
-            "seed": req["seed"], "largest_losses": req["largest_losses"],
-            "per_topic": req["per_topic"], "curves": req["curves"], "gate": req["gate"],
-            "details": False, "details_depth": 10}
+def _spec(req: dict) -> ComparisonJob:
+    """The comparison's job (settings and gate; inputs and who asked are added when it is
+    queued): the synchronous path runs the same task code on it."""
+    return ComparisonJob(measures=req["measures"], options=req["options"],
+                         baseline=req["baseline"], tests=req["tests"],
+                         correction=req["correction"], alpha=req["alpha"],
+                         n_permutations=req["permutations"], n_samples=req["bootstrap_samples"],
+                         seed=req["seed"], largest_losses=req["largest_losses"],
+                         per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"])
 
 
 def run_entry_names(req: dict) -> list[str]:
@@ -352,18 +354,18 @@ def _render(doc: dict, fmt: str) -> Response:
     if fmt == "text/html":
         return Response(render_comparison(doc), mimetype="text/html")
     if fmt == "text/plain":
-        from cranfield.compare import format_text
+        from cranfield.comparison_text import format_text
 
         return Response(format_text(doc), mimetype="text/plain")
     return Response(orjson.dumps(doc), mimetype="application/json")
 
 
-def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
+def _enqueue_comparison(req: dict, spec: ComparisonJob, names: list[str]) -> Response:
     """Store inline runs (and qrels) under their own keys; the job carries the keys and the
     ids of finished evaluations, never the inputs."""
     backend = current_app.extensions["cranfield"]
     cfg = current_app.config
-    job_spec(spec, req)
+    job_id, carried = submission(req)
     runs = []
     for name, entry in zip(names, req["runs"], strict=True):
         if entry.get("evaluation_id"):
@@ -372,5 +374,5 @@ def _enqueue_comparison(req: dict, spec: dict, names: list[str]) -> Response:
         data, fmt = serialised(entry["run"])
         runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
             f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
-    spec["runs"] = runs
-    return accepted(backend.submit(spec))
+    backend.submit(dataclasses.replace(spec, runs=runs, **carried), job_id)
+    return accepted(job_id)

@@ -11,6 +11,7 @@ import orjson
 from flask import Response, after_this_request, current_app, request
 
 import cranfield
+from backend.contract import EvaluationJob, QrelsInput
 from cranfield.io import split_trec_text
 
 from .auth import current_tenant
@@ -66,10 +67,12 @@ def enqueue_evaluation(req: dict) -> Response:
     except cranfield.MeasureError as exc:
         raise measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
-    spec = job_spec({k: req[k] for k in ("measures", "options", "per_topic", "details",
-                                         "details_depth", "latency_ms", "curves")}, req)
+    job_id, carried = submission(req)
     run_bytes, run_format = serialised(req.pop("run"))
-    spec["run_format"] = run_format
+    spec = EvaluationJob(measures=req["measures"], options=req["options"],
+                         per_topic=req["per_topic"], details=req["details"],
+                         details_depth=req["details_depth"], latency_ms=req["latency_ms"],
+                         curves=req["curves"], run_format=run_format, **carried)
     # A run cut into shards is hashed here, on a thread beside the stores of its pieces
     # (hashlib releases the GIL; SHA-NI hashes 250 MB in ~0.15 s): a worker re-reading every
     # piece from Redis to hash them cost ~0.7 s of a worker and of Redis. An unsharded run's
@@ -79,34 +82,34 @@ def enqueue_evaluation(req: dict) -> Response:
             and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
         pieces = split_trec_text(run_bytes, cfg["SHARDS"])
     if len(pieces) > 1:
-        run_sha256 = digest_beside(run_bytes)
-        job_id = backend.submit_sharded(spec, pieces, run_sha256)
+        backend.submit_sharded(spec, pieces, digest_beside(run_bytes), job_id)
     else:
-        spec["run_key"] = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
-                                                 cfg["INPUT_TTL"])
-        job_id = backend.submit(spec)
+        spec.run_key = backend.store.put_blob(f"run-{uuid.uuid4().hex}", run_bytes,
+                                              cfg["INPUT_TTL"])
+        backend.submit(spec, job_id)
     del run_bytes, pieces
     return accepted(job_id)
 
 
-def job_spec(spec: dict, req: dict) -> dict:
-    """``spec`` as a queued job carries it: the caller's tenant and request id, and the qrels
-    by reference (stored ones pinned to the version current at submission, inline ones put
-    under a key of their own), and the id of the job slot reserved for it (``job_id``: the
-    backend's ``submit`` takes it out); 429 when the tenant's jobs are at the cap."""
+def submission(req: dict) -> tuple[str, dict]:
+    """(the job slot reserved for this request — 429 when the tenant's jobs are at the cap —,
+    the fields of ``backend.contract.Job`` every queued job carries: the caller's tenant and
+    request id, and the qrels by reference: stored ones pinned to the version current at
+    submission, inline ones put under a key of their own)."""
     backend = current_app.extensions["cranfield"]
-    spec.update(job_id=check_job_cap(), tenant=current_tenant(),
-                request_id=current_request_id())
+    job_id = check_job_cap()
+    qrels = None
     if req.get("qrels_id"):
         _, meta = stored_qrels(req["qrels_id"])
-        spec["qrels_ref"] = f"{meta['id']}@{meta['version']}"
+        qrels = QrelsInput(ref=f"{meta['id']}@{meta['version']}")
     elif req.get("qrels") is not None:
         data, fmt = serialised(req.pop("qrels"))
-        spec.update(qrels_key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
-                                                     current_app.config["INPUT_TTL"]),
-                    qrels_sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
-                    qrels_format=fmt)
-    return spec
+        qrels = QrelsInput(key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
+                                                      current_app.config["INPUT_TTL"]),
+                           sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
+                           format=fmt)
+    return job_id, {"tenant": current_tenant(), "request_id": current_request_id(),
+                    "qrels": qrels}
 
 
 def accepted(job_id: str) -> Response:

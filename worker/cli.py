@@ -74,14 +74,14 @@ def worker_class():
 
         def _warm_and_execute(self, job, queue, spec):
             """The qrels warm-up, then the fork (RQ's execute_job)."""
-            if isinstance(spec, dict) and spec.get("qrels_ref"):
+            ref = (spec.get("qrels") or {}).get("ref") if isinstance(spec, dict) else None
+            if ref:
                 from backend.store import RedisStore
 
                 try:
-                    RedisStore(self.connection).scoped(spec.get("tenant")).load_qrels(
-                        spec["qrels_ref"])
+                    RedisStore(self.connection).scoped(spec.get("tenant")).load_qrels(ref)
                 except Exception:  # the job itself reports what is wrong with its input
-                    log.debug("could not warm qrels %s", spec["qrels_ref"], exc_info=True)
+                    log.debug("could not warm qrels %s", ref, exc_info=True)
             # what the warm-up looked up is not the job's own lookup (see _cache_counts)
             hits, misses = _cache_counts()
             self._prefetch_lookups = hits + misses - sum(self._cache_mark)
@@ -157,7 +157,7 @@ def preload() -> None:
     and evaluation (~0.2 s) for every job."""
     import backend.tasks  # noqa: F401
     import cranfield
-    import cranfield.report  # noqa: F401
+    import cranfield.result_document  # noqa: F401
     import worker.jobs  # noqa: F401
     from cranfield.io import _fast_run
     from cranfield.json_body import warm_up

@@ -1,27 +1,41 @@
-"""RQ entry points, enqueued by dotted path (``backend.contract``): each takes the job's spec
-from RQ, the store from the job's Redis connection, and hands both to ``backend.tasks``,
-where the work is. Nothing else lives here."""
+"""RQ entry points, enqueued by dotted path (``backend.contract``): each reads its spec off
+the queue (``backend.contract``: a kind or version this worker cannot read fails the job with
+a problem, never a misreading), takes the store from the job's Redis connection and hands
+both to ``backend.tasks``, where the work is. Nothing else lives here."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from backend.contract import CombineJob, ComparisonJob, EvaluationJob, ShardJob, SpecError
 from backend.store import RedisStore
 from backend.tasks import execute, finished_evaluation, run_combine, run_comparison, run_shard
 
 
-def evaluate_job(spec: dict[str, Any]) -> dict:
+def _unreadable(exc: SpecError) -> dict:
+    return {"problem": {"status": 422, "title": "Unreadable job", "detail": str(exc)}}
+
+
+def evaluate_job(wire: dict[str, Any]) -> dict:
     """One whole evaluation (``worker.jobs.evaluate_job``)."""
     from rq import get_current_job
 
+    try:
+        spec = EvaluationJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
     return execute(RedisStore(get_current_job().connection), spec)
 
 
-def evaluate_shard_job(spec: dict[str, Any]) -> dict:
+def evaluate_shard_job(wire: dict[str, Any]) -> dict:
     """One shard of a large run (``worker.jobs.evaluate_shard_job``); the number of topics it
     holds goes to the job's meta as soon as it is read (the API's progress)."""
     from rq import get_current_job
 
+    try:
+        spec = ShardJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
     job = get_current_job()
 
     def report(topics: int) -> None:
@@ -31,14 +45,18 @@ def evaluate_shard_job(spec: dict[str, Any]) -> dict:
     return run_shard(RedisStore(job.connection), spec, on_topics=report)
 
 
-def combine_shards_job(spec: dict[str, Any]) -> dict:
+def combine_shards_job(wire: dict[str, Any]) -> dict:
     """Run once every shard has finished (``worker.jobs.combine_shards_job``): fetches the
     shards' results from RQ and merges them."""
     from rq import get_current_job
     from rq.job import Job
 
+    try:
+        spec = CombineJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
     job = get_current_job()
-    done = Job.fetch_many(list(spec["shard_ids"]), connection=job.connection)
+    done = Job.fetch_many(list(spec.shard_ids), connection=job.connection)
     shards = [j.return_value() if j is not None else None for j in done]
     if any(r is None for r in shards):
         return {"problem": {"status": 500, "title": "Shard result missing",
@@ -46,12 +64,15 @@ def combine_shards_job(spec: dict[str, Any]) -> dict:
     return run_combine(RedisStore(job.connection), spec, shards)
 
 
-def compare_job(spec: dict[str, Any]) -> dict:
+def compare_job(wire: dict[str, Any]) -> dict:
     """A queued comparison (``worker.jobs.compare_job``); runs named by evaluation job id are
     read from RQ, for the spec's tenant only."""
     from rq import get_current_job
 
+    try:
+        spec = ComparisonJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
     connection = get_current_job().connection
     return run_comparison(RedisStore(connection), spec,
-                          lambda job_id: finished_evaluation(connection, job_id,
-                                                             spec.get("tenant")))
+                          lambda job_id: finished_evaluation(connection, job_id, spec.tenant))

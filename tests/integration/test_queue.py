@@ -320,3 +320,26 @@ def test_queued_comparison_on_real_workers_from_inline_runs_and_finished_evaluat
     failed = wait_job(api, headers["Location"])
     assert failed["status"] == "failed"
     assert "runs[1].evaluation_id" in failed["problem"]["errors"]
+
+
+def test_a_job_spec_of_another_version_fails_with_the_reason(redis_server, worker):
+    """A job queued by an API of another release (another spec version) is refused by the
+    worker with a problem naming both versions, never read as if it were this version's."""
+    from redis import Redis
+    from rq import Queue
+
+    from backend.contract import EVALUATE_FUNCTION, QUEUE, SPEC_VERSION
+
+    conn = Redis.from_url(redis_server.url)
+    old = {"kind": "evaluation", "version": SPEC_VERSION - 1, "measures": ["map"],
+           "options": {}, "run_key": "run-gone", "qrels_ref": "q@1"}
+    job = Queue(QUEUE, connection=conn).enqueue_call(EVALUATE_FUNCTION, args=(old,))
+    deadline = time.monotonic() + 60
+    while job.get_status(refresh=True) not in ("finished", "failed"):
+        assert time.monotonic() < deadline, "the worker did not take the job"
+        time.sleep(0.1)
+    outcome = job.return_value()
+    assert outcome["problem"]["title"] == "Unreadable job"
+    assert outcome["problem"]["detail"] == (
+        f"job spec version {SPEC_VERSION - 1}: this worker reads version {SPEC_VERSION} "
+        "(API and workers must run the same release)")
