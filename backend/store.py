@@ -13,7 +13,6 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import orjson
 
@@ -69,13 +68,6 @@ def describe(qrels: Qrels, text: bytes, diversity: bool = False) -> dict:
     return {"version": digest[:VERSION_CHARS], "sha256": digest, "topics": len(qrels.topics),
             "judgments": len(qrels), "judgments_per_grade": dict(sorted(grades.items())),
             "size_bytes": len(text), "diversity": bool(diversity)}
-
-
-@dataclass
-class StoredVersion:
-    qrels_id: str
-    meta: dict
-    blob: bytes  # zlib-compressed canonical text
 
 
 class QrelsCache:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextvars
 import datetime as dt
 import logging
-import os
 import re
 import sys
 import threading
@@ -374,8 +373,3 @@ def configure_logging(level: str | int = "INFO", stream=None) -> logging.Handler
     root.addHandler(handler)
     root.setLevel(level.upper() if isinstance(level, str) else level)
     return handler
-
-
-def log_level() -> str:
-    """The configured level (``CRANFIELD_LOG_LEVEL``, as gunicorn's config reads it)."""
-    return os.environ.get("CRANFIELD_LOG_LEVEL", "info").upper()

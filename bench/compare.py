@@ -326,7 +326,7 @@ def run_shape(shape: dict, seed: int = 0) -> dict:
 
 
 def budget_main(budget: int, seed: int) -> int:
-    from service.app import DEFAULTS
+    from backend.config import APP_DEFAULTS as DEFAULTS
 
     if budget < 0:
         budget = DEFAULTS["MAX_COMPARISON_WORK"]

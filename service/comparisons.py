@@ -29,7 +29,6 @@ from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from backend.contract import ComparisonJob
-from cranfield import CranfieldError
 from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
 from cranfield.html_report import render_comparison
 from cranfield.names import needs_subtopics
@@ -40,7 +39,7 @@ from .evaluation_request import form_parts, load_body
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
-from .problems import Problem, from_engine_error
+from .problems import Problem
 from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
 
 bp = Blueprint("comparisons", __name__)
@@ -345,9 +344,7 @@ def create_comparison():
                 raise
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
-    except CranfieldError as exc:
-        raise from_engine_error(exc) from None
-    return _render(doc, fmt)
+    return _render(doc, fmt)  # an engine error above is the app's error handler's
 
 
 def _render(doc: dict, fmt: str) -> Response:

@@ -12,14 +12,13 @@ from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
-from cranfield import CranfieldError
+from cranfield.measures import PROFILES
 from cranfield.pooling import format_pool, pool
 
 from .comparisons import RunEntrySchema, load_runs_body, run_entry_names
 from .inputs import read_input, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
-from .problems import from_engine_error
 
 bp = Blueprint("pools", __name__, url_prefix="/v1/pools")
 
@@ -61,14 +60,12 @@ def create_pool():
         check_qrels(judged, "qrels_id", cfg)
     names = run_entry_names(req)
     runs = {}
-    try:
-        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
-            runs[name], _ = read_input(entry["run"], "run", label=f"runs[{i}]")
-            check_run(runs[name], f"runs[{i}].run", cfg)
-        result = pool(runs, req["depth"], judged=judged,
-                      float32_scores=req["profile"] != "trec_eval-10")
-    except CranfieldError as exc:
-        raise from_engine_error(exc) from None
+    # an engine error is the app's error handler's (service/problems.py)
+    for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
+        runs[name], _ = read_input(entry["run"], "run", label=f"runs[{i}]")
+        check_run(runs[name], f"runs[{i}].run", cfg)
+    result = pool(runs, req["depth"], judged=judged,
+                  float32_scores=PROFILES[req["profile"]].float32_scores)
     if fmt == "text/plain":
         return Response(format_pool(result), mimetype="text/plain")
     return Response(orjson.dumps(result), mimetype="application/json")

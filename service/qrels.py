@@ -14,7 +14,7 @@ import cranfield
 from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
-from .problems import Problem, from_engine_error
+from .problems import Problem
 from .request_body import read_body
 
 bp = Blueprint("qrels", __name__, url_prefix="/v1/qrels")
@@ -94,10 +94,7 @@ def _body_qrels() -> tuple[object, bool]:
 def put_qrels(qrels_id: str):
     _check_id(qrels_id)
     source, diversity = _body_qrels()
-    try:
-        qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity)
-    except cranfield.CranfieldError as exc:
-        raise from_engine_error(exc) from None
+    qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity)  # errors: handler
     if len(qrels) == 0:
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})

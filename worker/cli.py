@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 
 log = logging.getLogger("cranfield.worker")
 
@@ -16,9 +15,6 @@ log = logging.getLogger("cranfield.worker")
 MONITORING_INTERVAL = 10
 HEARTBEAT_GRACE = 20
 MAINTENANCE_INTERVAL = 10
-# Tests only: seconds a work horse waits once its job is marked started (a job slow enough
-# to kill a worker in the middle of). Unset in production.
-TEST_DELAY_VARIABLE = "CRANFIELD_TEST_JOB_DELAY"
 
 
 def worker_class():
@@ -180,21 +176,24 @@ def run_worker(redis_url: str | None, burst: bool = False, name: str | None = No
                maintenance_interval: int | None = None) -> int:
     from rq import Queue
 
+    from backend.config import ConfigError, worker_settings
     from backend.contract import QUEUE
     from backend.store import redis_client
-    from backend.telemetry import configure_logging, log_level
+    from backend.telemetry import configure_logging
 
-    url = redis_url or os.environ.get("CRANFIELD_REDIS_URL") or os.environ.get("REDIS_URL")
+    try:
+        settings = worker_settings()  # backend/config.py: where configuration is read
+    except ConfigError as exc:
+        raise SystemExit(f"cranfield worker: {exc}") from None
+    url = redis_url or settings.redis_url
     if not url:
         raise SystemExit("cranfield worker: set REDIS_URL or pass --redis-url")
-    configure_logging(log_level())  # JSON lines on stderr (CRANFIELD_LOG_LEVEL)
+    configure_logging(settings.log_level.upper())  # JSON lines on stderr
     preload()
     conn = redis_client(url)
     worker = worker_class()([Queue(QUEUE, connection=conn)], connection=conn, name=name,
                             job_monitoring_interval=monitoring_interval or MONITORING_INTERVAL,
                             maintenance_interval=maintenance_interval or MAINTENANCE_INTERVAL)
-    delay = os.environ.get(TEST_DELAY_VARIABLE)
-    if delay:
-        worker.test_delay = float(delay)
+    worker.test_delay = settings.test_job_delay
     worker.work(burst=burst, with_scheduler=True)
     return 0

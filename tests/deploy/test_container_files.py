@@ -550,7 +550,7 @@ def _env(service: dict) -> dict[str, str | None]:
 
 def _known_settings() -> set[str]:
     """The CRANFIELD_* variables the code reads."""
-    from service.app import DEFAULTS
+    from backend.config import APP_DEFAULTS as DEFAULTS
 
     names = {f"CRANFIELD_{key}" for key in DEFAULTS}
     for package in ("cranfield", "backend", "service", "worker"):
@@ -643,7 +643,7 @@ def test_compose_settings_are_cranfield_variables(compose):
                 f"{name}: {key} is not a setting the code reads")
     # every setting of the app (service.app.DEFAULTS) can be given to the api service
     # (CRANFIELD_REDIS_URL aside: REDIS_URL is set)
-    from service.app import DEFAULTS
+    from backend.config import APP_DEFAULTS as DEFAULTS
 
     settings = {f"CRANFIELD_{key}" for key in DEFAULTS} - {"CRANFIELD_REDIS_URL"}
     missing = settings - set(_env(compose["services"]["api"]))
