@@ -498,6 +498,15 @@ def _parse_grade(text: str, label: str, lineno: int) -> int:
 # Runs
 # --------------------------------------------------------------------------------------------
 
+def warm_up_columnar_reader() -> Run | None:
+    """Read a small run through the columnar reader once (importing pyarrow and paying its
+    first read), so that a process forked afterwards — an RQ work horse — starts warm.
+    Returns the run read (``None`` without pyarrow)."""
+    text = b"".join(b"q%d Q0 d%d %d %f warm\n" % (t, i, i, 1 / (i + 1))
+                    for t in range(3) for i in range(50))
+    return _fast_run(text, "warm-up")
+
+
 def _fast_run(data: bytes | str, label: str) -> Run | None:
     """Stream a regular run through pyarrow's CSV reader batch by batch, keeping only the
     docid strings (as Arrow chunks), a topic code and a score per line; ``None`` sends the

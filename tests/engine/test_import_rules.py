@@ -119,3 +119,27 @@ def test_no_service_file_imports_worker():
 
 def test_no_engine_file_imports_service_worker_backend_flask_redis_or_rq():
     assert offenders("cranfield", ("service", "worker", "backend", "flask", "redis", "rq")) == {}
+
+
+def test_no_worker_file_imports_service():
+    assert offenders("worker", ("service", "flask", "werkzeug", "marshmallow")) == {}
+
+
+def test_no_backend_file_imports_service_worker_or_flask():
+    assert offenders("backend", ("service", "worker", "flask", "werkzeug", "marshmallow")) == {}
+
+
+def test_no_package_imports_another_packages_private_names():
+    """``from cranfield.io import _helper`` in backend/, service/ or worker/ is a private
+    helper leaking across a layer: the engine makes it public, or the caller does without."""
+    import ast
+
+    found = []
+    for package in ("backend", "service", "worker"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                              for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
