@@ -89,6 +89,11 @@ def reference(run: dict, qrels: dict, *, float32: bool, depth=None, judged_only=
 
 
 def observed(r) -> dict:
+    # the documented column types (ranking.Ranked): int64, in_run bool
+    for name in ("num_ret", "hit_topic", "hit_rank", "hit_label", "q_topic", "q_grade"):
+        assert getattr(r, name).dtype == np.int64, name
+    assert r.in_run.dtype == bool
+    assert all(v.dtype == bool for v in r.cutoff_ties.values())
     return {"topics": list(r.topics), "num_ret": r.num_ret.tolist(),
             "hits": list(zip(r.hit_topic.tolist(), r.hit_rank.tolist(), r.hit_label.tolist(),
                              strict=True)),
@@ -410,3 +415,87 @@ def test_a_qrels_topic_missing_from_the_run_between_two_that_are_there(reader, m
     plain = rank_run(r, read_qrels(qrels), float32_scores=False)
     assert list(zip(plain.hit_topic.tolist(), plain.hit_rank.tolist(),
                     plain.hit_label.tolist(), strict=True)) == [(0, 2, 1), (1, 2, 1), (1, 3, 2)]
+
+
+def test_two_tie_groups_of_judged_documents_with_one_label_each():
+    # a, b tie at 3 (both grade 1); c, d tie at 2 (both grade 0); e (not judged) at 1.
+    # Ranks 1-2 carry grade 1 and ranks 3-4 grade 0, whatever the order inside each group.
+    run = {"t": {"a": 3.0, "b": 3.0, "c": 2.0, "d": 2.0, "e": 1.0},
+           "u": {"x": 1.0, "y": 1.0, "z": 0.5}}
+    qrels = {"t": {"a": 1, "b": 1, "c": 0, "d": 0}, "u": {"x": 2, "y": 2, "z": 2}}
+    for r in (read_run(run), read_run("".join(f"{t} Q0 {d} 0 {s} r\n" for t, docs in
+                                              run.items() for d, s in docs.items()))):
+        got = rank_run(r, read_qrels(qrels), float32_scores=False)
+        assert list(zip(got.hit_topic.tolist(), got.hit_rank.tolist(), got.hit_label.tolist(),
+                        strict=True)) == [(0, 1, 1), (0, 2, 1), (0, 3, 0), (0, 4, 0),
+                                          (1, 1, 2), (1, 2, 2), (1, 3, 2)]
+
+
+def test_one_judged_topic_after_a_topic_without_qrels():
+    # run topic "a" (one row, no qrels) comes first, so "b"'s rows start at row 1 and end at
+    # the last row; b: y 3 (grade 0), x 2 (1), z 1 (2): ranks 1, 2, 3. (Searching the whole
+    # array, a's 0.5 included, as if b were the only topic, would put y at rank 0.)
+    text = "a Q0 q 0 0.5 r\nb Q0 x 0 2.0 r\nb Q0 y 0 3.0 r\nb Q0 z 0 1.0 r\n"
+    qrels = {"b": {"x": 1, "y": 0, "z": 2}}
+    for r in (read_run(text), read_run({"a": {"q": 0.5}, "b": {"y": 3.0, "x": 2.0, "z": 1.0}})):
+        for search in (0, 1 << 62):
+            ranking.GLOBAL_KEYS_MAX_ROWS, saved = search, ranking.GLOBAL_KEYS_MAX_ROWS
+            try:
+                got = rank_run(r, read_qrels(qrels), float32_scores=False)
+            finally:
+                ranking.GLOBAL_KEYS_MAX_ROWS = saved
+            assert got.topics == ["b"]
+            assert list(zip(got.hit_rank.tolist(), got.hit_label.tolist(), strict=True)) == \
+                [(1, 0), (2, 1), (3, 2)]
+
+
+@pytest.mark.parametrize("text, ranks", [
+    # two rows of one topic, the higher score second: b is rank 1
+    ("t Q0 a 0 1.0 r\nt Q0 b 0 2.0 r\n", [(1, 2), (2, 1)]),
+    # topics alternating row by row (no two rows of a topic adjacent, none rising next to
+    # its own topic): t's rows b 2.0, a 1.0 and u's rows x 5.0, y 4.0
+    ("t Q0 b 0 2.0 r\nu Q0 x 0 5.0 r\nt Q0 a 0 1.0 r\nu Q0 y 0 4.0 r\n",
+     [(1, 2), (2, 1), (1, 0), (2, 0)]),
+])
+def test_rows_out_of_order_by_hand(text, ranks):
+    qrels = read_qrels({"t": {"a": 1, "b": 2}, "u": {"x": 0, "y": 0}})
+    for reader_min in (0, 1 << 62):
+        saved, cranfield.io.FAST_READER_MIN_BYTES = cranfield.io.FAST_READER_MIN_BYTES, reader_min
+        try:
+            run = read_run(text)
+        finally:
+            cranfield.io.FAST_READER_MIN_BYTES = saved
+        got = rank_run(run, qrels, float32_scores=False)
+        assert list(zip(got.hit_rank.tolist(), got.hit_label.tolist(), strict=True)) == ranks
+
+
+@pytest.mark.parametrize("scores, want", [
+    # the last topic (the only one) has exactly k + 1 rows: compare its k-th and (k+1)-th
+    ([3.0, 2.0, 1.0, 1.0], {1: False, 2: False, 3: True, 4: False}),
+    ([3.0, 3.0, 1.0, 0.0], {1: True, 2: False, 3: False, 4: False}),
+    ([1.0, 1.0], {1: True, 2: False, 3: False, 4: False}),        # two rows in all
+    ([2.0, 1.0], {1: False, 2: False, 3: False, 4: False}),
+    ([1.0], {1: False, 2: False, 3: False, 4: False}),
+])
+def test_tie_at_cutoff_at_the_end_of_the_run(scores, want):
+    run = read_run({"t": {f"d{i}": s for i, s in enumerate(scores)}})
+    r = rank_run(run, read_qrels({"t": {"d0": 1}}), float32_scores=False,
+                 tie_cutoffs=(1, 2, 3, 4))
+    assert {k: v.tolist() for k, v in r.cutoff_ties.items()} == {k: [v] for k, v in want.items()}
+    assert all(v.dtype == bool for v in r.cutoff_ties.values())
+
+
+def test_no_tie_cutoffs_asked_gives_an_empty_dict():
+    r = rank_run(read_run({"t": {"a": 1.0}}), read_qrels({"t": {"a": 1}}),
+                 float32_scores=False)
+    assert r.cutoff_ties == {}
+
+
+def test_a_run_topic_with_no_rows():
+    # a Run whose topic has no rows (the early return of the matching): nothing retrieved
+    run = Run(["t"], np.zeros(0, np.int64), np.zeros(0, dtype=object), np.zeros(0))
+    qrels = {"t": {"a": 1, "b": 0}}
+    got = observed(rank_run(run, read_qrels(qrels), float32_scores=False, tie_cutoffs=TIE_KS))
+    want = reference({"t": {}}, qrels, float32=False)
+    assert got == want
+    assert got["num_ret"] == [0] and got["hits"] == []
