@@ -57,6 +57,23 @@ def redis_url(environ: Mapping[str, str] | None = None) -> str | None:
     return env.get(PREFIX + "REDIS_URL") or env.get("REDIS_URL") or None
 
 
+def database_url(environ: Mapping[str, str] | None = None) -> str:
+    """``CRANFIELD_DATABASE_URL`` (SQLAlchemy's form; ``postgres://`` and ``postgresql://``
+    are read as ``postgresql+psycopg://``, psycopg 3 being the driver installed). Unset: the
+    embedded SQLite file ``cranfield.db`` in ``CRANFIELD_DATA_DIR``, else in ``instance/`` at
+    the repository root (like Flask's instance folder), so the service needs nothing else."""
+    env = os.environ if environ is None else environ
+    url = env.get(PREFIX + "DATABASE_URL")
+    if url:
+        for scheme in ("postgres://", "postgresql://"):
+            if url.startswith(scheme):
+                return "postgresql+psycopg://" + url[len(scheme):]
+        return url
+    folder = env.get(PREFIX + "DATA_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "instance")
+    return "sqlite:///" + os.path.join(os.path.abspath(folder), "cranfield.db")
+
+
 def log_level(environ: Mapping[str, str] | None = None) -> str:
     """``CRANFIELD_LOG_LEVEL`` (default ``info``), lower case; :class:`ConfigError` if it is
     not a level."""
