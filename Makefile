@@ -52,11 +52,10 @@ browser:
 test: $(STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
-# the address: CRANFIELD_BIND (default 127.0.0.1:8000), its port replaced by PORT if given;
-# passed to `cranfield serve` as --host/--port (gunicorn's --bind, over the config file's)
+# the address: CRANFIELD_BIND (default 127.0.0.1:8000, read by `cranfield serve`), its port
+# replaced by PORT if given
 run: $(RUN_STAMP)
-	@bind="$${CRANFIELD_BIND:-127.0.0.1:8000}"; case "$$bind" in *:*) ;; *) bind="$$bind:8000";; esac; \
-	  port="$(PORT)"; exec $(BIN)/cranfield serve --host "$${bind%:*}" --port "$${port:-$${bind##*:}}"
+	exec $(BIN)/cranfield serve $(if $(PORT),--port $(PORT))
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

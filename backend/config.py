@@ -112,6 +112,18 @@ def metrics_dir(environ: Mapping[str, str] | None = None) -> str | None:
     return (os.environ if environ is None else environ).get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
+def bind_address(environ: Mapping[str, str] | None = None) -> tuple[str, int]:
+    """(host, port) of ``CRANFIELD_BIND`` (``HOST:PORT``, or ``HOST`` on port 8000; default
+    ``127.0.0.1:8000``)."""
+    text = _variable("CRANFIELD_BIND", environ) or "127.0.0.1:8000"
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = text, "8000"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"CRANFIELD_BIND must be HOST:PORT, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """gunicorn's settings (``service/gunicorn.conf.py``)."""

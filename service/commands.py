@@ -18,8 +18,10 @@ def serve(sub) -> None:
     """``cranfield serve``: gunicorn with the repository's config."""
     parser = sub.add_parser("serve", help="run the HTTP API (development: gunicorn, as in "
                                           "production, with the repository's config)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default=None,
+                        help="default: CRANFIELD_BIND's host (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None,
+                        help="default: CRANFIELD_BIND's port (8000)")
     parser.add_argument("--workers", type=int, default=None,
                         help="gunicorn workers (default: the config file's)")
     parser.set_defaults(handler=run_serve)
@@ -58,13 +60,20 @@ def run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser | None =
     import os
     from pathlib import Path
 
+    from backend.config import ConfigError, bind_address
+
+    try:
+        host, port = bind_address()  # CRANFIELD_BIND, read where configuration is read
+    except ConfigError as exc:
+        raise SystemExit(f"cranfield serve: {exc}") from None
+    host = args.host or host
+    port = args.port or port
     conf = Path(__file__).resolve().parent / "gunicorn.conf.py"
-    argv = [sys.executable, "-m", "gunicorn", "-c", str(conf), "--bind",
-            f"{args.host}:{args.port}"]
+    argv = [sys.executable, "-m", "gunicorn", "-c", str(conf), "--bind", f"{host}:{port}"]
     if args.workers:
         argv += ["--workers", str(args.workers)]
     argv.append("service.app:create_app()")
-    print(f"Cranfield API on http://{args.host}:{args.port}  (docs: "
-          f"http://{args.host}:{args.port}/docs/)", file=sys.stderr, flush=True)
+    print(f"Cranfield API on http://{host}:{port}  (docs: http://{host}:{port}/docs/)",
+          file=sys.stderr, flush=True)
     os.execv(sys.executable, argv)
     return 0  # not reached

@@ -39,10 +39,8 @@ logconfig_dict = logging_config(loglevel, accesslog)
 
 
 def on_starting(server):
-    """In the master, before the workers fork: compile (or load from numba's cache) the
-    large-JSON kernels once, so that no request pays for it; and set up Prometheus's
-    multiprocess mode."""
-    from cranfield.json_body import warm_up
+    """In the master, before the workers fork: check the configuration (a bad value stops
+    start-up with one line) and set up Prometheus's multiprocess mode."""
     from service.app import check_configuration
 
     try:
@@ -50,7 +48,19 @@ def on_starting(server):
     except ConfigError as exc:
         raise SystemExit(f"cranfield: {exc}") from None
     _metrics_directory(server)
-    warm_up()
+
+
+def post_worker_init(worker):
+    """In each worker, beside serving: compile the large-JSON kernels (or load them from
+    numba's cache, ~1 s). A fresh checkout has no cache and the first compile takes ~20 s of
+    CPU: done here, on a thread, the API answers at once (``make run`` is ready in seconds
+    after the install) and only a large JSON body sent in those first seconds waits for it
+    (numba's compile lock); smaller bodies never use the kernels."""
+    import threading
+
+    from cranfield.json_body import warm_up
+
+    threading.Thread(target=warm_up, name="cranfield-json-warm-up", daemon=True).start()
 
 
 def _metrics_directory(server) -> None:

@@ -71,3 +71,40 @@ def test_bad_values_name_the_variable(call, message):
 def test_log_level_is_case_insensitive():
     assert log_level({"CRANFIELD_LOG_LEVEL": "WARNING"}) == "warning"
     assert worker_settings({"CRANFIELD_TEST_JOB_DELAY": "1.5"}).test_job_delay == 1.5
+
+
+@pytest.mark.parametrize("env, address", [
+    ({}, ("127.0.0.1", 8000)),
+    ({"CRANFIELD_BIND": "0.0.0.0:8011"}, ("0.0.0.0", 8011)),
+    ({"CRANFIELD_BIND": "localhost"}, ("localhost", 8000)),
+    ({"CRANFIELD_BIND": "[::1]:9000"}, ("[::1]", 9000)),
+])
+def test_bind_address(env, address):
+    from backend.config import bind_address
+
+    assert bind_address(env) == address
+
+
+@pytest.mark.parametrize("text", ["host:port", "host:0", "host:70000"])
+def test_a_bad_bind_names_the_variable(text):
+    from backend.config import bind_address
+
+    with pytest.raises(ConfigError, match=f"CRANFIELD_BIND must be HOST:PORT, got '{text}'"):
+        bind_address({"CRANFIELD_BIND": text})
+
+
+def test_cranfield_serve_binds_where_configured(monkeypatch):
+    """``cranfield serve`` takes CRANFIELD_BIND (make run relies on it); --host/--port win."""
+    import os
+
+    from service import commands
+
+    seen = []
+    monkeypatch.setattr(os, "execv", lambda exe, argv: seen.append(argv))
+    monkeypatch.setenv("CRANFIELD_BIND", "127.0.0.2:8123")
+    args = type("Args", (), {"host": None, "port": None, "workers": None})
+    commands.run_serve(args)
+    args.port = 8200
+    commands.run_serve(args)
+    binds = [argv[argv.index("--bind") + 1] for argv in seen]
+    assert binds == ["127.0.0.2:8123", "127.0.0.2:8200"]
