@@ -298,9 +298,10 @@ def test_delete(store):
     assert store.get(None, nights[0]["id"]) is not None
     for r in (nights[0], nights[2]):
         assert store.delete(None, r["id"])
-    assert store.systems(None) == []  # no results left: no system
+    assert store.systems(None) == []  # no results left: no system listed
+    assert store.results(None, "bm25") == ([], 0) and store.trend(None, "bm25", "map") == []
     with store.engine.connect() as connection:
-        for table in ("results", "result_values", "result_tags", "baselines", "systems"):
+        for table in ("results", "result_values", "result_tags", "baselines"):
             assert connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
 
 
@@ -420,3 +421,16 @@ def test_tenant_isolation_on_every_method(store):
     assert store.per_topic("acme", mine["id"], ["map"]) == {"map": {"401": 0.5, "402": 0.25}}
     assert store.delete("acme", mine["id"]) is True
     assert store.get(None, shared["id"]) is not None
+
+
+def test_concurrent_recordings_of_a_new_system(store):
+    """Threads recording the first results of one system at once: one system, every result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store.clock = lambda: datetime.now(UTC)
+    with ThreadPoolExecutor(8) as pool:
+        done = list(pool.map(lambda i: store.record("acme", {"system": "new", "label": str(i)},
+                                                    document()), range(8)))
+    assert len({r["id"] for r in done}) == 8
+    assert store.results("acme", "new", limit=100)[1] == 8
+    assert [s["results"] for s in store.systems("acme")] == [8]
