@@ -501,3 +501,15 @@ def test_a_run_topic_with_no_rows():
     want = reference({"t": {}}, qrels, float32=False)
     assert got == want
     assert got["num_ret"] == [0] and got["hits"] == []
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_docid_judged_only_in_another_topic(reader, monkeypatch):
+    # z is judged in topic a only; the run retrieves z in topic b (the last qrels topic):
+    # not a judged document there. (Its (topic, docid) key lies past every qrels key.)
+    run = {"b": {"z": 2.0, "m": 1.0}}
+    qrels = {"a": {"z": 1}, "b": {"m": 1}}
+    r = read(reader, run, "sorted", np.random.default_rng(0), monkeypatch)
+    got = rank_run(r, read_qrels(qrels), float32_scores=False)
+    assert got.topics == ["b"]
+    assert list(zip(got.hit_rank.tolist(), got.hit_label.tolist(), strict=True)) == [(2, 1)]
