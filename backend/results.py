@@ -34,9 +34,12 @@ results reads a thousand small rows, not their values (1,000 results: 31 ms on P
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
+import threading
 import uuid
 import zlib
 from collections.abc import Callable
@@ -59,6 +62,7 @@ from sqlalchemy import (
     event,
     func,
     select,
+    text,
 )
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError
@@ -282,9 +286,18 @@ def _text(record: dict, key: str, limit: int, *, optional: bool = False) -> str 
     return value
 
 
+# key of the PostgreSQL advisory lock migrations hold ("cranfield" in a signed bigint)
+_MIGRATION_LOCK = 0x6372616E6669656C
+# Alembic's ``context`` is a module global: one migration at a time in a process, too
+_MIGRATING = threading.Lock()
+
+
 def migrate(url_or_engine: str | Engine, revision: str = "head") -> None:
     """Bring the database to ``revision`` (Alembic's ``upgrade``), with a configuration built
-    here: the scripts are in ``backend/migrations``, the connection is passed to env.py."""
+    here: the scripts are in ``backend/migrations``, the connection is passed to env.py.
+    Processes starting together (gunicorn's, the workers) migrate one at a time: an advisory
+    lock on PostgreSQL, a lock file next to a SQLite file (and threads of one process one at
+    a time: Alembic's context is global); the others then find it done."""
     from alembic import command
     from alembic.config import Config
 
@@ -292,12 +305,30 @@ def migrate(url_or_engine: str | Engine, revision: str = "head") -> None:
     config = Config()
     config.set_main_option("script_location", MIGRATIONS)
     try:
-        with engine.begin() as connection:
+        with _MIGRATING, _file_lock(engine), engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                                   {"key": _MIGRATION_LOCK})
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
     finally:
         if isinstance(url_or_engine, str):
             engine.dispose()
+
+
+@contextlib.contextmanager
+def _file_lock(engine: Engine):
+    """An exclusive lock on ``<database file>.migrate-lock`` (SQLite files only)."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(os.path.abspath(database) + ".migrate-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _engine(url: str) -> Engine:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import math
 import struct
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
@@ -21,6 +24,7 @@ from backend.config import database_url
 from backend.results import MIGRATIONS, Base, ResultStore, migrate
 from backend.store import NotFound
 
+ROOT = Path(__file__).resolve().parents[2]
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Student-t quantiles t_{df, 0.975}, written down (scipy.stats.t.ppf(0.975, df))
@@ -143,6 +147,28 @@ def test_migrations_from_an_empty_database_to_head(url):
         with engine.connect() as connection:
             assert connection.execute(text("SELECT version_num FROM alembic_version")
                                       ).scalars().all() == [head]
+    finally:
+        engine.dispose()
+
+
+def test_processes_starting_together_migrate_once(url):
+    """Three processes migrating an empty database at once (gunicorn's starting): they take
+    turns, the first makes the schema, the others find it at head."""
+    engine = create_engine(url)
+    try:
+        Base.metadata.drop_all(engine)
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        code = "import sys; from backend.results import migrate; migrate(sys.argv[1])"
+        procs = [subprocess.Popen([sys.executable, "-c", code, url], cwd=ROOT,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")
+                                      ).scalars().all() == [
+                ScriptDirectory(MIGRATIONS).get_current_head()]
     finally:
         engine.dispose()
 
