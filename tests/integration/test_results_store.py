@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import struct
 import subprocess
 import sys
@@ -18,14 +19,16 @@ from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, inspect, make_url, text
 
 from backend.config import database_url
 from backend.results import MIGRATIONS, Base, ResultStore, migrate
 from backend.store import NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+# the server's maintenance database, as a superuser (TEST_POSTGRES_ADMIN_URL: another server)
+PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",
+                          "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Student-t quantiles t_{df, 0.975}, written down (scipy.stats.t.ppf(0.975, df))
 T_975 = {2: 4.302652729749462, 3: 3.1824463052837078, 4: 2.7764451051977934}
@@ -58,7 +61,7 @@ def database(request, tmp_path_factory):
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+        yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
     finally:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
@@ -78,8 +81,7 @@ class Clock:
 
 @pytest.fixture
 def url(database, require):
-    require(database is not None, "a PostgreSQL server on 127.0.0.1:5432 (trust auth, user "
-                                  "postgres)")
+    require(database is not None, f"a PostgreSQL server at {PG_ADMIN} (trust auth)")
     return database
 
 
