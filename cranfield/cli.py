@@ -214,7 +214,9 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                      help="add wilcoxon to the tests: the Wilcoxon signed-rank test "
                           "(Cranfield's own: exact for at most 50 untied non-zero "
                           "differences, else normal with tie correction; zeros dropped)")
-    cmp.add_argument("--format", choices=("text", "json"), default="text")
+    cmp.add_argument("--format", choices=("text", "json", "html"), default="text",
+                     help="html: the self-contained report page (inline SVG), as the API's "
+                          "text/html; redirect it to a file")
     cmp.add_argument("--gate", action="append", type=_gate_arg, default=[],
                      metavar="MEASURE:MAX_DROP[%][@ALPHA]",
                      help="fail (exit 3) when a run's mean drops below the baseline (or the "
@@ -446,6 +448,11 @@ def run_compare(args: argparse.Namespace) -> int:
                   interface="cli")
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif args.format == "html":
+        from .html_report import render_comparison
+
+        sys.stdout.write(render_comparison(doc, title="Cranfield comparison: "
+                                           + " vs ".join(names)))
     else:
         sys.stdout.write(format_text(doc))
     verdict = doc.get("gate", {}).get("verdict", "pass")
