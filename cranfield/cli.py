@@ -14,7 +14,7 @@ import os
 import sys
 
 from . import __version__
-from .errors import CranfieldError, InputError, error_report
+from .errors import ERROR_CODES, CranfieldError, InputError, error_report
 from .evaluate import evaluate
 from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
@@ -51,7 +51,7 @@ exit codes:
 
 # the engine's own commands; any other is looked up among the ``cranfield.commands`` entry
 # points (see _commands)
-ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool")
+ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool", "history")
 COMMANDS_GROUP = "cranfield.commands"
 
 PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
@@ -158,9 +158,25 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                          "json it is the document's warnings")
     ev.add_argument("--server", default=None, metavar="URL",
                     help="evaluate on a Cranfield service instead of locally (same output)")
+    ev.add_argument("--record", type=_record_arg, default=None,
+                    metavar="system=NAME,label=LABEL[,commit=SHA][,tags=T1;T2]",
+                    help="with --server: keep the result in the service's history under "
+                         "SYSTEM (see cranfield history)")
     ev.add_argument("--qrels-id", default=None, metavar="ID",
                     help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
                          "(pass -)")
+    hs = sub.add_parser("history", help="a system's recorded results on a Cranfield service, "
+                                        "newest first, or one measure's trend",
+                        description="List SYSTEM's recorded results (cranfield eval --server "
+                                    "... --record system=SYSTEM,...) on the service at "
+                                    "--server, or with --measure the measure's mean and 95%% "
+                                    "CI per result, oldest first.")
+    hs.add_argument("system", metavar="SYSTEM")
+    hs.add_argument("--server", required=True, metavar="URL")
+    hs.add_argument("--measure", default=None, metavar="KEY",
+                    help="a measure key as recorded (map, ndcg_cut_10, P_5...)")
+    hs.add_argument("--limit", type=_positive_int, default=20, help="results listed (newest)")
+    hs.add_argument("--format", choices=("table", "json"), default="table")
     nd = sub.add_parser("ndeval", help="diversity measures exactly as NIST's ndeval 4.5 prints "
                                        "them (CSV)")
     nd.add_argument("qrels", metavar="QRELS", help="subtopic qrels: topic subtopic docno judgment")
@@ -287,6 +303,68 @@ def _file_bytes(path: str) -> bytes:
         raise InputError(path, f"cannot read: {exc.strerror}") from None
 
 
+RECORD_KEYS = ("system", "label", "commit", "tags")
+
+
+def _record_arg(text: str) -> dict:
+    """``system=S,label=L[,commit=C][,tags=a;b]`` -> the API's ``record`` object."""
+    record: dict = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in RECORD_KEYS or not value.strip():
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: give KEY=VALUE pairs, KEY one of {', '.join(RECORD_KEYS)}")
+        if key in record:
+            raise argparse.ArgumentTypeError(f"{key} given twice")
+        record[key] = ([t.strip() for t in value.split(";") if t.strip()] if key == "tags"
+                       else value.strip())
+    missing = [k for k in ("system", "label") if k not in record]
+    if missing:
+        raise argparse.ArgumentTypeError(f"needs {' and '.join(missing)}")
+    return record
+
+
+def run_history(args: argparse.Namespace) -> int:
+    """``cranfield history SYSTEM --server URL [--measure KEY]``: the recorded results."""
+    import json
+
+    from .client import ApiError, Client
+
+    client = Client(args.server)
+    try:
+        if args.measure:
+            doc = client.trend(args.system, args.measure)
+        else:
+            doc = client.results(args.system, limit=args.limit)
+    except ApiError as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"cranfield: cannot reach {args.server}: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return 0
+    if args.measure:
+        rows = [(p["created_at"][:19], p["label"], _num(p["mean"]),
+                 f"[{_num(p['ci_low'])}, {_num(p['ci_high'])}]", str(p["n_topics"]), p["id"])
+                for p in doc["points"]]
+        head = ("recorded", "label", args.measure, "95% CI", "topics", "id")
+    else:
+        rows = [(r["created_at"][:19], r["label"], r.get("commit") or "",
+                 ",".join(r.get("tags") or []), r["id"]) for r in doc["results"]]
+        head = ("recorded", "label", "commit", "tags", "id")
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=False)]
+    for row in (head, *rows):
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
 def run_remote(args: argparse.Namespace) -> int:
     """``--server``: send the files, print what the service answers (trec_eval's text, CSV or
     JSON), waiting on queued jobs with back-off."""
@@ -305,16 +383,21 @@ def run_remote(args: argparse.Namespace) -> int:
     try:
         out = Client(args.server).evaluate(run, qrels, qrels_id=args.qrels_id,
                                            measures=args.measures, options=options,
-                                           per_topic=args.per_topic, accept=accept)
+                                           per_topic=args.per_topic, accept=accept,
+                                           record=args.record)
     except ApiError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
-        return 1 if exc.status == 422 and "measure" in str(exc.problem.get("title", "")
-                                                                 ).lower() else 2
+        # the problem's code, as for a local run (errors.ERROR_CODES); else a usage error
+        return ERROR_CODES.get(exc.problem.get("code"), (0, "", 2))[2]
     except OSError as exc:
         print(f"cranfield: cannot reach {args.server}: {exc}", file=sys.stderr)
         return 2
     if args.format == "trec" and args.no_summary:
         out = "".join(line for line in out.splitlines(keepends=True) if "\tall\t" not in line)
+    if isinstance(out, dict) and isinstance(out.get("recorded"), dict):
+        rec = out["recorded"]
+        print(f"cranfield: recorded as {rec.get('id')} ({rec.get('system')}, "
+              f"{rec.get('label')})", file=sys.stderr)
     if isinstance(out, dict) and isinstance(out.get("warnings"), list):
         out["warnings"] = warnings_for_interface(out["warnings"], "cli")
     sys.stdout.write(out if isinstance(out, str) else json.dumps(out, indent=2) + "\n")
@@ -328,6 +411,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
     if args.server:
         return run_remote(args)
+    if args.record:
+        print("cranfield: --record needs --server (results are kept by the service)",
+              file=sys.stderr)
+        return 2
 
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
@@ -532,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_pool(args)
         if args.command == "measures":
             return run_measures(args)
+        if args.command == "history":
+            return run_history(args)
         handler = getattr(args, "handler", None)
         if handler is not None:  # a command of another package (``cranfield.commands``)
             return handler(args, parser)

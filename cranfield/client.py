@@ -16,6 +16,7 @@ import json
 import os
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
@@ -100,10 +101,13 @@ class Client:
     def evaluate(self, run: Any, qrels: Any = None, *, qrels_id: str | None = None,
                  measures: list[str] | None = None, options: dict | None = None,
                  per_topic: bool = True, details: bool = False, prefer_async: bool = False,
-                 accept: str = "application/json", wait: bool = True) -> Any:
+                 accept: str = "application/json", wait: bool = True,
+                 record: dict | None = None) -> Any:
         """Evaluate ``run`` (mapping, TREC text or a path) against ``qrels`` (same forms) or
         stored ``qrels_id``. Returns the result document (``accept`` JSON), or text for
-        ``text/plain``/``text/csv``; with ``wait=False`` a queued job's status instead."""
+        ``text/plain``/``text/csv``; with ``wait=False`` a queued job's status instead.
+        ``record`` (``{"system", "label", "commit"?, "tags"?}``) keeps the result in the
+        service's history (the document's ``recorded`` names it)."""
         body: dict[str, Any] = {"run": _text_or_mapping(run), "per_topic": per_topic}
         if qrels_id is not None:
             body["qrels_id"] = qrels_id
@@ -115,6 +119,8 @@ class Client:
             body["options"] = dict(options)
         if details:
             body["details"] = True
+        if record:
+            body["record"] = dict(record)
         headers = {"Accept": accept}
         if prefer_async:
             headers["Prefer"] = "respond-async"
@@ -175,3 +181,23 @@ class Client:
 
     def measures(self) -> dict:
         return self._json("GET", "/v1/measures")
+
+    # -- recorded results -------------------------------------------------------------------
+    def systems(self) -> list[dict]:
+        """The systems with recorded results (``GET /v1/systems``)."""
+        return self._json("GET", "/v1/systems")["systems"]
+
+    def results(self, system: str, *, offset: int = 0, limit: int = 50,
+                **filters: str) -> dict:
+        """One page of a system's recorded results, newest first (``since``, ``until``,
+        ``tag``, ``qrels_version`` filter them)."""
+        query = urllib.parse.urlencode({"offset": offset, "limit": limit,
+                                        **{k: v for k, v in filters.items() if v}})
+        return self._json("GET", f"/v1/systems/{urllib.parse.quote(system, safe='')}"
+                                 f"/results?{query}")
+
+    def trend(self, system: str, measure: str) -> dict:
+        """A measure's mean and 95% CI for each recorded result of ``system``, oldest first."""
+        query = urllib.parse.urlencode({"measure": measure})
+        return self._json("GET", f"/v1/systems/{urllib.parse.quote(system, safe='')}"
+                                 f"/trend?{query}")
