@@ -35,6 +35,9 @@ APP_DEFAULTS: dict[str, Any] = {
     "API_KEYS_FILE": None,      # API keys on (see service/auth.py): a file of hashed keys
     "API_KEYS": None,           # ... or the same lines in the variable itself
     "RATE_LIMIT": None,         # per key, e.g. 600/60 (requests per seconds); None: no limit
+    # recorded results (issue #18): a SQLAlchemy URL; None: database_url() (the variable
+    # CRANFIELD_DATABASE_URL, else the embedded SQLite file)
+    "DATABASE_URL": None,
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "ASYNC_THRESHOLD_BYTES",

@@ -24,7 +24,7 @@ COMPARE_FUNCTION = "worker.jobs.compare_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
-SPEC_VERSION = 2
+SPEC_VERSION = 3  # 3: EvaluationJob.record (issue #18)
 
 
 class SpecError(ValueError):
@@ -60,9 +60,12 @@ class Job:
     version: int = SPEC_VERSION
 
     def document_settings(self) -> dict[str, Any]:
-        """What ``evaluation_document`` reads: per-topic rows, latencies, curves."""
-        return {"per_topic": self.per_topic, "latency_ms": self.latency_ms,
-                "curves": self.curves}
+        """What ``evaluation_document`` reads: per-topic rows, latencies, curves. A job that
+        records its result builds the per-topic rows even if its answer leaves them out
+        (``backend.tasks.record_evaluation`` removes them once recorded)."""
+        record = getattr(self, "record", None)
+        return {"per_topic": self.per_topic or record is not None,
+                "latency_ms": self.latency_ms, "curves": self.curves}
 
     def to_wire(self) -> dict[str, Any]:
         return {"kind": self.kind, **dataclasses.asdict(self)}
@@ -96,11 +99,14 @@ class Job:
 @dataclass(kw_only=True)
 class EvaluationJob(Job):
     """One run against one qrels. ``run_format``: ``trec`` (text as sent) or ``json`` (a
-    mapping); ``run_sha256`` when the API already hashed the run."""
+    mapping); ``run_sha256`` when the API already hashed the run. ``record``: keep the result
+    as ``{"system", "label", "commit"?, "tags"?}`` in the results store (issue #18), else
+    None."""
     kind: ClassVar[str] = "evaluation"
     run_key: str | None = None
     run_format: str = "trec"
     run_sha256: str | None = None
+    record: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True)

@@ -40,6 +40,8 @@ class MemoryBackend:
     """Jobs on one background thread, results kept ``result_ttl`` seconds."""
 
     kind = "embedded"
+    #: the app's results store (create_app sets it): where jobs with a ``record`` keep results
+    results = None
 
     def __init__(self, config: dict):
         self.store = MemoryStore()
@@ -74,7 +76,7 @@ class MemoryBackend:
                 outcome = run_comparison(self.store, spec, lambda job_id: (
                     self.finished_evaluation(job_id, spec.tenant)))
             else:
-                outcome = execute(self.store, spec)
+                outcome = execute(self.store, spec, self.results)
         except Exception as exc:  # a bug, reported on the job rather than lost
             outcome = {"problem": {"status": 500, "title": "Job crashed",
                                    "detail": f"{exc.__class__.__name__}: {exc}"}}

@@ -91,16 +91,50 @@ def run_job(store, job: EvaluationJob) -> dict:
     return doc
 
 
-def execute(store, job: EvaluationJob) -> dict:
+def execute(store, job: EvaluationJob, results=None) -> dict:
     """Run a job to its outcome: ``{"result": document}`` or, for input that cannot be
-    evaluated, ``{"problem": problem}`` at once (a retry could not help). Inputs are dropped
-    only once the outcome exists, so a worker killed mid-job leaves them for the retry."""
+    evaluated, ``{"problem": problem}`` at once (a retry could not help). A job with a
+    ``record`` keeps its result in ``results`` (a :class:`backend.results.ResultStore`;
+    None: this process's, :func:`backend.results_access.result_store`). Inputs are dropped
+    only once the outcome exists (and is recorded), so a worker killed mid-job, or a
+    database that cannot be reached, leaves them for the retry."""
     try:
         outcome = {"result": run_job(store, job)}
     except BadInput as exc:
         outcome = {"problem": exc.problem}
+    _record_outcome(job, outcome, results)
     _drop_inputs(store, (job.run_key, job.qrels.key))
     return outcome
+
+
+def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
+                      per_topic: bool) -> dict:
+    """Keep ``doc`` (built with per-topic values) as a result in ``results``, then shape it
+    as the request asked: ``recorded`` added (``{"id", "system", "label"}``), the per-topic
+    values (and per-topic curves) removed unless ``per_topic``. Returns ``doc``."""
+    summary = results.record(tenant, record, doc)
+    if not per_topic:
+        doc.pop("per_topic", None)
+        if isinstance(doc.get("curves"), dict):
+            doc["curves"].pop("per_topic", None)
+    doc["recorded"] = {k: summary[k] for k in ("id", "system", "label")}
+    return doc
+
+
+def _record_outcome(job: EvaluationJob, outcome: dict, results) -> None:
+    """Record a finished job's result if it asks to be (an error propagates: the job fails
+    and is retried, its inputs kept)."""
+    if job.record is None or "result" not in outcome:
+        return
+    if results is None:
+        from .results_access import result_store
+
+        results = result_store()
+    try:
+        record_evaluation(results, job.tenant, job.record, outcome["result"], job.per_topic)
+    except ValueError as exc:  # a record the API would not have let through
+        outcome.clear()
+        outcome["problem"] = _field_problem("record", str(exc))
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,10 +165,12 @@ def run_shard(store, job: ShardJob, on_topics=None) -> dict:
             "details": details}
 
 
-def run_combine(store, job: CombineJob, shards: list[dict]) -> dict:
-    """Merge shard outcomes into the document the unsharded job would have produced, then
-    drop the job's inputs (result or problem alike; a crash leaves them for the retry)."""
+def run_combine(store, job: CombineJob, shards: list[dict], results=None) -> dict:
+    """Merge shard outcomes into the document the unsharded job would have produced, record
+    it if the job asks to be (see :func:`execute`), then drop the job's inputs (result or
+    problem alike; a crash leaves them for the retry)."""
     outcome = _combine(store, job, shards)
+    _record_outcome(job, outcome, results)
     _drop_inputs(store, (*job.shard_keys, job.qrels.key))
     return outcome
 

@@ -6,16 +6,29 @@ Configuration comes from defaults, then ``CRANFIELD_*`` environment variables, t
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from backend.config import ConfigError, app_settings
+from backend.config import PREFIX, ConfigError, app_settings, database_url
 from backend.queue import make_backend
 
-from . import auth, comparisons, docs, evaluations, health, jobs, measures, pools, qrels, timing
+from . import (
+    auth,
+    comparisons,
+    docs,
+    evaluations,
+    health,
+    jobs,
+    measures,
+    pools,
+    qrels,
+    results,
+    timing,
+)
 from .multipart import check_boundary
 from .observability import init_app as init_observability
 from .problems import register_error_handlers
@@ -50,11 +63,33 @@ def _discard_unread_body(response):
     return response
 
 
+def results_url(settings: dict[str, Any]) -> str:
+    """The results database's URL: the ``DATABASE_URL`` setting read as
+    :func:`backend.config.database_url` reads the variable, else that function's default."""
+    url = settings.get("DATABASE_URL")
+    if url:
+        return database_url({**os.environ, PREFIX + "DATABASE_URL": url})
+    return database_url()
+
+
+def open_results(settings: dict[str, Any]):
+    """The recorded-results store (issue #18), migrated to head (one process at a time:
+    :mod:`backend.migrate`)."""
+    from backend.migrate import migrate_safely
+    from backend.results import ResultStore
+
+    store = ResultStore(results_url(settings))
+    migrate_safely(store)
+    return store
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(app_settings(config))
     app.json = OrjsonProvider(app)
     app.extensions["cranfield"] = make_backend(app.config)
+    app.extensions["results"] = open_results(app.config)
+    app.extensions["cranfield"].results = app.extensions["results"]  # the embedded queue's
     register_error_handlers(app)
     init_observability(app)
     try:
@@ -73,6 +108,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(evaluations.bp)
     app.register_blueprint(comparisons.bp)
     app.register_blueprint(pools.bp)
+    app.register_blueprint(results.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(docs.docs_blueprint())
     return app

@@ -72,7 +72,8 @@ def enqueue_evaluation(req: dict) -> Response:
     spec = EvaluationJob(measures=req["measures"], options=req["options"],
                          per_topic=req["per_topic"], details=req["details"],
                          details_depth=req["details_depth"], latency_ms=req["latency_ms"],
-                         curves=req["curves"], run_format=run_format, **carried)
+                         curves=req["curves"], run_format=run_format,
+                         record=req.get("record"), **carried)
     # A run cut into shards is hashed here, on a thread beside the stores of its pieces
     # (hashlib releases the GIL; SHA-NI hashes 250 MB in ~0.15 s): a worker re-reading every
     # piece from Redis to hash them cost ~0.7 s of a worker and of Redis. An unsharded run's

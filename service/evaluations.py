@@ -10,19 +10,24 @@ queued by :mod:`service.enqueue`.
 
 from __future__ import annotations
 
+import re
+
 import orjson
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
+from backend.tasks import record_evaluation
 from cranfield import CranfieldError
 from cranfield.result_document import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
+from .auth import current_tenant
 from .enqueue import enqueue_evaluation, wants_async
 from .evaluation_request import form_body, load_body
 from .inputs import engine_problem, read_inputs
 from .negotiation import negotiate
+from .problems import Problem
 from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
 from .timing import timed
 
@@ -34,6 +39,33 @@ bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 # --------------------------------------------------------------------------------------------
 
 _DEFAULT_OPTIONS = OptionsSchema().load({})
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # openapi.yaml's Record patterns exclude them
+
+
+def _printable(value: str) -> bool:
+    if CONTROL.search(value):
+        raise ValidationError("printable characters only (no control characters or line "
+                              "breaks)")
+    return True
+
+
+def _name(limit: int, **kwargs) -> fields.String:
+    return fields.String(validate=[validate.Length(min=1, max=limit), _printable], **kwargs)
+
+
+class RecordSchema(Schema):
+    """``record``: keep the result in the results store (issue #18) as a result of
+    ``system``, labelled ``label`` (a build, a date...), with the code's ``commit`` and
+    ``tags`` to filter by."""
+    class Meta:
+        unknown = RAISE
+
+    system = _name(200, required=True)
+    label = _name(200, required=True)
+    commit = _name(100, load_default=None, allow_none=True)
+    tags = fields.List(_name(64), load_default=list, validate=validate.Length(max=20))
 
 
 class EvaluationRequestSchema(Schema):
@@ -54,6 +86,7 @@ class EvaluationRequestSchema(Schema):
     curves = strict_bool(load_default=False)
     latency_ms = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False),
                              load_default=None)
+    record = fields.Nested(RecordSchema, load_default=None)
 
     @validates_schema
     def _one_qrels(self, data, **kwargs):
@@ -91,6 +124,21 @@ def run_evaluation(req: dict):
     return ev, run, qrels, (run_digest.result(), qrels_digest)
 
 
+def _recorded_document(req: dict, ev, run, qrels, run_digest: str, qrels_digest: str) -> dict:
+    """The evaluation's document, kept in the results store (with its per-topic values,
+    whatever the request's ``per_topic``), then shaped as the request asked, with
+    ``recorded`` (:func:`backend.tasks.record_evaluation`)."""
+    details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
+    doc = evaluation_document(ev, dict(req, per_topic=True), run_digest, qrels_digest,
+                              details, req.get("qrels_version"))
+    try:
+        return record_evaluation(current_app.extensions["results"], current_tenant(),
+                                 req["record"], doc, req["per_topic"])
+    except ValueError as exc:  # the schema lets no such record through: the store's words
+        raise Problem(422, "Invalid request", str(exc), kind="invalid-request",
+                      errors={"record": [str(exc)]}) from None
+
+
 @bp.post("")
 def create_evaluation():
     """Evaluate synchronously and answer with per-topic and aggregate scores."""
@@ -103,16 +151,22 @@ def create_evaluation():
             return enqueue_evaluation(req)
     with timed("evaluate"):
         ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
+    doc = None
+    if req["record"] is not None:
+        with timed("record"):
+            doc = _recorded_document(req, ev, run, qrels, run_digest, qrels_digest)
     with timed("render"):
         if fmt == "text/plain":
             return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
         if fmt == "text/csv":
             return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
-        details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
-        if fmt == "text/html":  # the page plots the precision-recall curve
-            req = dict(req, curves=True)
-        doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
-                                  req.get("qrels_version"))
+        if doc is None or fmt == "text/html":
+            details = (details_for(ev, run, qrels, req["details_depth"]) if req["details"]
+                       else None)
+            if fmt == "text/html":  # the page plots the precision-recall curve
+                req = dict(req, curves=True)
+            doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
+                                      req.get("qrels_version"))
         if fmt == "text/html":
             from cranfield.html_report import render_evaluation
 

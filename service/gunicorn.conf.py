@@ -40,13 +40,16 @@ logconfig_dict = logging_config(loglevel, accesslog)
 
 def on_starting(server):
     """In the master, before the workers fork: check the configuration (a bad value stops
-    start-up with one line) and set up Prometheus's multiprocess mode."""
-    from service.app import check_configuration
+    start-up with one line), migrate the results database to head (so that the workers,
+    which each migrate too, find it there; backend/migrate.py serialises processes anyway)
+    and set up Prometheus's multiprocess mode."""
+    from service.app import check_configuration, open_results
 
     try:
         check_configuration()
     except ConfigError as exc:
         raise SystemExit(f"cranfield: {exc}") from None
+    open_results(app_settings()).close()
     _metrics_directory(server)
 
 

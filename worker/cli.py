@@ -159,6 +159,12 @@ def preload() -> None:
     from cranfield.json_body import warm_up
 
     warm_up()  # JSON runs: the compiled scan, loaded from numba's cache
+    try:  # the results database, opened and migrated once: each work horse inherits it
+        from backend.results_access import result_store
+
+        result_store()
+    except Exception:  # unreachable now: a job that records a result opens it (or fails)
+        log.warning("cannot open the results database yet", exc_info=True)
     run = warm_up_columnar_reader()  # TREC runs: pyarrow imported, its first read paid
     if run is not None:
         cranfield.evaluate(run, {"q1": {"d1": 1}}, ["map", "ndcg_cut.10"])

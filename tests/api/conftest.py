@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import orjson
@@ -49,6 +50,28 @@ class ContractClient:
 
     def delete(self, *args, **kwargs):
         return self.open(*args, method="DELETE", **kwargs)
+
+
+@pytest.fixture(scope="session")
+def _results_template(tmp_path_factory) -> Path:
+    """An empty results database at head, migrated once: each test gets a copy."""
+    from backend.migrate import migrate_safely
+
+    path = tmp_path_factory.mktemp("results") / "template.db"
+    migrate_safely(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def results_database(_results_template, tmp_path, monkeypatch) -> str:
+    """Every app a test makes (this directory's fixtures, or create_app called by the test)
+    records results in a SQLite file of the test's own: CRANFIELD_DATABASE_URL points there,
+    so a test run never touches the shared instance/cranfield.db."""
+    path = tmp_path / "results.db"
+    shutil.copyfile(_results_template, path)
+    url = f"sqlite:///{path}"
+    monkeypatch.setenv("CRANFIELD_DATABASE_URL", url)
+    return url
 
 
 @pytest.fixture

@@ -1,0 +1,197 @@
+"""Recorded results (issue #18): ``GET /v1/systems``, ``GET /v1/systems/{name}/results``,
+``GET|DELETE /v1/results/{result_id}``, ``PUT|GET /v1/systems/{name}/baseline`` and
+``GET /v1/systems/{name}/trend?measure=M``.
+
+A result is recorded by ``POST /v1/evaluations`` with ``record`` (sync or queued). Systems
+and results belong to the caller's tenant; another tenant's are answered 404, as if they did
+not exist (as qrels and jobs are). A system is known while it has results."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from urllib.parse import quote, urlencode
+
+import orjson
+from flask import Blueprint, Response, current_app, request
+
+from backend.store import NotFound
+
+from .auth import current_tenant
+from .evaluations import CONTROL
+from .problems import Problem
+from .request_body import read_body
+
+bp = Blueprint("results", __name__, url_prefix="/v1")
+RESULT_ID = re.compile(r"^[0-9a-f]{32}$")
+MAX_NAME = 200
+
+
+def results_store():
+    return current_app.extensions["results"]
+
+
+def _json(doc, status: int = 200) -> Response:
+    return Response(orjson.dumps(doc), status=status, mimetype="application/json")
+
+
+def _check_result_id(result_id: str, field: str = "result_id") -> None:
+    if not isinstance(result_id, str) or not RESULT_ID.match(result_id):
+        raise Problem(422, "Invalid result id", f"{result_id!r} is not a result id",
+                      kind="invalid-request", errors={field: ["32 hex digits (lower case), as "
+                                                              "recorded.id gave it"]})
+
+
+def _check_system(name: str) -> None:
+    if not 1 <= len(name) <= MAX_NAME or CONTROL.search(name):
+        raise Problem(422, "Invalid system name", f"{name!r} is not a system name",
+                      kind="invalid-request", errors={"name": [
+                          f"1-{MAX_NAME} printable characters"]})
+
+
+def _no_system(name: str) -> Problem:
+    return Problem(404, "Not Found", f"no system {name!r} (none of your results is of it)",
+                   kind="not-found")
+
+
+def _no_result(result_id: str) -> Problem:
+    return Problem(404, "Not Found", f"no result {result_id!r}", kind="not-found")
+
+
+def _known_system(name: str) -> dict:
+    """The tenant's system ``name`` as ``GET /v1/systems`` lists it; 404 if it has none."""
+    _check_system(name)
+    for system in results_store().systems(current_tenant()):
+        if system["name"] == name:
+            return system
+    raise _no_system(name)
+
+
+def _bad_parameter(name: str, sentence: str) -> Problem:
+    return Problem(400, "Invalid parameter", f"{name}: {sentence}", kind="invalid-parameter",
+                   errors={name: [sentence]})
+
+
+def _page() -> tuple[int, int]:
+    """offset and limit, as ``GET /v1/qrels`` reads them."""
+    values = {}
+    for name, default, low, high in (("offset", 0, 0, 2**53 - 1), ("limit", 50, 1, 1000)):
+        text = request.args.get(name, str(default))
+        try:
+            value = int(text)
+        except ValueError:
+            raise _bad_parameter(name, f"an integer {low}..{high}") from None
+        if not low <= value <= high:
+            raise _bad_parameter(name, f"an integer {low}..{high}")
+        values[name] = value
+    return values["offset"], values["limit"]
+
+
+def _time(name: str) -> datetime | None:
+    text = request.args.get(name)
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        raise _bad_parameter(name, "an ISO 8601 date or time (2026-11-23, "
+                             "2026-11-23T06:00:00Z); no zone: UTC") from None
+
+
+@bp.get("/systems")
+def list_systems():
+    """The tenant's systems: name, number of results, latest, pinned baseline."""
+    return _json({"items": results_store().systems(current_tenant())})
+
+
+@bp.get("/systems/<path:name>/results")
+def list_results(name: str):
+    """A page of the system's results, newest first; filters: since, until, tag,
+    qrels_version."""
+    _known_system(name)
+    offset, limit = _page()
+    since, until = _time("since"), _time("until")
+    filters = {k: request.args[k] for k in ("since", "until", "tag", "qrels_version")
+               if k in request.args}
+    items, total = results_store().results(
+        current_tenant(), name, since=since, until=until, tag=filters.get("tag"),
+        qrels_version=filters.get("qrels_version"), offset=offset, limit=limit)
+    nxt = None
+    if offset + limit < total:
+        nxt = (f"/v1/systems/{quote(name, safe='')}/results?"
+               + urlencode({**filters, "offset": offset + limit, "limit": limit}))
+    return _json({"items": items, "total": total, "offset": offset, "limit": limit,
+                  "next": nxt})
+
+
+@bp.get("/results/<result_id>")
+def get_result(result_id: str):
+    """The result's summary and its whole recorded document (per-topic values included)."""
+    _check_result_id(result_id)
+    found = results_store().get(current_tenant(), result_id)
+    if found is None:
+        raise _no_result(result_id)
+    return _json(found)
+
+
+@bp.delete("/results/<result_id>")
+def delete_result(result_id: str):
+    _check_result_id(result_id)
+    if not results_store().delete(current_tenant(), result_id):
+        raise _no_result(result_id)
+    return Response(status=204)
+
+
+def _baseline_body() -> str:
+    if request.mimetype != "application/json":
+        raise Problem(415, "Unsupported Media Type", "send application/json: "
+                      "{\"result_id\": …}", kind="unsupported-media-type")
+    try:
+        body = orjson.loads(read_body() or b"null")
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
+                      errors={"body": [str(exc)]}) from None
+    if not isinstance(body, dict) or "result_id" not in body:
+        raise Problem(422, "Invalid request", "expected {\"result_id\": …}",
+                      kind="invalid-request", errors={"result_id": ["Missing data"]})
+    unknown = sorted(set(body) - {"result_id"})
+    if unknown:
+        raise Problem(422, "Invalid request", "unknown fields", kind="invalid-request",
+                      errors={k: ["Unknown field."] for k in unknown})
+    _check_result_id(body["result_id"])
+    return body["result_id"]
+
+
+@bp.put("/systems/<path:name>/baseline")
+def pin_baseline(name: str):
+    """Pin one of the system's results as its accepted baseline."""
+    _check_system(name)
+    result_id = _baseline_body()
+    try:
+        summary = results_store().pin_baseline(current_tenant(), name, result_id)
+    except NotFound:
+        raise Problem(404, "Not Found", f"no result {result_id!r} of system {name!r}",
+                      kind="not-found") from None
+    return _json(summary)
+
+
+@bp.get("/systems/<path:name>/baseline")
+def get_baseline(name: str):
+    _known_system(name)
+    summary = results_store().baseline(current_tenant(), name)
+    if summary is None:
+        raise Problem(404, "Not Found", f"system {name!r} has no baseline pinned",
+                      kind="not-found")
+    return _json(summary)
+
+
+@bp.get("/systems/<path:name>/trend")
+def trend(name: str):
+    """The measure's mean and 95% CI per recorded result, oldest first."""
+    measure = request.args.get("measure")
+    if not measure or len(measure) > MAX_NAME:
+        raise _bad_parameter("measure", "a measure key, as recorded (measures[].key)")
+    system = _known_system(name)
+    points = results_store().trend(current_tenant(), name, measure)
+    return _json({"system": name, "measure": measure, "baseline": system["baseline"],
+                  "points": points})
