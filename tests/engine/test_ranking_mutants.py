@@ -513,3 +513,59 @@ def test_a_docid_judged_only_in_another_topic(reader, monkeypatch):
     got = rank_run(r, read_qrels(qrels), float32_scores=False)
     assert got.topics == ["b"]
     assert list(zip(got.hit_rank.tolist(), got.hit_label.tolist(), strict=True)) == [(2, 1)]
+
+
+@pytest.mark.parametrize("tix, n", [([], 2), ([0, 0, 1], 2), ([1, 1, 0], 2)])
+def test_topic_blocks_are_int64(tix, n):
+    lo, hi = topic_blocks(np.asarray(tix, dtype=np.int64), n)
+    assert lo.dtype == np.int64 and hi.dtype == np.int64
+
+
+def test_an_index_in_answer_in_several_chunks(monkeypatch):
+    # pyarrow may answer index_in over a chunked column in several chunks (the one installed
+    # here concatenates them): the matching must offset each chunk's rows. Re-chunk the real
+    # answer like the probe to take that path.
+    real = pyarrow.compute.index_in
+
+    def chunked_like_probe(values, value_set):
+        found = real(values, value_set=value_set)
+        if not isinstance(values, pa.ChunkedArray):
+            return found
+        flat = found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
+        bounds = np.cumsum([0] + [len(c) for c in values.chunks])
+        return pa.chunked_array([flat[a:b] for a, b in zip(bounds[:-1], bounds[1:],
+                                                           strict=True)], flat.type)
+    monkeypatch.setattr(pyarrow.compute, "index_in", chunked_like_probe)
+    for seed in range(4):
+        run, qrels = random_case(seed)
+        r = read("arrow-fnv", run, "interleaved", np.random.default_rng(seed), monkeypatch)
+        got = observed(rank_run(r, read_qrels(qrels), float32_scores=False,
+                                tie_cutoffs=TIE_KS))
+        assert got == reference(run, qrels, float32=False)
+
+
+def test_which_score_search_runs(monkeypatch):
+    # score_positions: a run of at most GLOBAL_KEYS_MAX_ROWS rows is searched by one sort of
+    # global integer keys, a longer one by the segmented binary search (ranking.py: "below
+    # this many rows, one global sort ... beats a vectorised binary search"). Two topics, no
+    # tied scores (so the docno tie-break does not search either); one and several judged.
+    calls = []
+    real = ranking.segmented_search
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ranking, "segmented_search", spy)
+    run = read_run({"a": {"x": 3.0, "y": 2.0, "z": 1.0}, "b": {"x": 5.0, "w": 4.0}})
+    for qrels in ({"a": {"y": 1}, "b": {"x": 1}}, {"a": {"y": 1, "z": 0}, "b": {"w": 1}},
+                  {"a": {"y": 1}}):
+        q = read_qrels(qrels)
+        for limit, searched in ((len(run), False), (len(run) - 1, True), (0, True),
+                                (1 << 62, False)):
+            monkeypatch.setattr(ranking, "GLOBAL_KEYS_MAX_ROWS", limit)
+            calls.clear()
+            got = rank_run(run, q, float32_scores=False)
+            assert bool(calls) == searched, (qrels, limit)
+            assert observed(got) == {**reference({"a": {"x": 3.0, "y": 2.0, "z": 1.0},
+                                                  "b": {"x": 5.0, "w": 4.0}}, qrels,
+                                                 float32=False), "ties": {}}
