@@ -40,6 +40,10 @@ def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen
     env = dict(os.environ, CRANFIELD_ACCESS_LOG="/dev/null")
     for key in ("REDIS_URL", "CRANFIELD_WORKERS", "CRANFIELD_THREADS"):
         env.pop(key, None)  # only what the caller asks for; the config file decides the rest
+    # recorded results: a SQLite file of this server's own unless the caller names a
+    # database (never the shared instance/cranfield.db)
+    env.setdefault("CRANFIELD_DATABASE_URL",
+                   f"sqlite:///{tempfile.mkdtemp(prefix='results-', dir=_LOGS.name)}/results.db")
     env.update(extra_env or {})
     # gunicorn logs to a file: a pipe nobody reads could fill up and stall it
     fd, log_path = tempfile.mkstemp(prefix="gunicorn-", suffix=".log", dir=_LOGS.name)

@@ -1,0 +1,148 @@
+"""Recording from the queued path (issue #18): the API under gunicorn and real RQ workers
+(`cranfield worker`) on a private Redis, both given CRANFIELD_DATABASE_URL of a PostgreSQL
+database this module creates and drops (127.0.0.1:5432, user postgres; skipped without the
+server, failing under CI=true). Both the whole-job path and the sharded path (the combine
+step records) are covered; the rows are read back from PostgreSQL itself as well."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+
+import pytest
+from servers import BODY, CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
+from sqlalchemy import create_engine, make_url, text
+
+PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",
+                          "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _postgres_admin():
+    engine = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT",
+                           connect_args={"connect_timeout": 3})
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception:  # noqa: BLE001 - any failure to connect means "no server"
+        engine.dispose()
+        return None
+    return engine
+
+
+@pytest.fixture(scope="module")
+def database():
+    """The URL of an empty PostgreSQL database of this module (None: no server)."""
+    admin = _postgres_admin()
+    if admin is None:
+        yield None
+        return
+    name = "cranfield_queue_" + uuid.uuid4().hex[:12]
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="module")
+def api(redis_server, database):
+    if database is None:
+        yield None
+        return
+    # a TREC run of a few kB is cut into two shards: the combine step records it
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                                "CRANFIELD_DATABASE_URL": database,
+                                "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"})
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def worker(redis_server, database, require):
+    require(database is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
+                            env=dict(os.environ, CRANFIELD_DATABASE_URL=database),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _mapping_run() -> dict:
+    """results.test as a {topic: {docid: score}} mapping (a JSON run is never sharded)."""
+    run: dict[str, dict[str, float]] = {}
+    for line in (DATA / "results.test").read_text().splitlines():
+        topic, _, doc, _, score, *_ = line.split()
+        run.setdefault(topic, {})[doc] = float(score)
+    return run
+
+
+def _queued(api, body) -> dict:
+    status, headers, job = call(api, "POST", "/v1/evaluations", body,
+                                {"Prefer": "respond-async"})
+    assert status == 202, job
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    return done["result"]
+
+
+def _rows(database: str, result_id: str) -> tuple[int, int]:
+    """(results rows, per-topic columns) of ``result_id`` in PostgreSQL itself."""
+    engine = create_engine(database)
+    try:
+        with engine.connect() as connection:
+            pk = connection.execute(text("SELECT pk FROM results WHERE id = :id"),
+                                    {"id": result_id}).scalar()
+            columns = connection.execute(
+                text("SELECT count(*) FROM result_values WHERE result_pk = :pk"),
+                {"pk": pk}).scalar()
+            return (0 if pk is None else 1), int(columns)
+    finally:
+        engine.dispose()
+
+
+def test_queued_evaluations_are_recorded_by_the_worker(api, worker, database):
+    measures = ["map", "P.10", "ndcg_cut.10"]
+    sync_body = {"run": BODY["run"], "qrels": BODY["qrels"], "measures": measures}
+    status, _, sync = call(api, "POST", "/v1/evaluations", sync_body)
+    assert status == 200
+    # the whole job (a JSON run) and the sharded one (TREC text), per_topic asked or not
+    whole = _queued(api, {"run": _mapping_run(), "qrels": BODY["qrels"], "measures": measures,
+                          "record": {"system": "bm25", "label": "night-1",
+                                     "tags": ["nightly"], "commit": "c0ffee"}})
+    sharded = _queued(api, {**sync_body, "per_topic": False,
+                            "record": {"system": "bm25", "label": "night-2"}})
+    assert sharded["provenance"]["shards"] == 2 and "shards" not in whole["provenance"]
+    assert "per_topic" in whole and "per_topic" not in sharded
+    for result, label in ((whole, "night-1"), (sharded, "night-2")):
+        recorded = result["recorded"]
+        assert recorded["system"] == "bm25" and recorded["label"] == label
+        status, _, got = call(api, "GET", f"/v1/results/{recorded['id']}")
+        assert status == 200, got
+        assert got["aggregate"] == sync["aggregate"] == result["aggregate"]
+        assert got["document"]["per_topic"] == sync["per_topic"]
+        assert got["document"]["provenance"]["run_sha256"] == \
+            result["provenance"]["run_sha256"]
+        assert _rows(database, recorded["id"]) == (1, len(measures))
+    status, _, page = call(api, "GET", "/v1/systems/bm25/results")
+    assert [r["label"] for r in page["items"]] == ["night-2", "night-1"]
+    assert page["items"][1]["tags"] == ["nightly"] and page["items"][1]["commit"] == "c0ffee"
+    status, _, trend = call(api, "GET", "/v1/systems/bm25/trend?measure=map")
+    assert [round(p["mean"], 12) for p in trend["points"]] == \
+        [round(sync["aggregate"]["map"], 12)] * 2
+
+
+def test_a_queued_job_with_a_bad_record_is_refused_before_queueing(api, worker):
+    status, _, problem = call(api, "POST", "/v1/evaluations",
+                              {**BODY, "record": {"system": "bm25"}},
+                              {"Prefer": "respond-async"})
+    assert status == 422 and "record.label" in problem["errors"]
