@@ -49,7 +49,12 @@ def on_starting(server):
         check_configuration()
     except ConfigError as exc:
         raise SystemExit(f"cranfield: {exc}") from None
-    open_results(app_settings()).close()
+    try:
+        open_results(app_settings()).close()
+    except Exception as exc:  # unreachable, refused, a migration that fails: one line
+        raise SystemExit(f"cranfield: cannot open the results database "
+                         f"(CRANFIELD_DATABASE_URL): {exc.__class__.__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
     _metrics_directory(server)
 
 

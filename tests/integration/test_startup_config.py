@@ -20,6 +20,9 @@ from servers import ROOT, free_port
     ({"CRANFIELD_API_KEYS": "my-secret write team"}, "SHA-256"),
     ({"CRANFIELD_API_KEYS_FILE": "/nonexistent/keys"}, "cannot read /nonexistent/keys"),
     ({"CRANFIELD_RATE_LIMIT": "often"}, "CRANFIELD_RATE_LIMIT must be COUNT/SECONDS"),
+    # the results database (issue #18) is opened and migrated by the master
+    ({"CRANFIELD_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/cranfield"},
+     "cannot open the results database (CRANFIELD_DATABASE_URL): OperationalError"),
 ])
 def test_gunicorn_refuses_to_start(env, message):
     full = dict(os.environ, CRANFIELD_ACCESS_LOG="", **env)
