@@ -94,6 +94,15 @@ def register_error_handlers(app: Flask) -> None:
                                         "retry shortly", kind="unavailable",
                                         headers={"Retry-After": "5"}))
 
+    from sqlalchemy.exc import OperationalError as DatabaseUnavailable
+
+    @app.errorhandler(DatabaseUnavailable)
+    def _database_down(exc: Exception):  # the results database (issue #18) cannot be reached
+        log.warning("results database unavailable: %s", exc.__class__.__name__)
+        return problem_response(Problem(503, "Service Unavailable",
+                                        "the results database is unreachable; retry shortly",
+                                        kind="unavailable", headers={"Retry-After": "5"}))
+
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):  # a bug, never bad input: log it, answer in one shape
         log.exception("unhandled error")

@@ -290,3 +290,15 @@ def test_test_apps_record_in_their_own_database(app, results_database):
     assert app.config["DATABASE_URL"] == results_database
     other = create_app({"TESTING": True, "DATABASE_URL": "sqlite://"})
     assert other.extensions["results"].url == "sqlite://"
+
+
+def test_an_unreachable_database_is_503(app, client):
+    from sqlalchemy.exc import OperationalError
+
+    def down(*args, **kwargs):
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    app.extensions["results"].systems = down
+    resp = client.get("/v1/systems")
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+    assert "results database" in resp.get_json()["detail"]
