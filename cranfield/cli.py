@@ -353,7 +353,7 @@ def run_history(args: argparse.Namespace) -> int:
         head = ("recorded", "label", args.measure, "95% CI", "topics", "id")
     else:
         rows = [(r["created_at"][:19], r["label"], r.get("commit") or "",
-                 ",".join(r.get("tags") or []), r["id"]) for r in doc["results"]]
+                 ",".join(r.get("tags") or []), r["id"]) for r in doc["items"]]
         head = ("recorded", "label", "commit", "tags", "id")
     widths = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=False)]
     for row in (head, *rows):

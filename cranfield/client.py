@@ -185,7 +185,7 @@ class Client:
     # -- recorded results -------------------------------------------------------------------
     def systems(self) -> list[dict]:
         """The systems with recorded results (``GET /v1/systems``)."""
-        return self._json("GET", "/v1/systems")["systems"]
+        return self._json("GET", "/v1/systems")["items"]
 
     def results(self, system: str, *, offset: int = 0, limit: int = 50,
                 **filters: str) -> dict:

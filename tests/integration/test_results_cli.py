@@ -1,0 +1,81 @@
+"""``cranfield eval --server URL --record …`` and ``cranfield history`` against gunicorn:
+three nights recorded from the command line, listed newest first, and a measure's trend
+whose means are the local evaluations' numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from servers import CRANFIELD, DATA, ROOT
+
+import cranfield
+
+
+def cranfield_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CRANFIELD, *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory):
+    """results.test, then two copies whose rankings lose a little each night (the last
+    document of each topic moved to the top)."""
+    lines = (DATA / "results.test").read_text().splitlines()
+    paths = [DATA / "results.test"]
+    for night in (1, 2):
+        by_topic: dict[str, list[list[str]]] = {}
+        for line in lines:
+            fields = line.split()
+            by_topic.setdefault(fields[0], []).append(fields)
+        out = []
+        for rows in by_topic.values():
+            rows = rows[-night:] + rows[:-night]
+            out += [f"{r[0]} Q0 {r[2]} {i + 1} {1000 - i} night{night}"
+                    for i, r in enumerate(rows)]
+        path = tmp_path_factory.mktemp("nights") / f"night{night}.txt"
+        path.write_text("\n".join(out) + "\n")
+        paths.append(path)
+    return paths
+
+
+def test_record_three_nights_and_read_the_history(live_server, nights):
+    qrels = str(DATA / "qrels.test")
+    for i, run in enumerate(nights):
+        done = cranfield_cli("eval", "--server", live_server, "-m", "map", "--record",
+                             f"system=cli-nightly,label=night-{i},tags=ci;night",
+                             qrels, str(run))
+        assert done.returncode == 0, done.stderr
+        local = cranfield_cli("eval", "-m", "map", qrels, str(run))
+        assert done.stdout == local.stdout  # trec_eval's text, as without --record
+    listed = cranfield_cli("history", "cli-nightly", "--server", live_server, "--format",
+                           "json")
+    assert listed.returncode == 0, listed.stderr
+    page = json.loads(listed.stdout)
+    assert [r["label"] for r in page["items"]] == ["night-2", "night-1", "night-0"]
+    assert all(r["tags"] == ["ci", "night"] for r in page["items"])
+
+    trend = cranfield_cli("history", "cli-nightly", "--server", live_server, "--measure",
+                          "map", "--format", "json")
+    assert trend.returncode == 0, trend.stderr
+    points = json.loads(trend.stdout)["points"]
+    expected = [cranfield.evaluate(str(run), qrels, ["map"]).aggregate["map"]
+                for run in nights]
+    assert [p["label"] for p in points] == ["night-0", "night-1", "night-2"]
+    assert [p["mean"] for p in points] == pytest.approx(expected, abs=1e-12)
+    assert expected[0] > expected[2]  # the nights do get worse
+
+    table = cranfield_cli("history", "cli-nightly", "--server", live_server, "--measure",
+                          "map")
+    assert table.returncode == 0, table.stderr
+    rows = table.stdout.splitlines()
+    assert rows[0].split()[:3] == ["recorded", "label", "map"]
+    assert [r.split()[1] for r in rows[1:]] == ["night-0", "night-1", "night-2"]
+    assert rows[1].split()[2] == f"{expected[0]:.4f}"
+
+
+def test_history_of_an_unknown_system_is_a_clear_error(live_server):
+    done = cranfield_cli("history", "no-such-system", "--server", live_server)
+    assert done.returncode == 2
+    assert done.stderr.startswith("cranfield: ") and "no-such-system" in done.stderr
