@@ -24,7 +24,7 @@ COMPARE_FUNCTION = "worker.jobs.compare_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
-SPEC_VERSION = 3  # 3: EvaluationJob.record (issue #18)
+SPEC_VERSION = 4  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18)
 
 
 class SpecError(ValueError):
@@ -128,8 +128,11 @@ class CombineJob(EvaluationJob):
 @dataclass(kw_only=True)
 class ComparisonJob(Job):
     """Two or more runs against one qrels. ``runs``: ``{"name", "run_key", "run_format"}``
-    for an inline run, ``{"name", "evaluation_id"}`` for a finished evaluation; the rest are
-    ``cranfield.compare``'s settings and the gate."""
+    for an inline run, ``{"name", "evaluation_id"}`` for a finished evaluation, ``{"name",
+    "result_id"}`` for a recorded result (read through :mod:`backend.results_access`; a
+    ``"field"`` names the request field an error about it points at, ``baseline.system``
+    for a system's pinned baseline); the rest are ``cranfield.compare``'s settings and the
+    gate."""
     kind: ClassVar[str] = "comparison"
     runs: list[dict[str, str]] = field(default_factory=list)
     baseline: str | None = None

@@ -74,7 +74,7 @@ class MemoryBackend:
         try:
             if isinstance(spec, ComparisonJob):
                 outcome = run_comparison(self.store, spec, lambda job_id: (
-                    self.finished_evaluation(job_id, spec.tenant)))
+                    self.finished_evaluation(job_id, spec.tenant)), self.results)
             else:
                 outcome = execute(self.store, spec, self.results)
         except Exception as exc:  # a bug, reported on the job rather than lost

@@ -67,7 +67,7 @@ def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None
     known), a mapping by its content, as the synchronous path does."""
     if fmt == "trec":
         return cranfield.read_run(raw, name=label), sha256 or hashlib.sha256(raw).hexdigest()
-    run = read_json_mapping(raw, label)
+    run = read_json_mapping(raw, "run")  # its kind, not the label: "runs[0]" read as qrels
     return run, columns_sha256(run)
 
 
@@ -241,31 +241,48 @@ def _gates(gate) -> list[dict]:
 
 def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                    qrels_version: str | None, job: ComparisonJob, measures: list[str]) -> dict:
-    """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}`` or
-    ``{"name", "evaluation": document, "evaluation_id"}``). Inline runs are evaluated
-    against ``qrels``; finished evaluations must have been made against the same qrels.
-    Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``...)."""
+    """The comparison document for ``entries`` (each ``{"name", "run": Run, "sha256"}``,
+    ``{"name", "evaluation": document, "evaluation_id"}`` or, for a recorded result,
+    ``{"name", "evaluation": document, "result_id", "field"?}``). Inline runs are evaluated
+    against ``qrels``; finished evaluations and recorded results must have been made
+    against the same qrels, and recorded results must have the compared measures.
+    Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``,
+    ``baseline.system``...)."""
     from cranfield.compare import compare_evaluations
     from cranfield.result_document import evaluation_from_document
 
     evaluations: dict[str, cranfield.Evaluation] = {}
     provenance_runs: dict[str, dict] = {}
     stored_qrels: dict[str, str] = {}
+    qrels_names: dict[str, str] = {}
     for i, entry in enumerate(entries):
         name = entry["name"]
         if "evaluation" in entry:
             doc = entry["evaluation"]
-            digest = doc.get("provenance", {}).get("qrels_sha256")
+            recorded = "result_id" in entry
+            field = entry.get("field") or (f"runs[{i}].result_id" if recorded
+                                           else f"runs[{i}].evaluation_id")
+            prov = doc.get("provenance", {})
+            digest = prov.get("qrels_sha256")
             if qrels_digest is not None and digest != qrels_digest:
-                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", "was evaluated "
-                                              "against other qrels than this comparison's"))
+                raise BadInput(_field_problem(field, (
+                    "was evaluated against other qrels than this comparison's "
+                    f"({_qrels_name(prov.get('qrels_version'), digest)}, not "
+                    f"{_qrels_name(qrels_version, qrels_digest)}): their scores are not "
+                    "comparable")))
             stored_qrels[name] = digest
+            qrels_names[name] = _qrels_name(prov.get("qrels_version"), digest)
             try:
                 evaluations[name] = evaluation_from_document(doc)
             except ValueError as exc:
-                raise BadInput(_field_problem(f"runs[{i}].evaluation_id", str(exc))) from None
-            provenance_runs[name] = {"evaluation_id": entry["evaluation_id"],
-                                     "sha256": doc.get("provenance", {}).get("run_sha256")}
+                raise BadInput(_field_problem(field, str(exc))) from None
+            if recorded:
+                _check_recorded_measures(evaluations[name], measures, job, field)
+                provenance_runs[name] = {"result_id": entry["result_id"],
+                                         "sha256": prov.get("run_sha256")}
+            else:
+                provenance_runs[name] = {"evaluation_id": entry["evaluation_id"],
+                                         "sha256": prov.get("run_sha256")}
             continue
         try:
             evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures, **job.options)
@@ -278,8 +295,10 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
             raise BadInput(problem) from None
         provenance_runs[name] = {"sha256": entry["sha256"]}
     if len(set(stored_qrels.values())) > 1:
+        against = ", ".join(f"{n!r}: {q}" for n, q in qrels_names.items())
         raise BadInput(_field_problem("runs", "the finished evaluations were made against "
-                                      "different qrels: their scores are not comparable"))
+                                      "different qrels: their scores are not comparable "
+                                      f"({against})"))
     gates = _gates(job.gate)
     try:
         doc = compare_evaluations(evaluations, measures, gate=gates or None,
@@ -294,15 +313,45 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     return doc
 
 
+def _qrels_name(version: str | None, digest: str | None) -> str:
+    """How an error names qrels: their stored ``id@version``, else their digest."""
+    if version:
+        return f"qrels {version}"
+    return f"qrels sha256 {digest[:12]}" if digest else "qrels of unknown digest"
+
+
+def _check_recorded_measures(ev: cranfield.Evaluation, measures: list[str],
+                             job: ComparisonJob, field: str) -> None:
+    """BadInput naming every compared measure a recorded result has no values of."""
+    from cranfield.compare import _key_in
+    from cranfield.names import resolve
+
+    missing = []
+    for name in measures:
+        insts = resolve([name], job.options["profile"])
+        for inst in insts:
+            try:
+                _key_in(ev, inst, "")
+            except (cranfield.MeasureError, KeyError):  # named as asked, unless a nickname
+                missing.append(name.strip() if len(insts) == 1 else inst.key)
+    if missing:
+        have = ", ".join(ev.measures) or "none"
+        raise BadInput(_field_problem(field, (
+            f"the recorded result has no values of {', '.join(dict.fromkeys(missing))} (it "
+            f"was recorded with {have}): it cannot be compared on them; compare on the "
+            "measures it has (measures) or record it with them")))
+
+
 def _field_problem(field: str, sentence: str) -> dict:
     return {"status": 422, "title": "Invalid input", "detail": f"{field}: {sentence}",
             "errors": {field: [sentence]}}
 
 
-def run_comparison(store, job: ComparisonJob, find_evaluation) -> dict:
+def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> dict:
     """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
     blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
-    None), qrels from the store."""
+    None), recorded results from ``results`` (a :class:`backend.results.ResultStore`; None:
+    this process's, :func:`backend.results_access.result_store`), qrels from the store."""
     try:
         measures = compared_measures(job)
         if job.qrels is not None and (job.qrels.ref or job.qrels.key):
@@ -311,6 +360,20 @@ def run_comparison(store, job: ComparisonJob, find_evaluation) -> dict:
             qrels = qrels_digest = qrels_version = None
         entries = []
         for i, run in enumerate(job.runs):
+            if "result_id" in run:
+                if results is None:
+                    from .results_access import result_store
+
+                    results = result_store()
+                field = run.get("field") or f"runs[{i}].result_id"
+                found = results.get(job.tenant, run["result_id"])
+                if found is None:
+                    raise BadInput(_field_problem(
+                        field, f"no recorded result {run['result_id']!r} (unknown, or "
+                        "deleted)"))
+                entries.append({"name": run["name"], "evaluation": found["document"],
+                                "result_id": run["result_id"], "field": field})
+                continue
             if "evaluation_id" in run:
                 doc = find_evaluation(run["evaluation_id"])
                 if doc is None:

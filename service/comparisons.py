@@ -1,7 +1,9 @@
 """``POST /v1/comparisons``: is run B better than A? (Pools, what to judge: :mod:`service.pools`.)
 
 A comparison takes two or more runs — inline (mappings or TREC text), uploaded as multipart
-files, or the ids of finished evaluation jobs — against one qrels, and answers with each
+files, the ids of finished evaluation jobs, or the ids of recorded results (issue #18; a
+system's pinned baseline with ``"baseline": {"system": NAME}``, so one run is enough) —
+against one qrels, and answers with each
 run's mean and CI per measure, paired tests with family-wide corrected p-values, effect
 sizes, wins/ties/losses, the topics with the largest losses and an optional regression gate
 (:mod:`cranfield.compare`). Large ones (a body over the async threshold, or ``Prefer:
@@ -71,11 +73,35 @@ class RunEntrySchema(Schema):
     run = RunOrQrels(load_default=None, allow_none=False)
     evaluation_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[0-9a-f]{32}$", error="must be the id of a finished evaluation job"))
+    result_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
+        r"^[0-9a-f]{32}$", error="must be the id of a recorded result"))
 
     @validates_schema
     def _one_source(self, data, **kwargs):
-        if (data.get("run") is None) == (data.get("evaluation_id") is None):
-            raise ValidationError("give exactly one of run and evaluation_id", "run")
+        given = [k for k in ("run", "evaluation_id", "result_id") if data.get(k) is not None]
+        if len(given) != 1:
+            raise ValidationError("give exactly one of run, evaluation_id and result_id",
+                                  "run")
+
+
+class BaselineField(fields.Field):
+    """The baseline: the name of one of the runs, or ``{"system": NAME}``, the system's
+    pinned baseline result (it joins the runs)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - {"system"})
+            if unknown:
+                raise ValidationError({k: ["Unknown field."] for k in unknown})
+            system = value.get("system")
+            if not isinstance(system, str) or not 1 <= len(system) <= 200 \
+                    or any(ord(c) < 0x20 for c in system):
+                raise ValidationError({"system": ["must be a system name (1-200 printable "
+                                                  "characters)"]})
+            return {"system": system}
+        raise ValidationError('must be the name of a run or {"system": NAME}')
 
 
 class GateSchema(Schema):
@@ -127,7 +153,7 @@ class ComparisonRequestSchema(Schema):
         unknown = RAISE
 
     runs = fields.List(fields.Nested(RunEntrySchema), required=True,
-                       validate=validate.Length(min=2, max=50))
+                       validate=validate.Length(min=1, max=50))
     qrels = RunOrQrels(load_default=None, allow_none=False)
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
@@ -135,7 +161,7 @@ class ComparisonRequestSchema(Schema):
     measures = NameList(max_names=50, load_default=None)
     options = fields.Nested(CompareOptionsSchema, load_default=lambda: CompareOptionsSchema()
                             .load({}))
-    baseline = fields.String(load_default=None)
+    baseline = BaselineField(load_default=None, allow_none=True)
     tests = fields.List(fields.String(validate=validate.OneOf(TESTS)),
                         load_default=lambda: ["t", "randomization", "bootstrap"],
                         validate=validate.Length(min=1))
@@ -155,18 +181,39 @@ class ComparisonRequestSchema(Schema):
 
     @validates_schema
     def _names_and_qrels(self, data, **kwargs):
-        names = [r.get("name") or f"run{i + 1}" for i, r in enumerate(data.get("runs") or [])]
-        for i, name in enumerate(names):
-            if name in names[:i]:
-                raise ValidationError({"runs": {i: {"name": [f"{name!r} names two runs"]}}})
-        if data.get("baseline") is not None and data["baseline"] not in names:
-            raise ValidationError(f"{data['baseline']!r} is not one of the runs "
-                                  f"({', '.join(names)})", "baseline")
+        runs = data.get("runs") or []
+        system = isinstance(data.get("baseline"), dict)
+        if runs and len(runs) < 2 and not system:
+            raise ValidationError('give at least two runs (one is enough with "baseline": '
+                                  '{"system": NAME})', "runs")
+        # a recorded result's default name (system@label) is known once it is read
+        names = [r.get("name") or (None if r.get("result_id") else f"run{i + 1}")
+                 for i, r in enumerate(runs)]
+        _check_names(names, None if system else data.get("baseline"), ValidationError)
         inline = any(r.get("run") is not None for r in data.get("runs") or [])
         if data.get("qrels") is not None and data.get("qrels_id") is not None:
             raise ValidationError("give at most one of qrels and qrels_id", "qrels")
         if inline and data.get("qrels") is None and data.get("qrels_id") is None:
             raise ValidationError("inline runs need qrels or qrels_id", "qrels")
+
+
+def _check_names(names: list[str | None], baseline: str | None, error) -> None:
+    """Raise ``error`` (ValidationError, or :func:`_invalid`) if a name is given to two runs or
+    ``baseline`` is none of them; ``None``: a name not known yet."""
+    for i, name in enumerate(names):
+        if name is not None and name in names[:i]:
+            raise error({"runs": {i: {"name": [f"{name!r} names two runs"]}}})
+    if baseline is not None and None not in names and baseline not in names:
+        raise error(f"{baseline!r} is not one of the runs ({', '.join(names)})", "baseline")
+
+
+def _invalid(message, field: str | None = None) -> Problem:
+    """422 for a request whose run names clash once recorded results have their names."""
+    if field is None:  # {"runs": {i: {"name": [...]}}}
+        i, errors = next(iter(message["runs"].items()))
+        field, message = f"runs[{i}].name", errors["name"][0]
+    return Problem(422, "Invalid request", f"{field}: {message}", kind="invalid-request",
+                   errors={field: [message]})
 
 
 _REQUEST_SCHEMA = ComparisonRequestSchema()
@@ -284,6 +331,51 @@ def _spec(req: dict) -> ComparisonJob:
                          per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"])
 
 
+def _recorded(req: dict) -> list[dict | None]:
+    """The recorded results a request names, one per run entry (None for the others), read
+    from the tenant's results: unknown ids are 422 naming ``runs[i].result_id``. An entry
+    without a name gets its result's ``system@label``. With ``"baseline": {"system": S}``,
+    S's pinned baseline joins the runs, last, as a result entry, and ``baseline`` becomes
+    its name (422 naming ``baseline.system`` when S has none)."""
+    runs = req["runs"]
+    if not any(r.get("result_id") for r in runs) and not isinstance(req.get("baseline"), dict):
+        return [None] * len(runs)
+    store = current_app.extensions["results"]
+    tenant = current_tenant()
+    found: list[dict | None] = []
+    for i, entry in enumerate(runs):
+        if not entry.get("result_id"):
+            found.append(None)
+            continue
+        result = store.get(tenant, entry["result_id"])
+        if result is None:
+            raise Problem(422, "Unknown result", f"no recorded result {entry['result_id']!r}",
+                          kind="unknown-result", errors={f"runs[{i}].result_id": [
+                              "no recorded result with this id (unknown, or deleted)"]})
+        entry["name"] = entry.get("name") or f"{result['system']}@{result['label']}"
+        found.append(result)
+    if isinstance(req.get("baseline"), dict):
+        system = req["baseline"]["system"]
+        pinned = store.baseline(tenant, system)
+        result = None if pinned is None else store.get(tenant, pinned["id"])
+        if result is None:
+            message = f"no baseline pinned for system {system}: PUT /v1/systems/{system}/baseline"
+            raise Problem(422, "No baseline pinned", message, kind="no-baseline",
+                          errors={"baseline.system": [message]})
+        name = f"{result['system']}@{result['label']}"
+        if name in [r.get("name") for r in runs]:
+            message = (f"the pinned baseline's name {name!r} is also a run's: name that run "
+                       "otherwise")
+            raise Problem(422, "Invalid request", message, kind="invalid-request",
+                          errors={"baseline.system": [message]})
+        runs.append({"name": name, "run": None, "evaluation_id": None,
+                     "result_id": result["id"], "field": "baseline.system"})
+        req["baseline"] = name
+        found.append(result)
+    _check_names(run_entry_names(req), req.get("baseline"), _invalid)
+    return found
+
+
 def run_entry_names(req: dict) -> list[str]:
     """The names of a request's runs: each entry's ``name``, else ``run1``, ``run2``..."""
     return [r["name"] or f"run{i + 1}" for i, r in enumerate(req["runs"])]
@@ -297,6 +389,7 @@ def create_comparison():
 
     fmt = negotiate(["application/json", "text/html", "text/plain"])
     req = load_runs_body(_REQUEST_SCHEMA)
+    recorded = _recorded(req)
     spec = _spec(req)
     names = run_entry_names(req)
     backend = current_app.extensions["cranfield"]
@@ -319,7 +412,13 @@ def create_comparison():
             qrels_digest = digest(source)
             check_qrels(qrels, "qrels", cfg)
         entries = []
-        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
+        for i, (name, entry, result) in enumerate(zip(names, req["runs"], recorded,
+                                                      strict=True)):
+            if result is not None:
+                entries.append({"name": name, "evaluation": result["document"],
+                                "result_id": result["id"],
+                                "field": entry.get("field") or f"runs[{i}].result_id"})
+                continue
             if entry.get("evaluation_id"):
                 doc = backend.finished_evaluation(entry["evaluation_id"], current_tenant())
                 if doc is None:
@@ -365,6 +464,10 @@ def _enqueue_comparison(req: dict, spec: ComparisonJob, names: list[str]) -> Res
     job_id, carried = submission(req)
     runs = []
     for name, entry in zip(names, req["runs"], strict=True):
+        if entry.get("result_id"):
+            runs.append({"name": name, "result_id": entry["result_id"],
+                         **({"field": entry["field"]} if entry.get("field") else {})})
+            continue
         if entry.get("evaluation_id"):
             runs.append({"name": name, "evaluation_id": entry["evaluation_id"]})
             continue

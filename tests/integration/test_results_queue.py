@@ -146,3 +146,44 @@ def test_a_queued_job_with_a_bad_record_is_refused_before_queueing(api, worker):
                               {**BODY, "record": {"system": "bm25"}},
                               {"Prefer": "respond-async"})
     assert status == 422 and "record.label" in problem["errors"]
+
+
+def test_queued_comparison_against_the_pinned_baseline_on_a_real_worker(api, worker):
+    """The worker reads the recorded baseline (and a result named by id) from the database:
+    the queued answer is the synchronous one, with an inline run (a JSON mapping) or by id."""
+    topics = [f"t{i}" for i in range(1, 21)]
+    qrels = {t: {"r": 1} for t in topics}
+    good = {t: {"r": 2.0, "x": 1.0} for t in topics}
+    worse_on = {"t2", "t5", "t9", "t14", "t17", "t20"}  # 6 of 20: significant
+    tonight = {t: ({"r": 1.0, "x": 2.0} if t in worse_on else {"r": 2.0, "x": 1.0})
+               for t in topics}
+    ids = []
+    for label, run in (("night-1", good), ("night-3", tonight)):
+        status, _, doc = call(api, "POST", "/v1/evaluations", {
+            "run": run, "qrels": qrels, "measures": ["map"],
+            "record": {"system": "gated", "label": label}})
+        assert status == 200, doc
+        ids.append(doc["recorded"]["id"])
+    status, _, _ = call(api, "PUT", "/v1/systems/gated/baseline", {"result_id": ids[0]})
+    assert status == 200
+    body = {"runs": [{"name": "tonight", "run": tonight}], "qrels": qrels, "measures": ["map"],
+            "baseline": {"system": "gated"}, "gate": "map:0.05"}
+    status, _, sync = call(api, "POST", "/v1/comparisons", body)
+    assert status == 200, sync
+    status, headers, job = call(api, "POST", "/v1/comparisons", body,
+                                {"Prefer": "respond-async"})
+    assert status == 202, job
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done.get("problem") or done
+    result = done["result"]
+    assert result["baseline"] == "gated@night-1" and result["gate"]["verdict"] == "fail"
+    assert {t["topic"] for t in result["gate"]["checks"][0]["offending_topics"]} == worse_on
+    assert result["pairs"] == sync["pairs"] and result["gate"] == sync["gate"]
+    assert result["provenance"]["runs"]["gated@night-1"]["result_id"] == ids[0]
+    # tonight's recorded result by id, queued: no run sent at all
+    by_id = {"runs": [{"result_id": ids[1]}], "measures": ["map"],
+             "baseline": {"system": "gated"}, "gate": "map:0.05"}
+    status, headers, _ = call(api, "POST", "/v1/comparisons", by_id, {"Prefer": "respond-async"})
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    assert done["result"]["gate"]["verdict"] == "fail"

@@ -1,0 +1,212 @@
+"""Comparisons against recorded results (issue #18): runs named by ``result_id``, and a gate
+against a system's pinned baseline (``"baseline": {"system": NAME}``), so a nightly job sends
+only tonight's run. Every response is checked against openapi.yaml (the contract client);
+each test records in a SQLite file of its own (conftest)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import ContractClient
+
+from service.app import create_app
+from service.auth import key_line
+
+TOPICS = [f"t{i}" for i in range(1, 21)]
+QRELS = {t: {"r": 1} for t in TOPICS}
+GOOD = {t: {"r": 2.0, "x": 1.0} for t in TOPICS}                 # AP 1 on every topic
+WORSE_ON = {"t3", "t7", "t11", "t12", "t15", "t19"}
+NIGHT3 = {t: ({"r": 1.0, "x": 2.0} if t in WORSE_ON else {"r": 2.0, "x": 1.0})
+          for t in TOPICS}                                         # AP 0.5 on WORSE_ON
+NIGHT2 = {t: ({"r": 1.0, "x": 2.0} if t == "t1" else {"r": 2.0, "x": 1.0}) for t in TOPICS}
+MEASURES = ["map", "P.1"]
+
+
+def _record(client, run, label, system="bm25", headers=None, qrels=None):
+    resp = client.post("/v1/evaluations", headers=headers or {}, json={
+        "run": run, "qrels": qrels or QRELS, "measures": MEASURES,
+        "record": {"system": system, "label": label, "tags": ["nightly"]}})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()["recorded"]["id"]
+
+
+def _nights(client, headers=None):
+    ids = [_record(client, run, f"night-{i}", headers=headers)
+           for i, run in enumerate((GOOD, NIGHT2, NIGHT3), start=1)]
+    return ids
+
+
+def _problem(resp, field):
+    body = resp.get_json()
+    assert resp.status_code == 422, body
+    assert field in body["errors"], body
+    return " ".join(body["errors"][field])
+
+
+def test_nightly_gate_against_the_pinned_baseline(client):
+    n1, n2, n3 = _nights(client)
+    assert client.put("/v1/systems/bm25/baseline", json={"result_id": n1}).status_code == 200
+    # tonight's run, inline, against the accepted baseline: fails on the topics it lost
+    resp = client.post("/v1/comparisons", json={
+        "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
+        "baseline": {"system": "bm25"}, "gate": "map:0.05"})
+    assert resp.status_code == 200, resp.get_json()
+    doc = resp.get_json()
+    assert doc["baseline"] == "bm25@night-1"
+    assert [r["name"] for r in doc["runs"]] == ["tonight", "bm25@night-1"]
+    assert doc["provenance"]["runs"]["bm25@night-1"]["result_id"] == n1
+    gate = doc["gate"]
+    assert gate["verdict"] == "fail"
+    check = gate["checks"][0]
+    assert check["baseline"] == "bm25@night-1" and check["candidate"] == "tonight"
+    assert check["drop"] == pytest.approx(0.5 * len(WORSE_ON) / len(TOPICS))
+    assert {t["topic"] for t in check["offending_topics"]} == WORSE_ON
+    # the recorded third night against the baseline: the same verdict without any run sent
+    by_id = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.05"}).get_json()
+    assert by_id["gate"]["verdict"] == "fail"
+    assert by_id["gate"]["checks"][0]["candidate"] == "bm25@night-3"
+    assert by_id["pairs"][0]["mean_diff"] == doc["pairs"][0]["mean_diff"]
+    assert ({t["topic"] for t in by_id["gate"]["checks"][0]["offending_topics"]}
+            == WORSE_ON)
+    # a small drop within the gate passes
+    night2 = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n2}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.05"}).get_json()
+    assert night2["gate"]["verdict"] == "pass"
+
+
+def test_compare_by_result_ids_equals_comparing_the_runs_inline(client):
+    n1, _, n3 = _nights(client)
+    by_id = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}, {"result_id": n3}], "measures": MEASURES,
+        "baseline": "bm25@night-1", "seed": 3, "permutations": 500})
+    assert by_id.status_code == 200, by_id.get_json()
+    inline = client.post("/v1/comparisons", json={
+        "runs": [{"name": "bm25@night-1", "run": GOOD}, {"name": "bm25@night-3", "run": NIGHT3}],
+        "qrels": QRELS, "measures": MEASURES, "baseline": "bm25@night-1", "seed": 3,
+        "permutations": 500})
+    doc, want = by_id.get_json(), inline.get_json()
+    assert doc["pairs"] == want["pairs"] and doc["summary"] == want["summary"]
+    assert doc["per_topic"] == want["per_topic"] and doc["topics"] == want["topics"]
+    assert doc["provenance"]["runs"]["bm25@night-3"]["result_id"] == n3
+    assert doc["provenance"]["qrels_sha256"] == want["provenance"]["qrels_sha256"]
+    # named entries keep their names; an id and an inline run mix
+    mixed = client.post("/v1/comparisons", json={
+        "runs": [{"name": "old", "result_id": n1}, {"name": "new", "run": NIGHT3}],
+        "qrels": QRELS, "measures": MEASURES, "baseline": "old", "seed": 3,
+        "permutations": 500}).get_json()
+    assert mixed["pairs"][0]["mean_diff"] == want["pairs"][0]["mean_diff"]
+
+
+def test_unknown_result_id_and_no_pinned_baseline_are_422(client):
+    n1 = _record(client, GOOD, "night-1")
+    resp = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}, {"result_id": "0" * 32}], "measures": MEASURES})
+    _problem(resp, "runs[1].result_id")
+    message = _problem(client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}], "measures": MEASURES, "baseline": {"system": "bm25"}}),
+        "baseline.system")
+    assert message == "no baseline pinned for system bm25: PUT /v1/systems/bm25/baseline"
+    _problem(client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}], "baseline": {"system": "nobody"}}), "baseline.system")
+    # one run needs a system's baseline; an entry names one source
+    _problem(client.post("/v1/comparisons", json={"runs": [{"result_id": n1}]}), "runs")
+    resp = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1, "run": GOOD}, {"result_id": n1}], "qrels": QRELS})
+    assert resp.status_code == 422
+    # the pinned baseline's default name clashes with a run's
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    _problem(client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}], "measures": MEASURES, "baseline": {"system": "bm25"}}),
+        "baseline.system")
+    for baseline in ({"system": ""}, {"system": "bm25", "x": 1}, 5):
+        resp = client.post("/v1/comparisons", json={
+            "runs": [{"result_id": n1}], "baseline": baseline})
+        assert resp.status_code == 422, baseline
+
+
+def test_measures_and_qrels_must_match_the_recorded_result(client):
+    n1 = _record(client, GOOD, "night-1")
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    message = _problem(client.post("/v1/comparisons", json={
+        "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": QRELS,
+        "measures": ["map", "ndcg_cut.10", "recip_rank"], "baseline": {"system": "bm25"}}),
+        "baseline.system")
+    assert "has no values of ndcg_cut.10, recip_rank (it was recorded with map, P_1)" \
+        in message
+    other = {t: {"r": 1, "x": 1} for t in TOPICS}
+    message = _problem(client.post("/v1/comparisons", json={
+        "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": other, "measures": MEASURES,
+        "baseline": {"system": "bm25"}}), "baseline.system")
+    assert "other qrels" in message
+    n_other = _record(client, GOOD, "other-qrels", system="dense", qrels=other)
+    message = _problem(client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n1}, {"result_id": n_other}], "measures": MEASURES}), "runs")
+    assert "different qrels" in message
+
+
+KEYS = {"write-a": ("write", "team-a"), "write-b": ("write", "team-b")}
+
+
+def test_another_tenants_results_are_unknown():
+    lines = ";".join(key_line(k, role, tenant, k) for k, (role, tenant) in KEYS.items())
+    keyed = ContractClient(create_app({"TESTING": True, "API_KEYS": lines}).test_client())
+    a, b = ({"Authorization": f"Bearer {k}"} for k in KEYS)
+    n1 = _record(keyed, GOOD, "night-1", headers=a)
+    keyed.put("/v1/systems/bm25/baseline", json={"result_id": n1}, headers=a)
+    resp = keyed.post("/v1/comparisons", headers=b, json={
+        "runs": [{"result_id": n1}, {"run": NIGHT3}], "qrels": QRELS, "measures": MEASURES})
+    _problem(resp, "runs[0].result_id")
+    _problem(keyed.post("/v1/comparisons", headers=b, json={
+        "runs": [{"run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
+        "baseline": {"system": "bm25"}}), "baseline.system")
+    ok = keyed.post("/v1/comparisons", headers=a, json={
+        "runs": [{"run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
+        "baseline": {"system": "bm25"}})
+    assert ok.status_code == 200
+
+
+def test_queued_comparison_reads_recorded_results(app, client):
+    n1, _, n3 = _nights(client)
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    sync = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.05"}).get_json()
+    resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, json={
+        "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.05"})
+    assert resp.status_code == 202
+    location = resp.headers["Location"]
+    deadline = time.monotonic() + 30
+    while (job := client.get(location).get_json())["status"] not in ("finished", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert job["status"] == "finished", job
+    assert job["result"]["gate"] == sync["gate"] and job["result"]["pairs"] == sync["pairs"]
+    # tonight's run inline (a JSON mapping, stored for the job) against the baseline
+    resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, json={
+        "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
+        "baseline": {"system": "bm25"}, "gate": "map:0.05"})
+    deadline = time.monotonic() + 30
+    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
+            "finished", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert job["status"] == "finished", job
+    assert job["result"]["gate"]["verdict"] == "fail"
+    assert job["result"]["pairs"][0]["mean_diff"] == sync["pairs"][0]["mean_diff"]
+    # a result deleted before the job ran is the job's problem, naming the field
+    from backend.contract import ComparisonJob
+    from backend.tasks import run_comparison
+    from service.comparisons import CompareOptionsSchema
+
+    client.delete(f"/v1/results/{n3}")
+    spec = ComparisonJob(measures=MEASURES, options=CompareOptionsSchema().load({}),
+                         runs=[{"name": "x", "result_id": n3},
+                               {"name": "b", "result_id": n1, "field": "baseline.system"}],
+                         tests=["t"])
+    outcome = run_comparison(None, spec, lambda _: None, app.extensions["results"])
+    assert "runs[0].result_id" in outcome["problem"]["errors"]
