@@ -323,7 +323,7 @@ def _qrels_name(version: str | None, digest: str | None) -> str:
 def _check_recorded_measures(ev: cranfield.Evaluation, measures: list[str],
                              job: ComparisonJob, field: str) -> None:
     """BadInput naming every compared measure a recorded result has no values of."""
-    from cranfield.compare import _key_in
+    from cranfield.compare import measure_key_in
     from cranfield.names import resolve
 
     missing = []
@@ -331,7 +331,7 @@ def _check_recorded_measures(ev: cranfield.Evaluation, measures: list[str],
         insts = resolve([name], job.options["profile"])
         for inst in insts:
             try:
-                _key_in(ev, inst, "")
+                measure_key_in(ev, inst, "")
             except (cranfield.MeasureError, KeyError):  # named as asked, unless a nickname
                 missing.append(name.strip() if len(insts) == 1 else inst.key)
     if missing:

@@ -479,7 +479,7 @@ def _comparable_measures(run_names: list[str], evs: list[Evaluation], measures,
     seen: set[str] = set()
     skipped: list[str] = []
     for inst, explicit in wanted:
-        run_keys = [_key_in(ev, inst, name) for name, ev in zip(run_names, evs, strict=True)]
+        run_keys = [measure_key_in(ev, inst, name) for name, ev in zip(run_names, evs, strict=True)]
         why = _not_comparable(inst, [ev.values[k] for ev, k in zip(evs, run_keys, strict=True)])
         if why:
             if explicit:
@@ -503,8 +503,10 @@ def _comparable_measures(run_names: list[str], evs: list[Evaluation], measures,
     return keys, described
 
 
-def _key_in(ev: Evaluation, inst: Instance, run_name: str) -> str:
-    """The key ``inst`` is reported under in ``ev``: same canonical name, else same key."""
+def measure_key_in(ev: Evaluation, inst: Instance, run_name: str) -> str:
+    """The key ``inst`` is reported under in ``ev``: same canonical name, else same key;
+    :class:`MeasureError` naming ``run_name`` if ``ev`` has no such measure (also how a
+    recorded result is checked before a comparison uses it)."""
     opts = ev.options
     canonical = inst.canonical(opts["profile"], opts["relevance_level"], opts["judged_only"],
                                opts["depth"])
