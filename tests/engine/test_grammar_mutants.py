@@ -223,3 +223,22 @@ def test_an_integral_json_number_is_a_grade(value):
 ])
 def test_a_json_grade_outside_the_grammar_is_named_word_for_word(value, message):
     assert grammar.json_grade_problem(value) == message
+
+
+@pytest.mark.parametrize("ids, ok", [
+    ([b"d1", b"doc-2"], True),
+    ([b"!", b"~", b"\x80\xff"], True),   # 0x21, 0x7E and UTF-8 continuation bytes are allowed
+    ([b"a b"], False),                   # 0x20: a space splits a TREC line
+    ([b"\x1f"], False),
+    ([b"\x00"], False),
+    ([b"a\x7f"], False),                 # DEL, and only DEL among the high bytes
+    ([b"ok", b"\x7f", b" "], False),     # both kinds at once
+])
+def test_id_bytes_ok_is_the_json_scans_id_check(ids, ok):
+    """grammar.id_bytes_ok: the compiled JSON scan's check of the ids' concatenated bytes,
+    the same rule as bad_id (no byte up to 0x20, no 0x7F)."""
+    import numpy as np
+
+    data = np.frombuffer(b"".join(ids), dtype=np.uint8)
+    assert grammar.id_bytes_ok(data) is ok
+    assert (grammar.bad_id([i.decode("utf-8", "surrogateescape") for i in ids]) is None) is ok
