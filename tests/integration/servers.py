@@ -3,6 +3,7 @@ loopback ports."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -148,3 +149,38 @@ def wait_job(base: str, location: str, timeout: float = JOB_TIMEOUT,
 
 BODY = {"run": (DATA / "results.test").read_text(), "qrels": (DATA / "qrels.test").read_text(),
         "measures": ["all_trec"]}
+
+
+#: The PostgreSQL server tests create their databases on (TEST_POSTGRES_ADMIN_URL points them
+#: at another one; an unreachable one skips them, or fails them under CI=true).
+PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",
+                          "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+@contextlib.contextmanager
+def postgres_database(prefix: str):
+    """The URL of a new, empty PostgreSQL database named ``prefix`` + a random suffix,
+    dropped on exit (``WITH (FORCE)``: servers still connected to it are cut off); None when
+    no server answers at :data:`PG_ADMIN`."""
+    import uuid
+
+    from sqlalchemy import create_engine, make_url, text
+
+    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT",
+                          connect_args={"connect_timeout": 3})
+    try:
+        with admin.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception:  # noqa: BLE001 - any failure to connect means "no server"
+        admin.dispose()
+        yield None
+        return
+    name = prefix + uuid.uuid4().hex[:12]
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -9,44 +9,26 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import uuid
 
 import pytest
-from servers import BODY, CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
-from sqlalchemy import create_engine, make_url, text
-
-PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",
-                          "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-
-
-def _postgres_admin():
-    engine = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT",
-                           connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception:  # noqa: BLE001 - any failure to connect means "no server"
-        engine.dispose()
-        return None
-    return engine
+from servers import (
+    BODY,
+    CRANFIELD,
+    DATA,
+    ROOT,
+    call,
+    postgres_database,
+    start_gunicorn,
+    wait_job,
+)
+from sqlalchemy import create_engine, text
 
 
 @pytest.fixture(scope="module")
 def database():
     """The URL of an empty PostgreSQL database of this module (None: no server)."""
-    admin = _postgres_admin()
-    if admin is None:
-        yield None
-        return
-    name = "cranfield_queue_" + uuid.uuid4().hex[:12]
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("cranfield_queue_") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

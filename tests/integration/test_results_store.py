@@ -9,42 +9,25 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 import subprocess
 import sys
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect, make_url, text
+from servers import PG_ADMIN, postgres_database
+from sqlalchemy import create_engine, inspect, text
 
 from backend.config import database_url
 from backend.results import MIGRATIONS, Base, ResultStore, migrate
 from backend.store import NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
-# the server's maintenance database, as a superuser (TEST_POSTGRES_ADMIN_URL: another server)
-PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",
-                          "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # Student-t quantiles t_{df, 0.975}, written down (scipy.stats.t.ppf(0.975, df))
 T_975 = {2: 4.302652729749462, 3: 3.1824463052837078, 4: 2.7764451051977934}
-
-
-def _postgres_admin():
-    """An autocommit engine on the ``postgres`` database, or None if there is no server."""
-    engine = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT",
-                           connect_args={"connect_timeout": 3})
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except Exception:  # noqa: BLE001 - any failure to connect means "no server"
-        engine.dispose()
-        return None
-    return engine
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -53,19 +36,8 @@ def database(request, tmp_path_factory):
     if request.param == "sqlite":
         yield "sqlite:///" + str(tmp_path_factory.mktemp("results") / "results.db")
         return
-    admin = _postgres_admin()
-    if admin is None:
-        yield None
-        return
-    name = "cranfield_test_" + uuid.uuid4().hex[:12]
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("cranfield_test_") as url:
+        yield url
 
 
 class Clock:
