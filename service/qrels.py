@@ -15,7 +15,7 @@ from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
 from .problems import Problem
-from .request_body import read_body
+from .request_body import read_body, read_json_object
 
 bp = Blueprint("qrels", __name__, url_prefix="/v1/qrels")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -52,18 +52,7 @@ def _body_qrels() -> tuple[object, bool]:
     a multipart file ``qrels``) and whether they are ndeval subtopic qrels."""
     mimetype = request.mimetype
     if mimetype == "application/json":
-        try:
-            body = orjson.loads(read_body() or b"null")
-        except orjson.JSONDecodeError as exc:
-            raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
-                          errors={"body": [str(exc)]}) from None
-        if not isinstance(body, dict) or "qrels" not in body:
-            raise Problem(422, "Invalid request", "expected {\"qrels\": …}",
-                          kind="invalid-request", errors={"qrels": ["Missing data"]})
-        unknown = set(body) - {"qrels", "diversity"}
-        if unknown:
-            raise Problem(422, "Invalid request", "unknown fields", kind="invalid-request",
-                          errors={k: ["Unknown field."] for k in sorted(unknown)})
+        body = read_json_object("qrels", {"qrels", "diversity"})
         diversity = body.get("diversity", False)
         if not isinstance(diversity, bool):
             raise Problem(422, "Invalid request", "diversity must be true or false",

@@ -117,3 +117,24 @@ def discard_unread_body() -> None:
             pass
     except (ClientDisconnected, RequestEntityTooLarge, OSError, ValueError):
         pass  # the client went away, or a chunked body goes on past the limit
+
+
+def read_json_object(required: str, allowed: frozenset[str] | set[str]) -> dict:
+    """The body as a JSON object holding ``required`` and nothing outside ``allowed``: 400
+    for JSON that does not parse, 422 naming the missing or unknown members (the small bodies
+    of ``PUT /v1/qrels/{id}`` and ``PUT /v1/systems/{name}/baseline``)."""
+    import orjson
+
+    try:
+        body = orjson.loads(read_body() or b"null")
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
+                      errors={"body": [str(exc)]}) from None
+    if not isinstance(body, dict) or required not in body:
+        raise Problem(422, "Invalid request", f"expected {{\"{required}\": …}}",
+                      kind="invalid-request", errors={required: ["Missing data"]})
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        raise Problem(422, "Invalid request", "unknown fields", kind="invalid-request",
+                      errors={k: ["Unknown field."] for k in unknown})
+    return body

@@ -20,7 +20,7 @@ from backend.store import NotFound
 from .auth import current_tenant
 from .evaluations import CONTROL
 from .problems import Problem
-from .request_body import read_body
+from .request_body import read_json_object
 
 bp = Blueprint("results", __name__, url_prefix="/v1")
 RESULT_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -146,18 +146,7 @@ def _baseline_body() -> str:
     if request.mimetype != "application/json":
         raise Problem(415, "Unsupported Media Type", "send application/json: "
                       "{\"result_id\": …}", kind="unsupported-media-type")
-    try:
-        body = orjson.loads(read_body() or b"null")
-    except orjson.JSONDecodeError as exc:
-        raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
-                      errors={"body": [str(exc)]}) from None
-    if not isinstance(body, dict) or "result_id" not in body:
-        raise Problem(422, "Invalid request", "expected {\"result_id\": …}",
-                      kind="invalid-request", errors={"result_id": ["Missing data"]})
-    unknown = sorted(set(body) - {"result_id"})
-    if unknown:
-        raise Problem(422, "Invalid request", "unknown fields", kind="invalid-request",
-                      errors={k: ["Unknown field."] for k in unknown})
+    body = read_json_object("result_id", {"result_id"})
     _check_result_id(body["result_id"])
     return body["result_id"]
 
