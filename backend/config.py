@@ -60,13 +60,14 @@ def redis_url(environ: Mapping[str, str] | None = None) -> str | None:
     return env.get(PREFIX + "REDIS_URL") or env.get("REDIS_URL") or None
 
 
-def database_url(environ: Mapping[str, str] | None = None) -> str:
-    """``CRANFIELD_DATABASE_URL`` (SQLAlchemy's form; ``postgres://`` and ``postgresql://``
-    are read as ``postgresql+psycopg://``, psycopg 3 being the driver installed). Unset: the
-    embedded SQLite file ``cranfield.db`` in ``CRANFIELD_DATA_DIR``, else in ``instance/`` at
-    the repository root (like Flask's instance folder), so the service needs nothing else."""
+def database_url(environ: Mapping[str, str] | None = None, url: str | None = None) -> str:
+    """``url`` if given, else ``CRANFIELD_DATABASE_URL`` (SQLAlchemy's form; ``postgres://``
+    and ``postgresql://`` are read as ``postgresql+psycopg://``, psycopg 3 being the driver
+    installed). Neither: the embedded SQLite file ``cranfield.db`` in ``CRANFIELD_DATA_DIR``,
+    else in ``instance/`` at the repository root (like Flask's instance folder), so the
+    service needs nothing else."""
     env = os.environ if environ is None else environ
-    url = env.get(PREFIX + "DATABASE_URL")
+    url = url or env.get(PREFIX + "DATABASE_URL")
     if url:
         for scheme in ("postgres://", "postgresql://"):
             if url.startswith(scheme):

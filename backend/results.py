@@ -354,7 +354,6 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-_engine = make_engine  # the former name (backend/migrate.py in progress uses it)
 
 
 class ResultStore:

@@ -1,6 +1,6 @@
 """The results store of a worker process (issue #18): opened on first use, once per process,
 on :func:`backend.config.database_url`, and migrated to head then (safely beside other
-processes: :mod:`backend.migrate`). RQ forks a work horse per job: one opened in the parent
+processes: ``backend.results.migrate``). RQ forks a work horse per job: one opened in the parent
 (``cranfield worker`` opens it before its first job) is inherited, its pooled connections
 left to the parent (SQLAlchemy's ``dispose(close=False)``), so a horse opens its own."""
 
@@ -23,11 +23,10 @@ def result_store():
             _pid = os.getpid()
         if _store is None:
             from .config import database_url
-            from .migrate import migrate_safely
             from .results import ResultStore
 
             store = ResultStore(database_url())
-            migrate_safely(store)
+            store.upgrade()  # processes take turns (results.migrate's locks)
             _store, _pid = store, os.getpid()
         return _store
 

@@ -6,14 +6,13 @@ Configuration comes from defaults, then ``CRANFIELD_*`` environment variables, t
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
 
-from backend.config import PREFIX, ConfigError, app_settings, database_url
+from backend.config import ConfigError, app_settings, database_url
 from backend.queue import make_backend
 
 from . import (
@@ -63,23 +62,14 @@ def _discard_unread_body(response):
     return response
 
 
-def results_url(settings: dict[str, Any]) -> str:
-    """The results database's URL: the ``DATABASE_URL`` setting read as
-    :func:`backend.config.database_url` reads the variable, else that function's default."""
-    url = settings.get("DATABASE_URL")
-    if url:
-        return database_url({**os.environ, PREFIX + "DATABASE_URL": url})
-    return database_url()
-
-
 def open_results(settings: dict[str, Any]):
-    """The recorded-results store (issue #18), migrated to head (one process at a time:
-    :mod:`backend.migrate`)."""
-    from backend.migrate import migrate_safely
+    """The recorded-results store (issue #18) on the ``DATABASE_URL`` setting (read as the
+    workers read the variable; unset: its default), migrated to head (processes starting
+    together take turns: ``backend.results.migrate``)."""
     from backend.results import ResultStore
 
-    store = ResultStore(results_url(settings))
-    migrate_safely(store)
+    store = ResultStore(database_url(url=settings.get("DATABASE_URL")))
+    store.upgrade()
     return store
 
 

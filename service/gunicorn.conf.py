@@ -41,7 +41,7 @@ logconfig_dict = logging_config(loglevel, accesslog)
 def on_starting(server):
     """In the master, before the workers fork: check the configuration (a bad value stops
     start-up with one line), migrate the results database to head (so that the workers,
-    which each migrate too, find it there; backend/migrate.py serialises processes anyway)
+    which each migrate too, find it there; backend.results.migrate makes processes take turns)
     and set up Prometheus's multiprocess mode."""
     from service.app import check_configuration, open_results
 

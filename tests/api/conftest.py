@@ -55,10 +55,10 @@ class ContractClient:
 @pytest.fixture(scope="session")
 def _results_template(tmp_path_factory) -> Path:
     """An empty results database at head, migrated once: each test gets a copy."""
-    from backend.migrate import migrate_safely
+    from backend.results import migrate
 
     path = tmp_path_factory.mktemp("results") / "template.db"
-    migrate_safely(f"sqlite:///{path}")
+    migrate(f"sqlite:///{path}")
     return path
 
 
