@@ -2,7 +2,7 @@
 straight into columns) or multipart/form-data (large uploads cut by :mod:`service.multipart`),
 validated by a schema; a 415 for another media type, a 422 naming every field that is wrong.
 :func:`form_body` is an evaluation's multipart form (``run`` and ``qrels`` files, options as
-plain fields)."""
+plain fields, ``record`` as JSON text)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,9 @@ def _json_body() -> dict:
     return body
 
 
+# form fields whose value is JSON, validated as the JSON body's member of that name is
+JSON_FIELDS = frozenset({"record"})
+
 _BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -101,7 +104,8 @@ def _uploads(files) -> multipart.Uploads:
 
 def form_body() -> dict:
     """multipart/form-data: ``run`` and ``qrels`` files (or fields), ``measures`` (repeated or
-    comma-separated), options as plain fields."""
+    comma-separated), options as plain fields, ``record`` a field whose value is the JSON
+    body's ``record`` object as JSON text (the schema validates it as it does that one)."""
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     form, files = form_parts()
@@ -130,6 +134,12 @@ def form_body() -> dict:
             except ValueError:
                 errors[key] = ["must be an integer"]
                 continue
+        elif key in JSON_FIELDS:
+            try:
+                parsed = orjson.loads(value)
+            except orjson.JSONDecodeError as exc:
+                errors[key] = [f"must be a JSON object: {exc}"]
+                continue
         else:
             parsed = value
         if key in _OPTION_NAMES:
@@ -137,7 +147,9 @@ def form_body() -> dict:
         else:
             body[key] = parsed
     for key in files:
-        if key not in ("run", "qrels"):
+        if key in JSON_FIELDS:
+            errors[key] = ["send it as a form field (its value a JSON object), not a file"]
+        elif key not in ("run", "qrels"):
             errors[key] = ["unknown file field (expected run and qrels)"]
     if errors:
         raise Problem(422, "Invalid request", "some form fields are invalid",

@@ -5,6 +5,9 @@ tests/integration/test_results_cli.py)."""
 from __future__ import annotations
 
 import argparse
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -51,3 +54,62 @@ def test_history_cannot_reach_a_service(capsys):
     code = main(["history", "bm25", "--server", "http://127.0.0.1:9"])
     assert code == 2
     assert capsys.readouterr().err.startswith("cranfield: cannot reach http://127.0.0.1:9")
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """A stand-in service: keeps each request's headers and body, answers as a recording
+    evaluation would (JSON for application/json, else trec_eval's text)."""
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append((self.path, dict(self.headers), body))
+        if self.headers["Accept"] == "application/json":
+            out = json.dumps({"aggregate": {"map": 0.5}, "recorded": {
+                "id": "0" * 32, "system": "bm25", "label": "n1"}}).encode()
+            mimetype = "application/json"
+        else:
+            out, mimetype = b"map                   \tall\t0.5000\n", "text/plain"
+        self.send_response(200)
+        self.send_header("Content-Type", mimetype)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stand_in():
+    _Recorder.seen = []
+    server = HTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", _Recorder.seen
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+@pytest.mark.parametrize("fmt", ["json", "trec"])
+def test_record_goes_along_with_the_files(stand_in, capsys, fmt):
+    """The client sends the run and qrels files' text in a JSON body (never multipart), and
+    ``record`` as that body's member."""
+    url, seen = stand_in
+    code = main(["eval", "--server", url, "--format", fmt, "-m", "map",
+                 "--record", "system=bm25,label=n1,commit=abc,tags=ci;main",
+                 str(DATA / "qrels.test"), str(DATA / "results.test")])
+    assert code == 0
+    [(path, headers, raw)] = seen
+    assert path == "/v1/evaluations"
+    assert headers["Content-Type"] == "application/json"
+    body = json.loads(raw)
+    assert body["record"] == {"system": "bm25", "label": "n1", "commit": "abc",
+                              "tags": ["ci", "main"]}
+    assert body["run"] == (DATA / "results.test").read_text()
+    assert body["qrels"] == (DATA / "qrels.test").read_text()
+    assert body["measures"] == ["map"]
+    err = capsys.readouterr().err
+    if fmt == "json":
+        assert f"cranfield: recorded as {'0' * 32} (bm25, n1)" in err
