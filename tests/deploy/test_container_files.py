@@ -651,6 +651,153 @@ def test_compose_settings_are_cranfield_variables(compose):
                          "`NAME:` lines (no value: taken from the shell or .env when set)")
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def interpolate(value, env: dict[str, str]):
+    """Compose's interpolation of the file's values (the Compose specification's ``$VAR``,
+    ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:+alt}``, ``${VAR:?err}``,
+    nested in their operands, ``$$`` a literal ``$``), over ``env`` (the shell and .env), in
+    every string of ``value``."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+    text, end = _interpolate(value, 0, env, nested=False)
+    assert end == len(value), value
+    return text
+
+
+def _interpolate(text: str, i: int, env: dict[str, str], nested: bool) -> tuple[str, int]:
+    """(``text`` from ``i`` interpolated, where it stopped: its end, or the ``}`` closing
+    the operand being read when ``nested``)."""
+    out = []
+    while i < len(text):
+        c = text[i]
+        if nested and c == "}":
+            return "".join(out), i
+        if c != "$":
+            out.append(c)
+            i += 1
+            continue
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+            continue
+        bare = _NAME.match(text, i + 1)
+        if bare:
+            out.append(env.get(bare.group(), ""))
+            i = bare.end()
+            continue
+        assert text.startswith("${", i), f"{text!r}: a lone $ at {i}"
+        name = _NAME.match(text, i + 2)
+        assert name, f"{text!r}: no variable name at {i}"
+        j = name.end()
+        op = next((o for o in (":-", ":+", ":?", "-", "+", "?") if text.startswith(o, j)), "")
+        arg, j = _interpolate(text, j + len(op), env, nested=True) if op else ("", j)
+        assert text.startswith("}", j), f"{text!r}: unclosed ${{ at {i}"
+        current = env.get(name.group())
+        if op in (":-", "-"):
+            unset = current is None or (op == ":-" and current == "")
+            out.append(arg if unset else current)
+        elif op in (":+", "+"):
+            out.append(arg if current is not None and (op == "+" or current) else "")
+        else:
+            if op:
+                assert current is not None and (op == "?" or current), arg
+            out.append(current or "")
+        i = j + 1
+    assert not nested, f"{text!r}: unclosed ${{"
+    return "".join(out), i
+
+
+def test_interpolate_as_compose_does():
+    env = {"SET": "value", "EMPTY": ""}
+    assert interpolate("${SET}-${EMPTY}-${UNSET}-$SET", env) == "value---value"
+    assert interpolate("${UNSET:-a}${EMPTY:-b}${EMPTY-c}${SET:-d}", env) == "abvalue"
+    assert interpolate("${UNSET:-${EMPTY:-${SET}}}/${UNSET:-x${SET}y}", env) == "value/xvaluey"
+    assert interpolate("$${SET} $$SET ${SET:+on}${EMPTY:+off}", env) == "${SET} $SET on"
+
+
+def _database_url(compose, env: dict[str, str]) -> str:
+    urls = {name: interpolate(_env(compose["services"][name]), env).get("CRANFIELD_DATABASE_URL")
+            for name in ("api", "worker")}
+    assert urls["api"] == urls["worker"], "the api and the workers must share one database"
+    return urls["api"]
+
+
+def test_compose_postgres(compose):
+    """A postgres service keeps the recorded results (issue #18): a named volume for its
+    data, a pg_isready health check, its user, password and database from the shell or .env
+    with defaults."""
+    pg = compose["services"]["postgres"]
+    image, _, tag = pg["image"].partition(":")
+    assert image == "postgres" and tag.split(".")[0] in ("15", "16"), pg["image"]
+    mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}"
+              for v in pg.get("volumes", [])]
+    data = [m.split(":")[0] for m in mounts if m.split(":")[1] == "/var/lib/postgresql/data"]
+    assert data, "PostgreSQL's data on a volume, or the recorded results go with the container"
+    assert data[0] in (compose.get("volumes") or {}), f"{data[0]}: not a named volume"
+    env = _env(pg)
+    defaults = interpolate(env, {})
+    for key in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"):
+        assert defaults.get(key), f"{key}: no default"
+        assert interpolate(env, {key: "mine"})[key] == "mine", f"{key}: not overridable"
+    assert not pg.get("ports"), "the database is reached on the Compose network only"
+    test = pg["healthcheck"]["test"]
+    assert test[0] == "CMD-SHELL" and "pg_isready" in test[1], test
+    for name in ("api", "worker"):
+        depends = compose["services"][name]["depends_on"]
+        assert depends.get("postgres", {}).get("condition") == "service_healthy", name
+
+
+def test_compose_database_url_names_the_postgres_service(compose):
+    """CRANFIELD_DATABASE_URL: the postgres service with its credentials unless the shell or
+    .env set it; then what they set, for the api and the workers alike."""
+    from sqlalchemy.engine import make_url
+
+    from backend.config import database_url
+
+    for env in ({}, {"POSTGRES_USER": "u", "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DB": "d"},
+                {"CRANFIELD_DATABASE_URL": ""}):
+        url = make_url(_database_url(compose, env))
+        pg = interpolate(_env(compose["services"]["postgres"]), env)
+        assert url.drivername == "postgresql+psycopg", url  # psycopg 3, a dependency
+        assert url.host == "postgres" and url.host in compose["services"]
+        assert url.port in (None, 5432)
+        assert (url.username, url.password, url.database) == (
+            pg["POSTGRES_USER"], pg["POSTGRES_PASSWORD"], pg["POSTGRES_DB"]), env
+        assert database_url(url=url.render_as_string(hide_password=False)).startswith(
+            "postgresql+psycopg://")
+    mine = "postgresql+psycopg://me:pw@db.example:5433/results"
+    assert _database_url(compose, {"CRANFIELD_DATABASE_URL": mine}) == mine
+    assert _database_url(compose, {"CRANFIELD_DATABASE_URL": "sqlite:////data/r.db"}) == \
+        "sqlite:////data/r.db"
+
+
+def test_compose_postgres_healthcheck_runs_pg_isready(compose, require):
+    """The check, as the container's shell runs it (Compose leaves ``$$VAR`` to it): passes
+    against a PostgreSQL that accepts connections, fails where none listens."""
+    pg_isready = shutil.which("pg_isready")
+    require(pg_isready is not None, "pg_isready is installed (postgresql-client)")
+    test = interpolate(compose["services"]["postgres"]["healthcheck"]["test"], {})
+    assert "$POSTGRES_USER" in test[1] or "${POSTGRES_USER}" in test[1], test
+    env = dict(os.environ, POSTGRES_USER="postgres", POSTGRES_DB="postgres",
+               PGCONNECT_TIMEOUT="3")
+
+    def check(port: int) -> int:
+        return subprocess.run(["sh", "-c", test[1]], env=dict(env, PGPORT=str(port)),
+                              capture_output=True, timeout=30).returncode
+
+    with socket.socket() as s:
+        listening = s.connect_ex(("127.0.0.1", 5432)) == 0
+    if listening:
+        assert check(5432) == 0
+    assert check(_free_port()) != 0
+
+
 @pytest.fixture
 def redis_url():
     if shutil.which("redis-server") is None:
