@@ -6,12 +6,16 @@ be saved, mailed or attached to a CI job and opens offline. Every piece of text 
 document is escaped; numbers have 4 decimals and missing values (None, NaN) show as "–".
 
 Charts are ``<svg class="chart …">`` elements with a ``<title>`` and a viewBox; their data
-elements carry ``data-run`` (lines) or ``data-topic`` (bars) attributes.
+elements carry ``data-run`` (lines) or ``data-topic`` (bars) attributes; per-topic charts
+(``data-measure``: one per measure) label every k-th bar with its topic, so that labels never
+overlap, the first and last bar always. A page opens with its title, then (comparisons) the
+gate's verdict, then the input warnings.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Callable, Sequence
 
@@ -22,6 +26,9 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#0
            "#F0E442")
 UP, DOWN, FLAT = "#009E73", "#D55E00", "#999999"
 MAX_BARS = 2000
+LABEL_BAND = 56  # extra room under a bar chart for its rotated topic labels
+LABEL_PITCH = 16.0  # least horizontal distance between two labelled bars (11px text at 45°)
+LABEL_CHARS = 14  # longer topic ids are cut, with "…" (the bar's tooltip has the whole id)
 TESTS = (("randomization", "randomization test"), ("t_test", "paired t-test"),
          ("bootstrap", "paired bootstrap test"), ("wilcoxon", "Wilcoxon signed-rank test"))
 _FAMILY_KEY = {"t_test": "t"}
@@ -37,6 +44,9 @@ th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.92em}
 dl.prov{display:grid;grid-template-columns:max-content auto;gap:.15em 1em}dl.prov dt{color:#555}
 dl.prov dd{margin:0}.note{color:#555;font-style:italic}.warn{color:#8a3100}
+.subtitle{color:#555;margin:-.4em 0 .8em}
+.warn-box{background:#fff4db;border:2px solid #E69F00;border-left-width:8px;border-radius:6px;
+ padding:.3em .9em;margin:.4em 0 1em}.warn-box ul{margin:.3em 0;padding-left:1.2em}
 .gate{font-size:1.6em;font-weight:700;padding:.45em .9em;border-radius:6px;margin:.6em 0}
 .gate-pass{background:#e3f4ec;color:#00553f;border:3px solid #009E73}
 .gate-fail{background:#fbe7dc;color:#8a3100;border:3px solid #D55E00}
@@ -45,6 +55,7 @@ dl.prov dd{margin:0}.note{color:#555;font-style:italic}.warn{color:#8a3100}
 tr.ref td{background:#f7f7fb}strong.sig{color:#000}
 svg.chart{max-width:100%;height:auto;display:block;margin:.3em 0}
 svg.chart text{font:12px system-ui,sans-serif;fill:#333}
+svg.chart text.tick-label{font-size:11px}
 svg.chart .grid{stroke:#e5e5e5}svg.chart .axis,svg.chart .zero{stroke:#333}
 ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.3em 1.2em}
 .sw{display:inline-block;width:1.6em;height:.8em;margin-right:.4em;vertical-align:middle}
@@ -118,14 +129,18 @@ def _nice(lo: float, hi: float, n: int = 5) -> tuple[list[float], float, float]:
     return ticks, lo, hi
 
 
-def _svg_open(cls: str, title: str, extra: str = "") -> str:
-    return (f'<svg class="chart {cls}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
-            f'role="img" preserveAspectRatio="xMinYMin meet"{extra}><title>{_e(title)}</title>')
+def _svg_open(cls: str, title: str, extra: str = "", *, height: int = H) -> str:
+    return (f'<svg class="chart {cls}" viewBox="0 0 {W} {height}" width="{W}" '
+            f'height="{height}" role="img" preserveAspectRatio="xMinYMin meet"{extra}>'
+            f"<title>{_e(title)}</title>")
 
 
 def _axes(xticks: Sequence[float], yticks: Sequence[float], sx: Callable, sy: Callable,
-          xlabel: str, ylabel: str) -> list[str]:
+          xlabel: str, ylabel: str, *, height: int = H, bottom: int = BOTTOM) -> list[str]:
+    """Grid lines and tick values of y, ticks of x, both axes and their labels; the plot area
+    spans [TOP, height - bottom] and the x label sits at the foot of the chart."""
     out = []
+    foot = height - bottom  # the x axis
     for v in yticks:
         y = sy(v)
         out.append(f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" '
@@ -133,15 +148,15 @@ def _axes(xticks: Sequence[float], yticks: Sequence[float], sx: Callable, sy: Ca
                    f'text-anchor="end">{v:g}</text>')
     for v in xticks:
         x = sx(v)
-        out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{H - BOTTOM}" '
-                   f'y2="{H - BOTTOM + 5}"/><text x="{x:.1f}" y="{H - BOTTOM + 18}" '
+        out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{foot}" '
+                   f'y2="{foot + 5}"/><text x="{x:.1f}" y="{foot + 18}" '
                    f'text-anchor="middle">{v:g}</text>')
-    out.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{H - BOTTOM}"/>'
-               f'<line class="axis" x1="{LEFT}" x2="{W - RIGHT}" y1="{H - BOTTOM}" '
-               f'y2="{H - BOTTOM}"/>'
-               f'<text x="{(LEFT + W - RIGHT) / 2:.0f}" y="{H - 12}" '
+    out.append(f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{foot}"/>'
+               f'<line class="axis" x1="{LEFT}" x2="{W - RIGHT}" y1="{foot}" '
+               f'y2="{foot}"/>'
+               f'<text x="{(LEFT + W - RIGHT) / 2:.0f}" y="{height - 12}" '
                f'text-anchor="middle">{_e(xlabel)}</text>'
-               f'<text transform="translate(16 {(TOP + H - BOTTOM) / 2:.0f}) rotate(-90)" '
+               f'<text transform="translate(16 {(TOP + foot) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{_e(ylabel)}</text>')
     return out
 
@@ -172,10 +187,29 @@ def _pr_chart(series: Sequence[tuple[str, Sequence, Sequence]], title: str) -> s
     return "".join(parts) + f'<ul class="legend">{"".join(legend)}</ul>'
 
 
+def _labelled(n: int, step: float) -> list[int]:
+    """Which of ``n`` bars ``step`` apart get a topic label: every k-th, k the fewest bars
+    that keep labels LABEL_PITCH apart, and always the first and the last (the label before
+    the last goes when the two would overlap)."""
+    if n == 0:
+        return []
+    k = max(1, math.ceil(LABEL_PITCH / step - 1e-9))
+    picked = list(range(0, n, k))
+    if picked[-1] != n - 1:
+        if n - 1 - picked[-1] < k and len(picked) > 1:
+            picked.pop()
+        picked.append(n - 1)
+    return picked
+
+
 def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str, *,
-               diff: bool = False, run: str | None = None) -> str:
+               diff: bool = False, run: str | None = None, measure: str | None = None,
+               xlabel: str | None = None) -> str:
     """Bars for (topic, value) pairs, in the given order; at most MAX_BARS drawn (evenly
-    spaced, first and last kept) with a note saying so. ``diff`` colours by sign."""
+    spaced, first and last kept) with a note saying so. ``diff`` colours by sign. Topic labels
+    under the bars: every k-th bar so that they do not overlap, first and last always; each
+    bar's ``<title>`` names its topic and value. ``xlabel`` names the x axis (it gets the
+    count of topics)."""
     n_all, note = len(items), ""
     if n_all > MAX_BARS:
         keep = np.unique(np.linspace(0, n_all - 1, MAX_BARS).round().astype(int))
@@ -187,17 +221,20 @@ def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str
     if hi == lo:
         lo, hi = (-1.0, 1.0) if diff else (0.0, 1.0)
     ticks, lo, hi = _nice(lo, hi)
+    height, bottom = H + LABEL_BAND, BOTTOM + LABEL_BAND
 
     def sy(v):
-        return H - BOTTOM - (v - lo) / (hi - lo) * (H - TOP - BOTTOM)
+        return height - bottom - (v - lo) / (hi - lo) * (height - TOP - bottom)
 
-    few = len(items) <= 40
-    xlabel = f"{n_all:,} topic(s), sorted by value" if not few else ""
-    extra = f' data-run="{_e(run)}"' if run is not None else ""
-    parts = [_svg_open(cls, title, extra), *_axes([], ticks, lambda v: 0, sy, xlabel, ylabel)]
+    xlabel = f"{xlabel or 'topics, sorted by value'} ({n_all:,} topic{'s' * (n_all != 1)})"
+    extra = (f' data-run="{_e(run)}"' if run is not None else "") + \
+        (f' data-measure="{_e(measure)}"' if measure is not None else "")
+    parts = [_svg_open(cls, title, extra, height=height),
+             *_axes([], ticks, lambda v: 0, sy, xlabel, ylabel, height=height, bottom=bottom)]
     step = min((W - LEFT - RIGHT) / max(len(items), 1), 48.0)
     gap = step * 0.2 if step > 4 else 0.0
     y0 = sy(0.0)
+    labelled = set(_labelled(len(items), step))
     for i, (topic, v) in enumerate(items):
         x, y = LEFT + i * step + gap / 2, sy(v)
         fill = (UP if v > 0 else DOWN if v < 0 else FLAT) if diff else PALETTE[0]
@@ -205,14 +242,43 @@ def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str
                      f'x="{x:.2f}" y="{min(y, y0):.2f}" width="{max(step - gap, 0.25):.2f}" '
                      f'height="{abs(y0 - y):.2f}" fill="{fill}"><title>{_e(topic)}: '
                      f"{_num(v)}</title></rect>")
-        if few:
-            label = topic if len(topic) <= 14 else topic[:13] + "…"
-            cx = x + (step - gap) / 2
-            parts.append(f'<text transform="translate({cx:.1f} {H - BOTTOM + 12}) rotate(-40)" '
-                         f'text-anchor="end">{_e(label)}</text>')
+        if i in labelled:
+            label = topic if len(topic) <= LABEL_CHARS else topic[:LABEL_CHARS - 1] + "…"
+            cx = x + max(step - gap, 0.25) / 2
+            parts.append(f'<line class="axis" x1="{cx:.1f}" x2="{cx:.1f}" '
+                         f'y1="{height - bottom}" y2="{height - bottom + 4}"/>'
+                         f'<text class="tick-label" transform="translate({cx:.1f} '
+                         f'{height - bottom + 12}) rotate(-45)" text-anchor="end">'
+                         f"{_e(label)}</text>")
     parts.append(f'<line class="zero" x1="{LEFT}" x2="{W - RIGHT}" y1="{y0:.1f}" '
                  f'y2="{y0:.1f}"/></svg>')
     return "".join(parts) + note
+
+
+def _chart_measures(measures: Sequence[dict], keys) -> list[str]:
+    """The keys of the measures to chart per topic, in the document's order: those with
+    per-topic values, without the count and info families unless nothing else is left."""
+    ms = [m for m in measures if m.get("key") in keys]
+    return [m["key"] for m in ([m for m in ms if m.get("family") not in ("count", "info")]
+                               or ms)]
+
+
+def _json(v) -> str:
+    """A value as JSON spells it (true, null, 1, "macro"), numpy scalars included."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    try:
+        return json.dumps(v, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(str(v), ensure_ascii=False)
+
+
+def _options(opts: dict) -> str:
+    """Evaluation options as a request's ``options`` object spells them: the provenance's keys
+    are the API's field names (``relevance_level``, ``judged_only``, ``complete_topics``,
+    ``depth``, …: ``OptionsSchema`` loads a request into exactly these), with JSON values."""
+    return ", ".join(f'<code class="option">{_e(_json(str(k)))}: {_e(_json(v))}</code>'
+                     for k, v in opts.items()) or "–"
 
 
 # The curves' label (cranfield.curves.INTERPOLATION_NOTE in a sentence for the page).
@@ -223,27 +289,40 @@ _INTERPOLATION_LABEL = (
 
 
 def _warnings(doc: dict) -> str:
+    """The input warnings (topics only in the run, judged topics missing from it, …): a
+    ``.warn-box`` when there are any, "None." when not."""
     items = []
     for w in doc.get("warnings") or []:
         topics = w.get("topics") or []
         shown = ", ".join(_e(t) for t in topics[:10]) + (" …" if len(topics) > 10 else "")
         items.append(f'<li class="warn"><code>{_e(w.get("code", ""))}</code> '
                      f'{_e(w.get("message", ""))}{f" (topics: {shown})" if topics else ""}</li>')
-    return "<h2>Warnings</h2>" + (f"<ul>{''.join(items)}</ul>" if items else "<p>None.</p>")
+    return ('<h2 id="warnings">Warnings</h2>'
+            + (f'<div class="warn warn-box" role="note"><ul>{"".join(items)}</ul></div>'
+               if items else '<p class="no-warnings">None.</p>'))
 
 
-def render_evaluation(doc: dict, title: str | None = None) -> str:
-    """An HTML page for an evaluation document (``report.evaluation_document``): provenance
-    (engine version, profile, shortened run and qrels digests, runid, options), topic counts,
-    the input warnings, a table of measures (key, canonical name, aggregate value, how it
-    aggregates), efficiency figures when present, the precision–recall curve (mean 11-point
-    interpolated precision, ``svg.pr-curve``) when ``doc["curves"]`` is present, and a bar
-    chart of one measure per topic (``svg.topic-bars``; the first per-topic measure that is not
-    a count) when ``doc["per_topic"]`` is present."""
+def _head(title: str, subtitle: str | None) -> list[str]:
+    return [f"<h1>{_e(title)}</h1>"] + (
+        [f'<p class="subtitle">{_e(subtitle)}</p>'] if subtitle else [])
+
+
+def render_evaluation(doc: dict, title: str | None = None, *,
+                      subtitle: str | None = None) -> str:
+    """An HTML page for an evaluation document (``report.evaluation_document``): the title
+    ("Evaluation of RUNID" by default) and ``subtitle`` under it, the input warnings, provenance
+    (engine version, profile, shortened run and qrels digests, runid, options as a request's
+    ``options`` spells them), topic counts, a table of measures (key, canonical name, aggregate
+    value, how it aggregates), efficiency figures when present, the precision–recall curve
+    (mean 11-point interpolated precision, ``svg.pr-curve``) when ``doc["curves"]`` is present,
+    and one bar chart per topic for every measure with per-topic values (``svg.topic-bars``
+    with ``data-measure``; counts and info left out unless there is nothing else) when
+    ``doc["per_topic"]`` is present."""
     prov = doc.get("provenance") or {}
     runid = prov.get("runid") or doc.get("aggregate", {}).get("runid") or "run"
     title = title or f"Evaluation of {runid}"
-    body = [f"<h1>{_e(title)}</h1>", "<h2>Provenance</h2>", '<dl class="prov">']
+    body = [*_head(title, subtitle), _warnings(doc), "<h2>Provenance</h2>",
+            '<dl class="prov">']
     opts = prov.get("options") or {}
     for label, value in (
             ("engine", _e(f"{prov.get('engine', 'cranfield')} {prov.get('engine_version', '')}")),
@@ -251,14 +330,13 @@ def render_evaluation(doc: dict, title: str | None = None) -> str:
             ("run SHA-256", _short(prov.get("run_sha256"))),
             ("qrels SHA-256", _short(prov.get("qrels_sha256"))),
             ("qrels version", _e(prov.get("qrels_version", "–"))),
-            ("options", ", ".join(f"{_e(k)}={_e(v)}" for k, v in opts.items()) or "–")):
+            ("options", _options(opts))):
         body.append(f"<dt>{label}</dt><dd>{value}</dd>")
     topics = doc.get("topics") or {}
     body.append("</dl><h2>Topics</h2><p>" + "; ".join(
         f"{len(topics.get(k) or [])} {label}" for k, label in (
             ("evaluated", "evaluated"), ("run_only", "only in the run (not evaluated)"),
             ("qrels_only", "judged but missing from the run"))) + "</p>")
-    body.append(_warnings(doc))
     agg = doc.get("aggregate") or {}
     rows = [f'<tr><td><code>{_e(m.get("key"))}</code></td><td class="mono">'
             f'{_e(m.get("canonical", ""))}</td><td class="n">{_num(agg.get(m.get("key")))}</td>'
@@ -279,20 +357,22 @@ def render_evaluation(doc: dict, title: str | None = None) -> str:
             f'<p class="note">Mean over {_num(n)} topic(s): the topics the measures above '
             f"average. {_INTERPOLATION_LABEL}</p>"]
     per_topic = doc.get("per_topic")
-    if per_topic:
-        keys = {k for row in per_topic.values() for k in row}
-        ms = [m for m in doc.get("measures") or [] if m.get("key") in keys]
-        pick = [m for m in ms if m.get("family") not in ("count", "info")] or ms
-        if pick:
-            key = pick[0]["key"]
-            items = [(str(t), float(row[key])) for t, row in per_topic.items()
-                     if _finite(row.get(key))]
-            items.sort(key=lambda tv: -tv[1])
-            body += [f"<h2>Per topic: {_e(key)}</h2>", _bar_chart(
-                "topic-bars", f"{key} per topic", items, key)]
-            if len(items) < len(per_topic):
-                body.append(f'<p class="note">{len(per_topic) - len(items)} topic(s) without a '
-                            "value are not drawn.</p>")
+    keys = _chart_measures(doc.get("measures") or [],
+                           {k for row in (per_topic or {}).values() for k in row})
+    if per_topic and keys:
+        body.append("<h2>Per topic</h2>")
+    for key in keys if per_topic else []:
+        items = [(str(t), float(row[key])) for t, row in per_topic.items()
+                 if _finite(row.get(key))]
+        if not items:
+            continue
+        items.sort(key=lambda tv: -tv[1])
+        body += [f"<h3>Per topic: {_e(key)}</h3>", _bar_chart(
+            "topic-bars", f"{key} per topic", items, key, measure=str(key),
+            xlabel=f"topics, sorted by {key}, highest first")]
+        if len(items) < len(per_topic):
+            body.append(f'<p class="note">{len(per_topic) - len(items)} topic(s) without a '
+                        "value are not drawn.</p>")
     return _page(title, body)
 
 
@@ -310,16 +390,17 @@ def _test_name(doc: dict, test: str) -> str | None:
 
 
 def render_comparison(doc: dict, title: str | None = None, *,
-                      test: str = "randomization") -> str:
-    """An HTML page for a comparison document (``cranfield.compare``): the gate verdict and its
-    checks (when present) first, the runs, a measures table (one row per run, one column per
+                      test: str = "randomization", subtitle: str | None = None) -> str:
+    """An HTML page for a comparison document (``cranfield.compare``): the title ("Comparison:
+    a vs b" by default) and ``subtitle`` under it, the gate verdict (when present) first, the
+    input warnings, the gate's checks, the runs, a measures table (one row per run, one column per
     measure: mean [95% CI], with ▲/▼ where the run is significantly better/worse than the
     baseline — or, without one, the first run — by ``test``'s adjusted p < alpha, explained in
     a legend), the pairs table (mean difference b − a with CI, p and adjusted p per test, d_z,
     wins/ties/losses, largest losses), precision–recall curves of all runs on one chart
-    (``svg.pr-curve``), per-topic differences against the baseline for the first measure, one
-    ``svg.topic-diff`` chart per other run (needs ``per_topic``; the page says so otherwise),
-    and the warnings."""
+    (``svg.pr-curve``), and per-topic differences against the baseline for every measure, one
+    ``svg.topic-diff`` chart per measure and other run (``data-measure``, ``data-run``; needs
+    ``per_topic``: the page says so otherwise)."""
     runs = [r.get("name") for r in doc.get("runs") or []]
     names = [str(r) for r in runs]
     title = title or "Comparison: " + " vs ".join(names)
@@ -328,19 +409,22 @@ def render_comparison(doc: dict, title: str | None = None, *,
     _alpha = f"{alpha:g}" if _finite(alpha) else _num(alpha)
     measures = [m.get("key") for m in doc.get("measures") or []]
     tag = " (baseline)" if doc.get("baseline") is not None else " (reference)"
-    body = [f"<h1>{_e(title)}</h1>"]
+    body = _head(title, subtitle)
     gate = doc.get("gate")
     if gate:
         verdict = str(gate.get("verdict", "unknown"))
         cls = verdict if verdict in ("pass", "fail") else "unknown"
         body.append(f'<div class="gate gate-{cls}">Gate: {_e(verdict.upper())}</div>')
+    body.append(_warnings(doc))
+    if gate:
         rows = [f'<tr><td>{_e(c.get("candidate", ""))}</td><td>{_e(c.get("baseline", ""))}</td>'
                 f'<td>{_e(c.get("measure", ""))}</td><td>{_e(c.get("verdict", ""))}</td><td>'
                 + "<br>".join(_e(r) for r in c.get("reasons") or []) + "</td><td>"
                 + ", ".join(_offender(t) for t in (c.get("offending_topics") or [])[:20])
                 + "</td></tr>" for c in gate.get("checks") or []]
-        body.append(_table(["candidate", "baseline", "measure", "verdict", "reasons",
-                            "offending topics (drop)"], rows, "gate-checks"))
+        body += ["<h2>Gate checks</h2>", _table(
+            ["candidate", "baseline", "measure", "verdict", "reasons",
+             "offending topics (drop)"], rows, "gate-checks")]
     rows = [f"<tr><td>{_e(r.get('name'))}{tag if r.get('name') == ref else ''}</td>"
             f"<td>{_e(r.get('runid', ''))}</td><td class=\"n\">{_num(r.get('topics_evaluated'))}"
             "</td></tr>" for r in doc.get("runs") or []]
@@ -412,23 +496,31 @@ def render_comparison(doc: dict, title: str | None = None, *,
         body += ["<h2>Precision–recall</h2>",
                  _pr_chart(series, "Mean 11-point interpolated precision per run"),
                  f'<p class="note">{_INTERPOLATION_LABEL}</p>']
-    per_topic, m0 = doc.get("per_topic"), measures[0] if measures else None
-    body.append(f"<h2>Per-topic differences{f': {_e(m0)}' if m0 else ''}</h2>")
-    if not per_topic or m0 is None or ref not in per_topic:
+    per_topic = doc.get("per_topic")
+    body.append("<h2>Per-topic differences</h2>")
+    if not per_topic or not measures or ref not in per_topic:
         body.append('<p class="note">No per-topic values in this comparison document: ask for '
                     "per_topic to see per-topic differences.</p>")
     else:
         base = per_topic[ref]
-        for run in runs:
-            if run == ref:
-                continue
-            vals, topics = per_topic.get(run) or {}, doc.get("topics") or list(base)
-            items = [(str(t), float(vals[t][m0] - base[t][m0])) for t in topics
-                     if _finite((vals.get(t) or {}).get(m0))
-                     and _finite((base.get(t) or {}).get(m0))]
-            items.sort(key=lambda tv: -tv[1])
-            body.append(f"<h3>{_e(run)} − {_e(ref)}</h3>")
-            body.append(_bar_chart("topic-diff", f"{m0}: {run} − {ref} per topic", items,
-                                   f"{m0}: {run} − {ref}", diff=True, run=str(run)))
-    body.append(_warnings(doc))
+        topics = doc.get("topics") or list(base)
+        keys = _chart_measures(doc.get("measures") or [],
+                               {k for rows in per_topic.values() for row in rows.values()
+                                for k in row})
+        for m in keys:
+            body.append(f"<h3>Per topic: {_e(m)}</h3>")
+            for run in runs:
+                if run == ref:
+                    continue
+                vals = per_topic.get(run) or {}
+                items = [(str(t), float(vals[t][m] - base[t][m])) for t in topics
+                         if _finite((vals.get(t) or {}).get(m))
+                         and _finite((base.get(t) or {}).get(m))]
+                items.sort(key=lambda tv: -tv[1])
+                body.append(f"<h4>{_e(m)}: {_e(run)} − {_e(ref)}</h4>")
+                body.append(_bar_chart(
+                    "topic-diff", f"{m}: {run} − {ref} per topic", items, f"{m}: {run} − {ref}",
+                    diff=True, run=str(run), measure=str(m),
+                    xlabel=f"topics, sorted by {m} difference {run} − {ref}, largest gain "
+                           "first"))
     return _page(title, body)

@@ -1,17 +1,27 @@
 """cranfield.html_report: self-contained pages, parsed back with html.parser — balanced
 markup, no external references, the charts and their data elements, escaping of hostile
-text, significance marks exactly where adjusted p < alpha, "–" for missing values."""
+text, significance marks exactly where adjusted p < alpha, "–" for missing values; the input
+warnings right under the title (and the gate's verdict), one per-topic chart per measure with
+non-overlapping topic labels and a named x axis, options as a request spells them."""
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 import cranfield
-from cranfield.html_report import MAX_BARS, PALETTE, render_comparison, render_evaluation
+from cranfield.html_report import (
+    LABEL_PITCH,
+    MAX_BARS,
+    PALETTE,
+    render_comparison,
+    render_evaluation,
+)
 from cranfield.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
@@ -32,6 +42,8 @@ class Page(HTMLParser):
         self.text: list[str] = []
         self.svg_titles: list[str] = []  # class of each chart with a <title> child
         self.rows: list[tuple[str, list[str]]] = []  # (table class, text of each cell)
+        self.chart_texts: list[tuple[dict, dict, str]] = []  # (its chart, attrs, text)
+        self.title = ""  # the page's <title>
         self.feed(text)
         self.close()
         assert not self.stack, f"unclosed: {[t for t, _ in self.stack]}"
@@ -49,6 +61,9 @@ class Page(HTMLParser):
             self.rows.append((table.get("class") or "", []))
         if tag in ("td", "th"):
             self.rows[-1][1].append("")
+        if tag == "text" and self.chart():
+            svg = next(a for t, a in reversed(self.stack) if t == "svg")
+            self.chart_texts.append((svg, a, ""))
         if tag not in VOID:
             self.stack.append((tag, a))
 
@@ -62,6 +77,12 @@ class Page(HTMLParser):
 
     def handle_data(self, data):
         self.text.append(data)
+        if self.stack and self.stack[-1][0] == "text" and self.chart():
+            chart, a, text = self.chart_texts[-1]
+            self.chart_texts[-1] = (chart, a, text + data)
+        if self.stack and self.stack[-1][0] == "title" and len(self.stack) > 1 \
+                and self.stack[-2][0] == "head":
+            self.title += data
         if any(t in ("td", "th") for t, _ in self.stack):
             self.rows[-1][1][-1] += data
 
@@ -70,6 +91,22 @@ class Page(HTMLParser):
 
     def inside(self, cls: str, tag: str) -> list[dict]:
         return [a for t, a, c in self.elements if t == tag and c and cls in c.split()]
+
+    def index(self, tag: str, cls: str | None = None) -> int:
+        """Where the first such element is in document order (-1: none)."""
+        return next((i for i, (t, a, _) in enumerate(self.elements) if t == tag and (
+            cls is None or cls in (a.get("class") or "").split())), -1)
+
+    def labels(self, chart: dict) -> list[tuple[float, str]]:
+        """(x, text) of the topic labels of this chart."""
+        return [(float(re.match(r"translate\(([-\d.]+) ", a["transform"]).group(1)), text)
+                for c, a, text in self.chart_texts if c is chart
+                and a.get("class") == "tick-label"]
+
+    def xlabels(self, cls: str) -> list[str]:
+        """The x-axis label of each chart of this class."""
+        return [t for c, a, t in self.chart_texts if cls in c["class"].split()
+                and t.startswith("topics")]
 
     def table(self, cls: str) -> list[list[str]]:
         """Rows (header first) of the table with this class, by cell text."""
@@ -119,14 +156,26 @@ def test_real_evaluation_page():
     (line,) = page.inside("pr-curve", "polyline")
     assert line["data-run"] == "STANDARD" and line["stroke"] == PALETTE[0]
     assert len(line["points"].split()) == 11
-    (bars,) = page.charts("topic-bars")
+    # one chart per measure with per-topic values, counts and the runid left out
+    charted = [m["key"] for m in doc["measures"] if m["family"] not in ("count", "info")
+               and any(math.isfinite(row.get(m["key"], math.nan))
+                       for row in doc["per_topic"].values())]
+    assert len(charted) >= 20 and "map" in charted and "P_10" in charted
+    charts = page.charts("topic-bars")
+    assert [c["data-measure"] for c in charts] == charted
     rects = page.inside("topic-bars", "rect")
-    assert sorted(r["data-topic"] for r in rects) == ["301", "302", "303"]
-    values = [float(r["data-value"]) for r in rects]
-    assert values == sorted(values, reverse=True)  # sorted descending
-    assert values == pytest.approx(sorted((doc["per_topic"][t]["map"] for t in doc["per_topic"]),
-                                          reverse=True), abs=1e-5)
-    assert "Per topic: map" in text  # the first per-topic measure that is not a count
+    assert len(rects) == 3 * len(charted)
+    for i, key in enumerate(charted):
+        bars = rects[3 * i:3 * i + 3]
+        assert sorted(r["data-topic"] for r in bars) == ["301", "302", "303"]
+        values = [float(r["data-value"]) for r in bars]
+        assert values == sorted(values, reverse=True)  # sorted descending
+        assert values == pytest.approx(sorted((row[key] for row in doc["per_topic"].values()),
+                                              reverse=True), abs=1e-5), key
+        assert f"Per topic: {key}" in text
+        assert [t for _, t in page.labels(charts[i])] == [r["data-topic"] for r in bars]
+    assert page.xlabels("topic-bars") == [f"topics, sorted by {k}, highest first (3 topics)"
+                                          for k in charted]
 
 
 def test_evaluation_without_curves_or_per_topic_has_no_charts():
@@ -290,10 +339,25 @@ def test_comparison_page():
     lines = page.inside("pr-curve", "polyline")
     assert [ln["data-run"] for ln in lines] == ["base", AMP, HOSTILE]
     assert [ln["stroke"] for ln in lines] == list(PALETTE[:3])
+    # per-topic differences for every measure, one chart per other run
     diffs = page.charts("topic-diff")
-    assert [d["data-run"] for d in diffs] == [AMP, HOSTILE]
+    assert [(d["data-measure"], d["data-run"]) for d in diffs] == [
+        ("map", AMP), ("map", HOSTILE), ("P_10", AMP), ("P_10", HOSTILE)]
     rects = page.inside("topic-diff", "rect")
-    assert len(rects) == 10
+    assert len(rects) == 20
+    doc = comparison_doc()
+    for i, d in enumerate(diffs):
+        m, run = d["data-measure"], d["data-run"]
+        per = doc["per_topic"]
+        want = sorted(((t, per[run][t][m] - per["base"][t][m]) for t in doc["topics"]),
+                      key=lambda tv: -tv[1])
+        got = [(r["data-topic"], float(r["data-value"])) for r in rects[5 * i:5 * i + 5]]
+        assert [v for _, v in got] == pytest.approx([v for _, v in want]), (m, run)
+        assert sorted(t for t, _ in got) == doc["topics"]
+        assert [t for _, t in page.labels(d)] == [t for t, _ in got]  # 5 bars: all labelled
+    assert page.xlabels("topic-diff") == [
+        f"topics, sorted by {m} difference {r} − base, largest gain first (5 topics)"
+        for m, r in (("map", AMP), ("map", HOSTILE), ("P_10", AMP), ("P_10", HOSTILE))]
     amp = [(r["data-topic"], float(r["data-value"]), r["fill"]) for r in rects[:5]]
     assert amp == [("t5", pytest.approx(0.3), "#009E73"), ("t1", pytest.approx(0.1), "#009E73"),
                    ("t2", pytest.approx(0.1), "#009E73"), ("t3", 0.0, "#999999"),
@@ -324,3 +388,157 @@ def test_minimal_comparison_document():
     page = parse(render_comparison({"runs": [{"name": "x"}, {"name": "y"}], "measures": []}))
     assert "Comparison: x vs y" in "".join(page.text)
     assert not page.charts("chart")
+
+
+def warned_document() -> dict:
+    """A real evaluation with both coverage warnings: topic b only in the run, c judged but
+    missing from it."""
+    run = {"a": {"d1": 2.0, "d2": 1.0}, "b": {"d1": 1.0}}
+    qrels = {"a": {"d2": 1}, "c": {"d9": 1}}
+    ev = cranfield.evaluate(run, qrels, ["map", "P.5"])
+    return evaluation_document(ev, {"per_topic": True, "curves": True}, "s", "t", None)
+
+
+def order(page: Page, *marks: tuple[str, str | None]) -> list[int]:
+    """Where each (tag, class) first is, counted from the page's <h1> (-1: absent)."""
+    h1 = page.index("h1")
+    return [i - h1 if i >= 0 else -1 for i in (page.index(tag, cls) for tag, cls in marks)]
+
+
+@pytest.mark.parametrize("warned", [True, False])
+def test_evaluation_warnings_come_right_after_the_title(warned):
+    doc = warned_document() if warned else real_document()
+    page = parse(render_evaluation(doc))
+    h1, box, prov, measures, pr = order(page, ("h1", None), ("div", "warn-box"), ("dl", "prov"),
+                                        ("table", "measures"), ("svg", "pr-curve"))
+    warnings = next(i for i, (t, a, _) in enumerate(page.elements)
+                    if t == "h2" and a.get("id") == "warnings") - page.index("h1")
+    assert h1 == 0 < warnings == 1 < prov < measures < pr
+    text = "".join(page.text)
+    if warned:
+        assert warnings < box < prov
+        assert "warn" in page.elements[page.index("h1") + box][1]["class"].split()
+        start = page.index("h1")
+        items = [a for t, a, _ in page.elements[start + box:start + prov] if t == "li"]
+        assert len(items) == len(doc["warnings"]) == 3
+        assert all(a.get("class") == "warn" for a in items)
+        assert text.index("topics-run-only") < text.index("topics-qrels-only") \
+            < text.index("Provenance")
+        assert "(topics: b)" in text and "(topics: c)" in text
+    else:
+        assert box == -1 and order(page, ("p", "no-warnings")) == [warnings + 1]
+        assert text.index("None.") < text.index("Provenance")
+
+
+def test_comparison_warnings_follow_the_gate_verdict():
+    page = parse(render_comparison(comparison_doc(), subtitle="Cranfield job 1234"))
+    h1, sub, gate, box, checks, runs, summary, pairs, diff = order(
+        page, ("h1", None), ("p", "subtitle"), ("div", "gate"), ("div", "warn-box"),
+        ("table", "gate-checks"), ("table", "runs"), ("table", "summary"), ("table", "pairs"),
+        ("svg", "topic-diff"))
+    assert h1 == 0 and sub == 1 and gate == 2
+    assert gate < box < checks < runs < summary < pairs < diff
+    assert "few-topics" in "".join(t for t in page.text)
+    # no gate: the warnings come straight after the title
+    doc = comparison_doc()
+    del doc["gate"]
+    doc["warnings"] = []
+    page = parse(render_comparison(doc))
+    assert order(page, ("h2", None), ("p", "no-warnings")) == [1, 2]
+    assert page.index("div", "warn-box") == -1 and page.index("table", "gate-checks") == -1
+
+
+@pytest.mark.parametrize("families, values, charted", [
+    # counts and info are left out when something else has per-topic values ...
+    ({"num_rel": "count", "map": "rank", "P_5": "rank"}, {}, ["map", "P_5"]),
+    # ... and charted when there is nothing else
+    ({"num_rel": "count", "num_ret": "count"}, {}, ["num_rel", "num_ret"]),
+    # a measure without a finite value anywhere gets no chart
+    ({"map": "rank", "P_5": "rank"}, {"map": math.nan}, ["P_5"]),
+    # a measure the per-topic rows do not hold gets none either
+    ({"map": "rank", "Rprec": "rank", "ndcg": "graded"}, {"Rprec": None}, ["map", "ndcg"]),
+])
+def test_one_chart_per_measure(families, values, charted):
+    topics = ["t1", "t2", "t3", "t4"]
+    doc = {"measures": [{"key": k, "family": f} for k, f in families.items()],
+           "aggregate": {},
+           "per_topic": {t: {k: values.get(k, (i + 1) / (j + 5)) for j, k in enumerate(families)
+                             if values.get(k, 0) is not None} for i, t in enumerate(topics)}}
+    page = parse(render_evaluation(doc))
+    charts = page.charts("topic-bars")
+    assert [c["data-measure"] for c in charts] == charted
+    rects = page.inside("topic-bars", "rect")
+    assert len(rects) == 4 * len(charted)
+    for i, key in enumerate(charted):
+        got = {r["data-topic"]: float(r["data-value"]) for r in rects[4 * i:4 * i + 4]}
+        assert got == pytest.approx({t: doc["per_topic"][t][key] for t in topics}, abs=1e-5)
+
+
+@pytest.mark.parametrize("n, labelled", [
+    (1, 1), (3, 3), (40, 40), (41, 41), (43, 22), (60, 30), (100, 34), (5000, 42)])
+def test_topic_labels_never_overlap(n, labelled):
+    values = {f"topic-{i:05d}-long-name": (i * 7919 % 1000) / 1000 for i in range(n)}
+    page = parse(render_evaluation(bar_doc(values)))
+    (chart,) = page.charts("topic-bars")
+    rects = page.inside("topic-bars", "rect")
+    labels = page.labels(chart)
+    assert len(labels) == labelled
+    centres = [(float(r["x"]) + float(r["width"]) / 2, r["data-topic"]) for r in rects]
+    for x, text in labels:  # under its bar, cut to 14 characters
+        (topic,) = [t for cx, t in centres if abs(cx - x) <= 0.06]
+        assert text == topic[:13] + "…"
+    assert labels[0][1] == rects[0]["data-topic"][:13] + "…"  # first and last always
+    assert labels[-1][1] == rects[-1]["data-topic"][:13] + "…"
+    gaps = [b - a for (a, _), (b, _) in zip(labels, labels[1:], strict=False)]
+    assert all(g >= LABEL_PITCH - 0.15 for g in gaps), min(gaps)
+    # every bar keeps its tooltip (besides the chart's own title)
+    assert sum(1 for t, _, c in page.elements if t == "title" and c and "topic-bars" in c) \
+        == len(rects) + 1
+    assert page.xlabels("topic-bars") == [f"topics, sorted by ndcg, highest first ({n:,} "
+                                          f"topic{'s' * (n != 1)})"]
+
+
+@pytest.mark.parametrize("options, shown", [
+    ({"relevance_level": 1, "judged_only": False, "depth": None},
+     ['"relevance_level": 1', '"judged_only": false', '"depth": null']),
+    ({"complete_topics": True, "collection_size": 0, "aggregation": "macro"},
+     ['"complete_topics": true', '"collection_size": 0', '"aggregation": "macro"']),
+    ({"profile": "trec_eval-9.0.8", "depth": 100},
+     ['"profile": "trec_eval-9.0.8"', '"depth": 100']),
+])
+def test_options_are_spelled_as_in_a_request(options, shown):
+    doc = real_document()
+    doc["provenance"]["options"] = options
+    page = parse(render_evaluation(doc))
+    codes = [t for t, a, _ in page.elements if t == "code" and a.get("class") == "option"]
+    assert len(codes) == len(options)
+    text = "".join(page.text)
+    text = text[text.index("options"):text.index("Topics")].strip()
+    assert text == "options" + ", ".join(shown)
+    assert "=" not in text and "True" not in text and "False" not in text and "None" not in text
+
+
+def test_real_options_are_the_request_fields():
+    """The provenance's option keys are the API's request option names: a request's
+    ``options`` object with the values the page shows loads to the same options."""
+    from service.schemas import OptionsSchema
+
+    doc = real_document(**{})
+    opts = doc["provenance"]["options"]
+    page = parse(render_evaluation(doc))
+    shown = [t for t in "".join(page.text).split("options", 1)[1].split("Topics")[0]
+             .split(", ")]
+    request = json.loads("{" + ", ".join(shown) + "}")
+    assert OptionsSchema().load(request) == opts
+
+
+def test_subtitle_and_titles_name_the_runs():
+    doc = real_document()
+    page = parse(render_evaluation(doc, subtitle="Cranfield job abc"))
+    assert page.title == "Evaluation of STANDARD"
+    assert order(page, ("p", "subtitle")) == [1]
+    assert "Cranfield job abc" in "".join(page.text)
+    page = parse(render_comparison(comparison_doc(), subtitle="Cranfield job abc"))
+    assert page.title == f"Comparison: base vs {AMP} vs {HOSTILE}"
+    assert parse(render_comparison(comparison_doc(), title="T")).title == "T"
+    assert parse(render_comparison(comparison_doc())).index("p", "subtitle") == -1
