@@ -53,8 +53,9 @@ def get_job(job_id: str):
 
 @bp.get("/<job_id>/report")
 def get_job_report(job_id: str):
-    """The report page of a job: the evaluation's or comparison's page once it has finished,
-    else a page that says how far it is and reloads itself."""
+    """The report page of a job: the evaluation's or comparison's page once it has finished
+    (titled by its runs, the job's id under the title), else a page that says how far it is
+    and reloads itself."""
     return _page(_find(job_id))
 
 
@@ -63,8 +64,10 @@ def _page(job: dict) -> Response:
 
     result = job.get("result")
     if job.get("status") == "finished" and result is not None:
+        # titled by what was evaluated ("Evaluation of RUNID", "Comparison: a vs b"): the
+        # renderers' own titles; the job's id is the line under the title
         render = render_comparison if "pairs" in result else render_evaluation
-        return Response(render(result, title=f"Cranfield job {job['id']}"),
+        return Response(render(result, subtitle=f"Cranfield job {job['id']}"),
                         mimetype="text/html")
     status = html.escape(str(job.get("status")))
     detail = html.escape(str((job.get("problem") or {}).get("detail", "")))
