@@ -434,7 +434,7 @@ def test_the_image_has_the_package_sources_and_openapi_yaml_where_docs_reads_it(
     assert installs, "install the project with `pip install --editable .` from WORKDIR"
 
 
-def test_healthcheck_probes_healthz_without_curl(monkeypatch):
+def test_healthcheck_probes_healthz_without_curl(monkeypatch, tmp_path):
     check = FINAL.last("HEALTHCHECK")
     assert check is not None, "the final stage has no HEALTHCHECK"
     words = check.args.split(None, 1)
@@ -450,6 +450,8 @@ def test_healthcheck_probes_healthz_without_curl(monkeypatch):
 
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.delenv("CRANFIELD_REDIS_URL", raising=False)
+    # results in a SQLite file of the test's own, never the repository's instance/
+    monkeypatch.setenv("CRANFIELD_DATABASE_URL", f"sqlite:///{tmp_path / 'results.db'}")
     from service.app import create_app
 
     server = make_server("127.0.0.1", 0, create_app())

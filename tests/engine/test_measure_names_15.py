@@ -209,9 +209,11 @@ def test_cranfield_measures_name_describes_what_a_name_stands_for(capsys):
     assert main(["measures", "--family", "set", "P@5"]) == 1
 
 
-def test_cranfield_measures_json_is_get_v1_measures():
+def test_cranfield_measures_json_is_get_v1_measures(tmp_path):
     import service.app as service  # the service must import: no skip
-    client = service.create_app({"TESTING": True}).test_client()
+    # results in a SQLite file of the test's own, never the repository's instance/
+    client = service.create_app({"TESTING": True, "DATABASE_URL":
+                                 f"sqlite:///{tmp_path / 'results.db'}"}).test_client()
     import contextlib
     import io
 

@@ -127,9 +127,11 @@ def test_every_declared_parameter_refuses_nan_and_values_past_int64():
                 assert INT64_MIN <= p.minimum <= p.maximum <= M, (measure.name, p.name)
 
 
-def test_the_declared_ranges_are_what_get_v1_measures_shows():
+def test_the_declared_ranges_are_what_get_v1_measures_shows(tmp_path):
     import service.app as service  # the service must import: no skip
-    client = service.create_app({"TESTING": True}).test_client()
+    # results in a SQLite file of the test's own, never the repository's instance/
+    client = service.create_app({"TESTING": True, "DATABASE_URL":
+                                 f"sqlite:///{tmp_path / 'results.db'}"}).test_client()
     doc = client.get("/v1/measures").get_json()
     params = {m["name"]: {p["name"]: p for p in m["parameters"]} for m in doc["measures"]}
     assert (params["rbp"]["p"]["minimum"], params["rbp"]["p"]["maximum"]) == (0, 1)

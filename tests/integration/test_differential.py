@@ -267,13 +267,15 @@ def same(outcomes: dict) -> None:
 # ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def client(redis_server):
+def client(redis_server, tmp_path_factory):
+    # results in a SQLite file of this module's own, never the repository's instance/
+    database = f"sqlite:///{tmp_path_factory.mktemp('results') / 'results.db'}"
     env = dict(os.environ, CRANFIELD_FAST_READER_MIN_BYTES="0",
-               CRANFIELD_FAST_JSON_MIN_BYTES="0")
+               CRANFIELD_FAST_JSON_MIN_BYTES="0", CRANFIELD_DATABASE_URL=database)
     worker = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
-    app = create_app({"TESTING": True, "REDIS_URL": redis_server.url,
+    app = create_app({"TESTING": True, "REDIS_URL": redis_server.url, "DATABASE_URL": database,
                       "ASYNC_THRESHOLD_BYTES": 1 << 30})
     yield app.test_client()
     worker.send_signal(signal.SIGTERM)

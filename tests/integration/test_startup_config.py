@@ -24,8 +24,12 @@ from servers import ROOT, free_port
     ({"CRANFIELD_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/cranfield"},
      "cannot open the results database (CRANFIELD_DATABASE_URL): OperationalError"),
 ])
-def test_gunicorn_refuses_to_start(env, message):
-    full = dict(os.environ, CRANFIELD_ACCESS_LOG="", **env)
+def test_gunicorn_refuses_to_start(env, message, tmp_path):
+    # results in a SQLite file of the test's own (never the repository's instance/), unless
+    # the case names a database
+    full = dict(os.environ, CRANFIELD_ACCESS_LOG="",
+                CRANFIELD_DATABASE_URL=f"sqlite:///{tmp_path / 'results.db'}")
+    full.update(env)
     full.pop("REDIS_URL", None)
     proc = subprocess.run(
         [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "service" / "gunicorn.conf.py"),
