@@ -8,7 +8,8 @@ Alembic migrations (``backend/migrations``), run by :meth:`ResultStore.upgrade` 
 Tables: ``systems`` (a tenant's named systems), ``results`` (one recorded evaluation: its
 summary columns, the topic list and the rest of the document), ``result_tags`` (for the tag
 filter), ``result_values`` (per-topic values, one row per result and measure) and
-``baselines`` (a system's accepted result). The shared space of a service without API keys
+``baselines`` (a system's accepted result) and ``gate_verdicts`` (what gated comparisons
+decided of a result, for the trend). The shared space of a service without API keys
 is the tenant ``''`` in the database (tenant names are 1-64 characters, see service/auth.py),
 so unique constraints hold for it too. Another tenant's result or system is simply not found.
 
@@ -165,6 +166,21 @@ class Baseline(Base):
                                            primary_key=True)
     result_pk: Mapped[int] = mapped_column(ForeignKey("results.pk", ondelete="CASCADE"),
                                            index=True)
+
+
+class GateVerdict(Base):
+    """A gated comparison's verdict on one recorded result it checked as a candidate (its
+    checks of that candidate, as ``cranfield.gate`` gives them, JSON). The trend marks a
+    result with its latest verdict."""
+    __tablename__ = "gate_verdicts"
+    __table_args__ = (Index("ix_gate_verdicts_result_checked", "result_pk", "checked_at"),)
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    result_pk: Mapped[int] = mapped_column(ForeignKey("results.pk", ondelete="CASCADE"))
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    verdict: Mapped[str] = mapped_column(String(16))     # pass, fail or undecided
+    baseline_id: Mapped[str | None] = mapped_column(String(32))  # a recorded baseline's id
+    checks: Mapped[str] = mapped_column(Text)            # JSON list of the gate's checks
 
 
 # -- encoding ------------------------------------------------------------------------------
@@ -424,7 +440,7 @@ class ResultStore:
             result = self._result(session, tenant, result_id)
             if result is None:
                 return False
-            for table in (ResultValues, ResultTag, Baseline):
+            for table in (ResultValues, ResultTag, Baseline, GateVerdict):
                 session.execute(delete(table).where(table.result_pk == result.pk))
             session.delete(result)
             return True
@@ -466,6 +482,15 @@ class ResultStore:
                 document["per_topic"] = self._rebuild(_unpack(result.topics), columns)
             return {**self._summary(result, name), "document": document}
 
+    def summary(self, tenant: str | None, result_id: str) -> dict | None:
+        """The result's summary (as listings give it, without its document), or None."""
+        with self.sessions() as session:
+            result = self._result(session, tenant, result_id)
+            if result is None:
+                return None
+            name = session.scalar(select(System.name).where(System.pk == result.system_pk))
+            return self._summary(result, name)
+
     def per_topic(self, tenant: str | None, result_id: str, measures: list[str]
                   ) -> dict[str, dict[str, Any]]:
         """``{measure key: {topic: value}}`` for the asked measures, values as recorded
@@ -490,21 +515,52 @@ class ResultStore:
                               if v is not _ABSENT}
         return {m: found[m] for m in measures if m in found}
 
-    def systems(self, tenant: str | None) -> list[dict]:
-        """The tenant's systems by name: ``{"name", "results", "latest", "baseline"}``."""
+    def systems(self, tenant: str | None, *, offset: int = 0, limit: int | None = None
+                ) -> list[dict]:
+        """The tenant's systems by name: ``{"name", "results", "latest", "baseline"}``; a
+        page of them with ``offset``/``limit``."""
         with self.sessions() as session:
-            rows = session.execute(
+            query = (
                 select(System.name, func.count(Result.pk), func.max(Result.created_at),
                        Baseline.result_pk)
                 .join(Result, Result.system_pk == System.pk)
                 .outerjoin(Baseline, Baseline.system_pk == System.pk)
                 .where(System.tenant == _tenant(tenant))
                 .group_by(System.pk, System.name, Baseline.result_pk)
-                .order_by(System.name)).all()
+                .order_by(System.name).offset(max(0, int(offset))))
+            if limit is not None:
+                query = query.limit(max(0, int(limit)))
+            rows = session.execute(query).all()
             ids = dict(session.execute(select(Result.pk, Result.id).where(
                 Result.pk.in_([r[3] for r in rows if r[3] is not None]))).all())
         return [{"name": name, "results": n, "latest": _iso(latest),
                  "baseline": ids.get(baseline)} for name, n, latest, baseline in rows]
+
+    def count_systems(self, tenant: str | None) -> int:
+        """How many systems :meth:`systems` lists in all (those with results)."""
+        with self.sessions() as session:
+            return int(session.scalar(
+                select(func.count(func.distinct(System.pk)))
+                .join(Result, Result.system_pk == System.pk)
+                .where(System.tenant == _tenant(tenant))) or 0)
+
+    def system(self, tenant: str | None, name: str) -> dict | None:
+        """The system ``name`` as :meth:`systems` lists it; None if it has no results."""
+        with self.sessions() as session:
+            row = session.execute(
+                select(func.count(Result.pk), func.max(Result.created_at),
+                       func.max(Baseline.result_pk))
+                .select_from(System)
+                .join(Result, Result.system_pk == System.pk)
+                .outerjoin(Baseline, Baseline.system_pk == System.pk)
+                .where(System.tenant == _tenant(tenant), System.name == name)).one()
+            n, latest, baseline = row
+            if not n:
+                return None
+            baseline_id = None if baseline is None else session.scalar(
+                select(Result.id).where(Result.pk == baseline))
+        return {"name": name, "results": int(n), "latest": _iso(latest),
+                "baseline": baseline_id}
 
     def results(self, tenant: str | None, system: str, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, tag: str | None = None,
@@ -546,33 +602,94 @@ class ResultStore:
                 .where(System.tenant == _tenant(tenant), System.name == system)).first()
             return None if row is None else self._summary(row[0], row[1])
 
-    def trend(self, tenant: str | None, system: str, measure: str) -> list[dict]:
+    def trend(self, tenant: str | None, system: str, measure: str, *,
+              since: datetime | str | None = None, until: datetime | str | None = None,
+              limit: int | None = None, ids: list[str] | None = None
+              ) -> tuple[list[dict], int]:
         """The system's results oldest first, each with the mean of ``measure``'s finite
         per-topic values and its 95% Student-t CI (``n_topics`` values; computed when the
-        result was recorded). A result recorded without per-topic values gives its aggregate
-        value as the mean (``n_topics`` 0, no CI); one without the measure is left out."""
+        result was recorded), and ``gate``: the latest gate verdict on it (None if no gated
+        comparison checked it). A result recorded without per-topic values gives its
+        aggregate value as the mean (``n_topics`` 0, no CI); one without the measure is left
+        out. ``since``/``until`` as :meth:`results`; ``limit``: the newest ``limit`` points
+        of the window; ``ids``: only these results. Returns the points and how many the
+        window holds in all."""
+        start, end = _when(since), _when(until)
         with self.sessions() as session:
             owner = self._system(session, tenant, system)
             if owner is None:
-                return []
+                return [], 0
+            where = [Result.system_pk == owner.pk]
+            if start is not None:
+                where.append(Result.created_at >= start)
+            if end is not None:
+                where.append(Result.created_at <= end)
+            if ids is not None:
+                where.append(Result.id.in_(list(ids)))
+            has_values = select(ResultValues.result_pk).where(
+                ResultValues.result_pk == Result.pk, ResultValues.measure == measure).exists()
+            # the measure is in the result's per-topic values or in its aggregate (JSON text:
+            # filtered exactly below, this only narrows the count and the page)
+            in_aggregate = Result.aggregate.contains(_dumps(measure) + ":", autoescape=True)
+            where.append(has_values | in_aggregate)
+            total = session.scalar(select(func.count()).select_from(Result).where(*where))
+            newest = (select(Result.pk).where(*where)
+                      .order_by(Result.created_at.desc(), Result.pk.desc()))
+            if limit is not None:
+                newest = newest.limit(max(0, int(limit)))
             rows = session.execute(
-                select(Result.id, Result.label, Result.created_at, Result.aggregate,
-                       ResultValues.n, ResultValues.mean, ResultValues.ci_low,
-                       ResultValues.ci_high)
+                select(Result.pk, Result.id, Result.label, Result.commit, Result.created_at,
+                       Result.aggregate, ResultValues.n, ResultValues.mean,
+                       ResultValues.ci_low, ResultValues.ci_high)
                 .outerjoin(ResultValues, (ResultValues.result_pk == Result.pk)
                            & (ResultValues.measure == measure))
-                .where(Result.system_pk == owner.pk)
+                .where(Result.pk.in_(newest.scalar_subquery()))
                 .order_by(Result.created_at, Result.pk)).all()
+            verdicts = self._latest_verdicts(session, [r[0] for r in rows])
         out = []
-        for rid, label, created, aggregate, n, mean, low, high in rows:
+        for pk, rid, label, commit, created, aggregate, n, mean, low, high in rows:
             if n is None:  # no per-topic column: the aggregate, if the result has the measure
                 value = json.loads(aggregate).get(measure, _ABSENT)
                 if value is _ABSENT:
+                    total -= 1
                     continue
                 n = 0
                 mean = float(value) if _is_number(value) and math.isfinite(value) else None
-            out.append({"id": rid, "label": label, "created_at": _iso(created), "mean": mean,
-                        "n_topics": n, "ci_low": low, "ci_high": high})
+            out.append({"id": rid, "label": label, "commit": commit,
+                        "created_at": _iso(created), "mean": mean, "n_topics": n,
+                        "ci_low": low, "ci_high": high,
+                        "gate": verdicts.get(pk)})
+        return out, int(total or 0)
+
+    def record_verdict(self, tenant: str | None, result_id: str, verdict: str,
+                       checks: list[dict], baseline_id: str | None = None) -> bool:
+        """Keep a gated comparison's ``verdict`` on the recorded result ``result_id`` (the
+        candidate of ``checks``), against the recorded ``baseline_id`` if it was one. False
+        if there is no such result of this tenant (deleted meanwhile): nothing kept."""
+        with self.sessions.begin() as session:
+            result = self._result(session, tenant, result_id)
+            if result is None:
+                return False
+            session.add(GateVerdict(result_pk=result.pk, checked_at=_utc(self.clock()),
+                                    verdict=verdict, baseline_id=baseline_id,
+                                    checks=_dumps(checks)))
+            return True
+
+    @staticmethod
+    def _latest_verdicts(session: Session, pks: list[int]) -> dict[int, dict]:
+        """Each result's latest gate verdict: ``{"verdict", "checked_at", "baseline",
+        "checks"}``."""
+        if not pks:
+            return {}
+        rows = session.execute(
+            select(GateVerdict.result_pk, GateVerdict.verdict, GateVerdict.checked_at,
+                   GateVerdict.baseline_id, GateVerdict.checks)
+            .where(GateVerdict.result_pk.in_(pks))
+            .order_by(GateVerdict.result_pk, GateVerdict.checked_at, GateVerdict.pk)).all()
+        out = {}
+        for pk, verdict, checked, baseline, checks in rows:  # the last of each wins
+            out[pk] = {"verdict": verdict, "checked_at": _iso(checked), "baseline": baseline,
+                       "checks": json.loads(checks)}
         return out
 
     # -- helpers ----------------------------------------------------------------------------

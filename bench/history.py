@@ -137,7 +137,8 @@ def pg_sizes(store: ResultStore) -> tuple[int, int]:
     """(pg_database_size, the result tables' pg_total_relation_size) in bytes."""
     from sqlalchemy import text
 
-    tables = ("systems", "results", "result_tags", "result_values", "baselines")
+    tables = ("systems", "results", "result_tags", "result_values", "baselines",
+              "gate_verdicts")
     with store.engine.connect() as connection:
         database = connection.scalar(text("SELECT pg_database_size(current_database())"))
         relations = sum(connection.scalar(text(f"SELECT pg_total_relation_size('{t}')"))
@@ -203,7 +204,7 @@ def measure(kind: str, url: str, nights: Nights, args, anchors: dict,
         # reading: interleaved, so each figure sees the same load
         a, b = ids[0], ids[-1]
         steps = {
-            "trend": lambda: store.trend(TENANT, system, "map"),
+            "trend": lambda: store.trend(TENANT, system, "map")[0],
             "per_topic": lambda: (store.per_topic(TENANT, a, nights.keys),
                                   store.per_topic(TENANT, b, nights.keys)),
             "get": lambda: (store.get(TENANT, a), store.get(TENANT, b)),

@@ -12,10 +12,13 @@ import math
 import struct
 import subprocess
 import sys
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from servers import PG_ADMIN, postgres_database
 from sqlalchemy import create_engine, inspect, text
@@ -109,7 +112,9 @@ def test_migrations_from_an_empty_database_to_head(url):
         migrate(url)
         tables = set(inspect(engine).get_table_names())
         assert tables == {"alembic_version", "systems", "results", "result_tags",
-                          "result_values", "baselines"}
+                          "result_values", "baselines", "gate_verdicts"}
+        with engine.connect() as connection:  # the migrations make what the models declare
+            assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         head = ScriptDirectory(MIGRATIONS).get_current_head()
         with engine.connect() as connection:
             assert connection.execute(text("SELECT version_num FROM alembic_version")
@@ -121,6 +126,36 @@ def test_migrations_from_an_empty_database_to_head(url):
         with engine.connect() as connection:
             assert connection.execute(text("SELECT version_num FROM alembic_version")
                                       ).scalars().all() == [head]
+    finally:
+        engine.dispose()
+
+
+def test_a_database_at_an_older_revision_is_brought_to_head_with_its_results(url):
+    """A database made by 0001 (before gate verdicts) with a result in it: upgrading keeps
+    the result and adds what is new."""
+    engine = create_engine(url)
+    try:
+        Base.metadata.drop_all(engine)
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+        migrate(url, "0001")
+        assert "gate_verdicts" not in inspect(engine).get_table_names()
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO systems (tenant, name) VALUES ('', 's')"))
+            connection.execute(text(
+                "INSERT INTO results (id, tenant, system_pk, label, tags, created_at, measures,"
+                " aggregate, document) SELECT :id, '', pk, 'old', '[]', :at, :measures,"
+                " :aggregate, :doc FROM systems"),
+                {"id": "f" * 32, "at": T0, "measures": '["map"]', "aggregate": '{"map":0.25}',
+                 "doc": zlib.compress(b"{}")})
+        store = ResultStore(url)
+        store.upgrade()
+        try:
+            points, total = store.trend(None, "s", "map")
+            assert total == 1 and points[0]["mean"] == 0.25 and points[0]["gate"] is None
+            assert store.record_verdict(None, "f" * 32, "pass", []) is True
+        finally:
+            store.close()
     finally:
         engine.dispose()
 
@@ -299,7 +334,7 @@ def test_delete(store):
     for r in (nights[0], nights[2]):
         assert store.delete(None, r["id"])
     assert store.systems(None) == []  # no results left: no system listed
-    assert store.results(None, "bm25") == ([], 0) and store.trend(None, "bm25", "map") == []
+    assert store.results(None, "bm25") == ([], 0) and store.trend(None, "bm25", "map") == ([], 0)
     with store.engine.connect() as connection:
         for table in ("results", "result_values", "result_tags", "baselines"):
             assert connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
@@ -362,7 +397,8 @@ def test_trend(store):
     store.record(None, {"system": "s", "label": "other"}, document({"a": {"P_10": 0.5}}))
     fifth = store.record(None, {"system": "s", "label": "n5"}, document({"a": {"map": 0.7}}))
     store.record(None, {"system": "other", "label": "x"}, document())
-    trend = store.trend(None, "s", "map")
+    trend, total = store.trend(None, "s", "map")
+    assert total == 4
     assert [p["id"] for p in trend] == [first["id"], second["id"], third["id"], fifth["id"]]
     assert [p["label"] for p in trend] == ["n1", "n2", "n3", "n5"]
     assert [p["created_at"] for p in trend] == [first["created_at"], second["created_at"],
@@ -382,13 +418,19 @@ def test_trend(store):
                                            pytest.approx(high, abs=1e-12))
     # recorded without per-topic values: the aggregate, no CI
     assert trend[2] | {"id": 0, "created_at": 0} == {
-        "id": 0, "label": "n3", "created_at": 0, "mean": 0.375, "n_topics": 0,
-        "ci_low": None, "ci_high": None}
+        "id": 0, "label": "n3", "commit": None, "created_at": 0, "mean": 0.375,
+        "n_topics": 0, "ci_low": None, "ci_high": None, "gate": None}
     # one value: a mean, no CI
     assert (trend[3]["mean"], trend[3]["n_topics"], trend[3]["ci_low"], trend[3]["ci_high"]) \
         == (0.7, 1, None, None)
-    assert store.trend(None, "s", "ndcg") == []
-    assert store.trend(None, "unknown", "map") == []
+    assert store.trend(None, "s", "ndcg") == ([], 0)
+    assert store.trend(None, "unknown", "map") == ([], 0)
+    # a window: the newest points of it, oldest first, and how many it holds
+    assert [p["label"] for p in store.trend(None, "s", "map", limit=2)[0]] == ["n3", "n5"]
+    assert store.trend(None, "s", "map", limit=2)[1] == 4
+    page, total = store.trend(None, "s", "map", since=second["created_at"],
+                              until=third["created_at"])
+    assert [p["label"] for p in page] == ["n2", "n3"] and total == 2
 
 
 # -- tenants ------------------------------------------------------------------------------------
@@ -406,7 +448,7 @@ def test_tenant_isolation_on_every_method(store):
             store.pin_baseline(other, "bm25", mine["id"])
         assert [r["id"] for r in store.results(other, "bm25", tag="t")[0]] == \
             ([shared["id"]] if other is None else [])
-        assert [p["id"] for p in store.trend(other, "bm25", "map")] == \
+        assert [p["id"] for p in store.trend(other, "bm25", "map")[0]] == \
             ([shared["id"]] if other is None else [])
     assert store.get("acme", shared["id"]) is None
     assert store.delete("acme", shared["id"]) is False
@@ -434,3 +476,45 @@ def test_concurrent_recordings_of_a_new_system(store):
     assert len({r["id"] for r in done}) == 8
     assert store.results("acme", "new", limit=100)[1] == 8
     assert [s["results"] for s in store.systems("acme")] == [8]
+
+
+# -- gate verdicts, one system, paging ----------------------------------------------------------
+
+def test_a_results_latest_gate_verdict_marks_its_trend_point(store):
+    first = store.record(None, {"system": "s", "label": "n1"}, document())
+    second = store.record(None, {"system": "s", "label": "n2"}, document())
+    check = {"measure": "map", "baseline": "s@n1", "candidate": "s@n2", "verdict": "fail",
+             "offending_topics": [{"topic": "402", "drop": 0.25}]}
+    assert store.record_verdict(None, second["id"], "pass", [{**check, "verdict": "pass"}],
+                                first["id"]) is True
+    assert store.record_verdict(None, second["id"], "fail", [check], first["id"]) is True
+    # another tenant's result, or one deleted, takes no verdict
+    assert store.record_verdict("acme", second["id"], "fail", [check]) is False
+    assert store.record_verdict(None, "0" * 32, "fail", [check]) is False
+    points, _ = store.trend(None, "s", "map")
+    assert points[0]["gate"] is None
+    gate = points[1]["gate"]
+    assert (gate["verdict"], gate["baseline"], gate["checks"]) == ("fail", first["id"], [check])
+    assert gate["checked_at"] > second["created_at"]  # the clock moved on
+    assert store.trend("acme", "s", "map") == ([], 0)
+    # deleting the result takes its verdicts with it (no row left behind)
+    assert store.delete(None, second["id"]) is True
+    with store.engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM gate_verdicts")).scalar() == 0
+
+
+def test_systems_pages_and_one_system(store):
+    for name in ("c", "a", "b", "a"):
+        store.record("acme", {"system": name, "label": "x"}, document())
+    pinned = store.record("acme", {"system": "b", "label": "y"}, document())
+    store.pin_baseline("acme", "b", pinned["id"])
+    assert [s["name"] for s in store.systems("acme")] == ["a", "b", "c"]
+    assert [s["name"] for s in store.systems("acme", offset=1, limit=1)] == ["b"]
+    assert [s["name"] for s in store.systems("acme", offset=2, limit=5)] == ["c"]
+    assert store.count_systems("acme") == 3 and store.count_systems(None) == 0
+    assert store.system("acme", "b") == {"name": "b", "results": 2,
+                                         "latest": pinned["created_at"],
+                                         "baseline": pinned["id"]}
+    assert store.system("acme", "a")["results"] == 2
+    assert store.system("acme", "a")["baseline"] is None
+    assert store.system(None, "a") is None and store.system("acme", "z") is None
