@@ -38,11 +38,14 @@ APP_DEFAULTS: dict[str, Any] = {
     # recorded results (issue #18): a SQLAlchemy URL; None: database_url() (the variable
     # CRANFIELD_DATABASE_URL, else the embedded SQLite file)
     "DATABASE_URL": None,
+    # the largest page of a listing of systems or of a system's results, and the
+    # most points of a trend (the newest of its window)
+    "MAX_PAGE_ITEMS": 1000,
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
-                 "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS")
+                 "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 

@@ -313,6 +313,37 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     return doc
 
 
+def record_gate_verdicts(results, tenant: str | None, doc: dict) -> list[dict]:
+    """Keep a gated comparison's verdict on each recorded result it checked as a candidate
+    (``results``: a :class:`backend.results.ResultStore`), so the system's trend marks it: the
+    candidate's own checks, its verdict over them (fail if one fails, else undecided if one
+    is, else pass) and the recorded baseline they were against. The document's ``gate`` then
+    says where: ``recorded: [{"result_id", "verdict"}]`` (left out when no candidate was a
+    recorded result). A result deleted meanwhile is skipped."""
+    gate = doc.get("gate")
+    runs = (doc.get("provenance") or {}).get("runs") or {}
+    if not gate or not any("result_id" in r for r in runs.values()):
+        return []
+    by_candidate: dict[str, list[dict]] = {}
+    for check in gate.get("checks") or []:
+        by_candidate.setdefault(check["candidate"], []).append(check)
+    kept = []
+    for name, checks in by_candidate.items():
+        result_id = (runs.get(name) or {}).get("result_id")
+        if result_id is None:
+            continue
+        verdicts = {c["verdict"] for c in checks}
+        verdict = ("fail" if "fail" in verdicts else "undecided" if "undecided" in verdicts
+                   else "pass")
+        against = {(runs.get(c["baseline"]) or {}).get("result_id") for c in checks}
+        baseline_id = against.pop() if len(against) == 1 else None
+        if results.record_verdict(tenant, result_id, verdict, checks, baseline_id):
+            kept.append({"result_id": result_id, "verdict": verdict})
+    if kept:
+        gate["recorded"] = kept
+    return kept
+
+
 def _qrels_name(version: str | None, digest: str | None) -> str:
     """How an error names qrels: their stored ``id@version``, else their digest."""
     if version:
@@ -386,8 +417,10 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
             value, digest = _read_stored_run(store.get_blob(run["run_key"]),
                                              run["run_format"], f"runs[{i}]")
             entries.append({"name": run["name"], "run": value, "sha256": digest})
-        outcome = {"result": compare_inputs(entries, qrels, qrels_digest, qrels_version, job,
-                                            measures)}
+        doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
+        if results is not None:  # a recorded result was compared: keep a gate's verdict
+            record_gate_verdicts(results, job.tenant, doc)
+        outcome = {"result": doc}
     except NotFound as exc:
         outcome = {"problem": _missing(exc)}
     except BadInput as exc:

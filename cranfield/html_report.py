@@ -5,6 +5,9 @@ engine, no external assets (a Content-Security-Policy forbids loading any), so t
 be saved, mailed or attached to a CI job and opens offline. Every piece of text taken from the
 document is escaped; numbers have 4 decimals and missing values (None, NaN) show as "–".
 
+Pages: :func:`render_evaluation`, :func:`render_comparison` and :func:`render_trend` (a
+system's recorded results over time, issue #18).
+
 Charts are ``<svg class="chart …">`` elements with a ``<title>`` and a viewBox; their data
 elements carry ``data-run`` (lines) or ``data-topic`` (bars) attributes; per-topic charts
 (``data-measure``: one per measure) label every k-th bar with its topic, so that labels never
@@ -523,4 +526,196 @@ def render_comparison(doc: dict, title: str | None = None, *,
                     diff=True, run=str(run), measure=str(m),
                     xlabel=f"topics, sorted by {m} difference {run} − {ref}, largest gain "
                            "first"))
+    return _page(title, body)
+
+
+# --------------------------------------------------------------------------------------------
+# A system's trend (issue #18)
+# --------------------------------------------------------------------------------------------
+# The trend page: one measure's mean and 95% CI for each recorded result, oldest first, the pinned baseline drawn as a line, gate verdicts
+# marked, and each point linking to its comparison with the previous result.
+#
+# Made from the trend document ``GET /v1/systems/{name}/trend`` answers in JSON (``system``,
+# ``measure``, ``baseline``, ``baseline_point``, ``points``, ``total``), with the report pages'
+# style: inline CSS and SVG, no scripts, no external assets.
+#
+# The chart is ``<svg class="chart trend">``; each point is an ``<a class="point">`` holding a
+# ``<circle>`` with ``data-id``, ``data-mean`` and ``data-verdict`` (pass, fail, undecided or
+# none), its CI a ``<line class="ci">``; the baseline a ``<line class="baseline">``. Links are
+# built by ``link(point, previous)``, so the page does not know the service's routes.
+
+# verdict -> (fill colour, label); Okabe & Ito as the report pages: pass bluish green,
+# fail vermillion, undecided grey, no gate blue
+VERDICT_STYLE = {"pass": ("#009E73", "gate passed"), "fail": ("#D55E00", "gate failed"),
+                 "undecided": ("#999999", "gate undecided"), None: ("#0072B2", "no gate")}
+BASELINE_COLOUR = "#CC79A7"
+TREND_CSS = """
+svg.trend .line{fill:none;stroke:#0072B2;stroke-width:2}
+svg.trend .ci{stroke:#555;stroke-width:1.5}
+svg.trend .baseline{stroke:#CC79A7;stroke-width:2.5;stroke-dasharray:8 5}
+svg.trend a.point circle{stroke:#fff;stroke-width:1.5}
+.latest{font-size:1.3em;font-weight:700;padding:.4em .8em;border-radius:6px;margin:.6em 0}
+.latest-fail{background:#fbe7dc;color:#8a3100;border:3px solid #D55E00}
+.latest-pass{background:#e3f4ec;color:#00553f;border:3px solid #009E73}
+.latest-undecided{background:#eee;border:3px solid #999}
+"""
+MAX_TICKS = 8
+
+
+def _verdict(point: dict) -> str | None:
+    gate = point.get("gate") or {}
+    verdict = gate.get("verdict")
+    return verdict if verdict in ("pass", "fail", "undecided") else None
+
+
+def _offending(point: dict, measure: str) -> list[str]:
+    """The topics the point's latest gate found dropping (on ``measure`` first)."""
+    checks = (point.get("gate") or {}).get("checks") or []
+    ordered = sorted(checks, key=lambda c: c.get("measure") != measure)
+    out: list[str] = []
+    for check in ordered:
+        for t in check.get("offending_topics") or []:
+            topic = t.get("topic") if isinstance(t, dict) else t
+            if topic is not None and str(topic) not in out:
+                out.append(str(topic))
+    return out
+
+
+def _day(created: str) -> str:
+    return str(created or "")[:10]
+
+
+def _tick(created: str, same_day: bool) -> str:
+    """An x tick: the day, or the time of day when every point is of one day."""
+    text = str(created or "")
+    return text[11:16] if same_day else text[:10]
+
+
+def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
+    points = doc.get("points") or []
+    measure = str(doc.get("measure", ""))
+    base = doc.get("baseline_point")
+    values = [v for p in points for v in (p.get("mean"), p.get("ci_low"), p.get("ci_high"))
+              if isinstance(v, (int, float))]
+    if base is not None and isinstance(base.get("mean"), (int, float)):
+        values.append(base["mean"])
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
+    pad = (hi - lo) * 0.08 or 0.05
+    yticks, lo, hi = _nice(max(lo - pad, 0.0) if lo >= 0 else lo - pad, hi + pad)
+    n = len(points)
+
+    def sx(i: float) -> float:
+        inner = W - LEFT - RIGHT - 40
+        return LEFT + 20 + (inner * i / (n - 1) if n > 1 else inner / 2)
+
+    def sy(v: float) -> float:
+        return H - BOTTOM - (v - lo) / (hi - lo) * (H - TOP - BOTTOM)
+
+    title = f"{measure} of {doc.get('system', '')}: mean and 95% CI per recorded result"
+    parts = [_svg_open("trend", title, f' data-measure="{_e(measure)}"')]
+    parts += _axes([], yticks, sx, sy, f"{n} recorded result(s), oldest first",
+                   f"{measure} (mean, 95% CI)")
+    step = max(1, -(-n // MAX_TICKS))
+    same_day = len({_day(p.get("created_at")) for p in points}) == 1
+    for i, p in enumerate(points):
+        if i % step == 0 or (i == n - 1 and (n - 1) % step >= step / 2):
+            parts.append(f'<text x="{sx(i):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">'
+                         f"{_e(_tick(p.get('created_at'), same_day))}</text>")
+    if base is not None and isinstance(base.get("mean"), (int, float)):
+        y = sy(base["mean"])
+        parts.append(f'<line class="baseline" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" '
+                     f'y2="{y:.1f}" data-id="{_e(base.get("id", ""))}"><title>baseline '
+                     f'{_e(base.get("label", ""))}: {_num(base["mean"])}</title></line>'
+                     f'<text x="{W - RIGHT - 4}" y="{y - 6:.1f}" text-anchor="end" '
+                     f'fill="{BASELINE_COLOUR}">baseline {_e(base.get("label", ""))}</text>')
+    line = [(sx(i), sy(p["mean"])) for i, p in enumerate(points)
+            if isinstance(p.get("mean"), (int, float))]
+    if len(line) > 1:
+        parts.append('<polyline class="line" points="'
+                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in line) + '"/>')
+    previous = None
+    for i, p in enumerate(points):
+        mean = p.get("mean")
+        if not isinstance(mean, (int, float)):
+            previous = p
+            continue
+        x = sx(i)
+        if isinstance(p.get("ci_low"), (int, float)) and isinstance(p.get("ci_high"),
+                                                                    (int, float)):
+            parts.append(f'<line class="ci" x1="{x:.1f}" x2="{x:.1f}" '
+                         f'y1="{sy(p["ci_low"]):.1f}" y2="{sy(p["ci_high"]):.1f}"/>')
+        verdict = _verdict(p)
+        colour, what = VERDICT_STYLE[verdict]
+        radius = 7 if verdict == "fail" else 5.5
+        tip = (f"{p.get('label', '')} ({_day(p.get('created_at'))}): {_num(mean)} "
+               f"[{_num(p.get('ci_low'))}, {_num(p.get('ci_high'))}]; {what}")
+        parts.append(f'<a class="point" href="{_e(link(p, previous))}">'
+                     f'<circle cx="{x:.1f}" cy="{sy(mean):.1f}" r="{radius}" fill="{colour}" '
+                     f'data-id="{_e(p.get("id", ""))}" data-mean="{mean:.6g}" '
+                     f'data-verdict="{verdict or "none"}"><title>{_e(tip)}</title></circle></a>')
+        previous = p
+    parts.append("</svg>")
+    legend = "".join(f'<li><span class="sw" style="background:{c}"></span>{_e(label)}</li>'
+                     for c, label in VERDICT_STYLE.values())
+    legend += (f'<li><span class="sw" style="background:{BASELINE_COLOUR}"></span>'
+               "pinned baseline</li>")
+    return "".join(parts) + f'<ul class="legend">{legend}</ul>'
+
+
+def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
+                 title: str | None = None) -> str:
+    """The trend page of ``doc`` (a trend document); ``link(point, previous)`` gives the URL a
+    point leads to (its comparison with ``previous``, or the result itself when None)."""
+    system, measure = str(doc.get("system", "")), str(doc.get("measure", ""))
+    points = doc.get("points") or []
+    title = title or f"{system}: {measure} over time"
+    body = [f"<style>{TREND_CSS}</style>", f"<h1>{_e(title)}</h1>"]
+    if points:
+        last = points[-1]
+        verdict = _verdict(last)
+        if verdict is not None:
+            topics = _offending(last, measure)
+            shown = ", ".join(_e(t) for t in topics[:20]) + (" …" if len(topics) > 20 else "")
+            body.append(f'<div class="latest latest-{verdict}">Latest gate '
+                        f'({_e(last.get("label", ""))}): {_e(verdict.upper())}'
+                        + (f" — topics: {shown}" if topics else "") + "</div>")
+    total = doc.get("total", len(points))
+    first, last_day = (_day(points[0].get("created_at")), _day(points[-1].get("created_at"))) \
+        if points else ("–", "–")
+    shown_note = (f"the newest {len(points)} of {total}" if total > len(points)
+                  else f"{len(points)}")
+    base = doc.get("baseline_point")
+    body.append(f"<p>{shown_note} recorded result(s) with {_e(measure)}, {first} to "
+                f"{last_day}. Baseline: "
+                + (f"{_e(base.get('label', ''))} ({_num(base.get('mean'))})" if base
+                   else "none pinned") + ".</p>")
+    if not points:
+        body.append('<p class="note">No recorded result of this system has this measure.</p>')
+        return _page(title, body)
+    body.append(_chart(doc, link))
+    body.append('<p class="note">Each point: the mean over the result\'s topics with its 95% '
+                "Student-t confidence interval; a point links to the comparison with the "
+                "result before it.</p>")
+    rows = []
+    for i, p in enumerate(points):
+        previous = points[i - 1] if i else None
+        verdict = _verdict(p)
+        topics = _offending(p, measure)
+        if verdict == "pass":
+            topics = []  # a pass's dropping topics stayed within the gate: not offenders
+        cell = "–" if verdict is None else _e(verdict) + (
+            f" ({', '.join(_e(t) for t in topics[:10])}{' …' if len(topics) > 10 else ''})"
+            if topics else "")
+        rows.append(
+            f'<tr class="verdict-{verdict or "none"}"><td>{_e(p.get("label", ""))}</td>'
+            f'<td class="mono">{_e(p.get("commit") or "–")}</td>'
+            f'<td>{_e(p.get("created_at", ""))}</td>'
+            f'<td class="n">{_num(p.get("mean"))} [{_num(p.get("ci_low"))}, '
+            f'{_num(p.get("ci_high"))}]</td><td class="n">{_num(p.get("n_topics"))}</td>'
+            f"<td>{cell}</td>"
+            f'<td><a href="{_e(link(p, previous))}">'
+            + ("vs previous" if previous is not None else "result") + "</a></td></tr>")
+    body += ["<h2>Results</h2>", _table(["label", "commit", "recorded", f"{measure} [95% CI]",
+                                         "topics", "gate", ""], rows[::-1], "trend")]
+    # (the table newest first, as a system's results are listed)
     return _page(title, body)

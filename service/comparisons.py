@@ -216,7 +216,7 @@ def _invalid(message, field: str | None = None) -> Problem:
                    errors={field: [message]})
 
 
-_REQUEST_SCHEMA = ComparisonRequestSchema()
+REQUEST_SCHEMA = ComparisonRequestSchema()
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,10 +385,16 @@ def run_entry_names(req: dict) -> list[str]:
 def create_comparison():
     """Compare two or more runs over topics: means with CIs, paired tests with corrected
     p-values, effect sizes, wins/ties/losses, largest losses, and an optional gate."""
-    from backend.tasks import BadInput, compare_inputs, compared_measures
-
     fmt = negotiate(["application/json", "text/html", "text/plain"])
-    req = load_runs_body(_REQUEST_SCHEMA)
+    return compare(load_runs_body(REQUEST_SCHEMA), fmt)
+
+
+def compare(req: dict, fmt: str, *, may_queue: bool = True) -> Response:
+    """A validated comparison request (``REQUEST_SCHEMA``'s) answered in ``fmt``: run here,
+    or queued when the request asks to be (and ``may_queue``); a gate's verdict on a
+    recorded result is kept."""
+    from backend.tasks import BadInput, compare_inputs, compared_measures, record_gate_verdicts
+
     recorded = _recorded(req)
     spec = _spec(req)
     names = run_entry_names(req)
@@ -397,7 +403,7 @@ def create_comparison():
         measures = compared_measures(spec)
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
-    if wants_async():
+    if may_queue and wants_async():
         return _enqueue_comparison(req, spec, names)
     cfg = current_app.config
     qrels = qrels_digest = version = None
@@ -443,6 +449,8 @@ def create_comparison():
                 raise
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
+    if any(recorded):
+        record_gate_verdicts(current_app.extensions["results"], current_tenant(), doc)
     return _render(doc, fmt)  # an engine error above is the app's error handler's
 
 

@@ -1,6 +1,8 @@
 """Recorded results (issue #18): ``GET /v1/systems``, ``GET /v1/systems/{name}/results``,
-``GET|DELETE /v1/results/{result_id}``, ``PUT|GET /v1/systems/{name}/baseline`` and
-``GET /v1/systems/{name}/trend?measure=M``.
+``GET|DELETE /v1/results/{result_id}``, ``GET /v1/results/{result_id}/comparison?with=ID``
+(the comparison of two recorded results, where a trend's points lead),
+``PUT|GET /v1/systems/{name}/baseline`` and ``GET /v1/systems/{name}/trend?measure=M`` (JSON,
+or with ``Accept: text/html`` the trend page).
 
 A result is recorded by ``POST /v1/evaluations`` with ``record`` (sync or queued). Systems
 and results belong to the caller's tenant; another tenant's are answered 404, as if they did
@@ -19,6 +21,7 @@ from backend.store import NotFound
 
 from .auth import current_tenant
 from .evaluations import CONTROL
+from .negotiation import negotiate
 from .problems import Problem
 from .request_body import read_json_object
 
@@ -61,10 +64,10 @@ def _no_result(result_id: str) -> Problem:
 def _known_system(name: str) -> dict:
     """The tenant's system ``name`` as ``GET /v1/systems`` lists it; 404 if it has none."""
     _check_system(name)
-    for system in results_store().systems(current_tenant()):
-        if system["name"] == name:
-            return system
-    raise _no_system(name)
+    system = results_store().system(current_tenant(), name)
+    if system is None:
+        raise _no_system(name)
+    return system
 
 
 def _bad_parameter(name: str, sentence: str) -> Problem:
@@ -72,19 +75,27 @@ def _bad_parameter(name: str, sentence: str) -> Problem:
                    errors={name: [sentence]})
 
 
+def _integer(name: str, default: int, low: int, high: int) -> int:
+    text = request.args.get(name, str(default))
+    try:
+        value = int(text)
+    except ValueError:
+        raise _bad_parameter(name, f"an integer {low}..{high}") from None
+    if not low <= value <= high:
+        raise _bad_parameter(name, f"an integer {low}..{high}")
+    return value
+
+
 def _page() -> tuple[int, int]:
-    """offset and limit, as ``GET /v1/qrels`` reads them."""
-    values = {}
-    for name, default, low, high in (("offset", 0, 0, 2**53 - 1), ("limit", 50, 1, 1000)):
-        text = request.args.get(name, str(default))
-        try:
-            value = int(text)
-        except ValueError:
-            raise _bad_parameter(name, f"an integer {low}..{high}") from None
-        if not low <= value <= high:
-            raise _bad_parameter(name, f"an integer {low}..{high}")
-        values[name] = value
-    return values["offset"], values["limit"]
+    """offset and limit (1..MAX_PAGE_ITEMS, default 50)."""
+    most = current_app.config["MAX_PAGE_ITEMS"]
+    return _integer("offset", 0, 0, 2**53 - 1), _integer("limit", min(50, most), 1, most)
+
+
+def _next(path: str, filters: dict, offset: int, limit: int, total: int) -> str | None:
+    if offset + limit >= total:
+        return None
+    return f"{path}?" + urlencode({**filters, "offset": offset + limit, "limit": limit})
 
 
 def _time(name: str) -> datetime | None:
@@ -100,8 +111,13 @@ def _time(name: str) -> datetime | None:
 
 @bp.get("/systems")
 def list_systems():
-    """The tenant's systems: name, number of results, latest, pinned baseline."""
-    return _json({"items": results_store().systems(current_tenant())})
+    """A page of the tenant's systems by name: results, latest, pinned baseline."""
+    offset, limit = _page()
+    store, tenant = results_store(), current_tenant()
+    items = store.systems(tenant, offset=offset, limit=limit)
+    total = store.count_systems(tenant)
+    return _json({"items": items, "total": total, "offset": offset, "limit": limit,
+                  "next": _next("/v1/systems", {}, offset, limit, total)})
 
 
 @bp.get("/systems/<path:name>/results")
@@ -116,12 +132,9 @@ def list_results(name: str):
     items, total = results_store().results(
         current_tenant(), name, since=since, until=until, tag=filters.get("tag"),
         qrels_version=filters.get("qrels_version"), offset=offset, limit=limit)
-    nxt = None
-    if offset + limit < total:
-        nxt = (f"/v1/systems/{quote(name, safe='')}/results?"
-               + urlencode({**filters, "offset": offset + limit, "limit": limit}))
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
-                  "next": nxt})
+                  "next": _next(f"/v1/systems/{quote(name, safe='')}/results", filters,
+                                offset, limit, total)})
 
 
 @bp.get("/results/<result_id>")
@@ -176,11 +189,82 @@ def get_baseline(name: str):
 
 @bp.get("/systems/<path:name>/trend")
 def trend(name: str):
-    """The measure's mean and 95% CI per recorded result, oldest first."""
+    """The measure's mean and 95% CI per recorded result, oldest first (the newest ``limit``
+    of the ``since``/``until`` window), each with its latest gate verdict, and the pinned
+    baseline's point; with ``Accept: text/html`` the trend page."""
+    fmt = negotiate(["application/json", "text/html"],
+                    "application/json or text/html (the trend page)")
     measure = request.args.get("measure")
     if not measure or len(measure) > MAX_NAME:
         raise _bad_parameter("measure", "a measure key, as recorded (measures[].key)")
+    most = current_app.config["MAX_PAGE_ITEMS"]
+    limit = _integer("limit", most, 1, most)
+    since, until = _time("since"), _time("until")
     system = _known_system(name)
-    points = results_store().trend(current_tenant(), name, measure)
-    return _json({"system": name, "measure": measure, "baseline": system["baseline"],
-                  "points": points})
+    store, tenant = results_store(), current_tenant()
+    points, total = store.trend(tenant, name, measure, since=since, until=until, limit=limit)
+    baseline_point = None
+    if system["baseline"] is not None:
+        found = [p for p in points if p["id"] == system["baseline"]] or \
+            store.trend(tenant, name, measure, ids=[system["baseline"]])[0]
+        baseline_point = found[0] if found else None
+    doc = {"system": name, "measure": measure, "baseline": system["baseline"],
+           "baseline_point": baseline_point, "points": points, "total": total,
+           "limit": limit}
+    if fmt == "text/html":
+        from cranfield.html_report import render_trend
+
+        def link(point: dict, previous: dict | None) -> str:
+            if previous is None:
+                return f"/v1/results/{point['id']}"
+            return (f"/v1/results/{point['id']}/comparison?"
+                    + urlencode({"with": previous["id"], "measures": measure}))
+
+        return Response(render_trend(doc, link), mimetype="text/html")
+    return _json(doc)
+
+
+@bp.get("/results/<result_id>/comparison")
+def compare_results(result_id: str):
+    """The comparison of recorded result ``result_id`` with the recorded result ``with``
+    (the baseline, as a trend's point is compared with the one before it) on ``measures``
+    (comma-separated; default: the measures both were recorded with), as ``POST
+    /v1/comparisons`` answers it (JSON, ``text/html`` or ``text/plain``)."""
+    from marshmallow import ValidationError
+
+    from .comparisons import REQUEST_SCHEMA, compare
+
+    fmt = negotiate(["application/json", "text/html", "text/plain"])
+    _check_result_id(result_id)
+    other = request.args.get("with", "")
+    _check_result_id(other, "with")
+    store, tenant = results_store(), current_tenant()
+    summaries = {}
+    for rid in (other, result_id):
+        summaries[rid] = store.summary(tenant, rid)
+        if summaries[rid] is None:
+            raise _no_result(rid)
+    names = _distinct_names(summaries[other], summaries[result_id])
+    if "measures" in request.args:
+        measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
+    else:
+        measures = [m for m in summaries[result_id]["measures"]
+                    if m in summaries[other]["measures"]]
+    body = {"runs": [{"name": names[0], "result_id": other},
+                     {"name": names[1], "result_id": result_id}],
+            "baseline": names[0], "measures": measures}
+    try:
+        req = REQUEST_SCHEMA.load(body)
+    except ValidationError as exc:
+        raise Problem(422, "Invalid request", "measures: " + str(exc.messages),
+                      kind="invalid-request", errors={"measures": [str(exc.messages)]}) \
+            from None
+    return compare(req, fmt, may_queue=False)
+
+
+def _distinct_names(a: dict, b: dict) -> tuple[str, str]:
+    """Two results' run names in a comparison: their labels, told apart by their ids' start
+    when the labels are the same."""
+    if a["label"] != b["label"]:
+        return a["label"], b["label"]
+    return f"{a['label'][:189]} ({a['id'][:8]})", f"{b['label'][:189]} ({b['id'][:8]})"

@@ -210,3 +210,125 @@ def test_queued_comparison_reads_recorded_results(app, client):
                          tests=["t"])
     outcome = run_comparison(None, spec, lambda _: None, app.extensions["results"])
     assert "runs[0].result_id" in outcome["problem"]["errors"]
+
+
+def _gated(client, result_id, headers=None):
+    resp = client.post("/v1/comparisons", headers=headers or {}, json={
+        "runs": [{"result_id": result_id}], "measures": MEASURES,
+        "baseline": {"system": "bm25"}, "gate": "map:0.05"})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()
+
+
+def test_a_gates_verdict_on_a_recorded_result_is_kept_for_its_trend(client):
+    n1, n2, n3 = _nights(client)
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    assert _gated(client, n2)["gate"]["recorded"] == [{"result_id": n2, "verdict": "pass"}]
+    third = _gated(client, n3)
+    assert third["gate"]["recorded"] == [{"result_id": n3, "verdict": "fail"}]
+    # an inline run is nobody's result: nothing kept, nothing said
+    inline = client.post("/v1/comparisons", json={
+        "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
+        "baseline": {"system": "bm25"}, "gate": "map:0.05"}).get_json()
+    assert inline["gate"]["verdict"] == "fail" and "recorded" not in inline["gate"]
+    trend = client.get("/v1/systems/bm25/trend?measure=map").get_json()
+    assert [p["id"] for p in trend["points"]] == [n1, n2, n3]
+    assert [(p["gate"] or {}).get("verdict") for p in trend["points"]] == [None, "pass", "fail"]
+    gate = trend["points"][2]["gate"]
+    assert gate["baseline"] == n1
+    assert gate["checks"] == third["gate"]["checks"]
+    assert {t["topic"] for t in gate["checks"][0]["offending_topics"]} == WORSE_ON
+    # the means: AP 1 on every topic; 19 of 20; 0.5 on the six topics lost
+    assert [p["mean"] for p in trend["points"]] == [
+        pytest.approx(1.0), pytest.approx(1 - 0.5 / 20), pytest.approx(1 - 0.5 * 6 / 20)]
+    # a later check of the same result replaces the mark (a looser gate passes it)
+    looser = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.5"}).get_json()
+    assert looser["gate"]["recorded"] == [{"result_id": n3, "verdict": "pass"}]
+    trend = client.get("/v1/systems/bm25/trend?measure=map").get_json()
+    assert trend["points"][2]["gate"]["verdict"] == "pass"
+
+
+def test_a_queued_gate_keeps_its_verdict_too(app, client):
+    n1, _, n3 = _nights(client)
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, json={
+        "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
+        "gate": "map:0.05"})
+    assert resp.status_code == 202
+    deadline = time.monotonic() + 30
+    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
+            "finished", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert job["result"]["gate"]["recorded"] == [{"result_id": n3, "verdict": "fail"}]
+    points = client.get("/v1/systems/bm25/trend?measure=map").get_json()["points"]
+    assert [(p["gate"] or {}).get("verdict") for p in points] == [None, None, "fail"]
+
+
+def test_a_result_compared_with_another_by_get(client):
+    n1, _, n3 = _nights(client)
+    got = client.get(f"/v1/results/{n3}/comparison?with={n1}")
+    assert got.status_code == 200, got.get_json()
+    doc = got.get_json()
+    posted = client.post("/v1/comparisons", json={
+        "runs": [{"name": "night-1", "result_id": n1}, {"name": "night-3", "result_id": n3}],
+        "baseline": "night-1", "measures": MEASURES}).get_json()
+    assert doc["baseline"] == "night-1" and [r["name"] for r in doc["runs"]] == [
+        "night-1", "night-3"]
+    assert doc["pairs"] == posted["pairs"] and doc["summary"] == posted["summary"]
+    assert doc["pairs"][0]["mean_diff"] == pytest.approx(-0.5 * 6 / 20)
+    # measures: as asked; by default those both were recorded with
+    assert [m["key"] for m in doc["measures"]] == ["map", "P_1"]
+    one = client.get(f"/v1/results/{n3}/comparison?with={n1}&measures=map").get_json()
+    assert [m["key"] for m in one["measures"]] == ["map"]
+    assert one["pairs"] == client.post("/v1/comparisons", json={
+        "runs": [{"name": "night-1", "result_id": n1}, {"name": "night-3", "result_id": n3}],
+        "baseline": "night-1", "measures": ["map"]}).get_json()["pairs"]
+    # as a page and as text, as POST /v1/comparisons gives them
+    page = client.get(f"/v1/results/{n3}/comparison?with={n1}", headers={"Accept": "text/html"})
+    assert page.mimetype == "text/html" and "night-1 vs night-3" in page.get_data(as_text=True)
+    text = client.get(f"/v1/results/{n3}/comparison?with={n1}", headers={"Accept": "text/plain"})
+    assert text.mimetype == "text/plain" and "night-3" in text.get_data(as_text=True)
+    # the same label twice: told apart by the ids
+    again = _record(client, NIGHT3, "night-3")
+    same = client.get(f"/v1/results/{again}/comparison?with={n3}").get_json()
+    assert [r["name"] for r in same["runs"]] == [f"night-3 ({n3[:8]})", f"night-3 ({again[:8]})"]
+    assert same["pairs"][0]["mean_diff"] == 0.0
+    # refusals: a bad or unknown id, a measure neither has
+    assert client.get(f"/v1/results/{n3}/comparison").status_code == 422
+    assert client.get(f"/v1/results/{n3}/comparison?with=xyz").status_code == 422
+    assert client.get(f"/v1/results/{n3}/comparison?with={'0' * 32}").status_code == 404
+    assert client.get(f"/v1/results/{'0' * 32}/comparison?with={n3}").status_code == 404
+    _problem(client.get(f"/v1/results/{n3}/comparison?with={n1}&measures=ndcg"),
+             "runs[0].result_id")
+
+
+def test_the_trend_page(client):
+    n1, n2, n3 = _nights(client)
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    _gated(client, n2)
+    _gated(client, n3)
+    resp = client.get("/v1/systems/bm25/trend?measure=map", headers={"Accept": "text/html"})
+    assert resp.status_code == 200 and resp.mimetype == "text/html"
+    page = resp.get_data(as_text=True)
+    assert page.count('class="chart trend"') == 1
+    assert "<script" not in page and "Content-Security-Policy" in page
+    for rid, verdict in ((n1, "none"), (n2, "pass"), (n3, "fail")):
+        assert f'data-id="{rid}"' in page and f'data-verdict="{verdict}"' in page
+    assert 'class="baseline"' in page and f'data-id="{n1}"' in page
+    # each point after the first leads to its comparison with the one before
+    for rid, prev in ((n2, n1), (n3, n2)):
+        href = f"/v1/results/{rid}/comparison?with={prev}&amp;measures=map"
+        assert f'href="{href}"' in page
+        linked = client.get(href.replace("&amp;", "&"), headers={"Accept": "text/html"})
+        assert linked.status_code == 200 and "<svg" in linked.get_data(as_text=True)
+    assert f'href="/v1/results/{n1}"' in page
+    # the latest gate's verdict and its topics, first thing under the title
+    latest = page.index('class="latest latest-fail"')
+    assert latest < page.index('class="chart trend"')
+    assert all(t in page[latest:page.index("</div>", latest)] for t in WORSE_ON)
+    # a browser asking for an unknown measure gets the page saying so
+    empty = client.get("/v1/systems/bm25/trend?measure=ndcg", headers={"Accept": "text/html"})
+    assert empty.status_code == 200 and "No recorded result" in empty.get_data(as_text=True)

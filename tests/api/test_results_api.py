@@ -259,9 +259,13 @@ def test_tenant_isolation_on_every_route(keyed):
     keyed.put("/v1/systems/shared/baseline", json={"result_id": rid}, headers=auth("write-a"))
     b = auth("write-b")
     assert keyed.get("/v1/systems", headers=b).get_json()["items"] == []
-    for path in ("/v1/systems/shared/results", f"/v1/results/{rid}",
-                 "/v1/systems/shared/baseline", "/v1/systems/shared/trend?measure=map"):
-        resp = keyed.get(path, headers=b)
+    for path, accept in (("/v1/systems/shared/results", None), (f"/v1/results/{rid}", None),
+                         ("/v1/systems/shared/baseline", None),
+                         ("/v1/systems/shared/trend?measure=map", None),
+                         ("/v1/systems/shared/trend?measure=map", "text/html"),
+                         (f"/v1/results/{rid}/comparison?with={rid}", None),
+                         (f"/v1/results/{rid}/comparison?with={rid}", "text/html")):
+        resp = keyed.get(path, headers={**b, **({"Accept": accept} if accept else {})})
         assert resp.status_code == 404, path
         assert resp.get_json()["type"].endswith("not-found") or resp.get_json()["status"] == 404
     assert keyed.delete(f"/v1/results/{rid}", headers=b).status_code == 404
@@ -302,3 +306,53 @@ def test_an_unreachable_database_is_503(app, client):
     resp = client.get("/v1/systems")
     assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
     assert "results database" in resp.get_json()["detail"]
+
+
+def test_systems_are_listed_in_pages(client):
+    for name in ("c", "a", "b", "d", "e"):
+        _evaluate(client, {"system": name, "label": "x"})
+    page = client.get("/v1/systems?limit=2").get_json()
+    assert [s["name"] for s in page["items"]] == ["a", "b"]
+    assert (page["total"], page["offset"], page["limit"]) == (5, 0, 2)
+    assert page["next"] == "/v1/systems?offset=2&limit=2"
+    page = client.get(page["next"]).get_json()
+    assert [s["name"] for s in page["items"]] == ["c", "d"]
+    last = client.get(page["next"]).get_json()
+    assert [s["name"] for s in last["items"]] == ["e"] and last["next"] is None
+    assert client.get("/v1/systems?offset=9").get_json()["items"] == []
+    for bad in ("limit=0", "limit=1001", "offset=-1", "limit=x"):
+        assert client.get(f"/v1/systems?{bad}").status_code == 400, bad
+
+
+def test_page_size_is_bounded_by_configuration():
+    small = ContractClient(create_app({"TESTING": True, "MAX_PAGE_ITEMS": 3}).test_client())
+    for i in range(5):
+        _evaluate(small, {"system": "s", "label": f"n{i}"})
+    assert small.get("/v1/systems/s/results?limit=4").status_code == 400
+    assert len(small.get("/v1/systems/s/results?limit=3").get_json()["items"]) == 3
+    assert small.get("/v1/systems?limit=4").status_code == 400
+    # a trend is the newest MAX_PAGE_ITEMS points unless asked for fewer
+    trend = small.get("/v1/systems/s/trend?measure=map").get_json()
+    assert [p["label"] for p in trend["points"]] == ["n2", "n3", "n4"]
+    assert (trend["total"], trend["limit"]) == (5, 3)
+    assert small.get("/v1/systems/s/trend?measure=map&limit=4").status_code == 400
+
+
+def test_trend_window_and_the_baseline_point(client, clocked):
+    ids = [_evaluate(client, {"system": "s", "label": f"n{i}"}).get_json()["recorded"]["id"]
+           for i in range(5)]  # 2026-11-01 .. 2026-11-05, 06:00 UTC
+    client.put("/v1/systems/s/baseline", json={"result_id": ids[0]})
+    trend = client.get("/v1/systems/s/trend?measure=map&limit=2").get_json()
+    assert [p["id"] for p in trend["points"]] == ids[3:]
+    assert trend["total"] == 5 and trend["baseline"] == ids[0]
+    # the baseline is outside the page: its point is still given, for the line
+    base = client.get("/v1/systems/s/trend?measure=map&limit=5").get_json()["points"][0]
+    assert trend["baseline_point"] == base
+    window = client.get("/v1/systems/s/trend?measure=map&since=2026-11-02"
+                        "&until=2026-11-03T06:00:00Z").get_json()
+    assert [p["label"] for p in window["points"]] == ["n1", "n2"] and window["total"] == 2
+    assert client.get("/v1/systems/s/trend?measure=map&since=yesterday").status_code == 400
+    assert client.get("/v1/systems/s/trend?measure=map&limit=0").status_code == 400
+    # no baseline pinned: no point
+    _evaluate(client, {"system": "t", "label": "x"})
+    assert client.get("/v1/systems/t/trend?measure=map").get_json()["baseline_point"] is None
