@@ -62,16 +62,67 @@ def _results_template(tmp_path_factory) -> Path:
     return path
 
 
+def pytest_generate_tests(metafunc):
+    """A module that sets ``RESULTS_ON_POSTGRES = True`` runs each of its tests twice: with
+    the results in SQLite and in PostgreSQL (skipped without a server, failing under
+    CI=true)."""
+    if getattr(metafunc.module, "RESULTS_ON_POSTGRES", False) \
+            and "results_database" in metafunc.fixturenames:
+        metafunc.parametrize("results_database", ["sqlite", "postgresql"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def _postgres_results():
+    """A PostgreSQL database at head for this test session (None: no server), dropped at the
+    end."""
+    import sys
+
+    from backend.results import migrate
+
+    sys.path.insert(0, str(ROOT / "tests" / "integration"))
+    from servers import postgres_database
+
+    with postgres_database("cranfield_api_") as url:
+        if url is not None:
+            migrate(url)
+        yield url
+
+
 @pytest.fixture(autouse=True)
-def results_database(_results_template, tmp_path, monkeypatch) -> str:
+def results_database(request, _results_template, tmp_path, monkeypatch, require) -> str:
     """Every app a test makes (this directory's fixtures, or create_app called by the test)
-    records results in a SQLite file of the test's own: CRANFIELD_DATABASE_URL points there,
-    so a test run never touches the shared instance/cranfield.db."""
+    records results in a database of the test's own: CRANFIELD_DATABASE_URL points there,
+    so a test run never touches the shared instance/cranfield.db. A SQLite file by default;
+    on PostgreSQL (see :func:`pytest_generate_tests`) the session's database with its
+    tables emptied, and every store the test opened closed at its end (their pools would
+    otherwise hold the server's connections)."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        from backend.results import Base, ResultStore
+
+        url = request.getfixturevalue("_postgres_results")
+        require(url is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+        opened = []
+        init = ResultStore.__init__
+
+        def tracked(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            opened.append(self)
+
+        monkeypatch.setattr(ResultStore, "__init__", tracked)
+        cleaner = ResultStore(url)
+        with cleaner.engine.begin() as connection:
+            for table in reversed(Base.metadata.sorted_tables):
+                connection.execute(table.delete())
+        monkeypatch.setenv("CRANFIELD_DATABASE_URL", url)
+        yield url
+        for store in opened:
+            store.close()
+        return
     path = tmp_path / "results.db"
     shutil.copyfile(_results_template, path)
     url = f"sqlite:///{path}"
     monkeypatch.setenv("CRANFIELD_DATABASE_URL", url)
-    return url
+    yield url
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ NIGHT3 = {t: ({"r": 1.0, "x": 2.0} if t in WORSE_ON else {"r": 2.0, "x": 1.0})
           for t in TOPICS}                                         # AP 0.5 on WORSE_ON
 NIGHT2 = {t: ({"r": 1.0, "x": 2.0} if t == "t1" else {"r": 2.0, "x": 1.0}) for t in TOPICS}
 MEASURES = ["map", "P.1"]
+RESULTS_ON_POSTGRES = True  # every test here runs on SQLite and on PostgreSQL (conftest)
 
 
 def _record(client, run, label, system="bm25", headers=None, qrels=None):

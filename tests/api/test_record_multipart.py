@@ -18,6 +18,7 @@ import service.evaluation_request as evaluation_request
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 RUN = (DATA / "results.test").read_text()
 QRELS = (DATA / "qrels.test").read_text()
+RESULTS_ON_POSTGRES = True  # every test here runs on SQLite and on PostgreSQL (conftest)
 MEASURES = ["map", "P.5", "ndcg_cut.10"]
 RECORD = {"system": "bm25", "label": "nightly-1", "commit": "abc123",
           "tags": ["nightly", "main"]}

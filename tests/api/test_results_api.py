@@ -22,6 +22,7 @@ RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0},
 QRELS = {"q1": {"d1": 1, "d3": 1}, "q2": {"d5": 2}, "q3": {"d6": 1, "d9": 1},
          "q4": {"d9": 1, "d10": 1}}
 MEASURES = ["map", "P.2", "ndcg_cut.10"]
+RESULTS_ON_POSTGRES = True  # every test here runs on SQLite and on PostgreSQL (conftest)
 
 
 def _evaluate(client, record, headers=None, **extra):
