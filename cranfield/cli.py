@@ -175,7 +175,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     hs.add_argument("--server", required=True, metavar="URL")
     hs.add_argument("--measure", default=None, metavar="KEY",
                     help="a measure key as recorded (map, ndcg_cut_10, P_5...)")
-    hs.add_argument("--limit", type=_positive_int, default=20, help="results listed (newest)")
+    hs.add_argument("--limit", type=_positive_int, default=None,
+                    help="the newest this many (default: 20 results; with --measure, as many "
+                         "points as the service gives)")
+    hs.add_argument("--since", default=None, metavar="WHEN",
+                    help="recorded at or after (ISO 8601: 2026-11-01, 2026-11-01T06:00:00Z)")
+    hs.add_argument("--until", default=None, metavar="WHEN", help="recorded at or before")
     hs.add_argument("--format", choices=("table", "json"), default="table")
     nd = sub.add_parser("ndeval", help="diversity measures exactly as NIST's ndeval 4.5 prints "
                                        "them (CSV)")
@@ -334,9 +339,11 @@ def run_history(args: argparse.Namespace) -> int:
     client = Client(args.server)
     try:
         if args.measure:
-            doc = client.trend(args.system, args.measure)
+            doc = client.trend(args.system, args.measure, since=args.since, until=args.until,
+                               limit=args.limit)
         else:
-            doc = client.results(args.system, limit=args.limit)
+            doc = client.results(args.system, limit=args.limit or 20, since=args.since,
+                                 until=args.until)
     except ApiError as exc:
         print(f"cranfield: {exc}", file=sys.stderr)
         return 2
@@ -348,9 +355,11 @@ def run_history(args: argparse.Namespace) -> int:
         return 0
     if args.measure:
         rows = [(p["created_at"][:19], p["label"], _num(p["mean"]),
-                 f"[{_num(p['ci_low'])}, {_num(p['ci_high'])}]", str(p["n_topics"]), p["id"])
+                 f"[{_num(p['ci_low'])}, {_num(p['ci_high'])}]", str(p["n_topics"]),
+                 (p.get("gate") or {}).get("verdict", "-"),
+                 "*" if p["id"] == doc.get("baseline") else "", p["id"])
                 for p in doc["points"]]
-        head = ("recorded", "label", args.measure, "95% CI", "topics", "id")
+        head = ("recorded", "label", args.measure, "95% CI", "topics", "gate", "baseline", "id")
     else:
         rows = [(r["created_at"][:19], r["label"], r.get("commit") or "",
                  ",".join(r.get("tags") or []), r["id"]) for r in doc["items"]]

@@ -184,8 +184,13 @@ class Client:
 
     # -- recorded results -------------------------------------------------------------------
     def systems(self) -> list[dict]:
-        """The systems with recorded results (``GET /v1/systems``)."""
-        return self._json("GET", "/v1/systems")["items"]
+        """Every system with recorded results (``GET /v1/systems``, page after page)."""
+        out, path = [], "/v1/systems?limit=1000"
+        while path:
+            page = self._json("GET", path)
+            out += page["items"]
+            path = page.get("next")
+        return out
 
     def results(self, system: str, *, offset: int = 0, limit: int = 50,
                 **filters: str) -> dict:
@@ -196,8 +201,13 @@ class Client:
         return self._json("GET", f"/v1/systems/{urllib.parse.quote(system, safe='')}"
                                  f"/results?{query}")
 
-    def trend(self, system: str, measure: str) -> dict:
-        """A measure's mean and 95% CI for each recorded result of ``system``, oldest first."""
-        query = urllib.parse.urlencode({"measure": measure})
+    def trend(self, system: str, measure: str, *, since: str | None = None,
+              until: str | None = None, limit: int | None = None) -> dict:
+        """A measure's mean and 95% CI for each recorded result of ``system``, oldest first,
+        with its latest gate verdict (``GET /v1/systems/{name}/trend``): the newest ``limit``
+        recorded in the ``since``/``until`` window (ISO 8601)."""
+        query = urllib.parse.urlencode({"measure": measure, **{
+            k: v for k, v in (("since", since), ("until", until), ("limit", limit))
+            if v is not None}})
         return self._json("GET", f"/v1/systems/{urllib.parse.quote(system, safe='')}"
                                  f"/trend?{query}")

@@ -532,8 +532,9 @@ def render_comparison(doc: dict, title: str | None = None, *,
 # --------------------------------------------------------------------------------------------
 # A system's trend (issue #18)
 # --------------------------------------------------------------------------------------------
-# The trend page: one measure's mean and 95% CI for each recorded result, oldest first, the pinned baseline drawn as a line, gate verdicts
-# marked, and each point linking to its comparison with the previous result.
+# The trend page: one measure's mean and 95% CI for each recorded result, oldest first, the
+# pinned baseline drawn as a line, gate verdicts marked, and each point linking to its
+# comparison with the previous result.
 #
 # Made from the trend document ``GET /v1/systems/{name}/trend`` answers in JSON (``system``,
 # ``measure``, ``baseline``, ``baseline_point``, ``points``, ``total``), with the report pages'

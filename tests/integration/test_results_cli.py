@@ -79,3 +79,38 @@ def test_history_of_an_unknown_system_is_a_clear_error(live_server):
     done = cranfield_cli("history", "no-such-system", "--server", live_server)
     assert done.returncode == 2
     assert done.stderr.startswith("cranfield: ") and "no-such-system" in done.stderr
+
+
+def test_history_shows_gate_verdicts_the_baseline_and_windows(live_server, nights):
+    from servers import call
+
+    qrels = str(DATA / "qrels.test")
+    for i, run in enumerate(nights):
+        done = cranfield_cli("eval", "--server", live_server, "-m", "map", "--record",
+                             f"system=cli-gated,label=night-{i}", qrels, str(run))
+        assert done.returncode == 0, done.stderr
+    listed = json.loads(cranfield_cli("history", "cli-gated", "--server", live_server,
+                                      "--format", "json").stdout)["items"]
+    ids = {r["label"]: r["id"] for r in listed}
+    status, _, _ = call(live_server, "PUT", "/v1/systems/cli-gated/baseline",
+                        {"result_id": ids["night-0"]})
+    assert status == 200
+    status, _, doc = call(live_server, "POST", "/v1/comparisons", {
+        "runs": [{"result_id": ids["night-2"]}], "measures": ["map"],
+        "baseline": {"system": "cli-gated"}, "gate": "map:0"})
+    assert status == 200, doc
+    verdict = doc["gate"]["verdict"]
+    table = cranfield_cli("history", "cli-gated", "--server", live_server, "--measure", "map")
+    assert table.returncode == 0, table.stderr
+    head, *rows = table.stdout.splitlines()
+    assert head.split()[6:9] == ["gate", "baseline", "id"]  # after "95% CI" and topics
+    cells = {r.split()[1]: r.split() for r in rows}  # an empty baseline cell: no word
+    assert cells["night-0"][6:8] == ["-", "*"] and cells["night-1"][6:8] == ["-", ids["night-1"]]
+    assert cells["night-2"][6:8] == [verdict, ids["night-2"]]
+    newest = cranfield_cli("history", "cli-gated", "--server", live_server, "--measure", "map",
+                           "--limit", "2", "--format", "json")
+    assert [p["label"] for p in json.loads(newest.stdout)["points"]] == ["night-1", "night-2"]
+    since = listed[1]["created_at"]  # night-1's time: it and night-2
+    window = cranfield_cli("history", "cli-gated", "--server", live_server, "--since", since,
+                           "--format", "json")
+    assert [r["label"] for r in json.loads(window.stdout)["items"]] == ["night-2", "night-1"]
