@@ -19,8 +19,10 @@ from cranfield.html_report import (
     LABEL_PITCH,
     MAX_BARS,
     PALETTE,
+    VERDICT_STYLE,
     render_comparison,
     render_evaluation,
+    render_trend,
 )
 from cranfield.result_document import evaluation_document
 
@@ -542,3 +544,99 @@ def test_subtitle_and_titles_name_the_runs():
     assert page.title == f"Comparison: base vs {AMP} vs {HOSTILE}"
     assert parse(render_comparison(comparison_doc(), title="T")).title == "T"
     assert parse(render_comparison(comparison_doc())).index("p", "subtitle") == -1
+
+
+# -- the trend page (issue #18) -----------------------------------------------------------------
+
+def _point(i, mean, verdict=None, *, day=None, low=None, high=None, topics=(), label=None):
+    gate = None if verdict is None else {
+        "verdict": verdict, "checked_at": "2026-11-24T07:00:00.000000Z", "baseline": "b" * 32,
+        "checks": [{"measure": "map", "verdict": verdict,
+                    "offending_topics": [{"topic": t, "drop": 0.5} for t in topics]}]}
+    return {"id": f"{i:032x}", "label": label or f"night-{i}", "commit": None,
+            "created_at": f"2026-11-{day or 10 + i:02d}T06:00:00.000000Z", "mean": mean,
+            "n_topics": 30, "ci_low": low, "ci_high": high, "gate": gate}
+
+
+def _link(point, previous):
+    return f"/r/{point['id']}" + ("" if previous is None else f"?with={previous['id']}")
+
+
+def _trend(points, baseline_point=None, total=None):
+    return {"system": "bm25", "measure": "map", "baseline": None if baseline_point is None
+            else baseline_point["id"], "baseline_point": baseline_point, "points": points,
+            "total": len(points) if total is None else total, "limit": 1000}
+
+
+def _circles(page: Page) -> list[dict]:
+    return [a for t, a, c in page.elements if t == "circle" and c and "trend" in c.split()]
+
+
+@pytest.mark.parametrize("verdicts", [
+    [None, "pass", "fail"], ["fail", "undecided", None, "pass"], [None], ["pass"] * 5])
+def test_trend_points_are_drawn_coloured_by_verdict_and_linked_to_the_previous(verdicts):
+    points = [_point(i, 0.5 + 0.05 * i, v, low=0.4 + 0.05 * i, high=0.6 + 0.05 * i)
+              for i, v in enumerate(verdicts)]
+    page = Page(render_trend(_trend(points), _link))
+    assert len(page.charts("trend")) == 1
+    circles = _circles(page)
+    assert [c["data-id"] for c in circles] == [p["id"] for p in points]
+    assert [c["data-verdict"] for c in circles] == [v or "none" for v in verdicts]
+    assert [c["fill"] for c in circles] == [VERDICT_STYLE[v][0] for v in verdicts]
+    assert [float(c["data-mean"]) for c in circles] == [p["mean"] for p in points]
+    # each point leads to its comparison with the one before it; the first to itself
+    anchors = [a["href"] for t, a, c in page.elements if t == "a" and a.get("class") == "point"]
+    assert anchors == [_link(p, points[i - 1] if i else None) for i, p in enumerate(points)]
+    # a higher mean is drawn higher (smaller y), left to right in recorded order
+    ys = [float(c["cy"]) for c in circles]
+    xs = [float(c["cx"]) for c in circles]
+    assert ys == sorted(ys, reverse=True) and xs == sorted(xs)
+    assert len(page.inside("trend", "line")) >= len(points)  # CIs (and the axes)
+    # the table: newest first, one row per point
+    rows = [cells for cls, cells in page.rows if cls == "trend"][1:]
+    assert [r[0] for r in rows] == [p["label"] for p in reversed(points)]
+
+
+def test_trend_baseline_line_at_the_baseline_mean_and_the_drop_below_it():
+    points = [_point(0, 0.8), _point(1, 0.78, "pass"), _point(2, 0.6, "fail",
+                                                              topics=["t3", "t7"])]
+    page = Page(render_trend(_trend(points, baseline_point=points[0]), _link))
+    (line,) = [a for t, a, c in page.elements if t == "line" and a.get("class") == "baseline"]
+    circles = _circles(page)
+    assert float(line["y1"]) == float(line["y2"]) == pytest.approx(float(circles[0]["cy"]),
+                                                                     abs=0.06)
+    assert float(circles[2]["cy"]) > float(line["y1"])  # the failing night is under it
+    # the latest verdict with its topics is the first thing under the title
+    text = "".join(page.text)
+    assert "Latest gate (night-2): FAIL — topics: t3, t7" in text
+    assert page.index("div", "latest") < page.index("svg")
+    # a pass names no offending topics; a fail does
+    rows = {r[0]: r for cls, r in page.rows if cls == "trend"}
+    assert rows["night-1"][5] == "pass" and rows["night-2"][5] == "fail (t3, t7)"
+    # a baseline outside the window still draws its line
+    page = Page(render_trend(_trend(points[1:], baseline_point=points[0], total=3), _link))
+    assert [a for t, a, c in page.elements if t == "line" and a.get("class") == "baseline"]
+    assert "the newest 2 of 3 recorded result(s)" in "".join(page.text)
+
+
+def test_trend_without_points_or_means_and_hostile_labels():
+    page = Page(render_trend(_trend([]), _link))
+    assert page.charts("trend") == [] and "No recorded result" in "".join(page.text)
+    points = [_point(0, None, label=HOSTILE), _point(1, 0.5, "fail", label=AMP)]
+    out = render_trend(_trend(points), _link)
+    assert "<script" not in out and HOSTILE in "".join(Page(out).text)
+    page = Page(out)
+    assert [c["data-id"] for c in _circles(page)] == [points[1]["id"]]  # no mean: no mark
+    rows = {r[0]: r for cls, r in page.rows if cls == "trend"}
+    assert rows[HOSTILE][3].startswith("–")
+
+
+@pytest.mark.parametrize("days, ticks", [
+    ([10, 11, 12], ["2026-11-10", "2026-11-11", "2026-11-12"]),
+    ([10, 10, 10], ["06:00", "06:00", "06:00"])])
+def test_trend_ticks_are_days_or_times_of_one_day(days, ticks):
+    points = [_point(i, 0.5, day=d) for i, d in enumerate(days)]
+    page = Page(render_trend(_trend(points), _link))
+    found = [t for c, a, t in page.chart_texts if "trend" in c["class"].split()
+             and a.get("text-anchor") == "middle" and re.match(r"^[\d:-]+$", t)]
+    assert found == ticks
