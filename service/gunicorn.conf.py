@@ -29,6 +29,11 @@ threads = _settings.threads
 timeout = _settings.timeout
 graceful_timeout = 30
 keepalive = 5
+# The longest request line gunicorn takes (its maximum; default 4094): a query of every
+# parameter openapi.yaml allows at its longest, percent-encoded (a system name and a measure
+# of 200 characters, 12 bytes each as %XX of 4-byte UTF-8), fits, so the API answers such a
+# request itself (a documented status) rather than gunicorn with 414.
+limit_request_line = 8190
 # The app writes one JSON access line per request (service/observability.py); gunicorn's own
 # access log only when asked for (a path, or "-")
 accesslog = _settings.access_log

@@ -28,6 +28,8 @@ from .request_body import read_json_object
 bp = Blueprint("results", __name__, url_prefix="/v1")
 RESULT_ID = re.compile(r"^[0-9a-f]{32}$")
 MAX_NAME = 200
+MAX_TIME = 64       # since/until: ISO 8601 text
+MAX_MEASURES = 500  # the measures query of a comparison by GET, in characters
 
 
 def results_store():
@@ -102,6 +104,9 @@ def _time(name: str) -> datetime | None:
     text = request.args.get(name)
     if text is None:
         return None
+    if len(text) > MAX_TIME:
+        raise _bad_parameter(name, f"an ISO 8601 date or time of at most {MAX_TIME} "
+                             "characters")
     try:
         return datetime.fromisoformat(text)
     except ValueError:
@@ -245,6 +250,9 @@ def compare_results(result_id: str):
         if summaries[rid] is None:
             raise _no_result(rid)
     names = _distinct_names(summaries[other], summaries[result_id])
+    if len(request.args.get("measures", "")) > MAX_MEASURES:
+        raise _bad_parameter("measures", f"comma-separated measure keys, at most "
+                             f"{MAX_MEASURES} characters")
     if "measures" in request.args:
         measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
     else:

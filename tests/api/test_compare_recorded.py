@@ -304,6 +304,9 @@ def test_a_result_compared_with_another_by_get(client):
     assert client.get(f"/v1/results/{'0' * 32}/comparison?with={n3}").status_code == 404
     _problem(client.get(f"/v1/results/{n3}/comparison?with={n1}&measures=ndcg"),
              "runs[0].result_id")
+    many = ",".join(["map"] * 200)  # 799 characters
+    assert client.get(f"/v1/results/{n3}/comparison?with={n1}&measures={many}"
+                      ).status_code == 400
 
 
 def test_the_trend_page(client):

@@ -353,6 +353,9 @@ def test_trend_window_and_the_baseline_point(client, clocked):
                         "&until=2026-11-03T06:00:00Z").get_json()
     assert [p["label"] for p in window["points"]] == ["n1", "n2"] and window["total"] == 2
     assert client.get("/v1/systems/s/trend?measure=map&since=yesterday").status_code == 400
+    long = "2026-11-02" + " " * 60
+    assert client.get(f"/v1/systems/s/trend?measure=map&until={long}").status_code == 400
+    assert client.get(f"/v1/systems/s/results?since={long}").status_code == 400
     assert client.get("/v1/systems/s/trend?measure=map&limit=0").status_code == 400
     # no baseline pinned: no point
     _evaluate(client, {"system": "t", "label": "x"})
