@@ -226,6 +226,8 @@ def measure(kind: str, url: str, nights: Nights, args, anchors: dict,
         assert all(len(pa[k]) == len(nights.topics) == len(pb[k]) for k in nights.keys)
         assert ga["document"]["per_topic"] == nights.document(0)["per_topic"]
 
+        api = api_figures(url, system, a, b, nights.keys, args.repeat)
+
         evaluate, dumps = anchors["evaluate"], anchors["dumps"]
         rec_med, rec_p95 = statistics.median(record_s), float(np.percentile(record_s, 95))
         rows = size_rows + [
@@ -246,6 +248,16 @@ def measure(kind: str, url: str, nights: Nights, args, anchors: dict,
             ("  get × 2 (whole documents)", ms(get_s),
              f"{get_s / (2 * evaluate):.2f}× evaluating the 2 runs again; "
              f"{get_s / (2 * dumps):.1f}× orjson.dumps of 2 documents"),
+            ("compare by ids, whole (API)", ms(api["compare"]),
+             f"POST /v1/comparisons of the 2 results on the 5 measures, default tests (t, "
+             f"10,000 permutations, 10,000 bootstrap samples), in process, median of "
+             f"{api['compare_n']}; target < {COMPARE_TARGET:.0f} s: "
+             f"{'met' if api['compare'] < COMPARE_TARGET else 'NOT met'}"),
+            (f"trend (API, JSON), {args.results:,} points", ms(api["trend"]),
+             f"GET /v1/systems/{{name}}/trend in process, median of {args.repeat}"),
+            ("  the trend page (HTML)", ms(api["page"]),
+             f"the same with Accept: text/html, {api['page_kb']:.0f} kB, median of "
+             f"{args.repeat}"),
         ]
         width = max(len(r[0]) for r in rows)
         print(f"{'':{width}}  {'figure':>10}  detail")
@@ -255,6 +267,46 @@ def measure(kind: str, url: str, nights: Nights, args, anchors: dict,
               "bounded by a busy machine (2 cores shared with other work), not by the store")
     finally:
         store.close()
+
+
+def api_figures(url: str, system: str, a: str, b: str, keys: list[str], repeat: int) -> dict:
+    """The service's own answers over the recorded results (the Flask app in process, on the
+    same database, its tenant's key): a whole comparison by ids, the trend, the trend page.
+    Medians; each answer is checked (200, and the comparison's pair count)."""
+    from service.app import create_app
+    from service.auth import key_line
+
+    app = create_app({"TESTING": True, "DATABASE_URL": url,
+                      "API_KEYS": key_line("bench-key", "write", TENANT, "bench-key")})
+    client = app.test_client()
+    auth = {"Authorization": "Bearer bench-key"}
+    trend_path = f"/v1/systems/{system}/trend?measure=map"
+    body = {"runs": [{"result_id": a}, {"result_id": b}], "measures": keys}
+
+    def timed(fn, n: int) -> tuple[float, object]:
+        fn()  # warm-up
+        seconds, out = [], None
+        for _ in range(n):
+            started = time.perf_counter()
+            out = fn()
+            seconds.append(time.perf_counter() - started)
+        return statistics.median(seconds), out
+
+    try:
+        compare_n = max(3, min(repeat, 5))
+        compare_s, resp = timed(lambda: client.post("/v1/comparisons", json=body, headers=auth),
+                                compare_n)
+        assert resp.status_code == 200, resp.get_json()
+        assert len(resp.get_json()["pairs"]) == len(keys)
+        trend_s, resp = timed(lambda: client.get(trend_path, headers=auth), repeat)
+        assert resp.status_code == 200 and resp.get_json()["points"]
+        page_s, resp = timed(lambda: client.get(trend_path, headers={
+            **auth, "Accept": "text/html"}), repeat)
+        assert resp.status_code == 200 and resp.mimetype == "text/html"
+        return {"compare": compare_s, "compare_n": compare_n, "trend": trend_s,
+                "page": page_s, "page_kb": len(resp.data) / 1e3}
+    finally:
+        app.extensions["results"].close()
 
 
 # --------------------------------------------------------------------------------------------
