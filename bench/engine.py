@@ -8,6 +8,8 @@ For each scale (see ``datagen.py``) and measure set it times, from one seeded da
 4. ``pytrec-files``: ``pytrec_eval.parse_run``/``parse_qrel`` on open files, then evaluate
 5. ``ranx``: ``ranx.evaluate(Qrels(qrels_dict), Run(run_dict), m)`` after a numba warm-up
 6. ``trec_eval``: the binary (``trec_eval -m ... qrels run``), if one is on PATH
+7. ``cranfield-cli``: a whole ``cranfield eval -m ... qrels run`` process (interpreter
+   start-up and imports included), timed like the trec_eval binary
 
 Every repeat of every tool x scale x measure set runs in a fresh subprocess, so its peak
 memory is that process's own high-water mark (``VmHWM``; ``ru_maxrss`` would inherit the
@@ -84,6 +86,7 @@ TOOLS: dict[str, Tool] = {
     tool.key: tool
     for tool in (
         Tool("cranfield-files", "cranfield (files)", "files"),
+        Tool("cranfield-cli", "cranfield eval (process)", "files"),
         Tool("cranfield-maps", "cranfield (mappings)", "maps"),
         Tool("pytrec-maps", "pytrec_eval (mappings)", "maps"),
         Tool("pytrec-files", "pytrec_eval (files)", "files"),
@@ -305,12 +308,17 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
         seconds = time.perf_counter() - started
         extra["map"] = float(result["map"])
 
-    elif tool == "trec_eval":
-        executable = shutil.which("trec_eval")
-        if executable is None:
-            return {"skipped": "not on PATH"}
+    elif tool in ("trec_eval", "cranfield-cli"):
         measures = _cranfield_measures(measure_set)
-        command = [executable, *(arg for m in measures for arg in ("-m", m)), qrels_path, run_path]
+        if tool == "trec_eval":
+            executable = shutil.which("trec_eval")
+            if executable is None:
+                return {"skipped": "not on PATH"}
+            command = [executable]
+        else:
+            command = [sys.executable, "-c", "import sys; from cranfield.cli import main; "
+                       "sys.exit(main())", "eval", "--no-warnings"]
+        command += [*(arg for m in measures for arg in ("-m", m)), qrels_path, run_path]
         base = None
         started = time.perf_counter()
         completed = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -505,6 +513,60 @@ def done_when_checks(
     return checks
 
 
+#: Issue #19's targets per scale: (trec_eval / cranfield eval, pytrec_eval files / cranfield
+#: eval, pytrec_eval evaluate() / cranfield mappings), each a minimum ratio of times.
+ISSUE19_TARGETS = {"M": (4.0, 4.0, 8.0), "L": (5.0, 2.0, 3.0)}
+
+
+def issue19_checks(results: dict[tuple[str, str, str], Result], scale: str,
+                   measure_set: str) -> list[dict]:
+    """Issue #19's targets at one scale: whole ``cranfield eval`` processes (start-up and
+    imports counted) against the trec_eval binary and pytrec_eval parse + evaluate, the
+    in-process mapping evaluation against pytrec_eval's ``evaluate()``, and peak RSS against
+    trec_eval's."""
+    if scale not in ISSUE19_TARGETS:
+        return []
+
+    def get(tool: str) -> Result | None:
+        result = results.get((tool, scale, measure_set))
+        return result if result is not None and result.seconds else None
+
+    need_trec, need_pytrec, need_maps = ISSUE19_TARGETS[scale]
+    cli, trec, pytrec_files = get("cranfield-cli"), get("trec_eval"), get("pytrec-files")
+    maps, pytrec_maps = get("cranfield-maps"), get("pytrec-maps")
+    checks = []
+
+    def ratio_check(name, title, slow, fast, need, slow_label, fast_label, slow_s=None):
+        if slow is None or fast is None:
+            checks.append(_check(name, title, None, "not measured"))
+            return
+        slow_s = slow.median_seconds if slow_s is None else slow_s
+        ratio = slow_s / fast.median_seconds
+        checks.append(_check(name, title, ratio >= need,
+                             f"{slow_label} {slow_s:.3f} s / {fast_label} "
+                             f"{fast.median_seconds:.3f} s = {ratio:.2f}x (need >= {need:g})"))
+
+    ratio_check("T1", f"cranfield eval >= {need_trec:g}x trec_eval", trec, cli, need_trec,
+                "trec_eval", "cranfield eval")
+    ratio_check("T2", f"cranfield eval >= {need_pytrec:g}x pytrec_eval (files)", pytrec_files,
+                cli, need_pytrec, "pytrec_eval parse+evaluate", "cranfield eval")
+    ratio_check("T3", f"cranfield mappings >= {need_maps:g}x pytrec_eval evaluate()",
+                pytrec_maps, maps, need_maps, "pytrec_eval evaluate()", "cranfield mappings",
+                statistics.median(pytrec_maps.extra["evaluate_seconds"]) if pytrec_maps
+                else None)
+    if cli and trec:
+        ok = cli.max_peak_mb <= trec.max_peak_mb
+        checks.append(_check("T4", "cranfield eval peak RSS <= trec_eval's", ok,
+                             f"{cli.max_peak_mb:.1f} MB vs {trec.max_peak_mb:.1f} MB"))
+    else:
+        checks.append(_check("T4", "cranfield eval peak RSS <= trec_eval's", None,
+                             "not measured"))
+    for check in checks:
+        check["measure_set"] = measure_set
+        check["scale"] = scale
+    return checks
+
+
 def _check(name: str, title: str, passed: bool | None, detail: str) -> dict:
     status = "N/A" if passed is None else ("PASS" if passed else "FAIL")
     return {"check": name, "title": title, "status": status, "detail": detail}
@@ -594,6 +656,17 @@ def main(argv: list[str] | None = None) -> int:
                     f"  ({check['check']}) [{measure_set}] {check['title']}: "
                     f"{check['status']} - {check['detail']}"
                 )
+
+    for scale in [s for s in scales if s in ISSUE19_TARGETS]:
+        for measure_set in [m for m in measure_sets if m not in CRANFIELD_ONLY_SETS]:
+            found = issue19_checks(results, scale, measure_set)
+            if found:
+                print()
+                print(f"Issue #19 targets at scale {scale} [{measure_set}]:")
+            for check in found:
+                checks.append(check)
+                print(f"  ({check['check']}) {check['title']}: {check['status']} - "
+                      f"{check['detail']}")
 
     if args.json:
         report = {
