@@ -219,10 +219,12 @@ def trend(name: str):
     if fmt == "text/html":
         from cranfield.html_report import render_trend
 
+        root = request.script_root  # the API's mount point, if it is not at /
+
         def link(point: dict, previous: dict | None) -> str:
             if previous is None:
-                return f"/v1/results/{point['id']}"
-            return (f"/v1/results/{point['id']}/comparison?"
+                return f"{root}/v1/results/{point['id']}"
+            return (f"{root}/v1/results/{point['id']}/comparison?"
                     + urlencode({"with": previous["id"], "measures": measure}))
 
         return Response(render_trend(doc, link), mimetype="text/html")

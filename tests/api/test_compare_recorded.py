@@ -333,6 +333,11 @@ def test_the_trend_page(client):
     latest = page.index('class="latest latest-fail"')
     assert latest < page.index('class="chart trend"')
     assert all(t in page[latest:page.index("</div>", latest)] for t in WORSE_ON)
+    # mounted under a prefix (SCRIPT_NAME), the links keep it
+    mounted = client.get("/v1/systems/bm25/trend?measure=map", check=False,
+                         headers={"Accept": "text/html"}, base_url="http://localhost/eval")
+    assert f'href="/eval/v1/results/{n3}/comparison?with={n2}&amp;measures=map"' in \
+        mounted.get_data(as_text=True)
     # a browser asking for an unknown measure gets the page saying so
     empty = client.get("/v1/systems/bm25/trend?measure=ndcg", headers={"Accept": "text/html"})
     assert empty.status_code == 200 and "No recorded result" in empty.get_data(as_text=True)
