@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 
 import cranfield
+from cranfield import columnar
 from cranfield.errors import error_report
 from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.names import needs_subtopics
@@ -47,11 +48,14 @@ def _load_qrels(store, job: Job, measures: list[str] | None = None):
         qrels, meta = store.scoped(job.tenant).load_qrels(source.ref)
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
     raw = store.get_blob(source.key)
+    subtopics = needs_subtopics(job.measures if measures is None else measures,
+                                job.options["profile"])
     if source.format == "json":
         qrels = read_json_mapping(raw, "qrels")
         return qrels, columns_sha256(qrels), None
-    subtopics = needs_subtopics(job.measures if measures is None else measures,
-                                job.options["profile"])
+    if source.format in ("arrow", "parquet"):  # bounded by the API before it was stored
+        qrels = columnar.read_qrels_bytes(raw, "qrels", subtopics, fmt=source.format)
+        return qrels, columns_sha256(qrels), None
     return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics), source.sha256, None)
 
 
@@ -67,6 +71,9 @@ def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None
     known), a mapping by its content, as the synchronous path does."""
     if fmt == "trec":
         return cranfield.read_run(raw, name=label), sha256 or hashlib.sha256(raw).hexdigest()
+    if fmt in ("arrow", "parquet"):  # the API's reader; digested by content, as a mapping
+        run = columnar.read_run_bytes(raw, label, fmt=fmt)
+        return run, columns_sha256(run)
     run = read_json_mapping(raw, "run")  # its kind, not the label: "runs[0]" read as qrels
     return run, columns_sha256(run)
 

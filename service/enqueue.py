@@ -15,7 +15,13 @@ from backend.contract import EvaluationJob, QrelsInput
 from cranfield.io import split_trec_text
 
 from .auth import current_tenant
-from .inputs import digest_beside, measure_problem, serialised, stored_qrels
+from .inputs import (
+    check_table_upload,
+    digest_beside,
+    measure_problem,
+    serialised,
+    stored_qrels,
+)
 from .jobs import present
 from .observability import current_request_id
 from .problems import Problem
@@ -69,6 +75,8 @@ def enqueue_evaluation(req: dict) -> Response:
     cfg = current_app.config
     job_id, carried = submission(req)
     run_bytes, run_format = serialised(req.pop("run"))
+    if run_format in ("arrow", "parquet"):  # bounded by its metadata before it is stored
+        check_table_upload(run_bytes, "run", "run")
     spec = EvaluationJob(measures=req["measures"], options=req["options"],
                          per_topic=req["per_topic"], details=req["details"],
                          details_depth=req["details_depth"], latency_ms=req["latency_ms"],
@@ -105,6 +113,8 @@ def submission(req: dict) -> tuple[str, dict]:
         qrels = QrelsInput(ref=f"{meta['id']}@{meta['version']}")
     elif req.get("qrels") is not None:
         data, fmt = serialised(req.pop("qrels"))
+        if fmt in ("arrow", "parquet"):
+            check_table_upload(data, "qrels", "qrels")
         qrels = QrelsInput(key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
                                                       current_app.config["INPUT_TTL"]),
                            sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,

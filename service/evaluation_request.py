@@ -1,5 +1,6 @@
 """Reading an API request's body: JSON (decoded by orjson, large run and qrels mappings read
-straight into columns) or multipart/form-data (large uploads cut by :mod:`service.multipart`),
+straight into columns) or multipart/form-data (large uploads cut by :mod:`service.multipart`;
+``run``/``qrels`` parts as TREC text, or Arrow IPC / Parquet files by their magic bytes),
 validated by a schema; a 415 for another media type, a 422 naming every field that is wrong.
 :func:`form_body` is an evaluation's multipart form (``run`` and ``qrels`` files, options as
 plain fields, ``record`` as JSON text)."""
@@ -99,7 +100,25 @@ def form_parts():
 
 def _uploads(files) -> multipart.Uploads:
     """werkzeug's file storages as :class:`multipart.Uploads` (contents read whole)."""
-    return multipart.Uploads((k, f.filename, f.read()) for k, f in files.items(multi=True))
+    return multipart.Uploads((k, f.filename, f.read(), f.content_type)
+                             for k, f in files.items(multi=True))
+
+
+def columnar_part(files: multipart.Uploads, name: str, label: str | None = None) -> None:
+    """422 naming the part when its Content-Type says Arrow IPC or Parquet and its bytes are
+    not that (a part's bytes are otherwise recognised by their magic whatever its type)."""
+    from cranfield.columnar import CONTENT_TYPES, sniff
+
+    declared = CONTENT_TYPES.get(files.content_types.get(name) or "")
+    if declared is None:
+        return
+    found = sniff(files[name])
+    if found != declared:
+        what = "an Arrow IPC stream or file" if declared == "arrow" else "a Parquet file"
+        raise Problem(422, "Invalid request", f"{label or name}: the part's Content-Type is "
+                      f"{files.content_types.get(name)}, but its bytes are not {what}",
+                      kind="invalid-input",
+                      errors={label or name: [f"not {what} (no magic bytes)"]})
 
 
 def form_body() -> dict:
@@ -111,6 +130,7 @@ def form_body() -> dict:
     form, files = form_parts()
     for name in ("run", "qrels"):
         if name in files:
+            columnar_part(files, name)
             body[name] = files[name]  # bytes: the engine reads them without a decode
         elif name in form:
             body[name] = form[name]

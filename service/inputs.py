@@ -1,6 +1,12 @@
-"""Reading a request's runs and qrels: inline (TREC text or mappings) or stored qrels, held to
-MAX_TOPICS and MAX_DOCS_PER_TOPIC, with their SHA-256 digests; the engine's errors as the 4xx
-that names the field."""
+"""Reading a request's runs and qrels: inline (TREC text, mappings, or uploaded Arrow IPC /
+Parquet files) or stored qrels, held to MAX_TOPICS and MAX_DOCS_PER_TOPIC, with their SHA-256
+digests; the engine's errors as the 4xx that names the field.
+
+An Arrow or Parquet upload is recognised by its magic bytes (``ARROW1``, an IPC stream's
+continuation marker, ``PAR1``) and bounded before anything is decompressed: rows (a run: at
+most MAX_TOPICS x MAX_DOCS_PER_TOPIC) and uncompressed bytes (MAX_CONTENT_LENGTH, what the
+same data as text could weigh) from its metadata, topics and documents per topic once the
+topic column is coded, before the docids and scores are read."""
 
 from __future__ import annotations
 
@@ -14,12 +20,12 @@ import orjson
 from flask import current_app
 
 import cranfield
-from cranfield import CranfieldError, read_qrels, read_run
+from cranfield import CranfieldError, columnar, read_qrels, read_run
 from cranfield.json_body import Columns, columns_sha256, mapping_sha256
 from cranfield.names import needs_subtopics
 
 from .auth import current_tenant
-from .limits import check_qrels, check_run
+from .limits import check_qrels, check_run, check_topics
 from .problems import Problem, from_engine_error
 
 
@@ -27,7 +33,8 @@ def serialised(value) -> tuple[bytes, str]:
     """(bytes, format) of a run or qrels as a queued job stores them: TREC text as sent
     ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json")."""
     if isinstance(value, str | bytes | memoryview):
-        return (value.encode("utf-8") if isinstance(value, str) else value), "trec"
+        fmt = columnar.sniff(value) if not isinstance(value, str) else None
+        return (value.encode("utf-8") if isinstance(value, str) else value), fmt or "trec"
     if isinstance(value, Columns):
         return bytes(value.raw), "json"
     return orjson.dumps(value), "json"
@@ -47,7 +54,71 @@ def read_input(value, kind: str, subtopics: bool = False, label: str | None = No
         read = reader(value, name=label)
         return read, (value if len(read) <= 10_000 else read)
     data = value.encode("utf-8") if isinstance(value, str) else value
+    fmt = columnar.sniff(data)
+    if fmt is not None:  # an Arrow IPC or Parquet upload: digested by content, as a mapping
+        read = read_table_upload(data, kind, label, subtopics, fmt)
+        return read, read
     return reader(data, name=label), data
+
+
+class _Shape:
+    """What the limit checks read of a run: its topics and each row's topic."""
+
+    def __init__(self, topics, topic_index):
+        self.topics, self.topic_index = topics, topic_index
+
+    def __len__(self) -> int:
+        return len(self.topic_index)
+
+
+def table_bounds(kind: str) -> dict:
+    """The metadata bounds of an Arrow or Parquet upload of ``kind`` under the app's limits:
+    a run's rows (MAX_TOPICS x MAX_DOCS_PER_TOPIC; qrels' judgments per topic are not
+    limited) and the uncompressed bytes (MAX_CONTENT_LENGTH)."""
+    cfg = current_app.config
+    max_rows = cfg["MAX_TOPICS"] * cfg["MAX_DOCS_PER_TOPIC"] if kind == "run" else None
+    return {"max_rows": max_rows, "max_bytes": cfg.get("MAX_CONTENT_LENGTH")}
+
+
+def too_large(exc: CranfieldError, label: str) -> Problem:
+    return Problem(413, "Request Entity Too Large", str(exc), kind="too-large",
+                   errors={label: [exc.reason]})
+
+
+def check_table_upload(data, kind: str, label: str) -> None:
+    """413 naming ``label`` when an upload's metadata is over the bounds, 422 when it is not
+    a readable file (for a queued job, before it is stored)."""
+    try:
+        columnar.check_table_bytes(data, kind, label, **table_bounds(kind))
+    except CranfieldError as exc:
+        if getattr(exc, "code", None) == "too-large":
+            raise too_large(exc, label) from None
+        raise from_engine_error(exc) from None
+
+
+def read_table_upload(data, kind: str, label: str, subtopics: bool = False,
+                      fmt: str | None = None):
+    """An Arrow IPC or Parquet upload as a Run or Qrels: bounded by its metadata (413), the
+    topic limits checked before the docids and scores are read (413), errors naming the
+    part (422)."""
+    cfg = current_app.config
+
+    def check(topics, topic_index):
+        shape = _Shape(topics, topic_index)
+        if kind == "run":
+            check_run(shape, label, cfg)
+        else:
+            check_topics(topics, label, cfg)
+
+    try:
+        table = columnar.read_table_bytes(data, kind, label, fmt=fmt, **table_bounds(kind))
+    except CranfieldError as exc:
+        if getattr(exc, "code", None) == "too-large":
+            raise too_large(exc, label) from None
+        raise
+    if kind == "run":
+        return columnar.run_from_table(table, name=label, check=check)
+    return columnar.qrels_from_table(table, name=label, diversity=subtopics, check=check)
 
 
 def digest(source) -> str:

@@ -20,18 +20,29 @@ MAX_PARTS = 1000  # werkzeug's default
 
 
 class Uploads(MultiDict):
-    """Uploaded files' contents by field name, with their file names (``filenames``, in the
-    same order), whichever parser read them."""
+    """Uploaded files' contents by field name, with their file names (``filenames``) and
+    media types (``content_types``, lower case without parameters, None when the part has
+    no Content-Type), in the same order, whichever parser read them."""
 
     def __init__(self, items=()):
         super().__init__()
         self.filenames: MultiDict = MultiDict()
-        for name, filename, data in items:
-            self.add_file(name, filename, data)
+        self.content_types: MultiDict = MultiDict()
+        for name, filename, data, *content_type in items:
+            self.add_file(name, filename, data, content_type[0] if content_type else None)
 
-    def add_file(self, name: str, filename: str | None, data) -> None:
+    def add_file(self, name: str, filename: str | None, data,
+                 content_type: str | None = None) -> None:
         self.add(name, data)
         self.filenames.add(name, filename)
+        self.content_types.add(name, media_type(content_type))
+
+
+def media_type(value: str | None) -> str | None:
+    """``type/subtype`` of a Content-Type value, lower case (None for none)."""
+    if not value:
+        return None
+    return value.split(";", 1)[0].strip().lower() or None
 
 
 def parse(body: bytes, boundary: str, max_field_bytes: int | None):
@@ -70,9 +81,9 @@ def parse(body: bytes, boundary: str, max_field_bytes: int | None):
         disposition = _disposition(body[after + 2:head_end])
         if disposition is None:
             return None
-        name, filename = disposition
+        name, filename, content_type = disposition
         if filename is not None:
-            files.add_file(name, filename, view[head_end + 4:end])
+            files.add_file(name, filename, view[head_end + 4:end], content_type)
         else:
             if max_field_bytes is not None and end - head_end - 4 > max_field_bytes:
                 raise Problem(413, "Request Entity Too Large", f"form field {name!r} exceeds "
@@ -109,16 +120,21 @@ def check_boundary() -> None:
 
 
 def _disposition(head: bytes):
-    """(name, filename or None) from a part's headers, or None if they are not plain."""
+    """(name, filename or None, Content-Type or None) from a part's headers, or None if they
+    are not plain."""
     try:
         lines = head.decode("utf-8").split("\r\n")
     except UnicodeDecodeError:
         return None
     found = None
+    content_type = None
     for line in lines:
         key, sep, value = line.partition(":")
         if not sep:
             return None
+        if key.strip().lower() == "content-type":
+            content_type = value.strip()
+            continue
         if key.strip().lower() != "content-disposition":
             continue
         kind, _, rest = value.strip().partition(";")
@@ -135,4 +151,4 @@ def _disposition(head: bytes):
         if "name" not in params:
             return None
         found = (params["name"], params.get("filename"))
-    return found
+    return found + (content_type,) if found is not None else None

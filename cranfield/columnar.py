@@ -1,0 +1,500 @@
+"""Runs and qrels from columns: a pyarrow Table or RecordBatch, a pandas or polars DataFrame,
+any object exporting an Arrow C stream (``__arrow_c_stream__``), or the bytes of an Apache
+Arrow IPC stream / file or a Parquet file (what the API takes as an upload).
+
+A run has the columns ``topic``, ``docid``, ``score`` (and optionally ``runid``, as trec_eval's
+sixth field: the last row's is the run's; ``iteration`` and ``rank`` are ignored, as trec_eval
+ignores them); qrels have ``topic``, ``docid``, ``grade`` (and optionally ``iteration``, the
+subtopic for diversity qrels). Ids are strings (or integers, read as their decimal spelling)
+held to the input grammar (:mod:`cranfield.grammar`): non-empty, no ASCII whitespace or
+control character. Scores are finite numbers, grades integers within int64 (or floats with
+no fraction up to 2^53, as in JSON); a null is refused, as a missing field is in text. A docid
+twice in a topic is refused as in TREC text (``duplicate-docid``, or ``duplicate-judgment``
+for qrels unless ``diversity``). The :class:`Run` and :class:`Qrels` built are those the text
+and mapping readers build for the same data, so every reader gives the same numbers.
+
+pandas and polars are never imported here: a frame is recognised by its type's module and
+converted through its own ``to_arrow``/``__arrow_c_stream__``. Bytes from outside
+(:func:`read_table_bytes`) are bounded before anything is decompressed — rows and
+uncompressed bytes from the IPC messages' headers or the Parquet footer — and validated in
+full (offsets, UTF-8) before a kernel reads them.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from . import grammar
+from .errors import InputError
+from .io import Qrels, Run, docid_hashes, in_strcmp_order
+
+RUN_COLUMNS = ("topic", "docid", "score")
+QRELS_COLUMNS = ("topic", "docid", "grade")
+ARROW_STREAM_TYPE = "application/vnd.apache.arrow.stream"
+ARROW_FILE_TYPE = "application/vnd.apache.arrow.file"
+PARQUET_TYPE = "application/vnd.apache.parquet"
+CONTENT_TYPES = {ARROW_STREAM_TYPE: "arrow", ARROW_FILE_TYPE: "arrow", PARQUET_TYPE: "parquet"}
+
+
+# --------------------------------------------------------------------------------------------
+# What is a table
+# --------------------------------------------------------------------------------------------
+
+def is_table(obj: Any) -> bool:
+    """Whether ``obj`` is columns this module reads: a pyarrow Table or RecordBatch, a pandas
+    or polars DataFrame, or an object exporting an Arrow C stream. Never imports pyarrow,
+    pandas or polars to decide."""
+    module = type(obj).__module__ or ""
+    if module.split(".")[0] in ("pyarrow", "pandas", "polars"):
+        return hasattr(obj, "column_names") or hasattr(obj, "columns")
+    return hasattr(obj, "__arrow_c_stream__")
+
+
+def to_arrow(obj: Any, label: str):
+    """``obj`` (see :func:`is_table`) as a pyarrow Table."""
+    import pyarrow as pa
+
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    module = (type(obj).__module__ or "").split(".")[0]
+    try:
+        if module == "pandas":
+            return pa.Table.from_pandas(obj, preserve_index=False)
+        if module == "polars" and hasattr(obj, "to_arrow"):
+            return obj.to_arrow()
+        if hasattr(obj, "__arrow_c_stream__"):
+            return pa.table(obj)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise InputError(label, f"cannot be read as Arrow columns: {exc}") from None
+    raise InputError(label, f"cannot read columns from {type(obj).__name__}")
+
+
+# --------------------------------------------------------------------------------------------
+# Bytes: Arrow IPC (stream or file) and Parquet
+# --------------------------------------------------------------------------------------------
+
+def sniff(data) -> str | None:
+    """``"arrow"`` (an IPC stream or file), ``"parquet"``, or None (text, JSON...) by the
+    first bytes."""
+    head = bytes(data[:8])
+    if head.startswith(b"ARROW1\0"):  # NUL: never in TREC text or JSON
+        return "arrow"
+    # after the magic a Parquet file has a page header (binary), TREC text a separator
+    if head.startswith(b"PAR1") and len(data) >= 12 and head[4:5] not in b" \t" and \
+            bytes(data[-4:]) == b"PAR1":
+        return "parquet"
+    if head[:4] == b"\xff\xff\xff\xff" and len(data) >= 8:  # not UTF-8: IPC continuation
+        return "arrow"
+    return None
+
+
+def check_table_bytes(data, kind: str, label: str | None = None, *,
+                      max_rows: int | None = None, max_bytes: int | None = None,
+                      fmt: str | None = None) -> None:
+    """Only the bounds :func:`read_table_bytes` checks, from the metadata (what a queued
+    upload is held to before it is stored): nothing is decompressed or materialised."""
+    read_table_bytes(data, kind, label, max_rows=max_rows, max_bytes=max_bytes, fmt=fmt,
+                     bounds_only=True)
+
+
+def read_table_bytes(data, kind: str, label: str | None = None, *, max_rows: int | None = None,
+                     max_bytes: int | None = None, fmt: str | None = None,
+                     bounds_only: bool = False):
+    """The table held by Arrow IPC (stream or file) or Parquet bytes, only the columns a
+    ``kind`` (``run``/``qrels``) reads. Before anything is decompressed: at most ``max_rows``
+    rows and ``max_bytes`` uncompressed bytes (an InputError with code ``too-large``
+    otherwise); then validated in full. A malformed file is an InputError naming the
+    reason."""
+    import pyarrow as pa
+
+    label = label or kind
+    fmt = fmt or sniff(data)
+    buf = pa.py_buffer(data)
+    try:
+        if fmt == "parquet":
+            table = _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only)
+        elif fmt == "arrow":
+            table = _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only)
+        else:
+            raise InputError(label, "is neither an Arrow IPC stream or file nor a Parquet file")
+        if table is not None:
+            table.validate(full=True)
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, struct.error) as exc:
+        what = "Parquet file" if fmt == "parquet" else "Arrow IPC data"
+        raise InputError(label, f"malformed {what}: {_short(exc)}") from None
+    return table
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]
+
+
+def _wanted(names, kind: str) -> list[str]:
+    base = RUN_COLUMNS + ("runid",) if kind == "run" else QRELS_COLUMNS + ("iteration",)
+    return [n for n in names if n in base]
+
+
+def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes) -> None:
+    if max_rows is not None and rows > max_rows:
+        raise InputError(label, f"{rows} rows exceed the limit of {max_rows}", code="too-large")
+    if max_bytes is not None and nbytes > max_bytes:
+        raise InputError(label, f"{nbytes} bytes uncompressed exceed the limit of {max_bytes}",
+                         code="too-large")
+
+
+def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(buf)
+    meta = pf.metadata
+    names = pf.schema_arrow.names
+    wanted = _wanted(names, kind)
+    nbytes = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            if col.path_in_schema in wanted:
+                nbytes += max(col.total_uncompressed_size, 0)
+    _over(label, meta.num_rows, nbytes, max_rows, max_bytes)
+    if bounds_only:
+        return None
+    return pf.read(columns=wanted, use_threads=False)
+
+
+def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    stream = buf.slice(8) if bytes(buf[:6]) == b"ARROW1" else buf
+    rows = nbytes = 0
+    for message in ipc.MessageReader.open_stream(pa.BufferReader(stream)):
+        if message.type in ("record batch", "dictionary"):
+            r, b = _batch_header_bounds(message)
+            rows += r if message.type == "record batch" else 0
+            nbytes += b
+            _over(label, rows, nbytes, max_rows, max_bytes)
+    if bounds_only:
+        return None
+    if bytes(buf[:6]) == b"ARROW1":
+        table = ipc.open_file(buf).read_all()
+    else:
+        table = ipc.open_stream(buf).read_all()
+    return table.select(_wanted(table.column_names, kind))
+
+
+def _batch_header_bounds(message) -> tuple[int, int]:
+    """(rows, uncompressed body bytes) of a record batch or dictionary batch message, from
+    its flatbuffer header (and, for a compressed body, each buffer's 8-byte uncompressed
+    length prefix) without decompressing anything."""
+    meta = memoryview(message.metadata).cast("B")
+    body = message.body
+    body = memoryview(body).cast("B") if body is not None else memoryview(b"")
+
+    def table(pos):
+        vt = pos - struct.unpack_from("<i", meta, pos)[0]
+        vsize = struct.unpack_from("<H", meta, vt)[0]
+
+        def field(i):
+            at = 4 + 2 * i
+            off = struct.unpack_from("<H", meta, vt + at)[0] if at < vsize else 0
+            return pos + off if off else None
+        return field
+
+    def ref(at):  # an offset field: where it points
+        return at + struct.unpack_from("<I", meta, at)[0]
+
+    msg = table(struct.unpack_from("<I", meta, 0)[0])
+    header = msg(2)
+    if header is None:
+        return 0, len(body)
+    batch = table(ref(header))
+    if message.type == "dictionary":
+        data = batch(1)
+        if data is None:
+            return 0, len(body)
+        batch = table(ref(data))
+    length_at = batch(0)
+    rows = struct.unpack_from("<q", meta, length_at)[0] if length_at is not None else 0
+    compressed = batch(3) is not None
+    buffers_at = batch(2)
+    if not compressed or buffers_at is None:
+        return rows, len(body)
+    vec = ref(buffers_at)
+    count = struct.unpack_from("<I", meta, vec)[0]
+    total = 0
+    for k in range(count):
+        offset, length = struct.unpack_from("<qq", meta, vec + 4 + 16 * k)
+        if length >= 8 and 0 <= offset and offset + 8 <= len(body):
+            size = struct.unpack_from("<q", body, offset)[0]
+            total += length - 8 if size < 0 else size
+        else:
+            total += max(length, 0)
+    return rows, total
+
+
+def read_run_bytes(data, label: str = "run", **bounds) -> Run:
+    """A run from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`)."""
+    check = bounds.pop("check", None)
+    return run_from_table(read_table_bytes(data, "run", label, **bounds), name=label,
+                          check=check)
+
+
+def read_qrels_bytes(data, label: str = "qrels", diversity: bool = False, **bounds) -> Qrels:
+    """Qrels from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`)."""
+    check = bounds.pop("check", None)
+    return qrels_from_table(read_table_bytes(data, "qrels", label, **bounds), name=label,
+                            diversity=diversity, check=check)
+
+
+# --------------------------------------------------------------------------------------------
+# Columns into Run and Qrels
+# --------------------------------------------------------------------------------------------
+
+def run_from_table(obj: Any, *, name: str | None = None, check=None) -> Run:
+    """A :class:`Run` from columns ``topic``, ``docid``, ``score`` (see the module
+    docstring): topics in strcmp order, rows as given, docids as an Arrow string array.
+    ``check(topics, topic_index)``, if given, runs once the topics are known and before
+    the docids and scores are converted (a service's limits)."""
+    label = name or "run"
+    table = _columns(obj, label, RUN_COLUMNS)
+    topics, topic_index = _topic_codes(table.column("topic"), label)
+    if check is not None:
+        check(topics, topic_index)
+    docids = _id_column(table.column("docid"), label, "docid")
+    scores = _scores(table.column("score"), label)
+    runid = "cranfield" if label == "run" else label
+    if "runid" in table.column_names and len(table):
+        runid = _runid(table.column("runid"), label)
+    run = Run(topics, topic_index, docids, scores, runid, label)
+    _refuse_duplicates(run, label, "docid {doc!r} appears twice in topic {topic!r}",
+                       "duplicate-docid")
+    return run
+
+
+def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = False,
+                     check=None) -> Qrels:
+    """:class:`Qrels` from columns ``topic``, ``docid``, ``grade`` (and ``iteration``, the
+    subtopic): rows grouped by topic in strcmp order, in the order given within a topic.
+    ``check`` as for :func:`run_from_table`."""
+    label = name or "qrels"
+    table = _columns(obj, label, QRELS_COLUMNS)
+    topics, topic_index = _topic_codes(table.column("topic"), label)
+    if check is not None:
+        check(topics, topic_index)
+    docids = _id_column(table.column("docid"), label, "docid")
+    grades = _grades(table.column("grade"), label)
+    subs = None
+    if "iteration" in table.column_names:
+        subs = _id_column(table.column("iteration"), label, "iteration")
+    order = np.argsort(topic_index, kind="stable")
+    doc_array = _objects(docids)[order]
+    qrels = Qrels(topics, topic_index[order], doc_array, grades[order],
+                  _objects(subs)[order] if subs is not None else None, label)
+    if not diversity:
+        _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
+                           "duplicate-judgment", rows=order)
+    return qrels
+
+
+def _columns(obj: Any, label: str, required: tuple[str, ...]):
+    import pyarrow as pa
+
+    table = obj if isinstance(obj, pa.Table) else to_arrow(obj, label)
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        found = ", ".join(table.column_names) or "none"
+        raise InputError(label, f"missing column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)} (needs {', '.join(required)}; found {found})",
+                         field=f"{label}.{missing[0]}")
+    names = list(table.column_names)
+    twice = sorted({n for n in names if names.count(n) > 1 and n in required + ("runid",
+                                                                               "iteration")})
+    if twice:
+        raise InputError(label, f"column {twice[0]} appears twice", field=f"{label}.{twice[0]}")
+    return table
+
+
+def _column_error(label: str, column: str, reason: str, row: int | None = None) -> InputError:
+    where = f" (row {row})" if row is not None else ""
+    return InputError(label, f"column {column}{where}: {reason}", field=f"{label}.{column}")
+
+
+def _nulls(col, label: str, column: str) -> None:
+    if col.null_count:
+        import pyarrow.compute as pc
+
+        row = int(pc.index(pc.is_null(col), True).as_py())
+        raise _column_error(label, column, "a null value (every row needs one)", row)
+
+
+def _as_strings(col, label: str, column: str):
+    """A string column as one ``pa.string()`` array (integers by their decimal spelling;
+    dictionary-encoded strings decoded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.cast(typ.value_type)
+        typ = typ.value_type
+    if pa.types.is_integer(typ):
+        col = pc.cast(col, pa.string())
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or \
+            getattr(pa.types, "is_string_view", lambda t: False)(typ):
+        if not pa.types.is_string(typ):
+            col = col.cast(pa.string())
+    else:
+        raise _column_error(label, column, f"must hold strings (ids), not {typ}")
+    _nulls(col, label, column)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return arr if isinstance(arr, pa.Array) else pa.concat_arrays(arr.chunks)
+
+
+def _id_column(col, label: str, column: str):
+    """An id column as one Arrow string array, every id by the grammar."""
+    arr = _as_strings(col, label, column)
+    if len(arr):
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1,
+                                offset=arr.offset * 4)
+        data = np.frombuffer(arr.buffers()[2] or b"", dtype=np.uint8)[offsets[0]:offsets[-1]]
+        if not grammar.id_bytes_ok(data) or not np.diff(offsets).all():
+            lengths = np.diff(offsets)
+            empty = np.flatnonzero(lengths == 0)
+            bad_byte = (data <= 0x20) | (data == 0x7F)
+            first_bad = np.flatnonzero(bad_byte)
+            rows = list(empty[:1])
+            if len(first_bad):
+                rows.append(int(np.searchsorted(offsets - offsets[0], first_bad[0],
+                                                side="right") - 1))
+            row = int(min(rows))
+            value = arr[row].as_py()
+            raise _column_error(label, column, f"{value!r}: {grammar.id_problem(value)}", row)
+    return arr
+
+
+def _topic_codes(col, label: str) -> tuple[list[str], np.ndarray]:
+    """(the distinct topics in strcmp order, each row's topic code)."""
+    arr = _as_strings(col, label, "topic")
+    encoded = arr.dictionary_encode()
+    local = encoded.dictionary.to_pylist()
+    bad = grammar.bad_id(local)
+    if bad is not None:
+        import pyarrow.compute as pc
+
+        row = int(pc.index(arr, local[bad[0]]).as_py())
+        raise _column_error(label, "topic", f"{local[bad[0]]!r}: {bad[1]}", row)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return in_strcmp_order({t: i for i, t in enumerate(local)}, codes)
+
+
+def _numbers(col, label: str, column: str):
+    import pyarrow as pa
+
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.cast(typ.value_type)
+        typ = typ.value_type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        kind = "numbers" if column == "score" else "integers"
+        raise _column_error(label, column, f"must hold {kind}, not {typ}")
+    _nulls(col, label, column)
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return arr, typ
+
+
+def _scores(col, label: str) -> np.ndarray:
+    import pyarrow as pa
+
+    arr, typ = _numbers(col, label, "score")
+    if pa.types.is_floating(typ):
+        values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    else:  # integers: the nearest double, as the JSON reader gives
+        values = np.asarray(arr.to_numpy(zero_copy_only=False)).astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        row = int(bad[0])
+        raise _column_error(label, "score", f"{values[row]!r} is not a finite number", row)
+    return values.copy() if not values.flags.writeable else values
+
+
+def _grades(col, label: str) -> np.ndarray:
+    import pyarrow as pa
+
+    arr, typ = _numbers(col, label, "grade")
+    raw = np.asarray(arr.to_numpy(zero_copy_only=False))
+    if pa.types.is_floating(typ):
+        raw = raw.astype(np.float64)
+        bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) > 2.0**53))
+        if len(bad):
+            row = int(bad[0])
+            raise _column_error(label, "grade", grammar.json_grade_problem(float(raw[row])) or
+                                f"{raw[row]!r} is not an integer", row)
+        return raw.astype(np.int64)
+    if raw.dtype == np.uint64:
+        bad = np.flatnonzero(raw > np.uint64(grammar.INT64_MAX))
+        if len(bad):
+            row = int(bad[0])
+            raise _column_error(label, "grade", f"grade {int(raw[row])} is outside the 64-bit "
+                                "integer range", row)
+    return raw.astype(np.int64)
+
+
+def _runid(col, label: str) -> str:
+    arr = _as_strings(col, label, "runid")
+    value = arr[len(arr) - 1].as_py()
+    problem = grammar.id_problem(value)
+    if problem:
+        raise _column_error(label, "runid", f"{value!r}: {problem}", len(arr) - 1)
+    return value
+
+
+def _objects(arr) -> np.ndarray:
+    out = np.empty(len(arr), dtype=object)
+    out[:] = arr.to_pylist()
+    return out
+
+
+def _refuse_duplicates(value, label: str, message: str, code: str,
+                       rows: np.ndarray | None = None) -> None:
+    """Refuse a docid twice within a topic (hash, sort, verify), naming the rows of the
+    table (``rows``: the table row of each of ``value``'s rows, when they were reordered)."""
+    import pyarrow as pa
+
+    n = len(value)
+    if n < 2:
+        return
+    docids = value.docids
+    arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
+        docids.tolist(), pa.string())
+    keys = docid_hashes(arrow)
+    keys *= np.uint64(0x9E3779B97F4A7C15)
+    keys += value.topic_index.astype(np.uint64)
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    same = np.flatnonzero(ks[1:] == ks[:-1])
+    if not len(same):
+        return
+    hits = []
+    for i in same.tolist():
+        a, b = int(order[i]), int(order[i + 1])
+        if value.topic_index[a] != value.topic_index[b]:
+            continue
+        da, db = value.docids_at(np.array([a, b])).tolist() if isinstance(docids, (
+            pa.Array, pa.ChunkedArray)) else (docids[a], docids[b])
+        if da == db:
+            ra, rb = (int(rows[a]), int(rows[b])) if rows is not None else (a, b)
+            hits.append((max(ra, rb), min(ra, rb), a, da))
+    if hits:
+        second, first, row, doc = min(hits)
+        topic = value.topics[value.topic_index[row]]
+        raise InputError(label, message.format(doc=doc, topic=topic) +
+                         f" (rows {first} and {second})", field=f"{label}.docid", code=code)
