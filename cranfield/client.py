@@ -8,6 +8,10 @@
 
 Large bodies are queued by the server (202); ``evaluate`` then waits for the job with
 exponential back-off and returns its result, so callers see one shape either way.
+
+A run (or qrels) given as a pyarrow Table or a pandas/polars DataFrame (columns ``topic``,
+``docid``, ``score`` / ``grade``) is sent as an Apache Arrow IPC stream part of a
+multipart/form-data body (pyarrow is imported only then).
 """
 
 from __future__ import annotations
@@ -64,6 +68,64 @@ def _text_or_mapping(value: Any) -> Any:
     return value
 
 
+def _is_table(value: Any) -> bool:
+    if isinstance(value, str | bytes | os.PathLike | Mapping) or value is None:
+        return False
+    from .columnar import is_table
+
+    return is_table(value)
+
+
+def _arrow_stream(value: Any, kind: str) -> bytes:
+    """A table (or, beside a table run, a qrels mapping) as an Arrow IPC stream holding the
+    columns the API reads for ``kind``."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from .columnar import QRELS_COLUMNS, RUN_COLUMNS, to_arrow
+
+    if isinstance(value, Mapping):
+        rows = [(t, d, v) for t, docs in value.items() for d, v in docs.items()]
+        table = pa.table({"topic": [r[0] for r in rows], "docid": [r[1] for r in rows],
+                          ("score" if kind == "run" else "grade"): [r[2] for r in rows]})
+    else:
+        table = to_arrow(value, kind)
+    keep = RUN_COLUMNS + ("runid",) if kind == "run" else QRELS_COLUMNS + ("iteration",)
+    table = table.select([c for c in table.column_names if c in keep])
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+
+
+def _multipart(fields: list[tuple[str, Any]], files: list[tuple[str, str, bytes, str]]
+               ) -> tuple[bytes, str]:
+    """(body, Content-Type) of multipart/form-data with plain ``fields`` and ``files``
+    (name, filename, bytes, content type)."""
+    import uuid
+
+    boundary = f"cranfield-{uuid.uuid4().hex}"
+    out = bytearray()
+    for name, value in fields:
+        out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
+                f"{value}\r\n").encode()
+    for name, filename, data, ctype in files:
+        out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; "
+                f"filename=\"{filename}\"\r\nContent-Type: {ctype}\r\n\r\n").encode()
+        out += data + b"\r\n"
+    out += f"--{boundary}--\r\n".encode()
+    return bytes(out), f"multipart/form-data; boundary={boundary}"
+
+
+def _form_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 class Client:
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
         self.base_url = base_url.rstrip("/")
@@ -107,7 +169,14 @@ class Client:
         stored ``qrels_id``. Returns the result document (``accept`` JSON), or text for
         ``text/plain``/``text/csv``; with ``wait=False`` a queued job's status instead.
         ``record`` (``{"system", "label", "commit"?, "tags"?}``) keeps the result in the
-        service's history (the document's ``recorded`` names it)."""
+        service's history (the document's ``recorded`` names it). A run or qrels that is a
+        pyarrow Table or a pandas/polars DataFrame goes as an Arrow IPC stream part of a
+        multipart body."""
+        if _is_table(run) or _is_table(qrels):
+            return self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
+                                       options=options, per_topic=per_topic, details=details,
+                                       prefer_async=prefer_async, accept=accept, wait=wait,
+                                       record=record)
         body: dict[str, Any] = {"run": _text_or_mapping(run), "per_topic": per_topic}
         if qrels_id is not None:
             body["qrels_id"] = qrels_id
@@ -135,6 +204,51 @@ class Client:
                 return result
             return self.evaluate(run, qrels, qrels_id=qrels_id, measures=measures,
                                  options=options, per_topic=per_topic, accept=accept)
+        return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
+
+    def _evaluate_form(self, run, qrels, *, qrels_id, measures, options, per_topic, details,
+                       prefer_async, accept, wait, record):
+        """:meth:`evaluate` as multipart/form-data, tables as Arrow IPC stream parts."""
+        files = []
+        for name, value in (("run", run), ("qrels", qrels)):
+            if name == "qrels" and qrels_id is not None:
+                continue
+            if _is_table(value) or isinstance(value, Mapping):
+                files.append((name, f"{name}.arrows", _arrow_stream(value, name),
+                              ARROW_STREAM))
+            else:
+                text = _text_or_mapping(value)
+                files.append((name, f"{name}.txt", text.encode("utf-8") if isinstance(
+                    text, str) else text, "text/plain; charset=utf-8"))
+        fields: list[tuple[str, Any]] = [("per_topic", _form_value(per_topic))]
+        if qrels_id is not None:
+            fields.append(("qrels_id", qrels_id))
+        if measures is not None:
+            fields += [("measures", m) for m in measures]
+        for key, value in (options or {}).items():
+            if value is not None:
+                fields.append((key, _form_value(value)))
+        if details:
+            fields.append(("details", "true"))
+        if record:
+            fields.append(("record", json.dumps(dict(record))))
+        body, content_type = _multipart(fields, files)
+        headers = {"Accept": accept}
+        if prefer_async:
+            headers["Prefer"] = "respond-async"
+        status, resp_headers, raw = self.request("POST", "/v1/evaluations", body,
+                                                 headers=headers, content_type=content_type)
+        if status == 202:
+            job = json.loads(raw)
+            if not wait:
+                return job
+            result = self.wait(resp_headers.get("Location") or job["id"])["result"]
+            if accept == "application/json":
+                return result
+            return self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
+                                       options=options, per_topic=per_topic, details=details,
+                                       prefer_async=False, accept=accept, wait=True,
+                                       record=None)
         return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
 
     def job(self, job_id: str) -> dict:

@@ -1,0 +1,65 @@
+"""cranfield.client.Client sends a pyarrow Table or a pandas/polars DataFrame as an Arrow IPC
+stream part (issue #19), against gunicorn: the numbers of the same run sent as TREC text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from servers import DATA
+
+import cranfield
+from cranfield.client import ApiError, Client
+
+MEASURES = ["map", "P.5", "ndcg_cut.10", "runid"]
+
+
+def tables():
+    run = cranfield.read_run(str(DATA / "results.test"))
+    qrels = cranfield.read_qrels(str(DATA / "qrels.test"))
+    run_t = pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
+                      "docid": run.docids_at(np.arange(len(run))).tolist(),
+                      "score": run.scores, "runid": [run.runid] * len(run)})
+    qrels_t = pa.table({"topic": [qrels.topics[i] for i in qrels.topic_index.tolist()],
+                        "docid": qrels.docids.tolist(), "grade": qrels.grades})
+    return run_t, qrels_t
+
+
+def frames():
+    run_t, qrels_t = tables()
+    out = {"pyarrow": (run_t, qrels_t)}
+    try:
+        out["pandas"] = (run_t.to_pandas(), qrels_t.to_pandas())
+    except ImportError:
+        pass
+    try:
+        import polars as pl
+
+        out["polars"] = (pl.from_arrow(run_t), pl.from_arrow(qrels_t))
+    except ImportError:
+        pass
+    return out
+
+
+@pytest.mark.parametrize("kind", ["pyarrow", "pandas", "polars"])
+def test_client_sends_frames_as_arrow(live_server, kind):
+    available = frames()
+    if kind not in available:
+        pytest.skip(f"{kind} is not installed")
+    run, qrels = available[kind]
+    api = Client(live_server)
+    text = api.evaluate(DATA / "results.test", DATA / "qrels.test", measures=MEASURES)
+    doc = api.evaluate(run, qrels, measures=MEASURES, options={"relevance_level": 1})
+    assert doc["aggregate"] == text["aggregate"]
+    assert doc["per_topic"] == text["per_topic"]
+    # a table run beside qrels as a path, and queued
+    queued = api.evaluate(run, DATA / "qrels.test", measures=MEASURES, prefer_async=True)
+    assert queued["aggregate"] == text["aggregate"]
+
+
+def test_client_table_refusal_is_an_api_error(live_server):
+    api = Client(live_server)
+    bad = pa.table({"topic": ["1"], "docid": ["a b"], "score": [1.0]})
+    with pytest.raises(ApiError) as err:
+        api.evaluate(bad, DATA / "qrels.test", measures=["map"])
+    assert err.value.status == 422 and "run.docid" in err.value.problem["errors"]
