@@ -60,6 +60,9 @@ class Run:
     # FNV-1a (64-bit) of each docid's UTF-8 bytes, when a reader computed it for free: lets
     # matching against qrels skip the rows that cannot be judged (see ranking._match)
     docid_fnv: np.ndarray | None = field(default=None, repr=False)
+    # (rb, packed): the run's (topic, docid) keys sorted, each holding a key's top 64 - rb
+    # bits above its row number (see packed_keys), when the reader computed them
+    _packed: Any = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -69,10 +72,7 @@ class Run:
         rows = np.asarray(rows, dtype=np.int64)
         if isinstance(self.docids, np.ndarray):
             return self.docids[rows]
-        import pyarrow as pa
-
-        return np.asarray(self.docids.take(pa.array(rows)).to_numpy(zero_copy_only=False),
-                          dtype=object)
+        return _object_array(take_rows(self.docids, rows))
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The run as ``{topic: {docid: score}}`` (for tests and small inputs)."""
@@ -84,7 +84,6 @@ class Run:
         return out
 
 
-@dataclass(eq=False)
 class Qrels:
     """Relevance judgments as columns sorted by (topic, docid).
 
@@ -92,17 +91,75 @@ class Qrels:
     ``RELVALUE_UNJUDGED``). ``subtopics`` keeps the second column, which trec_eval ignores and
     ndeval reads as the subtopic number; with ``diversity=False`` a docid may appear once per
     topic, as trec_eval requires.
+
+    ``docids`` may be given as a numpy object array or as a pyarrow string array (the TREC
+    reader keeps its column); either way ``docids`` reads as a numpy object array, built on
+    first use, so that evaluating never turns a judged docid into a Python string unless a
+    measure needs to compare it (see :func:`cranfield.ranking._match`).
     """
 
-    topics: list[str]
-    topic_index: np.ndarray
-    docids: np.ndarray
-    grades: np.ndarray
-    subtopics: np.ndarray | None = None
-    source: str = "qrels"
+    def __init__(self, topics: list[str], topic_index: np.ndarray, docids: Any,
+                 grades: np.ndarray, subtopics: Any = None, source: str = "qrels") -> None:
+        self.topics = topics
+        self.topic_index = topic_index
+        self._docids = docids
+        self.grades = grades
+        self._subtopics = subtopics
+        self.source = source
+        # True when a reader proved each (topic, docid) to appear once (text read with
+        # diversity=False): evaluate() then need not look for subtopic rows to merge
+        self.unique_judgments = False
+        self._hashes: np.ndarray | None = None  # docid_hashes of the docids, when computed
+
+    def __repr__(self) -> str:
+        return (f"Qrels(topics={len(self.topics)}, judgments={len(self)}, "
+                f"source={self.source!r})")
 
     def __len__(self) -> int:
         return len(self.grades)
+
+    @property
+    def docids(self) -> np.ndarray:
+        """The docids as a numpy object array of str (built from the Arrow column once)."""
+        if not isinstance(self._docids, np.ndarray):
+            self._docids = _object_array(self._docids)
+        return self._docids
+
+    @docids.setter
+    def docids(self, value) -> None:
+        self._docids = value
+        self._hashes = None
+
+    @property
+    def docids_arrow(self):
+        """The docids as a pyarrow string array (the reader's column, or built once)."""
+        import pyarrow as pa
+
+        if isinstance(self._docids, np.ndarray):
+            self._arrow = getattr(self, "_arrow", None)
+            if self._arrow is None or len(self._arrow) != len(self._docids):
+                self._arrow = pa.array(self._docids.tolist(), pa.string())
+            return self._arrow
+        return self._docids
+
+    def docids_at(self, rows: np.ndarray) -> np.ndarray:
+        """The docids of ``rows`` as a numpy object array of str (gathered, not copied)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if isinstance(self._docids, np.ndarray):
+            return self._docids[rows]
+        return _object_array(take_rows(self._docids, rows))
+
+    @property
+    def subtopics(self) -> np.ndarray | None:
+        if self._subtopics is not None and not isinstance(self._subtopics, np.ndarray):
+            values, codes = self._subtopics  # (distinct values, a code per row)
+            self._subtopics = np.asarray(values, dtype=object)[codes] if len(codes) else \
+                np.zeros(0, dtype=object)
+        return self._subtopics
+
+    @subtopics.setter
+    def subtopics(self, value) -> None:
+        self._subtopics = value
 
     @property
     def offsets(self) -> np.ndarray:
@@ -117,10 +174,12 @@ class Qrels:
         remap = np.full(len(self.topics), -1, dtype=np.int64)
         remap[codes] = np.arange(len(codes))
         rows = np.flatnonzero(remap[self.topic_index] >= 0)
-        return Qrels(keep_topics, remap[self.topic_index[rows]].astype(np.int32),
-                     self.docids[rows], self.grades[rows],
-                     self.subtopics[rows] if self.subtopics is not None else None,
-                     self.source)
+        out = Qrels(keep_topics, remap[self.topic_index[rows]].astype(np.int32),
+                    self.docids[rows], self.grades[rows],
+                    self.subtopics[rows] if self.subtopics is not None else None,
+                    self.source)
+        out.unique_judgments = self.unique_judgments
+        return out
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {t: {} for t in self.topics}
@@ -128,6 +187,64 @@ class Qrels:
                            self.grades.tolist(), strict=True):
             out[self.topics[t]][d] = g
         return out
+
+
+# --------------------------------------------------------------------------------------------
+# Arrow <-> numpy without pyarrow's pandas shim (to_numpy and pa.array import pandas: ~0.4 s)
+# --------------------------------------------------------------------------------------------
+
+def numpy_of(arr, dtype) -> np.ndarray:
+    """The values of a primitive pyarrow array (or chunked array) without nulls as numpy,
+    viewing its buffer (a chunked array's chunks are concatenated)."""
+    dtype = np.dtype(dtype)
+    if hasattr(arr, "chunks"):
+        parts = [numpy_of(c, dtype) for c in arr.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+    if len(arr) == 0:
+        return np.zeros(0, dtype)
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr),
+                         offset=arr.offset * dtype.itemsize)
+
+
+def arrow_ints(values: np.ndarray):
+    """An int64 numpy array as a pyarrow array (zero copy; the buffer keeps it alive)."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def take_rows(docids, rows: np.ndarray):
+    """``docids.take(rows)`` (a pyarrow array or chunked array); a chunked array is taken
+    chunk by chunk for sorted ``rows`` (Arrow's take over chunks would first concatenate
+    them), else through one concatenated index."""
+    import pyarrow as pa
+
+    rows = np.asarray(rows, dtype=np.int64)
+    if not isinstance(docids, pa.ChunkedArray):
+        return docids.take(arrow_ints(rows))
+    if docids.num_chunks == 1:
+        return docids.chunk(0).take(arrow_ints(rows))
+    if len(rows) > 1 and not (rows[1:] >= rows[:-1]).all():
+        order = np.argsort(rows, kind="stable")
+        taken = take_rows(docids, rows[order])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return taken.take(arrow_ints(inverse))
+    bounds = np.cumsum([0] + [len(c) for c in docids.chunks])
+    cut = rows.searchsorted(bounds)
+    parts = [chunk.take(arrow_ints(rows[cut[k]:cut[k + 1]] - bounds[k]))
+             for k, chunk in enumerate(docids.chunks) if cut[k + 1] > cut[k]]
+    return pa.concat_arrays(parts) if parts else docids.chunk(0).slice(0, 0)
+
+
+def _object_array(values) -> np.ndarray:
+    """A numpy object array of str from a pyarrow string array or chunked array."""
+    if isinstance(values, np.ndarray):
+        return values
+    out = np.empty(len(values), dtype=object)
+    out[:] = values.to_pylist()
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,14 +288,11 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     if isinstance(source, Mapping):
         return _qrels_from_mapping(source, name or "qrels")
     data, label = _load_bytes(source, name, "qrels")
-    cols = None
     if len(data) >= FAST_READER_MIN_BYTES:
-        cols = _fast_columns(data, 4, {0: "str", 1: "str", 2: "str", 3: "dict"})
-        if cols is not None:
-            cols[3] = _grades_by_grammar(cols[3])
-    if cols is None or cols[3] is None:
-        cols = _slow_qrels_columns(bytes(data), label)
-    qids, subtopics, docids, grades = cols
+        qrels = _fast_qrels(data, label, diversity)
+        if qrels is not None:
+            return qrels
+    qids, subtopics, docids, grades = _slow_qrels_columns(bytes(data), label)
     return _build_qrels(qids, docids, grades, subtopics, label, diversity, data=data)
 
 
@@ -419,7 +533,7 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
         if kind in ("int", "float"):
             if col.null_count:
                 return None
-            arr = col.to_numpy()
+            arr = numpy_of(col, np.int64 if kind == "int" else np.float64)
             if kind == "float" and not np.isfinite(arr).all():
                 return None
             out.append(arr)
@@ -451,7 +565,7 @@ def _grades_by_grammar(column) -> np.ndarray | None:
                             dtype=np.int64)
     except grammar.GrammarError:
         return None
-    return values[column.indices.to_numpy(zero_copy_only=False)] if len(values) else \
+    return values[numpy_of(column.indices, np.int32)] if len(values) else \
         np.zeros(len(column), np.int64)
 
 
@@ -542,8 +656,8 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
                 return None  # a comment line with six fields: the line reader skips it
             remap = np.asarray([topic_ids.setdefault(t, len(topic_ids)) for t in local],
                                dtype=np.int32)
-            codes.append(remap[qid.indices.to_numpy(zero_copy_only=False)])
-            values = score.to_numpy()
+            codes.append(remap[numpy_of(qid.indices, np.int32)])
+            values = numpy_of(score, np.float64)
             if not np.isfinite(values).all():
                 return None
             scores.append(values)
@@ -765,25 +879,80 @@ def fnv1a_hashes(strings) -> np.ndarray:
     return out
 
 
-def _topic_doc_keys(run: Run) -> np.ndarray:
-    keys = docid_hashes(run.docids)
-    keys *= np.uint64(0x9E3779B97F4A7C15)
-    keys += run.topic_index.view(np.uint32)  # uint64 += uint32: no 64-bit temporary
+_MIX_TOPIC = np.uint64(0x9E3779B97F4A7C15)
+_MIX_KEY = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def topic_doc_keys(hashes: np.ndarray, topic_index: np.ndarray) -> np.ndarray:
+    """A 64-bit key per (topic, docid hash): equal pairs give equal keys; the bits are mixed
+    so that any top bits of a key serve as a hash of the pair (a new array)."""
+    keys = topic_index.astype(np.uint64)
+    keys *= _MIX_TOPIC
+    keys += hashes
+    keys *= _MIX_KEY
+    keys ^= keys >> np.uint64(29)
     return keys
 
 
+def row_bits(n: int) -> int:
+    """Bits that number ``n`` rows (at least 1)."""
+    return max(1, int(n - 1).bit_length())
+
+
+def packed_keys(keys: np.ndarray, rb: int) -> np.ndarray:
+    """``keys`` sorted, each keeping its top ``64 - rb`` bits above its row number in the low
+    ``rb`` bits: one in-place sort of one array gives both the order and the rows (an
+    argsort costs twice as much and a second array). Consumes ``keys``."""
+    keys >>= np.uint64(rb)
+    keys <<= np.uint64(rb)
+    keys |= np.arange(len(keys), dtype=np.uint64)
+    keys.sort()
+    return keys
+
+
+def shared_prefixes(packed: np.ndarray, rb: int) -> np.ndarray:
+    """The key prefixes (``packed >> rb``) that more than one row holds, sorted, unique."""
+    if len(packed) < 2:
+        return np.zeros(0, np.uint64)
+    same = (packed[1:] ^ packed[:-1]) < (np.uint64(1) << np.uint64(rb))
+    if not same.any():
+        return np.zeros(0, np.uint64)
+    return np.unique(packed[1:][same] >> np.uint64(rb))
+
+
+def rows_with_prefixes(packed: np.ndarray, rb: int, prefixes: np.ndarray) -> np.ndarray:
+    """The rows (low ``rb`` bits) of ``packed`` whose prefix is one of ``prefixes``."""
+    if not len(prefixes) or not len(packed):
+        return np.zeros(0, np.int64)
+    lo = packed.searchsorted(prefixes << np.uint64(rb))
+    hi = packed.searchsorted(((prefixes + np.uint64(1)) << np.uint64(rb)) - np.uint64(1),
+                             "right")
+    idx = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(),
+                                                          strict=True)])
+    return (packed[idx.astype(np.int64)] & ((np.uint64(1) << np.uint64(rb)) - np.uint64(1))
+            ).astype(np.int64)
+
+
+def run_packed_keys(run: Run, rb: int) -> np.ndarray:
+    """The run's packed (topic, docid) keys with ``rb`` row bits (computed once per rb)."""
+    if run._packed is not None and run._packed[0] == rb:
+        return run._packed[1]
+    keys = topic_doc_keys(docid_hashes(run.docids), run.topic_index)
+    packed = packed_keys(keys, rb)
+    run._packed = (rb, packed)
+    return packed
+
+
 def _has_duplicates(run: Run) -> bool:
-    """True if some docid occurs twice within one topic (hash, sort in place, verify)."""
+    """True if some docid occurs twice within one topic: the keys sorted (kept on the run
+    for matching against qrels); rows sharing a key prefix are compared exactly."""
     if len(run) < 2:
         return False
-    keys = _topic_doc_keys(run)
-    keys.sort()
-    same = keys[1:] == keys[:-1]
-    if not same.any():
+    rb = row_bits(len(run))
+    packed = run_packed_keys(run, rb)
+    rows = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
+    if not len(rows):
         return False
-    suspects = keys[1:][same]
-    del keys
-    rows = np.flatnonzero(np.isin(_topic_doc_keys(run), suspects))
     pairs = list(zip(run.topic_index[rows].tolist(), run.docids_at(rows).tolist(), strict=True))
     return len(set(pairs)) < len(pairs)
 
@@ -791,6 +960,65 @@ def _has_duplicates(run: Run) -> bool:
 # --------------------------------------------------------------------------------------------
 # Qrels
 # --------------------------------------------------------------------------------------------
+
+def _fast_qrels(data: bytes | memoryview, label: str, diversity: bool) -> Qrels | None:
+    """Qrels through pyarrow's CSV reader, kept as columns: topic ids and subtopics as
+    dictionaries (one Python str per distinct value), docids as one Arrow string array,
+    grades by the grammar per distinct spelling. Rows grouped by topic as
+    :func:`_build_qrels` groups them (stable: file order within a topic); a docid judged
+    twice in a topic is found by sorting hashed keys and comparing the rows that share
+    one. ``None``: the line reader reads it (irregular text, a value the grammar refuses)."""
+    cols = _fast_columns(data, 4, {0: "dict", 1: "dict", 2: "str", 3: "dict"})
+    if cols is None:
+        return None
+    qid, sub, docid, grade = cols
+    grades = _grades_by_grammar(grade)
+    if grades is None:
+        return None
+    import pyarrow as pa
+
+    local = qid.dictionary.to_pylist()
+    topics, topic_index = in_strcmp_order({t: i for i, t in enumerate(local)},
+                                          numpy_of(qid.indices, np.int32))
+    docids = docid.chunk(0) if docid.num_chunks == 1 else pa.concat_arrays(docid.chunks)
+    sub_codes = numpy_of(sub.indices, np.int32)
+    if len(topic_index) > 1 and not (topic_index[1:] >= topic_index[:-1]).all():
+        order = np.argsort(topic_index, kind="stable")
+        topic_index, grades, sub_codes = topic_index[order], grades[order], sub_codes[order]
+        docids = docids.take(arrow_ints(order))
+    qrels = Qrels(topics, topic_index, docids, grades.astype(np.int64, copy=False),
+                  (sub.dictionary.to_pylist(), sub_codes), label)
+    if not diversity:
+        if _qrels_have_duplicates(qrels):
+            qids, subtopics, names, values = _slow_qrels_columns(bytes(data), label)
+            _build_qrels(qids, names, values, subtopics, label, diversity, data=data)  # raises
+            raise InputError(label, "a docid is judged twice for one topic", field="docno",
+                             code="duplicate-judgment")
+        qrels.unique_judgments = True
+    return qrels
+
+
+def qrels_hashes(qrels: Qrels) -> np.ndarray:
+    """:func:`docid_hashes` of the qrels' docids, in row order (computed once)."""
+    if qrels._hashes is None or len(qrels._hashes) != len(qrels):
+        qrels._hashes = docid_hashes(qrels.docids_arrow)
+    return qrels._hashes
+
+
+def _qrels_have_duplicates(qrels: Qrels) -> bool:
+    """True if some docid is judged twice for one topic (hashed keys sorted; the rows that
+    share a key prefix compared exactly)."""
+    if len(qrels) < 2:
+        return False
+    rb = row_bits(len(qrels))
+    packed = packed_keys(topic_doc_keys(qrels_hashes(qrels), qrels.topic_index), rb)
+    rows = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
+    if not len(rows):
+        return False
+    pairs = list(zip(qrels.topic_index[rows].tolist(), qrels.docids_at(rows).tolist(),
+                     strict=True))
+    return len(set(pairs)) < len(pairs)
+
 
 def _slow_qrels_columns(data: bytes, label: str) -> list:
     qids: list[str] = []
@@ -874,7 +1102,9 @@ def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -
                 raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
                                  line=where, field="docno" if where else
                                  f"{label}.{topic}.{doc}", code="duplicate-judgment")
-    return Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
+    out = Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
+    out.unique_judgments = not diversity
+    return out
 
 
 def _find_line(data: bytes, topic: str, doc: str, occurrence: int) -> int | None:

@@ -21,7 +21,9 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .io import Qrels, Run, fnv1a_hashes
+from .io import (Qrels, Run, arrow_ints, fnv1a_hashes, numpy_of, packed_keys, qrels_hashes,
+                 row_bits, rows_with_prefixes, run_packed_keys, shared_prefixes, take_rows,
+                 topic_doc_keys)
 
 NONPOOL = -1
 UNJUDGED = -2
@@ -282,6 +284,9 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         return empty, np.zeros(0, np.float64), empty
     if run._origin is not None:
         return _match_mapping(run, qrels, run_to_qrels)
+    if not isinstance(run.docids, np.ndarray) and run.docid_fnv is None and \
+            row_bits(max(len(run), len(qrels))) <= MAX_ROW_BITS:
+        return _match_hashed(run, qrels, run_to_qrels)
     if isinstance(run.docids, np.ndarray):
         # read line by line (no pyarrow): that reader already costs a loop per line
         uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
@@ -335,6 +340,75 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
     return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]]
+
+
+# Row numbers share a sorted key's 64 bits with a prefix of its hash (see io.packed_keys):
+# up to 2^36 rows the prefix keeps 28 bits or more, enough that shared prefixes stay rare.
+MAX_ROW_BITS = 36
+
+
+def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+    """:func:`_match` without a Python string per docid: (topic, docid) keys hashed from the
+    docids' bytes on both sides, both sorted (the run's already were, when it was read),
+    and joined by one search of the sorted qrels keys in the sorted run keys.
+
+    Exact whatever the hash: a key prefix two rows of one side share (a collision, as the
+    readers refuse a docid twice in a topic) sends every row holding it on either side to
+    an exact match by (topic, docid) string; every other pair that shares a prefix is one
+    row on each side and is kept only if its topics and docid bytes are equal (a prefix
+    shared across sides by different docids is therefore no match, and an equal docid
+    always gives an equal prefix). A hash collision costs time, never a number.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rb = row_bits(max(len(run), len(qrels)))
+    low = (np.uint64(1) << np.uint64(rb)) - np.uint64(1)
+    packed = run_packed_keys(run, rb)
+    # each qrels row's topic in the run's numbering (-1: not in the run)
+    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
+    judged = (run_to_qrels >= 0).nonzero()[0]
+    qrels_to_run[run_to_qrels[judged]] = judged
+    q_rt = qrels_to_run[qrels.topic_index]
+    q_rows = (q_rt >= 0).nonzero()[0]
+    q_packed = packed_keys(topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows]), rb)
+
+    pos = packed.searchsorted(q_packed & ~low)          # first run key with that prefix
+    np.minimum(pos, len(packed) - 1, out=pos)
+    hit = ((packed[pos] ^ q_packed) <= low).nonzero()[0]
+    shared = np.union1d(shared_prefixes(packed, rb), shared_prefixes(q_packed, rb))
+    if len(shared):
+        hit = hit[~np.isin(q_packed[hit] >> np.uint64(rb), shared)]
+    r_row = (packed[pos[hit]] & low).astype(np.int64)
+    q_row = q_rows[(q_packed[hit] & low).astype(np.int64)]
+    del packed, q_packed, pos, hit
+    order = np.argsort(r_row)
+    r_row, q_row = r_row[order], q_row[order]
+    same = run.topic_index[r_row] == q_rt[q_row]
+    if len(r_row):
+        equal = pc.equal(take_rows(run.docids, r_row), qrels.docids_arrow.take(
+            arrow_ints(q_row)))
+        if not pc.all(equal).as_py():
+            same &= numpy_of(pc.cast(equal, pa.int8()), np.int8).astype(bool)
+    if not same.all():
+        r_row, q_row = r_row[same], q_row[same]
+    if len(shared):  # the rows behind a shared prefix: matched by their strings
+        sr = rows_with_prefixes(run_packed_keys(run, rb), rb, shared)
+        sq = q_rows[rows_with_prefixes(
+            packed_keys(topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows]), rb), rb,
+            shared)]
+        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist()),
+                         sr.tolist()))
+        found = [(where.get(key), q) for key, q in zip(
+            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist()), sq.tolist())]
+        found = [(r, q) for r, q in found if r is not None]
+        if found:
+            extra = np.asarray(found, dtype=np.int64)
+            r_row = np.concatenate([r_row, extra[:, 0]])
+            q_row = np.concatenate([q_row, extra[:, 1]])
+            order = np.argsort(r_row, kind="stable")
+            r_row, q_row = r_row[order], q_row[order]
+    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row
 
 
 def _take_rows(docids, rows: np.ndarray):
@@ -410,7 +484,7 @@ def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -
         bounds = np.concatenate(([0], g_len.cumsum()))
         which = (~same).nonzero()[0]
         local = mixed_groups.searchsorted(g_inv[which])
-        mine = qrels.docids[qrow[which]].astype(str)
+        mine = qrels.docids_at(qrow[which]).astype(str)
         below = segmented_search(member_doc, bounds[local], bounds[local + 1],
                                  lambda v, i: v < mine[i])
         # members with a larger docno = group size - (#smaller) - 1
