@@ -1,0 +1,157 @@
+"""Issue #19's fast paths against the old ones: qrels read as columns and docids matched by
+hashed (topic, docid) keys must give exactly the numbers of the line reader and of string
+matching, whatever the hash does. The hash is patched to collide (a constant, a few buckets,
+one docid made to hash as another) and every value must stay the same; a collision may cost
+time, never a number."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import cranfield
+import cranfield.io
+from cranfield import InputError
+
+REAL_HASHES = cranfield.io.docid_hashes
+MEASURES = ["all_trec", "ndcg_cut.3", "P.2", "recall.4", "success.1"]
+
+
+def _texts(seed: int) -> tuple[str, str]:
+    """A run and qrels with score ties, docids of varied lengths (some non-ASCII, some
+    prefixes of others), negative grades, topics on one side only, judged docids the run
+    misses and run topics listed out of strcmp order."""
+    rnd = random.Random(seed)
+    vocab = ["d", "d1", "d10", "d100", "doc-é", "doc-ée", "x" * 40, "Δ", "a1", "a2", "b",
+             "c" * 9, "zz", "q", "d2", "d3", "d20"] + [f"n{i}" for i in range(30)]
+    run_lines, qrels_lines = [], []
+    topics = [f"t{i}" for i in range(12)]
+    for t in reversed(topics[:10]):
+        docs = rnd.sample(vocab, rnd.randint(1, 25))
+        for rank, d in enumerate(docs):
+            score = rnd.choice([1.0, 2.0, 2.5, 3.0, rnd.random()])
+            run_lines.append(f"{t} Q0 {d} {rank} {score} sys")
+    for t in topics[2:]:
+        for d in rnd.sample(vocab, rnd.randint(1, 20)):
+            qrels_lines.append(f"{t} 0 {d} {rnd.choice([-1, 0, 0, 1, 2, 3])}")
+    rnd.shuffle(qrels_lines)
+    return "\n".join(run_lines) + "\n", "\n".join(qrels_lines) + "\n"
+
+
+def _evaluate(run_text: str, qrels_text: str, columnar: bool, profile: str):
+    saved = cranfield.io.FAST_READER_MIN_BYTES
+    cranfield.io.FAST_READER_MIN_BYTES = 0 if columnar else 1 << 62
+    try:
+        run = cranfield.read_run(run_text)
+        qrels = cranfield.read_qrels(qrels_text)
+    finally:
+        cranfield.io.FAST_READER_MIN_BYTES = saved
+    assert isinstance(run.docids, np.ndarray) != columnar
+    return cranfield.evaluate(run, qrels, MEASURES, profile=profile)
+
+
+def _same(a, b) -> None:
+    assert a.topic_order == b.topic_order
+    assert a.aggregate == b.aggregate or all(
+        a.aggregate[k] == b.aggregate[k] or (a.aggregate[k] != a.aggregate[k]
+                                             and b.aggregate[k] != b.aggregate[k])
+        for k in a.aggregate)
+    assert a.values.keys() == b.values.keys()
+    for key in a.values:
+        x, y = a.values[key], b.values[key]
+        if x.dtype == object:
+            assert x.tolist() == y.tolist(), key
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=key)
+
+
+def _constant(docids):
+    return np.full(len(docids), 7, dtype=np.uint64)
+
+
+def _four_buckets(docids):
+    return REAL_HASHES(docids) & np.uint64(3)
+
+
+def _by_length(docids):
+    chunks = docids.chunks if hasattr(docids, "chunks") else [docids]
+    return np.concatenate([np.diff(np.frombuffer(c.buffers()[1], np.int32, len(c) + 1,
+                                                 c.offset * 4)).astype(np.uint64)
+                           for c in chunks]) if chunks else np.zeros(0, np.uint64)
+
+
+def _d1_as_d10(docids):
+    """Every docid its own hash but d10, which hashes as d1 (a collision across sides when
+    one holds d1 and the other d10)."""
+    out = REAL_HASHES(docids).copy()
+    names = np.asarray(docids.to_pylist(), dtype=object)
+    out[names == "d10"] = REAL_HASHES(pa.array(["d1"]))[0]
+    return out
+
+
+HASHES = {"real": REAL_HASHES, "constant": _constant, "four buckets": _four_buckets,
+          "by length": _by_length, "d10 as d1": _d1_as_d10}
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("hashing", list(HASHES))
+@pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
+def test_hashed_matching_equals_the_line_readers_whatever_the_hash(seed, hashing, profile,
+                                                                    monkeypatch):
+    run_text, qrels_text = _texts(seed)
+    reference = _evaluate(run_text, qrels_text, columnar=False, profile=profile)
+    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    _same(_evaluate(run_text, qrels_text, columnar=True, profile=profile), reference)
+
+
+def test_a_collision_across_sides_is_no_match(monkeypatch):
+    """The run retrieves d1, the qrels judge d10 (relevant) and not d1: with d10 hashing as
+    d1 the keys agree, the bytes do not, and the run has found nothing relevant."""
+    monkeypatch.setattr(cranfield.io, "docid_hashes", _d1_as_d10)
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    run = cranfield.read_run("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\n")
+    qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d2 0\n")
+    ev = cranfield.evaluate(run, qrels, ["num_rel_ret", "num_rel", "map"])
+    assert ev.aggregate == {"num_rel_ret": 0, "num_rel": 1, "map": 0.0}
+    qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d1 2\n")  # both, on one side: shared key
+    ev = cranfield.evaluate(run, qrels, ["num_rel_ret", "num_rel", "ndcg"])
+    assert ev.aggregate["num_rel_ret"] == 1 and ev.aggregate["num_rel"] == 2
+
+
+@pytest.mark.parametrize("hashing", ["real", "constant", "four buckets"])
+def test_duplicates_are_found_and_only_they(hashing, monkeypatch):
+    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    run = "q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq2 Q0 a 1 1 s\nq1 Q0 c 3 1 s\n"
+    assert cranfield.read_run(run).to_dict() == {"q1": {"a": 3.0, "b": 2.0, "c": 1.0},
+                                                 "q2": {"a": 1.0}}
+    with pytest.raises(InputError) as info:
+        cranfield.read_run(run + "q1 Q0 b 4 0 s\n", name="r")
+    assert (info.value.line, info.value.code) == (5, "duplicate-docid")
+    qrels = "q1 0 a 1\nq1 0 b 0\nq2 0 a 2\n"
+    assert cranfield.read_qrels(qrels).to_dict() == {"q1": {"a": 1, "b": 0}, "q2": {"a": 2}}
+    with pytest.raises(InputError) as info:
+        cranfield.read_qrels(qrels + "q1 0 b 1\n", name="q")
+    assert (info.value.line, info.value.code) == (4, "duplicate-judgment")
+    # subtopic qrels may repeat a docid in a topic
+    assert len(cranfield.read_qrels(qrels + "q1 2 b 1\n", diversity=True)) == 4
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_columnar_qrels_equal_the_line_readers(seed, monkeypatch):
+    _, text = _texts(seed)
+    text = text.replace(" 0 ", " 3 ", 4)  # a few other subtopic numbers
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 1 << 62)
+    slow = cranfield.read_qrels(text)
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    fast = cranfield.read_qrels(text)
+    assert isinstance(slow.docids, np.ndarray) and fast.unique_judgments
+    assert fast.topics == slow.topics
+    np.testing.assert_array_equal(fast.topic_index, slow.topic_index)
+    np.testing.assert_array_equal(fast.grades, slow.grades)
+    assert fast.docids.tolist() == slow.docids.tolist()
+    assert fast.subtopics.tolist() == slow.subtopics.tolist()
+    assert fast.docids_at(np.array([2, 0])).tolist() == slow.docids[[2, 0]].tolist()
