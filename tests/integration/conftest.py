@@ -1,11 +1,12 @@
-"""Fixtures: a real gunicorn serving the app, started once per session."""
+"""Fixtures: a real gunicorn serving the app, started once per session; a private
+redis-server and a PostgreSQL database per test module."""
 
 from __future__ import annotations
 
 import subprocess
 
 import pytest
-from servers import RedisServer, require_redis_server, start_gunicorn
+from servers import RedisServer, postgres_database, require_redis_server, start_gunicorn
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +29,12 @@ def redis_server():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def results_postgres(request):
+    """The URL of an empty PostgreSQL database of this test module, dropped after it (None
+    when no server answers: a test that needs it says so with ``require``)."""
+    name = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")[:24]
+    with postgres_database(f"cranfield_{name}_") as url:
+        yield url

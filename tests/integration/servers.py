@@ -70,6 +70,42 @@ def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen
     return url, proc
 
 
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """SIGTERM (a worker finishes its job, gunicorn its requests), then SIGKILL after
+    ``timeout`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
+@contextlib.contextmanager
+def running_gunicorn(extra_env: dict | None = None):
+    """:func:`start_gunicorn` for a ``with`` block: its base URL, the server stopped after."""
+    url, proc = start_gunicorn(extra_env)
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+@contextlib.contextmanager
+def running_worker(redis_url: str, database: str | None = None):
+    """A ``cranfield worker`` on ``redis_url`` for a ``with`` block (recording results in
+    ``database`` when given), stopped after."""
+    env = dict(os.environ)
+    if database is not None:
+        env["CRANFIELD_DATABASE_URL"] = database
+    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_url], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        stop(proc)
+
+
 class RedisServer:
     """A private redis-server on a free port; with ``folder``, append-only persistence there
     (fsync on every write), so a restart keeps what was queued."""

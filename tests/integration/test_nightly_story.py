@@ -14,13 +14,12 @@ under the baseline line.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from servers import CRANFIELD, ROOT, call, postgres_database, start_gunicorn, wait_job
+from servers import CRANFIELD, ROOT, call, running_gunicorn, running_worker, wait_job
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from browser_tools import CHROMIUM, Chromium  # noqa: E402
@@ -42,36 +41,20 @@ def _trec_text(run: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def database():
-    with postgres_database("cranfield_story_") as url:
+def api(redis_server, results_postgres):
+    if results_postgres is None:
+        yield None
+        return
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                           "CRANFIELD_DATABASE_URL": results_postgres}) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def api(redis_server, database):
-    if database is None:
-        yield None
-        return
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                                "CRANFIELD_DATABASE_URL": database})
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
 @pytest.fixture
-def worker(redis_server, database, require):
-    require(database is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
-    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
-                            env=dict(os.environ, CRANFIELD_DATABASE_URL=database),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+def worker(redis_server, results_postgres, require):
+    require(results_postgres is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+    with running_worker(redis_server.url, results_postgres) as proc:
+        yield proc
 
 
 @pytest.fixture

@@ -8,19 +8,14 @@ the same result. (The API's side with the embedded queue: tests/api/test_record_
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import uuid
 
 import pytest
 from servers import (
     BODY,
-    CRANFIELD,
-    ROOT,
     call,
-    postgres_database,
-    start_gunicorn,
+    running_gunicorn,
+    running_worker,
     wait_job,
 )
 
@@ -28,9 +23,8 @@ MEASURES = ["map", "P.10", "ndcg_cut.10"]
 
 
 @pytest.fixture(scope="module")
-def database():
-    with postgres_database("cranfield_multipart_") as url:
-        yield url
+def database(results_postgres):
+    return results_postgres
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +33,10 @@ def api(redis_server, database):
         yield None
         return
     # a TREC run of a few kB is cut into two shards when queued
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                                "CRANFIELD_DATABASE_URL": database,
-                                "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"})
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                           "CRANFIELD_DATABASE_URL": database, "CRANFIELD_SHARDS": "2",
+                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -52,15 +44,8 @@ def worker(redis_server, database):
     if database is None:
         yield None
         return
-    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
-                            env=dict(os.environ, CRANFIELD_DATABASE_URL=database),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_worker(redis_server.url, database) as proc:
+        yield proc
 
 
 def _form(record: dict) -> tuple[bytes, str]:

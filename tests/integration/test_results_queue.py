@@ -6,29 +6,21 @@ step records) are covered; the rows are read back from PostgreSQL itself as well
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-
 import pytest
 from servers import (
     BODY,
-    CRANFIELD,
     DATA,
-    ROOT,
     call,
-    postgres_database,
-    start_gunicorn,
+    running_gunicorn,
+    running_worker,
     wait_job,
 )
 from sqlalchemy import create_engine, text
 
 
 @pytest.fixture(scope="module")
-def database():
-    """The URL of an empty PostgreSQL database of this module (None: no server)."""
-    with postgres_database("cranfield_queue_") as url:
-        yield url
+def database(results_postgres):
+    return results_postgres
 
 
 @pytest.fixture(scope="module")
@@ -37,26 +29,17 @@ def api(redis_server, database):
         yield None
         return
     # a TREC run of a few kB is cut into two shards: the combine step records it
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                                "CRANFIELD_DATABASE_URL": database,
-                                "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"})
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                           "CRANFIELD_DATABASE_URL": database, "CRANFIELD_SHARDS": "2",
+                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
+        yield url
 
 
 @pytest.fixture
 def worker(redis_server, database, require):
     require(database is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
-    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
-                            env=dict(os.environ, CRANFIELD_DATABASE_URL=database),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_worker(redis_server.url, database) as proc:
+        yield proc
 
 
 def _mapping_run() -> dict:

@@ -10,12 +10,16 @@ team-b read, list, delete and evaluate against team-a's qrels: every test here f
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import urllib.request
 
 import pytest
-from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
+from servers import (
+    DATA,
+    call,
+    running_gunicorn,
+    running_worker,
+    wait_job,
+)
 
 from service.auth import key_line
 
@@ -36,27 +40,15 @@ def auth(key: str) -> dict:
 @pytest.fixture(scope="module")
 def api(redis_server):
     keys = ";".join(key_line(k, role, tenant, k) for k, (role, tenant) in KEYS.items())
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_API_KEYS": keys,
-                                "CRANFIELD_WORKERS": "1"})
-    yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_API_KEYS": keys,
+                           "CRANFIELD_WORKERS": "1"}) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def worker(redis_server):
-    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    with running_worker(redis_server.url) as proc:
+        yield proc
 
 
 def put_qrels(api, key, qrels_id, text):
