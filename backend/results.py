@@ -289,6 +289,14 @@ def _when(value: datetime | str | None) -> datetime | None:
     return _utc(value)
 
 
+def _window(since: datetime | str | None, until: datetime | str | None) -> list:
+    """The conditions of a time filter: recorded at or after ``since``, at or before
+    ``until`` (see :func:`_when`)."""
+    start, end = _when(since), _when(until)
+    return ([] if start is None else [Result.created_at >= start]) + \
+        ([] if end is None else [Result.created_at <= end])
+
+
 def _tenant(tenant: str | None) -> str:
     return SHARED if tenant is None else tenant
 
@@ -570,16 +578,11 @@ class ResultStore:
         all. ``since``/``until``: recorded at or after / at or before (datetime or ISO
         8601; naive is UTC); ``tag``: carrying it; ``qrels_version``: against it. An unknown
         system has no results: ``([], 0)``."""
-        start, end = _when(since), _when(until)
         with self.sessions() as session:
             owner = self._system(session, tenant, system)
             if owner is None:
                 return [], 0
-            where = [Result.system_pk == owner.pk]
-            if start is not None:
-                where.append(Result.created_at >= start)
-            if end is not None:
-                where.append(Result.created_at <= end)
+            where = [Result.system_pk == owner.pk, *_window(since, until)]
             if qrels_version is not None:
                 where.append(Result.qrels_version == qrels_version)
             if tag is not None:
@@ -614,16 +617,11 @@ class ResultStore:
         out. ``since``/``until`` as :meth:`results`; ``limit``: the newest ``limit`` points
         of the window; ``ids``: only these results. Returns the points and how many the
         window holds in all."""
-        start, end = _when(since), _when(until)
         with self.sessions() as session:
             owner = self._system(session, tenant, system)
             if owner is None:
                 return [], 0
-            where = [Result.system_pk == owner.pk]
-            if start is not None:
-                where.append(Result.created_at >= start)
-            if end is not None:
-                where.append(Result.created_at <= end)
+            where = [Result.system_pk == owner.pk, *_window(since, until)]
             if ids is not None:
                 where.append(Result.id.in_(list(ids)))
             has_values = select(ResultValues.result_pk).where(
