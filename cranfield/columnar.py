@@ -28,8 +28,18 @@ from typing import Any
 import numpy as np
 
 from . import grammar
+from . import io as _io
 from .errors import InputError
 from .io import Qrels, Run, docid_hashes, in_strcmp_order
+
+
+def _numpy(arr, dtype) -> np.ndarray:
+    """A primitive Arrow array without nulls as numpy (the engine's view of its buffer when
+    it has one: pyarrow's own to_numpy may import pandas)."""
+    numpy_of = getattr(_io, "numpy_of", None)
+    if numpy_of is not None:
+        return numpy_of(arr, dtype)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
 
 RUN_COLUMNS = ("topic", "docid", "score")
 QRELS_COLUMNS = ("topic", "docid", "grade")
@@ -296,12 +306,15 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
     if "iteration" in table.column_names:
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
-    doc_array = _objects(docids)[order]
-    qrels = Qrels(topics, topic_index[order], doc_array, grades[order],
+    sorted_docids = docids.take(_io.arrow_ints(order)) if hasattr(_io, "arrow_ints") else \
+        docids.take(order)
+    qrels = Qrels(topics, topic_index[order], sorted_docids, grades[order],
                   _objects(subs)[order] if subs is not None else None, label)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)
+        if hasattr(qrels, "unique_judgments"):
+            qrels.unique_judgments = True  # proved just now, as the text reader proves it
     return qrels
 
 
@@ -382,18 +395,41 @@ def _id_column(col, label: str, column: str):
 
 
 def _topic_codes(col, label: str) -> tuple[list[str], np.ndarray]:
-    """(the distinct topics in strcmp order, each row's topic code)."""
-    arr = _as_strings(col, label, "topic")
-    encoded = arr.dictionary_encode()
-    local = encoded.dictionary.to_pylist()
-    bad = grammar.bad_id(local)
-    if bad is not None:
-        import pyarrow.compute as pc
+    """(the distinct topics in strcmp order, each row's topic code). A dictionary-encoded
+    column (what ``Client`` sends) is read through its dictionaries, which may repeat a
+    value or hold unused ones: codes are by value, and only topics with rows count."""
+    import pyarrow as pa
 
-        row = int(pc.index(arr, local[bad[0]]).as_py())
-        raise _column_error(label, "topic", f"{local[bad[0]]!r}: {bad[1]}", row)
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-    return in_strcmp_order({t: i for i, t in enumerate(local)}, codes)
+    if pa.types.is_dictionary(col.type) and (pa.types.is_string(col.type.value_type) or
+                                             pa.types.is_large_string(col.type.value_type)):
+        _nulls(col, label, "topic")
+        first_seen: dict[str, int] = {}
+        parts = []
+        for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+            local = _as_strings(chunk.dictionary, label, "topic").to_pylist()
+            remap = np.asarray([first_seen.setdefault(t, len(first_seen)) for t in local],
+                               dtype=np.int32)
+            idx = _numpy(chunk.indices.cast(pa.int64()), np.int64)
+            if len(idx) and (idx.min() < 0 or idx.max() >= len(local)):
+                raise _column_error(label, "topic", "a dictionary index out of range")
+            parts.append(remap[idx])
+        codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        names = list(first_seen)
+        used = np.bincount(codes, minlength=len(names)) > 0
+        if not used.all():
+            renumber = np.cumsum(used, dtype=np.int32) - 1
+            codes = renumber[codes]
+            names = [n for n, u in zip(names, used.tolist(), strict=True) if u]
+    else:
+        arr = _as_strings(col, label, "topic")
+        encoded = arr.dictionary_encode()
+        names = encoded.dictionary.to_pylist()
+        codes = _numpy(encoded.indices, np.int32)
+    bad = grammar.bad_id(names)
+    if bad is not None:
+        row = int(np.flatnonzero(codes == bad[0])[0])
+        raise _column_error(label, "topic", f"{names[bad[0]]!r}: {bad[1]}", row)
+    return in_strcmp_order({t: i for i, t in enumerate(names)}, codes)
 
 
 def _numbers(col, label: str, column: str):
@@ -415,10 +451,14 @@ def _scores(col, label: str) -> np.ndarray:
     import pyarrow as pa
 
     arr, typ = _numbers(col, label, "score")
-    if pa.types.is_floating(typ):
-        values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-    else:  # integers: the nearest double, as the JSON reader gives
-        values = np.asarray(arr.to_numpy(zero_copy_only=False)).astype(np.float64)
+    if pa.types.is_float64(typ):
+        values = _numpy(arr, np.float64)
+    elif pa.types.is_floating(typ):
+        values = _numpy(arr.cast(pa.float64()), np.float64)
+    elif pa.types.is_unsigned_integer(typ):  # the nearest double, as the JSON reader gives
+        values = _numpy(arr.cast(pa.uint64()), np.uint64).astype(np.float64)
+    else:
+        values = _numpy(arr.cast(pa.int64()), np.int64).astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         row = int(bad[0])
@@ -430,22 +470,23 @@ def _grades(col, label: str) -> np.ndarray:
     import pyarrow as pa
 
     arr, typ = _numbers(col, label, "grade")
-    raw = np.asarray(arr.to_numpy(zero_copy_only=False))
     if pa.types.is_floating(typ):
-        raw = raw.astype(np.float64)
+        raw = _numpy(arr.cast(pa.float64()), np.float64)
         bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.round(raw)) | (np.abs(raw) > 2.0**53))
         if len(bad):
             row = int(bad[0])
             raise _column_error(label, "grade", grammar.json_grade_problem(float(raw[row])) or
                                 f"{raw[row]!r} is not an integer", row)
         return raw.astype(np.int64)
-    if raw.dtype == np.uint64:
+    if pa.types.is_unsigned_integer(typ):
+        raw = _numpy(arr.cast(pa.uint64()), np.uint64)
         bad = np.flatnonzero(raw > np.uint64(grammar.INT64_MAX))
         if len(bad):
             row = int(bad[0])
             raise _column_error(label, "grade", f"grade {int(raw[row])} is outside the 64-bit "
                                 "integer range", row)
-    return raw.astype(np.int64)
+        return raw.astype(np.int64)
+    return _numpy(arr.cast(pa.int64()), np.int64).copy()
 
 
 def _runid(col, label: str) -> str:
@@ -465,36 +506,45 @@ def _objects(arr) -> np.ndarray:
 
 def _refuse_duplicates(value, label: str, message: str, code: str,
                        rows: np.ndarray | None = None) -> None:
-    """Refuse a docid twice within a topic (hash, sort, verify), naming the rows of the
-    table (``rows``: the table row of each of ``value``'s rows, when they were reordered)."""
+    """Refuse a docid twice within a topic, naming the rows of the table (``rows``: the
+    table row of each of ``value``'s rows, when they were reordered). 64-bit keys (docid
+    hash and topic) sorted in place; only rows whose key repeats are compared exactly."""
     import pyarrow as pa
 
     n = len(value)
     if n < 2:
         return
-    docids = value.docids
+    docids = getattr(value, "_docids", None)
+    if docids is None or isinstance(value, Run):
+        docids = value.docids
     arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
         docids.tolist(), pa.string())
     keys = docid_hashes(arrow)
     keys *= np.uint64(0x9E3779B97F4A7C15)
-    keys += value.topic_index.astype(np.uint64)
-    order = np.argsort(keys, kind="stable")
-    ks = keys[order]
-    same = np.flatnonzero(ks[1:] == ks[:-1])
-    if not len(same):
+    keys += np.ascontiguousarray(value.topic_index, dtype=np.int32).view(np.uint32)
+    ordered = np.sort(keys)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():
         return
+    suspects = np.flatnonzero(np.isin(keys, ordered[1:][same]))
+    _name_duplicate(value, label, message, code, rows, suspects)
+
+
+def _name_duplicate(value, label, message, code, rows, suspects) -> None:
+    """Compare the ``suspects`` rows (sharing a key) exactly; raise naming the first
+    duplicate's two table rows, if one is."""
+    first: dict = {}
     hits = []
-    for i in same.tolist():
-        a, b = int(order[i]), int(order[i + 1])
-        if value.topic_index[a] != value.topic_index[b]:
-            continue
-        da, db = value.docids_at(np.array([a, b])).tolist() if isinstance(docids, (
-            pa.Array, pa.ChunkedArray)) else (docids[a], docids[b])
-        if da == db:
-            ra, rb = (int(rows[a]), int(rows[b])) if rows is not None else (a, b)
-            hits.append((max(ra, rb), min(ra, rb), a, da))
+    names = value.docids_at(suspects).tolist()
+    for row, doc in zip(suspects.tolist(), names, strict=True):
+        key = (int(value.topic_index[row]), doc)
+        table_row = int(rows[row]) if rows is not None else row
+        if key in first:
+            hits.append((max(table_row, first[key]), min(table_row, first[key]), row, doc))
+        else:
+            first[key] = table_row
     if hits:
-        second, first, row, doc = min(hits)
+        second, first_row, row, doc = min(hits)
         topic = value.topics[value.topic_index[row]]
         raise InputError(label, message.format(doc=doc, topic=topic) +
-                         f" (rows {first} and {second})", field=f"{label}.docid", code=code)
+                         f" (rows {first_row} and {second})", field=f"{label}.docid", code=code)

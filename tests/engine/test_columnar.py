@@ -299,3 +299,25 @@ def test_evaluate_takes_tables_and_frames():
     for _name, run, qrels in [("table", run_table(RUN), qrels_table(QRELS))]:
         ev = cranfield.evaluate(run, qrels, MEASURES)
         assert ev.aggregate == ref.aggregate and ev.per_topic == ref.per_topic
+
+
+def test_dictionary_topics_with_repeated_and_unused_values():
+    """A dictionary may repeat a value or hold unused ones (nothing in Arrow forbids it):
+    topics are by value, and only topics with rows count."""
+    chunk1 = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int8()),
+                                            pa.array(["2", "2", "zz-unused"]))
+    chunk2 = pa.DictionaryArray.from_arrays(pa.array([1, 1], pa.int32()),
+                                            pa.array(["unused", "10"]))
+    topic = pa.chunked_array([chunk1, chunk2.cast(chunk1.type)])
+    table = pa.table({"topic": topic, "docid": ["a", "b", "c", "a", "b"],
+                      "score": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    run = columnar.run_from_table(table)
+    text = cranfield.read_run(b"2 Q0 a 1 1.0 r\n2 Q0 b 1 2.0 r\n2 Q0 c 1 3.0 r\n"
+                              b"10 Q0 a 1 4.0 r\n10 Q0 b 1 5.0 r\n")
+    assert run.topics == text.topics == ["10", "2"]
+    assert np.array_equal(run.topic_index, text.topic_index)
+    bad = pa.table({"topic": pa.DictionaryArray.from_arrays(pa.array([0, 0]),
+                                                            pa.array(["1 2"])),
+                    "docid": ["a", "b"], "score": [1.0, 2.0]})
+    with pytest.raises(InputError, match="a space"):
+        columnar.run_from_table(bad)
