@@ -287,8 +287,13 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         return source
     if isinstance(source, Mapping):
         return _qrels_from_mapping(source, name or "qrels")
+    path = _as_path(source, name)
+    if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
+        qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
+        if qrels is not None:
+            return qrels
     data, label = _load_bytes(source, name, "qrels")
-    if len(data) >= FAST_READER_MIN_BYTES:
+    if path is None and len(data) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(data, label, diversity)
         if qrels is not None:
             return qrels
@@ -523,7 +528,8 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
     try:
         table = csv.read_csv(data if isinstance(data, str) else pa.BufferReader(data),
                              **_csv_options(csv, ncols, delim, {
-                                 names[i]: type_map[t] for i, t in types.items()}))
+                                 names[i]: type_map[t] for i, t in types.items()}),
+                             memory_pool=pa.system_memory_pool())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
     out = []
@@ -546,7 +552,7 @@ def _fast_columns(data: bytes | str, ncols: int, types: dict[int, str]) -> list 
             return None  # an empty field: two delimiters in a row
         out.append(col)  # "str" columns stay chunked: concatenating would copy them
     del table, col
-    pa.default_memory_pool().release_unused()  # parse buffers: give them back to the OS
+    release_memory()  # parse buffers: give them back to the OS
     # Comment lines ('#' first) have the same field count by chance: the slow path skips them.
     first = out[0]
     first_values = first.dictionary if isinstance(first, pa.DictionaryArray) else first
@@ -645,7 +651,8 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
         reader = csv.open_csv(data if isinstance(data, str) else pa.BufferReader(data),
                               **_csv_options(csv, 6, delim, {"c0": dict32, "c1": dict32,
                                                              "c2": pa.string(),
-                                                             "c4": pa.float64()}))
+                                                             "c4": pa.float64()}),
+                              memory_pool=pa.system_memory_pool())
         for batch in reader:
             qid, it, docno, score = batch.columns
             if score.null_count or _has_empty(pc, qid.dictionary) or _has_empty(pc, it.dictionary) \
@@ -671,13 +678,37 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
     del scores
     run = Run(topics, topic_index, pa.chunked_array(docids, pa.string()), score_array,
               last[5].decode("utf-8", "replace"), label)
-    pa.default_memory_pool().release_unused()
     if _has_duplicates(run):
         raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
         _slow_run(bytes(raw), label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno",
                          code="duplicate-docid")
+    release_memory()
     return run
+
+
+def release_memory() -> None:
+    """Give the memory freed by a read back to the OS. The CSV readers allocate from the
+    system allocator (``malloc``: pyarrow's default pool keeps what it freed), whose free
+    pages ``malloc_trim`` returns (glibc; elsewhere only Arrow's pool is asked): without
+    it the parse buffers of one read stay resident through the evaluation that follows,
+    half as much again as the columns it kept."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL(None).malloc_trim
+        except (ImportError, OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
 
 
 def _has_empty(pc, values) -> bool:
@@ -886,12 +917,18 @@ _MIX_KEY = np.uint64(0xBF58476D1CE4E5B9)
 def topic_doc_keys(hashes: np.ndarray, topic_index: np.ndarray) -> np.ndarray:
     """A 64-bit key per (topic, docid hash): equal pairs give equal keys; the bits are mixed
     so that any top bits of a key serve as a hash of the pair (a new array)."""
-    keys = topic_index.astype(np.uint64)
-    keys *= _MIX_TOPIC
-    keys += hashes
-    keys *= _MIX_KEY
-    keys ^= keys >> np.uint64(29)
+    keys = np.empty(len(hashes), dtype=np.uint64)
+    for a in range(0, len(keys), _BLOCK):  # in blocks: no temporary the size of the input
+        part = keys[a:a + _BLOCK]
+        np.multiply(topic_index[a:a + _BLOCK], _MIX_TOPIC, out=part, dtype=np.uint64,
+                    casting="unsafe")
+        part += hashes[a:a + _BLOCK]
+        part *= _MIX_KEY
+        part ^= part >> np.uint64(29)
     return keys
+
+
+_BLOCK = 1 << 18
 
 
 def row_bits(n: int) -> int:
@@ -905,19 +942,22 @@ def packed_keys(keys: np.ndarray, rb: int) -> np.ndarray:
     argsort costs twice as much and a second array). Consumes ``keys``."""
     keys >>= np.uint64(rb)
     keys <<= np.uint64(rb)
-    keys |= np.arange(len(keys), dtype=np.uint64)
+    for a in range(0, len(keys), _BLOCK):
+        keys[a:a + _BLOCK] |= np.arange(a, min(a + _BLOCK, len(keys)), dtype=np.uint64)
     keys.sort()
     return keys
 
 
 def shared_prefixes(packed: np.ndarray, rb: int) -> np.ndarray:
     """The key prefixes (``packed >> rb``) that more than one row holds, sorted, unique."""
-    if len(packed) < 2:
-        return np.zeros(0, np.uint64)
-    same = (packed[1:] ^ packed[:-1]) < (np.uint64(1) << np.uint64(rb))
-    if not same.any():
-        return np.zeros(0, np.uint64)
-    return np.unique(packed[1:][same] >> np.uint64(rb))
+    found = []
+    limit = np.uint64(1) << np.uint64(rb)
+    for a in range(0, len(packed) - 1, _BLOCK):  # in blocks: no full-size temporary
+        b = min(a + _BLOCK, len(packed) - 1)
+        same = (packed[a + 1:b + 1] ^ packed[a:b]) < limit
+        if same.any():
+            found.append(packed[a + 1:b + 1][same] >> np.uint64(rb))
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
 def rows_with_prefixes(packed: np.ndarray, rb: int, prefixes: np.ndarray) -> np.ndarray:
@@ -933,14 +973,18 @@ def rows_with_prefixes(packed: np.ndarray, rb: int, prefixes: np.ndarray) -> np.
             ).astype(np.int64)
 
 
-def run_packed_keys(run: Run, rb: int) -> np.ndarray:
-    """The run's packed (topic, docid) keys with ``rb`` row bits (computed once per rb)."""
+def run_packed_keys(run: Run, rb: int) -> tuple[np.ndarray, np.ndarray]:
+    """The run's packed (topic, docid) keys with ``rb`` row bits and the prefixes rows share
+    (computed once per rb)."""
     if run._packed is not None and run._packed[0] == rb:
-        return run._packed[1]
-    keys = topic_doc_keys(docid_hashes(run.docids), run.topic_index)
+        return run._packed[1], run._packed[2]
+    hashes = docid_hashes(run.docids)
+    keys = topic_doc_keys(hashes, run.topic_index)
+    del hashes
     packed = packed_keys(keys, rb)
-    run._packed = (rb, packed)
-    return packed
+    shared = shared_prefixes(packed, rb)
+    run._packed = (rb, packed, shared)
+    return packed, shared
 
 
 def _has_duplicates(run: Run) -> bool:
@@ -949,8 +993,8 @@ def _has_duplicates(run: Run) -> bool:
     if len(run) < 2:
         return False
     rb = row_bits(len(run))
-    packed = run_packed_keys(run, rb)
-    rows = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
+    packed, shared = run_packed_keys(run, rb)
+    rows = rows_with_prefixes(packed, rb, shared)
     if not len(rows):
         return False
     pairs = list(zip(run.topic_index[rows].tolist(), run.docids_at(rows).tolist(), strict=True))
@@ -961,7 +1005,7 @@ def _has_duplicates(run: Run) -> bool:
 # Qrels
 # --------------------------------------------------------------------------------------------
 
-def _fast_qrels(data: bytes | memoryview, label: str, diversity: bool) -> Qrels | None:
+def _fast_qrels(data: bytes | memoryview | str, label: str, diversity: bool) -> Qrels | None:
     """Qrels through pyarrow's CSV reader, kept as columns: topic ids and subtopics as
     dictionaries (one Python str per distinct value), docids as one Arrow string array,
     grades by the grammar per distinct spelling. Rows grouped by topic as
@@ -990,11 +1034,14 @@ def _fast_qrels(data: bytes | memoryview, label: str, diversity: bool) -> Qrels 
                   (sub.dictionary.to_pylist(), sub_codes), label)
     if not diversity:
         if _qrels_have_duplicates(qrels):
+            if isinstance(data, str):
+                data = _load_bytes(data, label, "qrels")[0]
             qids, subtopics, names, values = _slow_qrels_columns(bytes(data), label)
             _build_qrels(qids, names, values, subtopics, label, diversity, data=data)  # raises
             raise InputError(label, "a docid is judged twice for one topic", field="docno",
                              code="duplicate-judgment")
         qrels.unique_judgments = True
+    release_memory()
     return qrels
 
 
@@ -1139,7 +1186,7 @@ def in_strcmp_order(first_seen: dict[str, int], codes: np.ndarray
     topics = sorted(first_seen, key=byte_key)
     remap = np.empty(len(topics), dtype=np.int32)
     remap[[first_seen[t] for t in topics]] = np.arange(len(topics), dtype=np.int32)
-    return topics, remap[codes].astype(np.int32) if len(codes) else np.zeros(0, np.int32)
+    return topics, remap[codes] if len(codes) else np.zeros(0, np.int32)
 
 
 def _index_of(names: list[str], topics: list[str]) -> list[int]:

@@ -76,6 +76,8 @@ def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
 # Below this many rows, one global sort of integer keys beats a vectorised binary search
 # (fewer numpy calls); above it, the sort would cost more than the search.
 GLOBAL_KEYS_MAX_ROWS = 200_000
+# Judged documents searched for at once (bounds the vectorised search's temporaries).
+SEARCH_BLOCK = 1 << 17
 # A run with this many rows per distinct judged docid is matched through a hash bitmap first.
 PREFILTER_ROWS_PER_JUDGED = 64
 
@@ -94,6 +96,13 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
     if global_keys is None:
         global_keys = len(scores) <= GLOBAL_KEYS_MAX_ROWS
     if not global_keys or len(query) == 0:
+        if len(query) > SEARCH_BLOCK:  # in blocks: the search's temporaries stay small
+            parts = [score_positions(scores, tix, lo[a:a + SEARCH_BLOCK],
+                                     hi[a:a + SEARCH_BLOCK], query[a:a + SEARCH_BLOCK],
+                                     global_keys=False)
+                     for a in range(0, len(query), SEARCH_BLOCK)]
+            return (np.concatenate([p[0] for p in parts]),
+                    np.concatenate([p[1] for p in parts]))
         first = segmented_search(scores, lo, hi, lambda v, i: query[i] < v)
         second = segmented_search(scores, first, hi, lambda v, i: query[i] <= v)
         return first, second
@@ -178,23 +187,42 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
 
     lo, hi = seg_lo[j_rt], seg_hi[j_rt]
     above, tie_end = score_positions(scores, tix, lo, hi, j_score)
+    del hi, j_score
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
+    del lo
     tied = (tie_end - above > 1).nonzero()[0]
     if tied.size:
         rank[tied] += _docno_tie_offsets(run, qrels, order, above[tied], tie_end[tied],
                                          j_qrow[tied], j_label[tied])
+    # (each step drops what it no longer needs: a run's arrays are large)
+    del above, tie_end, tied, order, tix, j_qrow
+
+    lens = seg_hi - seg_lo
+    evaluated_run = run_to_eval >= 0
+    ties = {}
+    if tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint; all k at once)
+        evaluated_rt = evaluated_run.nonzero()[0]
+        ks = np.asarray(tie_cutoffs, dtype=np.int64)
+        long_enough = lens[evaluated_rt] > ks[:, None]             # [cutoffs, topics]
+        # (positions of topics shorter than k are clipped into range, then masked out)
+        at = np.minimum(seg_lo[evaluated_rt] + ks[:, None] - 1, max(len(scores) - 2, 0))
+        cut_tied = np.zeros((len(ks), T), dtype=bool)
+        if len(scores) > 1:
+            cut_tied[:, run_to_eval[evaluated_rt]] = long_enough & (scores[at] == scores[at + 1])
+        ties = dict(zip(tie_cutoffs, cut_tied, strict=True))
+    del scores
 
     # --- assemble per evaluated topic --------------------------------------------------------
     e_topic = run_to_eval[j_rt]
+    del j_rt
     num_ret = np.zeros(T, dtype=np.int64)
-    lens = seg_hi - seg_lo
-    evaluated_run = run_to_eval >= 0
     num_ret[run_to_eval[evaluated_run]] = lens[evaluated_run]
     in_run = np.zeros(T, dtype=bool)
     in_run[run_to_eval[evaluated_run]] = True
 
     srt = np.lexsort((rank, e_topic))
     h_topic, h_rank, h_label = e_topic[srt], rank[srt], j_label[srt]
+    del srt, e_topic, rank, j_label
     if depth is not None:
         kept = h_rank <= depth
         h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
@@ -205,20 +233,13 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         num_ret = np.bincount(h_topic, minlength=T).astype(np.int64)
         h_rank = within_topic_index(h_topic, T) + 1
 
-    q_keep = eval_of_qrels[qrels.topic_index] >= 0
-    q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
-    q_grade = qrels.grades[q_keep].astype(np.int64)
-    ties = {}
-    if tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint; all k at once)
-        evaluated_rt = evaluated_run.nonzero()[0]
-        ks = np.asarray(tie_cutoffs, dtype=np.int64)
-        long_enough = lens[evaluated_rt] > ks[:, None]             # [cutoffs, topics]
-        # (positions of topics shorter than k are clipped into range, then masked out)
-        at = np.minimum(seg_lo[evaluated_rt] + ks[:, None] - 1, max(len(scores) - 2, 0))
-        tied = np.zeros((len(ks), T), dtype=bool)
-        if len(scores) > 1:
-            tied[:, run_to_eval[evaluated_rt]] = long_enough & (scores[at] == scores[at + 1])
-        ties = dict(zip(tie_cutoffs, tied, strict=True))
+    if len(qrels.topics) == T and (eval_of_qrels == np.arange(T)).all():
+        q_topic = qrels.topic_index.astype(np.int64)  # every qrels topic evaluated
+        q_grade = qrels.grades.astype(np.int64, copy=False)
+    else:
+        q_keep = eval_of_qrels[qrels.topic_index] >= 0
+        q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
+        q_grade = qrels.grades[q_keep].astype(np.int64)
     return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
 
 
@@ -364,7 +385,7 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
 
     rb = row_bits(max(len(run), len(qrels)))
     low = (np.uint64(1) << np.uint64(rb)) - np.uint64(1)
-    packed = run_packed_keys(run, rb)
+    packed, run_shared = run_packed_keys(run, rb)
     # each qrels row's topic in the run's numbering (-1: not in the run)
     qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
     judged = (run_to_qrels >= 0).nonzero()[0]
@@ -376,7 +397,7 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     pos = packed.searchsorted(q_packed & ~low)          # first run key with that prefix
     np.minimum(pos, len(packed) - 1, out=pos)
     hit = ((packed[pos] ^ q_packed) <= low).nonzero()[0]
-    shared = np.union1d(shared_prefixes(packed, rb), shared_prefixes(q_packed, rb))
+    shared = np.union1d(run_shared, shared_prefixes(q_packed, rb))
     if len(shared):
         hit = hit[~np.isin(q_packed[hit] >> np.uint64(rb), shared)]
     r_row = (packed[pos[hit]] & low).astype(np.int64)
@@ -393,7 +414,7 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     if not same.all():
         r_row, q_row = r_row[same], q_row[same]
     if len(shared):  # the rows behind a shared prefix: matched by their strings
-        sr = rows_with_prefixes(run_packed_keys(run, rb), rb, shared)
+        sr = rows_with_prefixes(run_packed_keys(run, rb)[0], rb, shared)
         sq = q_rows[rows_with_prefixes(
             packed_keys(topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows]), rb), rb,
             shared)]
