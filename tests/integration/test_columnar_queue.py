@@ -1,0 +1,52 @@
+"""A queued Arrow upload on a real Redis with a real RQ worker (issue #19): the API stores
+the IPC stream as it came (``run_format`` ``arrow``), the worker reads it with the API's
+reader, and the result is the synchronous one."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from servers import CRANFIELD, DATA, ROOT, start_gunicorn
+
+import cranfield
+from cranfield.client import Client
+
+
+@pytest.fixture(scope="module")
+def api(redis_server):
+    url, proc = start_gunicorn({"REDIS_URL": redis_server.url})
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def worker(redis_server):
+    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield proc
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_queued_arrow_run_on_a_real_worker_equals_sync(api, worker):
+    run = cranfield.read_run(str(DATA / "results.test"))
+    table = pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
+                      "docid": run.docids_at(np.arange(len(run))).tolist(),
+                      "score": run.scores, "runid": [run.runid] * len(run)})
+    client = Client(api)
+    measures = ["map", "P.10", "ndcg_cut.10", "runid"]
+    sync = client.evaluate(DATA / "results.test", DATA / "qrels.test", measures=measures)
+    queued = client.evaluate(table, DATA / "qrels.test", measures=measures,
+                             prefer_async=True)
+    assert queued["aggregate"] == sync["aggregate"]
+    assert queued["per_topic"] == sync["per_topic"]
+    same = client.evaluate(table, DATA / "qrels.test", measures=measures)
+    assert queued["provenance"]["run_sha256"] == same["provenance"]["run_sha256"]
