@@ -267,10 +267,16 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     path = _as_path(source, name)
     if path is not None:
         label = name or path
-        run = _fast_run(path, label) if os.path.getsize(path) >= FAST_READER_MIN_BYTES else None
+        run = None
+        if os.path.getsize(path) >= FAST_READER_MIN_BYTES:
+            run = _fast_run(path, label)
+            release_memory()  # (once the reader's locals are gone)
         return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
     data, label = _load_bytes(source, name, "run")
-    run = _fast_run(data, label) if len(data) >= FAST_READER_MIN_BYTES else None
+    run = None
+    if len(data) >= FAST_READER_MIN_BYTES:
+        run = _fast_run(data, label)
+        release_memory()
     return run if run is not None else _slow_run(bytes(data), label)
 
 
@@ -290,11 +296,13 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     path = _as_path(source, name)
     if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
+        release_memory()  # (once the reader's locals are gone)
         if qrels is not None:
             return qrels
     data, label = _load_bytes(source, name, "qrels")
     if path is None and len(data) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(data, label, diversity)
+        release_memory()
         if qrels is not None:
             return qrels
     qids, subtopics, docids, grades = _slow_qrels_columns(bytes(data), label)
@@ -643,9 +651,10 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
         return None
     dict32 = pa.dictionary(pa.int32(), pa.string())
     topic_ids: dict[str, int] = {}
-    codes: list[np.ndarray] = []
+    # typed arrays grow in place (realloc): no list of batches concatenated at twice the size
+    codes = array("i")
     docids: list = []
-    scores: list[np.ndarray] = []
+    scores = array("d")
     try:
         # iter (c1) is read only to prove the fields line up: it must not be empty
         reader = csv.open_csv(data if isinstance(data, str) else pa.BufferReader(data),
@@ -663,19 +672,18 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
                 return None  # a comment line with six fields: the line reader skips it
             remap = np.asarray([topic_ids.setdefault(t, len(topic_ids)) for t in local],
                                dtype=np.int32)
-            codes.append(remap[numpy_of(qid.indices, np.int32)])
+            codes.frombytes(remap[numpy_of(qid.indices, np.int32)].tobytes())
             values = numpy_of(score, np.float64)
             if not np.isfinite(values).all():
                 return None
-            scores.append(values)
+            scores.frombytes(values.tobytes())
             docids.append(docno)
+            del batch, qid, it, score, values
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
-    topics, topic_index = in_strcmp_order(
-        topic_ids, np.concatenate(codes) if codes else np.zeros(0, np.int32))
+    topics, topic_index = in_strcmp_order(topic_ids, np.frombuffer(codes, np.int32))
     del codes
-    score_array = np.concatenate(scores) if scores else np.zeros(0)
-    del scores
+    score_array = np.frombuffer(scores, np.float64)
     run = Run(topics, topic_index, pa.chunked_array(docids, pa.string()), score_array,
               last[5].decode("utf-8", "replace"), label)
     if _has_duplicates(run):
@@ -683,7 +691,6 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
         _slow_run(bytes(raw), label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno",
                          code="duplicate-docid")
-    release_memory()
     return run
 
 
@@ -914,15 +921,15 @@ _MIX_TOPIC = np.uint64(0x9E3779B97F4A7C15)
 _MIX_KEY = np.uint64(0xBF58476D1CE4E5B9)
 
 
-def topic_doc_keys(hashes: np.ndarray, topic_index: np.ndarray) -> np.ndarray:
+def topic_doc_keys(hashes: np.ndarray, topic_index: np.ndarray, *,
+                   in_place: bool = False) -> np.ndarray:
     """A 64-bit key per (topic, docid hash): equal pairs give equal keys; the bits are mixed
-    so that any top bits of a key serve as a hash of the pair (a new array)."""
-    keys = np.empty(len(hashes), dtype=np.uint64)
+    so that any top bits of a key serve as a hash of the pair (a new array, or ``hashes``
+    overwritten)."""
+    keys = hashes if in_place else hashes.copy()
     for a in range(0, len(keys), _BLOCK):  # in blocks: no temporary the size of the input
         part = keys[a:a + _BLOCK]
-        np.multiply(topic_index[a:a + _BLOCK], _MIX_TOPIC, out=part, dtype=np.uint64,
-                    casting="unsafe")
-        part += hashes[a:a + _BLOCK]
+        part += topic_index[a:a + _BLOCK].astype(np.uint64) * _MIX_TOPIC
         part *= _MIX_KEY
         part ^= part >> np.uint64(29)
     return keys
@@ -978,9 +985,7 @@ def run_packed_keys(run: Run, rb: int) -> tuple[np.ndarray, np.ndarray]:
     (computed once per rb)."""
     if run._packed is not None and run._packed[0] == rb:
         return run._packed[1], run._packed[2]
-    hashes = docid_hashes(run.docids)
-    keys = topic_doc_keys(hashes, run.topic_index)
-    del hashes
+    keys = topic_doc_keys(docid_hashes(run.docids), run.topic_index, in_place=True)
     packed = packed_keys(keys, rb)
     shared = shared_prefixes(packed, rb)
     run._packed = (rb, packed, shared)
@@ -1041,7 +1046,6 @@ def _fast_qrels(data: bytes | memoryview | str, label: str, diversity: bool) -> 
             raise InputError(label, "a docid is judged twice for one topic", field="docno",
                              code="duplicate-judgment")
         qrels.unique_judgments = True
-    release_memory()
     return qrels
 
 

@@ -429,7 +429,14 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
             q_row = np.concatenate([q_row, extra[:, 1]])
             order = np.argsort(r_row, kind="stable")
             r_row, q_row = r_row[order], q_row[order]
+    if len(run) >= KEEP_KEYS_MAX_ROWS:
+        run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
     return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row
+
+
+# A run this long drops its sorted keys once matched (they would stay resident through the
+# evaluation's peak); a shorter one keeps them for the next evaluation.
+KEEP_KEYS_MAX_ROWS = 1 << 20
 
 
 def _take_rows(docids, rows: np.ndarray):
