@@ -405,12 +405,16 @@ def _topic_codes(col, label: str) -> tuple[list[str], np.ndarray]:
         _nulls(col, label, "topic")
         first_seen: dict[str, int] = {}
         parts = []
+        last_dictionary, remap = None, None
         for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
-            local = _as_strings(chunk.dictionary, label, "topic").to_pylist()
-            remap = np.asarray([first_seen.setdefault(t, len(first_seen)) for t in local],
-                               dtype=np.int32)
+            # the batches of a stream usually share one dictionary: mapped once
+            if last_dictionary is None or not chunk.dictionary.equals(last_dictionary):
+                last_dictionary = chunk.dictionary
+                local = _as_strings(last_dictionary, label, "topic").to_pylist()
+                remap = np.asarray([first_seen.setdefault(t, len(first_seen)) for t in local],
+                                   dtype=np.int32)
             idx = _numpy(chunk.indices.cast(pa.int64()), np.int64)
-            if len(idx) and (idx.min() < 0 or idx.max() >= len(local)):
+            if len(idx) and (idx.min() < 0 or idx.max() >= len(remap)):
                 raise _column_error(label, "topic", "a dictionary index out of range")
             parts.append(remap[idx])
         codes = np.concatenate(parts) if parts else np.zeros(0, np.int32)
@@ -519,6 +523,12 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
         docids = value.docids
     arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
         docids.tolist(), pa.string())
+    if isinstance(value, Run):
+        suspects = _engine_suspects(value)
+        if suspects is not None:
+            if len(suspects):
+                _name_duplicate(value, label, message, code, rows, suspects)
+            return
     keys = docid_hashes(arrow)
     keys *= np.uint64(0x9E3779B97F4A7C15)
     keys += np.ascontiguousarray(value.topic_index, dtype=np.int32).view(np.uint32)
@@ -528,6 +538,25 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
         return
     suspects = np.flatnonzero(np.isin(keys, ordered[1:][same]))
     _name_duplicate(value, label, message, code, rows, suspects)
+
+
+def _engine_suspects(run: Run) -> np.ndarray | None:
+    """The rows that may repeat a docid in their topic by the engine's own sorted (topic,
+    docid) keys — which it keeps on the run for matching it against qrels, so they are
+    computed once — or None when this engine has no such keys (then this module sorts its
+    own)."""
+    packed_keys = getattr(_io, "run_packed_keys", None)
+    with_prefixes = getattr(_io, "rows_with_prefixes", None)
+    row_bits = getattr(_io, "row_bits", None)
+    if packed_keys is None or with_prefixes is None or row_bits is None:
+        return None
+    try:
+        rb = row_bits(len(run))
+        got = packed_keys(run, rb)
+        packed, shared = got if isinstance(got, tuple) else (got, _io.shared_prefixes(got, rb))
+        return np.sort(np.asarray(with_prefixes(packed, rb, shared), dtype=np.int64))
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _name_duplicate(value, label, message, code, rows, suspects) -> None:

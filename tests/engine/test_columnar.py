@@ -321,3 +321,22 @@ def test_dictionary_topics_with_repeated_and_unused_values():
                     "docid": ["a", "b"], "score": [1.0, 2.0]})
     with pytest.raises(InputError, match="a space"):
         columnar.run_from_table(bad)
+
+
+@pytest.mark.parametrize("engine_keys", [True, False])
+@pytest.mark.parametrize("collide", [False, True])
+def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, collide):
+    """By the engine's sorted keys or by this module's own; with every docid hashing alike,
+    only true duplicates are refused."""
+    if not engine_keys:
+        monkeypatch.setattr(columnar._io, "run_packed_keys", None, raising=False)
+    if collide:
+        const = lambda docids: np.zeros(len(docids), np.uint64)  # noqa: E731
+        monkeypatch.setattr(columnar, "docid_hashes", const)
+        monkeypatch.setattr(columnar._io, "docid_hashes", const)
+    table = run_table(RUN)
+    columnar.run_from_table(table)  # no duplicate: read
+    rows = RUN[:50] + [(RUN[10][0], RUN[10][1], 9.0)] + RUN[50:60]
+    with pytest.raises(InputError) as err:
+        columnar.run_from_table(run_table(rows))
+    assert err.value.code == "duplicate-docid" and "(rows 10 and 50)" in str(err.value)
