@@ -76,9 +76,10 @@ def _is_table(value: Any) -> bool:
     return is_table(value)
 
 
-def _arrow_stream(value: Any, kind: str) -> bytes:
+def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> bytes:
     """A table (or, beside a table run, a qrels mapping) as an Arrow IPC stream holding the
-    columns the API reads for ``kind``."""
+    columns the API reads for ``kind``; its buffers zstd-compressed (M's run: 66 MB instead
+    of 152, for ~0.1 s more to read on the server)."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -99,7 +100,8 @@ def _arrow_stream(value: Any, kind: str) -> bytes:
         table = table.set_column(table.column_names.index("topic"), "topic",
                                  topic.combine_chunks().dictionary_encode())
     sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema) as writer:
+    options = ipc.IpcWriteOptions(compression=compression)
+    with ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
 
