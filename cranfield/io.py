@@ -467,7 +467,7 @@ def _plain_bytes(data: bytes | memoryview | str, delim: str) -> bool:
     field separator either (a tab inside a space-delimited file is a separator to the
     grammar, part of a field to pyarrow). In 16 MiB chunks (a CR ending one must be followed
     by the LF starting the next)."""
-    step = 16 << 20
+    step = 4 << 20
 
     def chunks():
         if isinstance(data, str):
@@ -672,11 +672,11 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
                 return None  # a comment line with six fields: the line reader skips it
             remap = np.asarray([topic_ids.setdefault(t, len(topic_ids)) for t in local],
                                dtype=np.int32)
-            codes.frombytes(remap[numpy_of(qid.indices, np.int32)].tobytes())
+            codes.frombytes(memoryview(remap[numpy_of(qid.indices, np.int32)]).cast("B"))
             values = numpy_of(score, np.float64)
             if not np.isfinite(values).all():
                 return None
-            scores.frombytes(values.tobytes())
+            scores.frombytes(memoryview(values).cast("B"))
             docids.append(docno)
             del batch, qid, it, score, values
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
@@ -1020,23 +1020,26 @@ def _fast_qrels(data: bytes | memoryview | str, label: str, diversity: bool) -> 
     cols = _fast_columns(data, 4, {0: "dict", 1: "dict", 2: "str", 3: "dict"})
     if cols is None:
         return None
-    qid, sub, docid, grade = cols
+    qid, sub, docids, grade = cols
+    del cols  # (each column goes as soon as it is used: peak memory)
     grades = _grades_by_grammar(grade)
+    del grade
     if grades is None:
         return None
-    import pyarrow as pa
-
     local = qid.dictionary.to_pylist()
     topics, topic_index = in_strcmp_order({t: i for i, t in enumerate(local)},
                                           numpy_of(qid.indices, np.int32))
-    docids = docid.chunk(0) if docid.num_chunks == 1 else pa.concat_arrays(docid.chunks)
-    sub_codes = numpy_of(sub.indices, np.int32)
+    del qid
+    sub_values, sub_codes = sub.dictionary.to_pylist(), numpy_of(sub.indices, np.int32)
+    del sub
     if len(topic_index) > 1 and not (topic_index[1:] >= topic_index[:-1]).all():
         order = np.argsort(topic_index, kind="stable")
         topic_index, grades, sub_codes = topic_index[order], grades[order], sub_codes[order]
-        docids = docids.take(arrow_ints(order))
+        docids = docids.take(arrow_ints(order))  # (chunk by chunk, still chunked)
+        del order
     qrels = Qrels(topics, topic_index, docids, grades.astype(np.int64, copy=False),
-                  (sub.dictionary.to_pylist(), sub_codes), label)
+                  (sub_values, sub_codes), label)
+    del docids
     if not diversity:
         if _qrels_have_duplicates(qrels):
             if isinstance(data, str):

@@ -391,33 +391,49 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     judged = (run_to_qrels >= 0).nonzero()[0]
     qrels_to_run[run_to_qrels[judged]] = judged
     q_rt = qrels_to_run[qrels.topic_index]
-    q_rows = (q_rt >= 0).nonzero()[0]
-    q_packed = packed_keys(topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows]), rb)
+    if (q_rt >= 0).all():  # (every qrels topic in the run: no rows to leave out)
+        q_rows = None
+        q_keys = topic_doc_keys(qrels_hashes(qrels), q_rt)
+    else:
+        q_rows = (q_rt >= 0).nonzero()[0]
+        q_keys = topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows], in_place=True)
+    q_packed = packed_keys(q_keys, rb)
+    del q_keys
 
     pos = packed.searchsorted(q_packed & ~low)          # first run key with that prefix
     np.minimum(pos, len(packed) - 1, out=pos)
-    hit = ((packed[pos] ^ q_packed) <= low).nonzero()[0]
+    probe = packed[pos]
+    probe ^= q_packed
+    hit = (probe <= low).nonzero()[0]
+    del probe
     shared = np.union1d(run_shared, shared_prefixes(q_packed, rb))
     if len(shared):
         hit = hit[~np.isin(q_packed[hit] >> np.uint64(rb), shared)]
     r_row = (packed[pos[hit]] & low).astype(np.int64)
-    q_row = q_rows[(q_packed[hit] & low).astype(np.int64)]
+    q_row = (q_packed[hit] & low).astype(np.int64)
+    if q_rows is not None:
+        q_row = q_rows[q_row]
     del packed, q_packed, pos, hit
     order = np.argsort(r_row)
     r_row, q_row = r_row[order], q_row[order]
+    del order
     same = run.topic_index[r_row] == q_rt[q_row]
-    if len(r_row):
-        equal = pc.equal(take_rows(run.docids, r_row), qrels.docids_arrow.take(
-            arrow_ints(q_row)))
+    q_docids = qrels.docids_arrow
+    for a in range(0, len(r_row), VERIFY_BLOCK):  # docid bytes compared, block by block
+        b = min(a + VERIFY_BLOCK, len(r_row))
+        equal = pc.equal(take_rows(run.docids, r_row[a:b]),
+                         q_docids.take(arrow_ints(q_row[a:b])))
         if not pc.all(equal).as_py():
-            same &= numpy_of(pc.cast(equal, pa.int8()), np.int8).astype(bool)
+            same[a:b] &= numpy_of(pc.cast(equal, pa.int8()), np.int8).astype(bool)
+        del equal
     if not same.all():
         r_row, q_row = r_row[same], q_row[same]
     if len(shared):  # the rows behind a shared prefix: matched by their strings
         sr = rows_with_prefixes(run_packed_keys(run, rb)[0], rb, shared)
-        sq = q_rows[rows_with_prefixes(
-            packed_keys(topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows]), rb), rb,
-            shared)]
+        all_q = np.arange(len(qrels)) if q_rows is None else q_rows
+        sq = all_q[rows_with_prefixes(
+            packed_keys(topic_doc_keys(qrels_hashes(qrels)[all_q], q_rt[all_q],
+                                       in_place=True), rb), rb, shared)]
         where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist()),
                          sr.tolist()))
         found = [(where.get(key), q) for key, q in zip(
@@ -434,6 +450,8 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row
 
 
+# Matched pairs whose docid bytes are compared at once (bounds Arrow's temporaries).
+VERIFY_BLOCK = 1 << 18
 # A run this long drops its sorted keys once matched (they would stay resident through the
 # evaluation's peak); a shorter one keeps them for the next evaluation.
 KEEP_KEYS_MAX_ROWS = 1 << 20
