@@ -111,6 +111,16 @@ class Qrels:
         self.unique_judgments = False
         self._hashes: np.ndarray | None = None  # docid_hashes of the docids, when computed
 
+    def __setstate__(self, state: dict) -> None:
+        # (a Qrels pickled when it was a dataclass kept docids and subtopics by name)
+        state = dict(state)
+        for name in ("docids", "subtopics"):
+            if name in state:
+                state["_" + name] = state.pop(name)
+        state.setdefault("unique_judgments", False)
+        state.setdefault("_hashes", None)
+        self.__dict__.update(state)
+
     def __repr__(self) -> str:
         return (f"Qrels(topics={len(self.topics)}, judgments={len(self)}, "
                 f"source={self.source!r})")

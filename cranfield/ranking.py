@@ -21,9 +21,21 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .io import (Qrels, Run, arrow_ints, fnv1a_hashes, numpy_of, packed_keys, qrels_hashes,
-                 row_bits, rows_with_prefixes, run_packed_keys, shared_prefixes, take_rows,
-                 topic_doc_keys)
+from .io import (
+    Qrels,
+    Run,
+    arrow_ints,
+    fnv1a_hashes,
+    numpy_of,
+    packed_keys,
+    qrels_hashes,
+    row_bits,
+    rows_with_prefixes,
+    run_packed_keys,
+    shared_prefixes,
+    take_rows,
+    topic_doc_keys,
+)
 
 NONPOOL = -1
 UNJUDGED = -2
@@ -434,10 +446,11 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         sq = all_q[rows_with_prefixes(
             packed_keys(topic_doc_keys(qrels_hashes(qrels)[all_q], q_rt[all_q],
                                        in_place=True), rb), rb, shared)]
-        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist()),
-                         sr.tolist()))
+        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist(),
+                             strict=True), sr.tolist(), strict=True))
         found = [(where.get(key), q) for key, q in zip(
-            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist()), sq.tolist())]
+            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist(), strict=True), sq.tolist(),
+            strict=True)]
         found = [(r, q) for r, q in found if r is not None]
         if found:
             extra = np.asarray(found, dtype=np.int64)

@@ -3,9 +3,6 @@ and CSV / JSON renderings of the same numbers (the JSON is the API's evaluation 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from typing import Any
 
@@ -47,6 +44,8 @@ def format_json(ev: Evaluation, run_sha256: str, qrels_sha256: str, per_topic: b
     """The evaluation document the API answers with
     (:func:`cranfield.result_document.evaluation_document`: the same keys and types; warnings
     name options as ``interface`` spells them), as JSON."""
+    import json
+
     from .result_document import evaluation_document
 
     doc = evaluation_document(ev, {"per_topic": per_topic, "curves": curves}, run_sha256,
@@ -56,6 +55,9 @@ def format_json(ev: Evaluation, run_sha256: str, qrels_sha256: str, per_topic: b
 
 def format_csv(ev: Evaluation, per_topic: bool = True, summary: bool = True) -> str:
     """One row per topic (and an ``all`` row), one column per measure key."""
+    import csv
+    import io
+
     keys = [i.key for i in ev.instances]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
