@@ -77,7 +77,7 @@ def bad_id(ids) -> tuple[int, str] | None:
     """(index, reason) of the first invalid id in ``ids``, or None. When all are valid: one
     join, one encode and one ``bytes.translate`` (a regex search over the joined ids takes
     ~40 times as long)."""
-    ids = list(ids)
+    ids = ids if isinstance(ids, list) else list(ids)
     if "" not in ids:
         try:
             joined = "".join(ids).encode("utf-8", "surrogateescape")

@@ -793,26 +793,30 @@ def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
 def _run_from_mapping(run: Mapping, label: str) -> Run:
     """Flatten ``{topic: {docid: score}}`` without a Python loop per document; ids and
     scores by the input grammar (one C-speed pass each when all are valid)."""
-    topics = _mapping_topics(run, label, "scores")
+    topics, ids = _mapping_topics(run, label, "scores")
     lengths = np.fromiter((len(run[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
-    _check_mapping_values(run, topics, label, grammar.json_score_problem)
+    values = list(chain.from_iterable(run[t].values() for t in topics))  # one pass, reused
+    _check_mapping_values(run, topics, label, grammar.json_score_problem, values)
     try:
-        scores = np.fromiter(chain.from_iterable(run[t].values() for t in topics),
-                             np.float64, total)
+        scores = np.fromiter(values, np.float64, total)
     except OverflowError:  # an int beyond a double: the per-value check names it
         _raise_bad_value(run, topics, label, grammar.json_score_problem)
+    del values
     if not np.isfinite(scores).all():
         _raise_bad_value(run, topics, label, grammar.json_score_problem)
-    docids = np.fromiter(chain.from_iterable(run[t].keys() for t in topics), object, total)
+    docids = np.empty(total, dtype=object)
+    docids[:] = ids  # the list the grammar checked: no second pass over the dicts
+    del ids
     topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
     return Run(list(topics), topic_index, docids, scores, label if label != "run" else
                "cranfield", label, _origin=run)
 
 
-def _mapping_topics(mapping: Mapping, label: str, what: str) -> list[str]:
+def _mapping_topics(mapping: Mapping, label: str, what: str) -> tuple[list[str], list]:
     """The topics of ``{topic: {docid: value}}`` in strcmp order, every topic id and docid
-    checked by the grammar (the error names the path)."""
+    checked by the grammar (the error names the path), and the docids in that order (one
+    list, built once for the check and reused)."""
     for topic, docs in mapping.items():
         if not isinstance(topic, str):
             raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
@@ -823,22 +827,26 @@ def _mapping_topics(mapping: Mapping, label: str, what: str) -> list[str]:
         topic = list(mapping)[bad[0]]
         raise InputError(label, f"topic id {topic!r}: {bad[1]}", field=f"{label}.{topic}")
     topics = sorted(mapping, key=byte_key)
-    if grammar.bad_id(chain.from_iterable(mapping[t] for t in topics)) is not None:
+    ids = list(chain.from_iterable(mapping[t] for t in topics))
+    if grammar.bad_id(ids) is not None:
         for t in topics:
             bad = grammar.bad_id(mapping[t])
             if bad is not None:
                 doc = list(mapping[t])[bad[0]]
                 raise InputError(label, f"docid {doc!r}: {bad[1]}", field=f"{label}.{t}.{doc}")
-    return topics
+    return topics, ids
 
 
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
 
 
-def _check_mapping_values(mapping: Mapping, topics: list[str], label: str, problem) -> None:
+def _check_mapping_values(mapping: Mapping, topics: list[str], label: str, problem,
+                          values: list | None = None) -> None:
     """Every value a number (not a bool, not a string: numpy would read ``"3.0"`` as 3.0):
-    one pass over the value types in C; the per-value search runs only when one is not."""
-    types = set(map(type, chain.from_iterable(mapping[t].values() for t in topics)))
+    one pass over the value types in C (over ``values`` when given: the values in topic
+    order); the per-value search runs only when one is not."""
+    types = set(map(type, values if values is not None else
+                    chain.from_iterable(mapping[t].values() for t in topics)))
     if any(not issubclass(t, _NUMBER_TYPES) or issubclass(t, bool | np.bool_) for t in types):
         _raise_bad_value(mapping, topics, label, problem)
 
@@ -1116,14 +1124,17 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     """Flatten ``{topic: {docid: grade}}`` topic by topic (already grouped; a dict cannot
     hold a docid twice), ids and grades by the input grammar: a grade is an integer, or a
     float with no fraction, within int64 — exactly, not through a double."""
-    topics = _mapping_topics(qrels, label, "grades")
+    topics, ids = _mapping_topics(qrels, label, "grades")
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
-    docids = np.fromiter(chain.from_iterable(qrels[t].keys() for t in topics), object, total)
-    _check_mapping_values(qrels, topics, label, grammar.json_grade_problem)
+    docids = np.empty(total, dtype=object)
+    docids[:] = ids
+    del ids
+    listed = list(chain.from_iterable(qrels[t].values() for t in topics))
+    _check_mapping_values(qrels, topics, label, grammar.json_grade_problem, listed)
 
     def values():
-        return chain.from_iterable(qrels[t].values() for t in topics)
+        return iter(listed)
 
     grades = None
     try:
