@@ -134,6 +134,7 @@ def read_table_bytes(data, kind: str, label: str | None = None, *, max_rows: int
             raise InputError(label, "is neither an Arrow IPC stream or file nor a Parquet file")
         if table is not None:
             table.validate(full=True)
+            _decoded_bound(table, label, max_bytes)
     except InputError:
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, struct.error) as exc:
@@ -152,9 +153,19 @@ def _wanted(names, kind: str) -> list[str]:
     return [n for n in names if n in base]
 
 
-def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes) -> None:
+# The shortest line of TREC text holding a row ("a 0 b 1 1 r\n", "a 0 b 1\n"): an upload may
+# hold no more rows than max_bytes of text could (numbers and dictionary codes decode to a
+# few bytes per row whatever their encoding: RLE cannot make a small file a large table).
+_SHORTEST_LINE = {"run": 12, "qrels": 8}
+
+
+def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str = "run") -> None:
     if max_rows is not None and rows > max_rows:
         raise InputError(label, f"{rows} rows exceed the limit of {max_rows}", code="too-large")
+    if max_bytes is not None and rows > max_bytes // _SHORTEST_LINE.get(kind, 8):
+        raise InputError(label, f"{rows} rows exceed what {max_bytes} bytes of TREC text could "
+                         f"hold ({max_bytes // _SHORTEST_LINE.get(kind, 8)} lines)",
+                         code="too-large")
     if max_bytes is not None and nbytes > max_bytes:
         raise InputError(label, f"{nbytes} bytes uncompressed exceed the limit of {max_bytes}",
                          code="too-large")
@@ -174,9 +185,13 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
             col = group.column(c)
             if col.path_in_schema in wanted:
                 nbytes += max(col.total_uncompressed_size, 0)
-    _over(label, meta.num_rows, nbytes, max_rows, max_bytes)
+    _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind)
     if bounds_only:
         return None
+    # string columns the file dictionary-encodes stay dictionaries, so that their decoded
+    # size is bounded (_decoded_bound) before anything decodes them
+    ids = [c for c in wanted if c in ("topic", "runid", "iteration")]
+    pf = pq.ParquetFile(buf, metadata=meta, read_dictionary=ids)
     return pf.read(columns=wanted, use_threads=False)
 
 
@@ -191,7 +206,7 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
             r, b = _batch_header_bounds(message)
             rows += r if message.type == "record batch" else 0
             nbytes += b
-            _over(label, rows, nbytes, max_rows, max_bytes)
+            _over(label, rows, nbytes, max_rows, max_bytes, kind)
     if bounds_only:
         return None
     if bytes(buf[:6]) == b"ARROW1":
@@ -199,6 +214,40 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     else:
         table = ipc.open_stream(buf).read_all()
     return table.select(_wanted(table.column_names, kind))
+
+
+def _decoded_bound(table, label: str, max_bytes: int | None) -> None:
+    """Too large when the table's dictionary-encoded string columns would decode to more than
+    ``max_bytes`` (one long dictionary value repeated by every row is a few bytes in the file
+    and any size decoded): sums the lengths each row's code points at, decoding nothing."""
+    import pyarrow as pa
+
+    if max_bytes is None:
+        return
+    total = 0
+    for name in table.column_names:
+        col = table.column(name)
+        if not pa.types.is_dictionary(col.type):
+            continue
+        for chunk in col.chunks:
+            values = chunk.dictionary
+            if pa.types.is_string(values.type) or pa.types.is_binary(values.type):
+                width = np.int32
+            elif pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type):
+                width = np.int64
+            else:
+                continue
+            size = np.dtype(width).itemsize
+            offsets = np.frombuffer(values.buffers()[1], dtype=width, count=len(values) + 1,
+                                    offset=values.offset * size)
+            lengths = np.diff(offsets).astype(np.int64)
+            idx = _numpy(chunk.indices.cast(pa.int64()), np.int64) if chunk.null_count == 0 \
+                else np.asarray(chunk.indices.fill_null(0).cast(pa.int64()))
+            if len(idx) and len(lengths):
+                total += int(lengths[np.clip(idx, 0, len(lengths) - 1)].sum())
+            if total > max_bytes:
+                raise InputError(label, f"column {name}'s strings decode to more than "
+                                 f"{max_bytes} bytes", code="too-large")
 
 
 def _batch_header_bounds(message) -> tuple[int, int]:

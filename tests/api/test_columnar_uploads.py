@@ -193,9 +193,10 @@ def test_topic_and_per_topic_limits(app, client, reference):
 
 
 def test_compressed_size_bound_before_decompressing(app, client, reference):
-    # a million rows of one (dictionary-encoded) docid compress to little; uncompressed
-    # (16 MB) they are over the byte bound (MAX_CONTENT_LENGTH: 2 MB in these tests)
-    n = 1_000_000
+    # 150k rows of one (dictionary-encoded) docid compress to little; uncompressed (2.4 MB)
+    # they are over the byte bound (MAX_CONTENT_LENGTH: 2 MB in these tests), though not
+    # more rows than 2 MB of text could hold
+    n = 150_000
     table = pa.table({"topic": pa.array(["1"] * n).dictionary_encode(),
                       "docid": pa.array(["d" * 20] * n).dictionary_encode(),
                       "score": np.zeros(n)})
@@ -247,3 +248,27 @@ def test_comparison_takes_arrow_runs(client, reference):
     assert resp.status_code == 200, resp.get_json()
     doc = resp.get_json()
     assert doc["summary"]["map"]["a"]["mean"] == doc["summary"]["map"]["b"]["mean"]
+
+
+@pytest.mark.parametrize("encoder", [ipc_stream, parquet], ids=["arrow", "parquet"])
+def test_a_dictionary_bomb_is_refused_before_decoding(app, client, reference, encoder):
+    # one 100 kB docid repeated by 100 rows: a few hundred kB in the file, 10 MB decoded
+    # (over MAX_CONTENT_LENGTH, 2 MB here): refused from the codes, nothing decoded
+    n = 100
+    docid = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                           pa.array(["d" * 100_000]))
+    table = pa.table({"topic": ["1"] * n, "docid": docid, "score": np.arange(n, dtype=float)})
+    data = encoder(table)
+    assert len(data) < 1_000_000
+    doc = problem(post(client, data, reference["qrels"]), 413)
+    assert "decode to more than" in doc["errors"]["run"][0]
+
+
+def test_more_rows_than_text_could_hold_are_refused(app, client, reference):
+    # 200k rows of one score (RLE: a few kB of Parquet) exceed what 2 MB of TREC text holds
+    n = 200_000
+    table = pa.table({"topic": pa.array(["1"] * n).dictionary_encode(),
+                      "docid": pa.array(["d"] * n).dictionary_encode(), "score": np.zeros(n)})
+    app.config.update(MAX_TOPICS=10, MAX_DOCS_PER_TOPIC=1_000_000)
+    doc = problem(post(client, parquet(table), reference["qrels"]), 413)
+    assert "bytes of TREC text could hold" in doc["errors"]["run"][0]
