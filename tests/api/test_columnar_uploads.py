@@ -272,3 +272,21 @@ def test_more_rows_than_text_could_hold_are_refused(app, client, reference):
     app.config.update(MAX_TOPICS=10, MAX_DOCS_PER_TOPIC=1_000_000)
     doc = problem(post(client, parquet(table), reference["qrels"]), 413)
     assert "bytes of TREC text could hold" in doc["errors"]["run"][0]
+
+
+def test_queued_comparison_takes_arrow_runs(client, reference):
+    def body():
+        runs = [(io.BytesIO(ipc_stream(run_table(), "zstd")), "a.arrows",
+                 "application/vnd.apache.arrow.stream"),
+                (io.BytesIO(reference["run"]), "b.txt", "text/plain")]
+        return {"runs": runs, "qrels": (io.BytesIO(parquet(qrels_table())), "q.parquet",
+                                        "application/octet-stream"), "measures": "map"}
+
+    sync = client.post("/v1/comparisons", data=body(), content_type="multipart/form-data")
+    assert sync.status_code == 200, sync.get_json()
+    resp = client.post("/v1/comparisons", data=body(), content_type="multipart/form-data",
+                       headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.get_json()
+    job = wait(client, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    assert job["result"]["summary"] == sync.get_json()["summary"]
