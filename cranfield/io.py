@@ -143,12 +143,10 @@ class Qrels:
     @property
     def docids_arrow(self):
         """The docids as a pyarrow string array (the reader's column, or built once)."""
-        import pyarrow as pa
-
         if isinstance(self._docids, np.ndarray):
             self._arrow = getattr(self, "_arrow", None)
             if self._arrow is None or len(self._arrow) != len(self._docids):
-                self._arrow = pa.array(self._docids.tolist(), pa.string())
+                self._arrow = arrow_strings(self._docids)
             return self._arrow
         return self._docids
 
@@ -222,6 +220,25 @@ def arrow_ints(values: np.ndarray):
 
     values = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def arrow_strings(values):
+    """A pyarrow string array of Python strs (a list or object array), built from their UTF-8
+    bytes (``pa.array`` would import pandas, ~0.3 s, to look at a list)."""
+    import pyarrow as pa
+
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    try:
+        encoded = [v.encode("utf-8") for v in values]
+    except (UnicodeEncodeError, AttributeError):
+        return pa.array(values, pa.string())  # (raises as it always did)
+    lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    if lengths.sum() >= 2**31:
+        return pa.array(values, pa.string())
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum(lengths)
+    return pa.Array.from_buffers(pa.string(), len(encoded),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
 def take_rows(docids, rows: np.ndarray):
@@ -923,7 +940,7 @@ def fnv1a_hashes(strings) -> np.ndarray:
     so judged docids can be looked up among its rows."""
     import pyarrow as pa
 
-    arr = pa.array(strings, pa.string()) if not isinstance(strings, pa.Array) else strings
+    arr = arrow_strings(strings) if not isinstance(strings, pa.Array) else strings
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1,
                             offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(arr.buffers()[2] or b"\0", dtype=np.uint8)

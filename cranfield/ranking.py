@@ -333,8 +333,10 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        encoded = pc.dictionary_encode(pa.array(qrels.docids.tolist(), pa.string()))
-        q_code = encoded.indices.to_numpy(zero_copy_only=False)
+        encoded = pc.dictionary_encode(qrels.docids_arrow)
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.unify_dictionaries().combine_chunks()
+        q_code = numpy_of(encoded.indices, np.int32)
         n_uniq = len(encoded.dictionary)
         probe, pre = run.docids, None
         if run.docid_fnv is not None and len(run) > PREFILTER_ROWS_PER_JUDGED * n_uniq:
@@ -353,9 +355,9 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
         cands, codes, offset = [], [], 0
         for chunk in chunks:
-            hit = (chunk.is_valid().to_numpy(zero_copy_only=False)).nonzero()[0]
+            hit = numpy_of(pc.cast(chunk.is_valid(), pa.int8()), np.int8).nonzero()[0]
             cands.append(hit + offset)
-            codes.append(chunk.take(pa.array(hit)).to_numpy(zero_copy_only=False))
+            codes.append(numpy_of(chunk.take(arrow_ints(hit)), np.int32))
             offset += len(chunk)
         del found, chunks
         cand = np.concatenate(cands).astype(np.int64)
@@ -476,10 +478,10 @@ def _take_rows(docids, rows: np.ndarray):
     import pyarrow as pa
 
     if not isinstance(docids, pa.ChunkedArray):
-        return docids.take(pa.array(rows))
+        return docids.take(arrow_ints(rows))
     bounds = np.cumsum([0] + [len(c) for c in docids.chunks])
     cut = rows.searchsorted(bounds)
-    return pa.chunked_array([chunk.take(pa.array(rows[cut[k]:cut[k + 1]] - bounds[k]))
+    return pa.chunked_array([chunk.take(arrow_ints(rows[cut[k]:cut[k + 1]] - bounds[k]))
                              for k, chunk in enumerate(docids.chunks)], docids.type)
 
 

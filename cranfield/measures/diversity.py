@@ -248,10 +248,13 @@ def _ideal_ideal_sum(name: str, alpha: float) -> float:
 def docid_codes(docids) -> tuple[np.ndarray, np.ndarray]:
     """(a code per docid, the distinct docids as an object array)."""
     try:
-        import pyarrow as pa
+        import pyarrow  # noqa: F401
     except ImportError:
         names, code = np.unique(np.asarray(docids, dtype=object), return_inverse=True)
         return code.astype(np.int64), names
-    encoded = pa.array(np.asarray(docids, dtype=object), pa.string()).dictionary_encode()
-    names = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), names
+    from ..io import arrow_strings, numpy_of
+
+    encoded = arrow_strings(np.asarray(docids, dtype=object)).dictionary_encode()
+    names = np.empty(len(encoded.dictionary), dtype=object)  # (no pandas: see arrow_strings)
+    names[:] = encoded.dictionary.to_pylist()
+    return numpy_of(encoded.indices, np.int32).astype(np.int64), names
