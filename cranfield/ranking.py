@@ -168,10 +168,11 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     T = len(topics)
 
     # --- judged documents that the run retrieved ------------------------------------------
-    j_rt, j_raw_score, j_qrow = _match(run, qrels, run_to_qrels)
+    j_rt, j_raw_score, j_qrow, j_row = _match(run, qrels, run_to_qrels)
     keep = run_to_eval[j_rt] >= 0
     if not keep.all():
         j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
+        j_row = j_row[keep] if j_row is not None else None
 
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
     scores, j_score = (_as_float32(run.scores, j_raw_score) if float32_scores
@@ -198,8 +199,16 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     j_label[j_label < 0] = UNJUDGED
 
     lo, hi = seg_lo[j_rt], seg_hi[j_rt]
-    above, tie_end = score_positions(scores, tix, lo, hi, j_score)
-    del hi, j_score
+    if j_row is not None:  # the judged rows' own places: their tie groups, no search
+        if order is not None:
+            where = np.empty(len(order), dtype=np.int64)
+            where[order] = np.arange(len(order))
+            j_row = where[j_row]
+            del where
+        above, tie_end = tie_groups(scores, tix, j_row)
+    else:
+        above, tie_end = score_positions(scores, tix, lo, hi, j_score)
+    del hi, j_score, j_row
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
     del lo
     tied = (tie_end - above > 1).nonzero()[0]
@@ -253,6 +262,23 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
         q_grade = qrels.grades[q_keep].astype(np.int64)
     return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
+
+
+def tie_groups(scores: np.ndarray, tix: np.ndarray, pos: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """For rows ``pos`` of a run whose topics' rows are blocks with scores descending: the
+    first and the end position of each one's tie group (equal scores in one topic). What
+    :func:`score_positions` finds by searching for a row's own score, read off directly."""
+    n = len(scores)
+    brk = np.ones(n, dtype=bool)  # True where a tie group starts
+    if n > 1:
+        np.not_equal(scores[1:], scores[:-1], out=brk[1:])
+        brk[1:] |= tix[1:] != tix[:-1]
+    starts = np.flatnonzero(brk)
+    del brk
+    group = starts.searchsorted(pos, "right") - 1
+    ends = np.append(starts[1:], n)
+    return starts[group], ends[group]
 
 
 def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:
@@ -314,7 +340,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     """
     empty = np.zeros(0, np.int64)
     if len(qrels) == 0 or len(run) == 0:
-        return empty, np.zeros(0, np.float64), empty
+        return empty, np.zeros(0, np.float64), empty, empty
     if run._origin is not None:
         return _match_mapping(run, qrels, run_to_qrels)
     if not isinstance(run.docids, np.ndarray) and run.docid_fnv is None and \
@@ -374,7 +400,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     pos = np.minimum(q_key_sorted.searchsorted(key), len(q_key_sorted) - 1)
     hit = q_key_sorted[pos] == key
     rows = cand[hit]
-    return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]]
+    return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]], rows
 
 
 # Row numbers share a sorted key's 64 bits with a prefix of its hash (see io.packed_keys):
@@ -462,7 +488,7 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
             r_row, q_row = r_row[order], q_row[order]
     if len(run) >= KEEP_KEYS_MAX_ROWS:
         run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
-    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row
+    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
 
 
 # Matched pairs whose docid bytes are compared at once (bounds Arrow's temporaries).
@@ -502,7 +528,7 @@ def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
     judged = (run_to_qrels >= 0).nonzero()[0]
     qrels_to_run[run_to_qrels[judged]] = judged
-    return qrels_to_run[qrels.topic_index[rows]], got[rows], rows
+    return qrels_to_run[qrels.topic_index[rows]], got[rows], rows, None
 
 
 def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:

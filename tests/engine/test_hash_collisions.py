@@ -156,3 +156,27 @@ def test_columnar_qrels_equal_the_line_readers(seed, monkeypatch):
     assert fast.docids.tolist() == slow.docids.tolist()
     assert fast.subtopics.tolist() == slow.subtopics.tolist()
     assert fast.docids_at(np.array([2, 0])).tolist() == slow.docids[[2, 0]].tolist()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tie_groups_equal_the_score_search(seed):
+    """The judged rows' tie groups read off the sorted run (files) equal the vectorised
+    search for their scores (mappings), ties within and across topics, float32 or not."""
+    from cranfield.ranking import score_positions, tie_groups, topic_blocks
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, size=rng.integers(1, 30))
+    order = rng.permutation(len(sizes))  # topic blocks in any order
+    tix = np.repeat(order, sizes).astype(np.int32)
+    scores = np.concatenate([-np.sort(-rng.choice([1.0, 2.0, 2.5, rng.random()], n))
+                             for n in sizes])
+    if seed % 2:
+        scores = scores.astype(np.float32)
+    lo, hi = topic_blocks(tix, len(sizes))
+    pos = np.sort(rng.choice(len(scores), size=min(len(scores), 25), replace=False))
+    for global_keys in (True, False):
+        want = score_positions(scores, tix, lo[tix[pos]], hi[tix[pos]], scores[pos],
+                               global_keys=global_keys)
+        got = tie_groups(scores, tix, pos)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
