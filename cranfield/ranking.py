@@ -205,7 +205,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
             where[order] = np.arange(len(order))
             j_row = where[j_row]
             del where
-        above, tie_end = tie_groups(scores, tix, j_row)
+        above, tie_end = tie_groups(scores, tix, j_row, lo, hi)
     else:
         above, tie_end = score_positions(scores, tix, lo, hi, j_score)
     del hi, j_score, j_row
@@ -264,21 +264,25 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
 
 
-def tie_groups(scores: np.ndarray, tix: np.ndarray, pos: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """For rows ``pos`` of a run whose topics' rows are blocks with scores descending: the
-    first and the end position of each one's tie group (equal scores in one topic). What
-    :func:`score_positions` finds by searching for a row's own score, read off directly."""
+def tie_groups(scores: np.ndarray, tix: np.ndarray, pos: np.ndarray, lo: np.ndarray,
+               hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows ``pos`` of a run whose topics' rows are blocks [lo, hi) with scores
+    descending: the first and the end position of each one's tie group (equal scores in one
+    topic), as :func:`score_positions` finds them by searching for a row's own score. A row
+    whose neighbours have other scores is its own group; only the others are searched."""
     n = len(scores)
-    brk = np.ones(n, dtype=bool)  # True where a tie group starts
-    if n > 1:
-        np.not_equal(scores[1:], scores[:-1], out=brk[1:])
-        brk[1:] |= tix[1:] != tix[:-1]
-    starts = np.flatnonzero(brk)
-    del brk
-    group = starts.searchsorted(pos, "right") - 1
-    ends = np.append(starts[1:], n)
-    return starts[group], ends[group]
+    above = pos.astype(np.int64, copy=True)
+    end = above + 1
+    if n < 2 or not len(pos):
+        return above, end
+    own = scores[pos]
+    tied = ((above > lo) & (scores[np.maximum(above - 1, 0)] == own)) | \
+        ((end < hi) & (scores[np.minimum(end, n - 1)] == own))
+    t = tied.nonzero()[0]
+    if t.size:
+        above[t], end[t] = score_positions(scores, tix, lo[t], hi[t], own[t],
+                                           global_keys=False)
+    return above, end
 
 
 def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:

@@ -177,6 +177,6 @@ def test_tie_groups_equal_the_score_search(seed):
     for global_keys in (True, False):
         want = score_positions(scores, tix, lo[tix[pos]], hi[tix[pos]], scores[pos],
                                global_keys=global_keys)
-        got = tie_groups(scores, tix, pos)
+        got = tie_groups(scores, tix, pos, lo[tix[pos]], hi[tix[pos]])
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
