@@ -278,9 +278,22 @@ def _object_array(values) -> np.ndarray:
 # Public readers
 # --------------------------------------------------------------------------------------------
 
+def _is_table(source: Source) -> bool:
+    """Columns (:func:`cranfield.columnar.is_table`), told apart from paths, text, bytes and
+    file objects without importing pyarrow, pandas or polars for them."""
+    if isinstance(source, str | bytes | bytearray | memoryview | os.PathLike) or \
+            hasattr(source, "read"):
+        return False
+    from .columnar import is_table
+
+    return is_table(source)
+
+
 def read_run(source: Source, *, name: str | None = None) -> Run:
     """Read a run: a path, TREC run text (``qid iter docno rank score runid [...]``), a binary
-    or text file object, a ``{topic: {docid: score}}`` mapping, or a :class:`Run`.
+    or text file object, a ``{topic: {docid: score}}`` mapping, columns (a pyarrow Table or
+    RecordBatch, a pandas or polars DataFrame: ``topic``, ``docid``, ``score``; see
+    :mod:`cranfield.columnar`), or a :class:`Run`.
 
     Following trec_eval, ``iter`` and ``rank`` are ignored, fields after the runid are
     ignored, blank lines and lines starting with ``#`` are skipped, and the runid is taken from
@@ -291,6 +304,10 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         return source
     if isinstance(source, Mapping):
         return _run_from_mapping(source, name or "run")
+    if _is_table(source):  # columns: a pyarrow Table or RecordBatch, a pandas/polars frame
+        from .columnar import run_from_table
+
+        return run_from_table(source, name=name)
     path = _as_path(source, name)
     if path is not None:
         label = name or path
@@ -310,7 +327,8 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
 def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
     """Read qrels: a path, TREC qrels text (``qid iter docno grade``; for ndeval's diversity
     qrels the second field is the subtopic), a file object, a ``{topic: {docid: grade}}``
-    mapping, or a :class:`Qrels`.
+    mapping, columns (``topic``, ``docid``, ``grade``; see :mod:`cranfield.columnar`), or a
+    :class:`Qrels`.
 
     Lines must have exactly four fields; the grade must be an integer (trec_eval would read
     ``1.7`` as 1 and ``x`` as 0 without a word). Lines starting with ``#`` are comments. A docid
@@ -320,6 +338,10 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         return source
     if isinstance(source, Mapping):
         return _qrels_from_mapping(source, name or "qrels")
+    if _is_table(source):
+        from .columnar import qrels_from_table
+
+        return qrels_from_table(source, name=name, diversity=diversity)
     path = _as_path(source, name)
     if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
