@@ -6,7 +6,14 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from servers import RedisServer, postgres_database, require_redis_server, start_gunicorn
+from servers import (
+    RedisServer,
+    postgres_database,
+    require_redis_server,
+    running_gunicorn,
+    running_worker,
+    start_gunicorn,
+)
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +45,25 @@ def results_postgres(request):
     name = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")[:24]
     with postgres_database(f"cranfield_{name}_") as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def results_api(redis_server, results_postgres):
+    """gunicorn recording results in this module's PostgreSQL database and queueing on its
+    Redis, 2 web workers; a queued TREC run of a few kB is cut into two shards (so the combine
+    step records). None without PostgreSQL (:func:`results_worker` then says so)."""
+    if results_postgres is None:
+        yield None
+        return
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                           "CRANFIELD_DATABASE_URL": results_postgres, "CRANFIELD_SHARDS": "2",
+                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
+        yield url
+
+
+@pytest.fixture
+def results_worker(redis_server, results_postgres, require):
+    """A ``cranfield worker`` for :func:`results_api`, recording in the same database."""
+    require(results_postgres is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+    with running_worker(redis_server.url, results_postgres) as proc:
+        yield proc

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import pytest
-from servers import CRANFIELD, ROOT, call, running_gunicorn, running_worker, wait_job
+from servers import CRANFIELD, ROOT, call, wait_job
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from browser_tools import CHROMIUM, Chromium  # noqa: E402
@@ -41,20 +41,13 @@ def _trec_text(run: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def api(redis_server, results_postgres):
-    if results_postgres is None:
-        yield None
-        return
-    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                           "CRANFIELD_DATABASE_URL": results_postgres}) as url:
-        yield url
+def api(results_api):  # conftest: gunicorn on this module's PostgreSQL and Redis
+    return results_api
 
 
 @pytest.fixture
-def worker(redis_server, results_postgres, require):
-    require(results_postgres is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
-    with running_worker(redis_server.url, results_postgres) as proc:
-        yield proc
+def worker(results_worker):
+    return results_worker
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ import pytest
 from servers import (
     BODY,
     call,
-    running_gunicorn,
-    running_worker,
     wait_job,
 )
 
@@ -23,29 +21,13 @@ MEASURES = ["map", "P.10", "ndcg_cut.10"]
 
 
 @pytest.fixture(scope="module")
-def database(results_postgres):
-    return results_postgres
+def api(results_api):  # conftest: gunicorn on this module's PostgreSQL and Redis
+    return results_api
 
 
-@pytest.fixture(scope="module")
-def api(redis_server, database):
-    if database is None:
-        yield None
-        return
-    # a TREC run of a few kB is cut into two shards when queued
-    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                           "CRANFIELD_DATABASE_URL": database, "CRANFIELD_SHARDS": "2",
-                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def worker(redis_server, database):
-    if database is None:
-        yield None
-        return
-    with running_worker(redis_server.url, database) as proc:
-        yield proc
+@pytest.fixture
+def worker(results_worker):
+    return results_worker
 
 
 def _form(record: dict) -> tuple[bytes, str]:

@@ -11,8 +11,6 @@ from servers import (
     BODY,
     DATA,
     call,
-    running_gunicorn,
-    running_worker,
     wait_job,
 )
 from sqlalchemy import create_engine, text
@@ -24,22 +22,13 @@ def database(results_postgres):
 
 
 @pytest.fixture(scope="module")
-def api(redis_server, database):
-    if database is None:
-        yield None
-        return
-    # a TREC run of a few kB is cut into two shards: the combine step records it
-    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
-                           "CRANFIELD_DATABASE_URL": database, "CRANFIELD_SHARDS": "2",
-                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
-        yield url
+def api(results_api):  # conftest: gunicorn on this module's PostgreSQL and Redis
+    return results_api
 
 
 @pytest.fixture
-def worker(redis_server, database, require):
-    require(database is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
-    with running_worker(redis_server.url, database) as proc:
-        yield proc
+def worker(results_worker):
+    return results_worker
 
 
 def _mapping_run() -> dict:
