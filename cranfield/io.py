@@ -110,6 +110,7 @@ class Qrels:
         # diversity=False): evaluate() then need not look for subtopic rows to merge
         self.unique_judgments = False
         self._hashes: np.ndarray | None = None  # docid_hashes of the docids, when computed
+        self._arrow = None  # the docids as a pyarrow string array, once known
 
     def __setstate__(self, state: dict) -> None:
         # (a Qrels pickled when it was a dataclass kept docids and subtopics by name)
@@ -119,6 +120,7 @@ class Qrels:
                 state["_" + name] = state.pop(name)
         state.setdefault("unique_judgments", False)
         state.setdefault("_hashes", None)
+        state.setdefault("_arrow", None)
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
@@ -132,23 +134,24 @@ class Qrels:
     def docids(self) -> np.ndarray:
         """The docids as a numpy object array of str (built from the Arrow column once)."""
         if not isinstance(self._docids, np.ndarray):
+            self._arrow = self._docids  # (kept: matching reads the column, not the strs)
             self._docids = _object_array(self._docids)
         return self._docids
 
     @docids.setter
     def docids(self, value) -> None:
         self._docids = value
+        self._arrow = None
         self._hashes = None
 
     @property
     def docids_arrow(self):
         """The docids as a pyarrow string array (the reader's column, or built once)."""
-        if isinstance(self._docids, np.ndarray):
-            self._arrow = getattr(self, "_arrow", None)
-            if self._arrow is None or len(self._arrow) != len(self._docids):
-                self._arrow = arrow_strings(self._docids)
-            return self._arrow
-        return self._docids
+        if not isinstance(self._docids, np.ndarray):
+            return self._docids
+        if self._arrow is None:
+            self._arrow = arrow_strings(self._docids)
+        return self._arrow
 
     def docids_at(self, rows: np.ndarray) -> np.ndarray:
         """The docids of ``rows`` as a numpy object array of str (gathered, not copied)."""

@@ -180,3 +180,16 @@ def test_tie_groups_equal_the_score_search(seed):
         got = tie_groups(scores, tix, pos, lo[tix[pos]], hi[tix[pos]])
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_columnar_qrels_match_the_same_after_their_docids_are_read_or_replaced(monkeypatch):
+    """Reading ``docids`` (the Arrow column turned into strs) keeps the column matching
+    uses; replacing them (same length) forgets it and the hashes of the old ones."""
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    run = cranfield.read_run("q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\n")
+    qrels = cranfield.read_qrels("q1 0 a 1\nq1 0 z 1\n")
+    first = cranfield.evaluate(run, qrels, ["num_rel_ret", "map"]).aggregate
+    assert qrels.docids.tolist() == ["a", "z"]
+    assert cranfield.evaluate(run, qrels, ["num_rel_ret", "map"]).aggregate == first
+    qrels.docids = np.asarray(["b", "c"], dtype=object)
+    assert cranfield.evaluate(run, qrels, ["num_rel_ret"]).aggregate == {"num_rel_ret": 2}
