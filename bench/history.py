@@ -55,7 +55,7 @@ import orjson  # noqa: E402
 
 import cranfield  # noqa: E402
 from backend.results import ResultStore  # noqa: E402
-from bench.compare import MEASURES, make_data  # noqa: E402
+from bench.compare import MEASURES, make_data, timed  # noqa: E402
 from cranfield.result_document import evaluation_document  # noqa: E402
 
 TREND_TARGET = 0.200   # seconds, issue #18
@@ -69,15 +69,6 @@ START = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.1f}/{five:.1f} (1/5 min)"
-
-
-def median_seconds(fn, repeat: int) -> tuple[float, object]:
-    seconds, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), result
 
 
 def ms(seconds: float) -> str:
@@ -283,24 +274,19 @@ def api_figures(url: str, system: str, a: str, b: str, keys: list[str], repeat: 
     trend_path = f"/v1/systems/{system}/trend?measure=map"
     body = {"runs": [{"result_id": a}, {"result_id": b}], "measures": keys}
 
-    def timed(fn, n: int) -> tuple[float, object]:
-        fn()  # warm-up
-        seconds, out = [], None
-        for _ in range(n):
-            started = time.perf_counter()
-            out = fn()
-            seconds.append(time.perf_counter() - started)
-        return statistics.median(seconds), out
+    def warm_timed(fn, n: int) -> tuple[float, object]:
+        fn()  # warm-up (the app's first request pays imports and statement caches)
+        return timed(fn, n)
 
     try:
         compare_n = max(3, min(repeat, 5))
-        compare_s, resp = timed(lambda: client.post("/v1/comparisons", json=body, headers=auth),
-                                compare_n)
+        compare_s, resp = warm_timed(
+            lambda: client.post("/v1/comparisons", json=body, headers=auth), compare_n)
         assert resp.status_code == 200, resp.get_json()
         assert len(resp.get_json()["pairs"]) == len(keys)
-        trend_s, resp = timed(lambda: client.get(trend_path, headers=auth), repeat)
+        trend_s, resp = warm_timed(lambda: client.get(trend_path, headers=auth), repeat)
         assert resp.status_code == 200 and resp.get_json()["points"]
-        page_s, resp = timed(lambda: client.get(trend_path, headers={
+        page_s, resp = warm_timed(lambda: client.get(trend_path, headers={
             **auth, "Accept": "text/html"}), repeat)
         assert resp.status_code == 200 and resp.mimetype == "text/html"
         return {"compare": compare_s, "compare_n": compare_n, "trend": trend_s,
@@ -339,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     nights = Nights(args.topics, args.seed)
     made = time.perf_counter() - started
     doc = nights.document(0)
-    evaluate, _ = median_seconds(nights.evaluate, 3)
-    dumps, body = median_seconds(lambda: orjson.dumps(doc), 20)
+    evaluate, _ = timed(nights.evaluate, 3)
+    dumps, body = timed(lambda: orjson.dumps(doc), 20)
     anchors = {"evaluate": evaluate, "dumps": dumps}
     print(f"data: {made:.1f} s to generate and evaluate the run; one document is "
           f"{len(body) / 1e6:.2f} MB of JSON")
