@@ -455,10 +455,28 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         hit = hit[~np.isin(q_packed[hit] >> np.uint64(rb), shared)]
     r_row = (packed[pos[hit]] & low).astype(np.int64)
     q_row = (q_packed[hit] & low).astype(np.int64)
+    if len(shared):  # the rows behind a shared prefix: matched by their strings
+        sr = rows_with_prefixes(packed, rb, shared)
+        sq = rows_with_prefixes(q_packed, rb, shared)
+        if q_rows is not None:
+            sq = q_rows[sq]
+        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist(),
+                             strict=True), sr.tolist(), strict=True))
+        found = [(where.get(key), q) for key, q in zip(
+            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist(), strict=True), sq.tolist(),
+            strict=True)]
+        found = [(r, q) for r, q in found if r is not None]
+    else:
+        found = []
     if q_rows is not None:
         q_row = q_rows[q_row]
     del packed, q_packed, pos, hit
-    order = np.argsort(r_row)
+    if found:  # (exact matches: verified again below with the others, at no cost to speak of)
+        extra = np.asarray(found, dtype=np.int64)
+        r_row = np.concatenate([r_row, extra[:, 0]])
+        q_row = np.concatenate([q_row, extra[:, 1]])
+    del found
+    order = np.argsort(r_row, kind="stable")  # (a diversity docid: its qrels rows in order)
     r_row, q_row = r_row[order], q_row[order]
     del order
     same = run.topic_index[r_row] == q_rt[q_row]
@@ -472,24 +490,6 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         del equal
     if not same.all():
         r_row, q_row = r_row[same], q_row[same]
-    if len(shared):  # the rows behind a shared prefix: matched by their strings
-        sr = rows_with_prefixes(run_packed_keys(run, rb)[0], rb, shared)
-        all_q = np.arange(len(qrels)) if q_rows is None else q_rows
-        sq = all_q[rows_with_prefixes(
-            packed_keys(topic_doc_keys(qrels_hashes(qrels)[all_q], q_rt[all_q],
-                                       in_place=True), rb), rb, shared)]
-        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist(),
-                             strict=True), sr.tolist(), strict=True))
-        found = [(where.get(key), q) for key, q in zip(
-            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist(), strict=True), sq.tolist(),
-            strict=True)]
-        found = [(r, q) for r, q in found if r is not None]
-        if found:
-            extra = np.asarray(found, dtype=np.int64)
-            r_row = np.concatenate([r_row, extra[:, 0]])
-            q_row = np.concatenate([q_row, extra[:, 1]])
-            order = np.argsort(r_row, kind="stable")
-            r_row, q_row = r_row[order], q_row[order]
     if len(run) >= KEEP_KEYS_MAX_ROWS:
         run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
     return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
