@@ -193,3 +193,29 @@ def test_columnar_qrels_match_the_same_after_their_docids_are_read_or_replaced(m
     assert cranfield.evaluate(run, qrels, ["num_rel_ret", "map"]).aggregate == first
     qrels.docids = np.asarray(["b", "c"], dtype=object)
     assert cranfield.evaluate(run, qrels, ["num_rel_ret"]).aggregate == {"num_rel_ret": 2}
+
+
+def _evaluate_mixed(run_text: str, qrels_text: str, columnar_run: bool, profile: str):
+    """The run through one reader and the qrels through the other (a run file read as
+    columns matched against qrels read line by line, and the reverse)."""
+    saved = cranfield.io.FAST_READER_MIN_BYTES
+    try:
+        cranfield.io.FAST_READER_MIN_BYTES = 0 if columnar_run else 1 << 62
+        run = cranfield.read_run(run_text)
+        cranfield.io.FAST_READER_MIN_BYTES = 1 << 62 if columnar_run else 0
+        qrels = cranfield.read_qrels(qrels_text)
+    finally:
+        cranfield.io.FAST_READER_MIN_BYTES = saved
+    assert isinstance(run.docids, np.ndarray) != columnar_run
+    return cranfield.evaluate(run, qrels, MEASURES, profile=profile)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("hashing", ["real", "constant", "d10 as d1"])
+@pytest.mark.parametrize("columnar_run", [True, False])
+def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columnar_run,
+                                                          monkeypatch):
+    run_text, qrels_text = _texts(seed)
+    reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
+    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    _same(_evaluate_mixed(run_text, qrels_text, columnar_run, "trec_eval-9.0.8"), reference)
