@@ -37,7 +37,7 @@ from cranfield.names import needs_subtopics
 
 from .auth import current_tenant
 from .enqueue import accepted, submission, wants_async
-from .evaluation_request import form_parts, load_body
+from .evaluation_request import file_parts, form_parts, load_body
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
@@ -239,13 +239,13 @@ def _form_request(option_keys=_OPTION_KEYS) -> dict:
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     names = run_names(files.filenames.getlist("runs"))  # the CLI's rule: ql.txt -> ql
-    runs = [{"name": n, "run": data}
-            for n, data in zip(names, files.getlist("runs"), strict=True)]
+    runs = [{"name": n, "run": data} for n, data in zip(
+        names, file_parts(files, "runs", lambda i: f"runs[{i}]"), strict=True)]
     runs += [{"run": text} for text in form.getlist("runs")]
     if runs:
         body["runs"] = runs
     if "qrels" in files:
-        body["qrels"] = files["qrels"]
+        body["qrels"] = file_parts(files, "qrels")[0]
     for key in form:
         if key == "runs":
             continue

@@ -104,21 +104,26 @@ def _uploads(files) -> multipart.Uploads:
                              for k, f in files.items(multi=True))
 
 
-def columnar_part(files: multipart.Uploads, name: str, label: str | None = None) -> None:
-    """422 naming the part when its Content-Type says Arrow IPC or Parquet and its bytes are
-    not that (a part's bytes are otherwise recognised by their magic whatever its type)."""
+def file_parts(files: multipart.Uploads, name: str, label=None) -> list:
+    """The bytes of every file part ``name``, in order: the one reader of uploaded ``run``,
+    ``runs`` and ``qrels`` parts, so that a part gets the same answer (or the same refusal) on
+    every route. A part is recognised by its magic bytes whatever its type (see
+    :func:`service.inputs.read_input`); one whose Content-Type says Arrow IPC or Parquet and
+    whose bytes are not that is 422 naming it (``label(i)``; default: ``name``)."""
     from cranfield.columnar import CONTENT_TYPES, sniff
 
-    declared = CONTENT_TYPES.get(files.content_types.get(name) or "")
-    if declared is None:
-        return
-    found = sniff(files[name])
-    if found != declared:
+    parts = files.getlist(name)
+    for i, (data, content_type) in enumerate(zip(parts, files.content_types.getlist(name),
+                                                 strict=True)):
+        declared = CONTENT_TYPES.get(content_type or "")
+        if declared is None or sniff(data) == declared:
+            continue
+        field = label(i) if label else name
         what = "an Arrow IPC stream or file" if declared == "arrow" else "a Parquet file"
-        raise Problem(422, "Invalid request", f"{label or name}: the part's Content-Type is "
-                      f"{files.content_types.get(name)}, but its bytes are not {what}",
-                      kind="invalid-input",
-                      errors={label or name: [f"not {what} (no magic bytes)"]})
+        raise Problem(422, "Invalid request", f"{field}: the part's Content-Type is "
+                      f"{content_type}, but its bytes are not {what}", kind="invalid-input",
+                      errors={field: [f"not {what} (no magic bytes)"]})
+    return parts
 
 
 def form_body() -> dict:
@@ -129,9 +134,8 @@ def form_body() -> dict:
     errors: dict[str, list[str]] = {}
     form, files = form_parts()
     for name in ("run", "qrels"):
-        if name in files:
-            columnar_part(files, name)
-            body[name] = files[name]  # bytes: the engine reads them without a decode
+        if name in files:  # bytes: the engine reads them without a decode
+            body[name] = file_parts(files, name)[0]
         elif name in form:
             body[name] = form[name]
     measures = [m.strip() for v in form.getlist("measures") for m in v.split(",")

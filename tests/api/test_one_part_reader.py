@@ -1,0 +1,53 @@
+"""One reader of uploaded parts (service.evaluation_request.file_parts) for evaluations and
+comparisons: the same mislabelled part gets the same refusal on both routes, and the same
+unlabelled Arrow part the same reading."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+RUN = (DATA / "results.test").read_bytes()
+QRELS = (DATA / "qrels.test").read_bytes()
+PARQUET = "application/vnd.apache.parquet"
+ARROW = "application/vnd.apache.arrow.stream"
+
+
+def part(data: bytes, name: str, content_type: str):
+    return (io.BytesIO(data), name, content_type)
+
+
+def evaluation(client, run_type, qrels_type):
+    return client.post("/v1/evaluations", content_type="multipart/form-data", data={
+        "run": part(RUN, "run.txt", run_type), "qrels": part(QRELS, "qrels.txt", qrels_type),
+        "measures": "map"})
+
+
+def comparison(client, run_type, qrels_type):
+    return client.post("/v1/comparisons", content_type="multipart/form-data", data={
+        "runs": [part(RUN, "a.txt", run_type), part(RUN, "b.txt", "text/plain")],
+        "qrels": part(QRELS, "qrels.txt", qrels_type), "measures": "map"})
+
+
+@pytest.mark.parametrize("declared, what", [(PARQUET, "a Parquet file"),
+                                            (ARROW, "an Arrow IPC stream or file")])
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_a_mislabelled_part_is_the_same_refusal_on_both_routes(client, declared, what, which):
+    types = {"run_type": "text/plain", "qrels_type": "text/plain", f"{which}_type": declared}
+    answers = {"evaluation": evaluation(client, **types), "comparison": comparison(client, **types)}
+    fields = {"evaluation": which, "comparison": "runs[0]" if which == "run" else "qrels"}
+    for route, resp in answers.items():
+        assert resp.status_code == 422, (route, resp.get_json())
+        doc = resp.get_json()
+        field = fields[route]
+        assert doc["errors"] == {field: [f"not {what} (no magic bytes)"]}, (route, doc)
+        assert doc["detail"] == (f"{field}: the part's Content-Type is {declared}, but its "
+                                 f"bytes are not {what}"), (route, doc)
+
+
+def test_a_text_part_labelled_as_text_is_read_on_both_routes(client):
+    assert evaluation(client, "text/plain", "text/plain").status_code == 200
+    assert comparison(client, "text/plain", "text/plain").status_code == 200
