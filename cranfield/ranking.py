@@ -379,7 +379,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
 
             pre = np.empty(len(run), dtype=np.int64)
             pre = pre[:hash_hits(run.docid_fnv, judged, pre)]
-            probe = _take_rows(run.docids, pre)
+            probe = take_rows(run.docids, pre)
         # one hash table of the judged docids, probed by every run chunk
         found = pc.index_in(probe, value_set=encoded.dictionary)
         chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
@@ -500,19 +500,6 @@ VERIFY_BLOCK = 1 << 18
 # A run this long drops its sorted keys once matched (they would stay resident through the
 # evaluation's peak); a shorter one keeps them for the next evaluation.
 KEEP_KEYS_MAX_ROWS = 1 << 20
-
-
-def _take_rows(docids, rows: np.ndarray):
-    """``docids.take(rows)`` for sorted ``rows``, chunk by chunk (Arrow's take over a chunked
-    array would first concatenate the chunks)."""
-    import pyarrow as pa
-
-    if not isinstance(docids, pa.ChunkedArray):
-        return docids.take(arrow_ints(rows))
-    bounds = np.cumsum([0] + [len(c) for c in docids.chunks])
-    cut = rows.searchsorted(bounds)
-    return pa.chunked_array([chunk.take(arrow_ints(rows[cut[k]:cut[k + 1]] - bounds[k]))
-                             for k, chunk in enumerate(docids.chunks)], docids.type)
 
 
 def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
