@@ -186,13 +186,157 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
             if col.path_in_schema in wanted:
                 nbytes += max(col.total_uncompressed_size, 0)
     _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind)
-    if bounds_only:
-        return None
-    # string columns the file dictionary-encodes stay dictionaries, so that their decoded
-    # size is bounded (_decoded_bound) before anything decodes them
+    # topic, runid and iteration stay dictionaries (their decoded size is counted from the
+    # codes by _decoded_bound); docid (~7M distinct values at M: reading it as a dictionary
+    # costs a second) is bounded from its dictionary pages, or read as one when it cannot be
     ids = [c for c in wanted if c in ("topic", "runid", "iteration")]
+    if "docid" in wanted and not _docid_bound(buf, meta, label, max_bytes):
+        ids.append("docid")
+    if bounds_only:
+        if "docid" in ids:
+            docids = pq.ParquetFile(buf, metadata=meta, read_dictionary=["docid"])
+            _decoded_bound(docids.read(columns=["docid"], use_threads=False), label, max_bytes)
+        return None
     pf = pq.ParquetFile(buf, metadata=meta, read_dictionary=ids)
     return pf.read(columns=wanted, use_threads=False)
+
+
+# Parquet column codecs pyarrow decompresses as the file holds them (pyarrow names LZ4_RAW
+# "LZ4"; a legacy Hadoop-framed LZ4 page fails to decompress so: then, as for any other
+# codec, the column is read as a dictionary instead)
+_PARQUET_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd",
+                   "LZ4_RAW": "lz4_raw", "LZ4": "lz4_raw"}
+# dictionary values scanned in Python per upload (pyarrow's defaults write at most 1 MB of
+# dictionary per column chunk: some 50k docids)
+_MAX_SCANNED = 1 << 22
+
+
+def _docid_bound(buf, meta, label: str, max_bytes: int | None) -> bool:
+    """Too large when the Parquet docid column may decode to more than ``max_bytes``: a
+    chunk's plain pages decode to at most their uncompressed size, its dictionary-coded rows
+    to at most the longest value of its dictionary page each (one long docid repeated by
+    every row is a few bytes in the file and any size decoded). Only dictionary pages are
+    decompressed. False when a dictionary page cannot be read here (then the column is read
+    as a dictionary, bounded by :func:`_decoded_bound`)."""
+    paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if max_bytes is None or "docid" not in paths:
+        return max_bytes is None
+    column = paths.index("docid")
+    width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
+    total = scanned = 0
+    for g in range(meta.num_row_groups):
+        chunk = meta.row_group(g).column(column)
+        total += max(chunk.total_uncompressed_size, 0)
+        if chunk.physical_type == "FIXED_LEN_BYTE_ARRAY":
+            total += chunk.num_values * max(width, 0)
+        elif chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
+            got = _longest_dictionary_value(buf, chunk)
+            if got is None:
+                return False
+            longest, values = got
+            scanned += values
+            if scanned > _MAX_SCANNED:  # past this, pyarrow reads it as a dictionary
+                return False
+            total += chunk.num_values * longest
+        if total > max_bytes:
+            raise InputError(label, f"column docid's strings may decode to more than "
+                             f"{max_bytes} bytes", code="too-large")
+    return True
+
+
+def _longest_dictionary_value(buf, chunk) -> tuple[int, int] | None:
+    """(the longest value, the number of values) of a byte-array column chunk's dictionary
+    page (PLAIN: a 4-byte length before each value), or None when it cannot be read here."""
+    import pyarrow as pa
+
+    codec = _PARQUET_CODECS.get(chunk.compression)
+    if chunk.compression != "UNCOMPRESSED" and codec is None:
+        return None
+    start = chunk.dictionary_page_offset
+    try:
+        sizes, pos = _page_header(memoryview(buf).cast("B"), start)
+        raw, size = sizes
+        page = memoryview(buf)[pos:pos + raw]
+        if len(page) != raw:
+            return None
+        if codec is not None:
+            page = memoryview(pa.Codec(codec).decompress(page, decompressed_size=size))
+        page = page.cast("B")
+    except (pa.ArrowException, IndexError, ValueError, struct.error):
+        return None
+    longest = at = values = 0
+    while at + 4 <= len(page) and values <= _MAX_SCANNED:
+        n = struct.unpack_from("<I", page, at)[0]
+        longest = max(longest, n)
+        at += 4 + n
+        values += 1
+    return longest, values
+
+
+def _page_header(data, pos: int) -> tuple[tuple[int, int], int]:
+    """((compressed size, uncompressed size), where the page's bytes start) from the Thrift
+    compact PageHeader at ``pos`` (fields 2 and 3; the rest skipped)."""
+    def varint():
+        nonlocal pos
+        out = shift = 0
+        while True:
+            b = data[pos]
+            pos += 1
+            out |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return out
+
+    def skip(kind, in_list=0):
+        nonlocal pos
+        if kind in (1, 2):  # a field's boolean lives in its header (a list's: a byte)
+            pos += in_list
+            return
+        if kind == 3:
+            pos += 1
+        elif kind in (4, 5, 6):
+            varint()
+        elif kind == 7:
+            pos += 8
+        elif kind == 8:
+            n = varint()
+            pos += n
+        elif kind in (9, 10):
+            head = data[pos]
+            pos += 1
+            n = head >> 4 if head >> 4 != 15 else varint()
+            for _ in range(n):
+                skip(head & 0x0F, 1)
+        elif kind == 12:
+            struct_fields()
+        else:
+            raise ValueError(f"Thrift type {kind}")
+
+    def struct_fields(want=None):
+        nonlocal pos
+        field = 0
+        while True:
+            head = data[pos]
+            pos += 1
+            if head == 0:
+                return
+            delta, kind = head >> 4, head & 0x0F
+            if delta:
+                field += delta
+            else:
+                z = varint()
+                field = (z >> 1) ^ -(z & 1)
+            if want is not None and field in (2, 3) and kind == 5:
+                z = varint()
+                want[field] = (z >> 1) ^ -(z & 1)
+            else:
+                skip(kind)
+
+    got: dict[int, int] = {}
+    struct_fields(got)
+    if 2 not in got or 3 not in got or min(got[2], got[3]) < 0:
+        raise ValueError("no page sizes")
+    return (got[3], got[2]), pos
 
 
 def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):

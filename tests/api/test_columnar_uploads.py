@@ -269,6 +269,28 @@ def test_a_dictionary_bomb_is_refused_before_decoding(app, client, reference, en
     assert "decode to more than" in doc["errors"]["run"][0]
 
 
+@pytest.mark.parametrize("compression", ["snappy", "zstd", "none"])
+@pytest.mark.parametrize("queued", [False, True], ids=["sync", "queued"])
+def test_a_parquet_docid_bomb_is_refused_before_decoding(client, reference, compression,
+                                                          queued):
+    # a plain string docid column: Parquet dictionary-encodes it and pyarrow reads it back as
+    # strings, so one 100 kB docid repeated by 100 rows (a few kB in the file, 10 MB decoded;
+    # MAX_CONTENT_LENGTH is 2 MB here) is bounded from the dictionary page, nothing decoded
+    n = 100
+    table = pa.table({"topic": ["1"] * n, "docid": ["d" * 100_000] * n,
+                      "score": np.arange(n, dtype=float)})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression=compression)
+    data = sink.getvalue()
+    assert len(data) < 200_000
+    assert not pq.read_table(io.BytesIO(data)).schema.field("docid").type.equals(
+        pa.dictionary(pa.int32(), pa.string()))  # pyarrow alone would decode it
+    resp = client.post("/v1/evaluations", data=form(data, reference["qrels"]),
+                       content_type="multipart/form-data",
+                       headers={"Prefer": "respond-async"} if queued else {})
+    assert "decode to more than" in problem(resp, 413)["errors"]["run"][0]
+
+
 def test_more_rows_than_text_could_hold_are_refused(app, client, reference):
     # 200k rows of one score (RLE: a few kB of Parquet) exceed what 2 MB of TREC text holds
     n = 200_000
