@@ -1052,17 +1052,23 @@ def run_packed_keys(run: Run, rb: int) -> tuple[np.ndarray, np.ndarray]:
     return packed, shared
 
 
-def _has_duplicates(run: Run) -> bool:
-    """True if some docid occurs twice within one topic: the keys sorted (kept on the run
-    for matching against qrels); rows sharing a key prefix are compared exactly."""
-    if len(run) < 2:
+def _has_duplicates(rows: Run | Qrels) -> bool:
+    """True if some docid occurs twice within one topic of a run or qrels: the hashed
+    (topic, docid) keys sorted (a run keeps them for matching against qrels); the rows that
+    share a key prefix are compared exactly."""
+    if len(rows) < 2:
         return False
-    rb = row_bits(len(run))
-    packed, shared = run_packed_keys(run, rb)
-    rows = rows_with_prefixes(packed, rb, shared)
-    if not len(rows):
+    rb = row_bits(len(rows))
+    if isinstance(rows, Run):
+        packed, shared = run_packed_keys(rows, rb)
+    else:
+        packed = packed_keys(topic_doc_keys(qrels_hashes(rows), rows.topic_index), rb)
+        shared = shared_prefixes(packed, rb)
+    suspects = rows_with_prefixes(packed, rb, shared)
+    if not len(suspects):
         return False
-    pairs = list(zip(run.topic_index[rows].tolist(), run.docids_at(rows).tolist(), strict=True))
+    pairs = list(zip(rows.topic_index[suspects].tolist(), rows.docids_at(suspects).tolist(),
+                     strict=True))
     return len(set(pairs)) < len(pairs)
 
 
@@ -1101,7 +1107,7 @@ def _fast_qrels(data: bytes | memoryview | str, label: str, diversity: bool) -> 
                   (sub_values, sub_codes), label)
     del docids
     if not diversity:
-        if _qrels_have_duplicates(qrels):
+        if _has_duplicates(qrels):
             if isinstance(data, str):
                 data = _load_bytes(data, label, "qrels")[0]
             qids, subtopics, names, values = _slow_qrels_columns(bytes(data), label)
@@ -1117,21 +1123,6 @@ def qrels_hashes(qrels: Qrels) -> np.ndarray:
     if qrels._hashes is None or len(qrels._hashes) != len(qrels):
         qrels._hashes = docid_hashes(qrels.docids_arrow)
     return qrels._hashes
-
-
-def _qrels_have_duplicates(qrels: Qrels) -> bool:
-    """True if some docid is judged twice for one topic (hashed keys sorted; the rows that
-    share a key prefix compared exactly)."""
-    if len(qrels) < 2:
-        return False
-    rb = row_bits(len(qrels))
-    packed = packed_keys(topic_doc_keys(qrels_hashes(qrels), qrels.topic_index), rb)
-    rows = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
-    if not len(rows):
-        return False
-    pairs = list(zip(qrels.topic_index[rows].tolist(), qrels.docids_at(rows).tolist(),
-                     strict=True))
-    return len(set(pairs)) < len(pairs)
 
 
 def _slow_qrels_columns(data: bytes, label: str) -> list:
