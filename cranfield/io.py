@@ -60,8 +60,9 @@ class Run:
     # FNV-1a (64-bit) of each docid's UTF-8 bytes, when a reader computed it for free: lets
     # matching against qrels skip the rows that cannot be judged (see ranking._match)
     docid_fnv: np.ndarray | None = field(default=None, repr=False)
-    # (rb, packed): the run's (topic, docid) keys sorted, each holding a key's top 64 - rb
-    # bits above its row number (see packed_keys), when the reader computed them
+    # (rb, packed, shared): the run's (topic, docid) keys sorted, each holding a key's top
+    # 64 - rb bits above its row number (see packed_keys), and the prefixes rows share,
+    # when computed (see run_packed_keys)
     _packed: Any = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -517,7 +518,7 @@ def _plain_bytes(data: bytes | memoryview | str, delim: str) -> bool:
     """Whether the columnar reader splits ``data`` (bytes, or a path) as the input grammar
     does: no control character but LF, CR before LF and the delimiter, and not the other
     field separator either (a tab inside a space-delimited file is a separator to the
-    grammar, part of a field to pyarrow). In 16 MiB chunks (a CR ending one must be followed
+    grammar, part of a field to pyarrow). In 4 MiB chunks (a CR ending one must be followed
     by the LF starting the next)."""
     step = 4 << 20
 
