@@ -31,15 +31,7 @@ from . import grammar
 from . import io as _io
 from .errors import InputError
 from .io import Qrels, Run, docid_hashes, in_strcmp_order
-
-
-def _numpy(arr, dtype) -> np.ndarray:
-    """A primitive Arrow array without nulls as numpy (the engine's view of its buffer when
-    it has one: pyarrow's own to_numpy may import pandas)."""
-    numpy_of = getattr(_io, "numpy_of", None)
-    if numpy_of is not None:
-        return numpy_of(arr, dtype)
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+from .io import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
 
 RUN_COLUMNS = ("topic", "docid", "score")
 QRELS_COLUMNS = ("topic", "docid", "grade")
@@ -499,15 +491,12 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
     if "iteration" in table.column_names:
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
-    sorted_docids = docids.take(_io.arrow_ints(order)) if hasattr(_io, "arrow_ints") else \
-        docids.take(order)
-    qrels = Qrels(topics, topic_index[order], sorted_docids, grades[order],
+    qrels = Qrels(topics, topic_index[order], docids.take(_io.arrow_ints(order)), grades[order],
                   _objects(subs)[order] if subs is not None else None, label)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)
-        if hasattr(qrels, "unique_judgments"):
-            qrels.unique_judgments = True  # proved just now, as the text reader proves it
+        qrels.unique_judgments = True  # proved just now, as the text reader proves it
     return qrels
 
 
@@ -736,18 +725,11 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
 def _engine_suspects(run: Run) -> np.ndarray | None:
     """The rows that may repeat a docid in their topic by the engine's own sorted (topic,
     docid) keys — which it keeps on the run for matching it against qrels, so they are
-    computed once — or None when this engine has no such keys (then this module sorts its
-    own)."""
-    packed_keys = getattr(_io, "run_packed_keys", None)
-    with_prefixes = getattr(_io, "rows_with_prefixes", None)
-    row_bits = getattr(_io, "row_bits", None)
-    if packed_keys is None or with_prefixes is None or row_bits is None:
-        return None
+    computed once — or None when they cannot be had (then this module sorts its own)."""
     try:
-        rb = row_bits(len(run))
-        got = packed_keys(run, rb)
-        packed, shared = got if isinstance(got, tuple) else (got, _io.shared_prefixes(got, rb))
-        return np.sort(np.asarray(with_prefixes(packed, rb, shared), dtype=np.int64))
+        rb = _io.row_bits(len(run))
+        packed, shared = _io.run_packed_keys(run, rb)
+        return np.sort(np.asarray(_io.rows_with_prefixes(packed, rb, shared), dtype=np.int64))
     except (AttributeError, TypeError, ValueError):
         return None
 
