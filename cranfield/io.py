@@ -187,7 +187,7 @@ class Qrels:
         remap[codes] = np.arange(len(codes))
         rows = np.flatnonzero(remap[self.topic_index] >= 0)
         out = Qrels(keep_topics, remap[self.topic_index[rows]].astype(np.int32),
-                    self.docids[rows], self.grades[rows],
+                    self.docids_at(rows), self.grades[rows],
                     self.subtopics[rows] if self.subtopics is not None else None,
                     self.source)
         out.unique_judgments = self.unique_judgments
