@@ -460,11 +460,7 @@ def run_from_table(obj: Any, *, name: str | None = None, check=None) -> Run:
     ``check(topics, topic_index)``, if given, runs once the topics are known and before
     the docids and scores are converted (a service's limits)."""
     label = name or "run"
-    table = _columns(obj, label, RUN_COLUMNS)
-    topics, topic_index = _topic_codes(table.column("topic"), label)
-    if check is not None:
-        check(topics, topic_index)
-    docids = _id_column(table.column("docid"), label, "docid")
+    table, topics, topic_index, docids = _topics_and_docids(obj, label, RUN_COLUMNS, check)
     scores = _scores(table.column("score"), label)
     runid = "cranfield" if label == "run" else label
     if "runid" in table.column_names and len(table):
@@ -481,11 +477,7 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
     subtopic): rows grouped by topic in strcmp order, in the order given within a topic.
     ``check`` as for :func:`run_from_table`."""
     label = name or "qrels"
-    table = _columns(obj, label, QRELS_COLUMNS)
-    topics, topic_index = _topic_codes(table.column("topic"), label)
-    if check is not None:
-        check(topics, topic_index)
-    docids = _id_column(table.column("docid"), label, "docid")
+    table, topics, topic_index, docids = _topics_and_docids(obj, label, QRELS_COLUMNS, check)
     grades = _grades(table.column("grade"), label)
     subs = None
     if "iteration" in table.column_names:
@@ -498,6 +490,16 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
                            "duplicate-judgment", rows=order)
         qrels.unique_judgments = True  # proved just now, as the text reader proves it
     return qrels
+
+
+def _topics_and_docids(obj: Any, label: str, required: tuple[str, ...], check):
+    """(the table, its topics in strcmp order, each row's topic code, the docid column as one
+    Arrow string array): the topics coded and ``check`` run before the docids are read."""
+    table = _columns(obj, label, required)
+    topics, topic_index = _topic_codes(table.column("topic"), label)
+    if check is not None:
+        check(topics, topic_index)
+    return table, topics, topic_index, _id_column(table.column("docid"), label, "docid")
 
 
 def _columns(obj: Any, label: str, required: tuple[str, ...]):
