@@ -14,6 +14,7 @@ import cranfield
 from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
+from .paging import next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
 
@@ -111,21 +112,10 @@ def get_qrels(qrels_id: str):
 
 @bp.get("")
 def list_qrels():
-    try:
-        offset = int(request.args.get("offset", 0))
-        limit = int(request.args.get("limit", 50))
-    except ValueError:
-        raise Problem(400, "Invalid parameter", "offset and limit must be integers",
-                      kind="invalid-parameter", errors={"offset": ["integer >= 0"],
-                                                        "limit": ["integer 1..1000"]}) from None
-    if not 0 <= offset < 2**53 or not 1 <= limit <= 1000:  # 2**53: exact in any JSON reader
-        raise Problem(400, "Invalid parameter", "0 <= offset < 2^53 and 1 <= limit <= 1000",
-                      kind="invalid-parameter", errors={"offset": ["integer 0..2^53-1"],
-                                                        "limit": ["integer 1..1000"]})
+    offset, limit = page()
     items, total = store().list_qrels(offset, limit)
-    nxt = offset + limit if offset + limit < total else None
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
-                  "next": f"/v1/qrels?offset={nxt}&limit={limit}" if nxt is not None else None})
+                  "next": next_page("/v1/qrels", {}, offset, limit, total)})
 
 
 @bp.delete("/<qrels_id>")

@@ -22,6 +22,7 @@ from backend.store import NotFound
 from .auth import current_tenant
 from .evaluations import CONTROL
 from .negotiation import negotiate
+from .paging import bad_parameter, integer, next_page, page
 from .problems import Problem
 from .request_body import read_json_object
 
@@ -72,57 +73,29 @@ def _known_system(name: str) -> dict:
     return system
 
 
-def _bad_parameter(name: str, sentence: str) -> Problem:
-    return Problem(400, "Invalid parameter", f"{name}: {sentence}", kind="invalid-parameter",
-                   errors={name: [sentence]})
-
-
-def _integer(name: str, default: int, low: int, high: int) -> int:
-    text = request.args.get(name, str(default))
-    try:
-        value = int(text)
-    except ValueError:
-        raise _bad_parameter(name, f"an integer {low}..{high}") from None
-    if not low <= value <= high:
-        raise _bad_parameter(name, f"an integer {low}..{high}")
-    return value
-
-
-def _page() -> tuple[int, int]:
-    """offset and limit (1..MAX_PAGE_ITEMS, default 50)."""
-    most = current_app.config["MAX_PAGE_ITEMS"]
-    return _integer("offset", 0, 0, 2**53 - 1), _integer("limit", min(50, most), 1, most)
-
-
-def _next(path: str, filters: dict, offset: int, limit: int, total: int) -> str | None:
-    if offset + limit >= total:
-        return None
-    return f"{path}?" + urlencode({**filters, "offset": offset + limit, "limit": limit})
-
-
 def _time(name: str) -> datetime | None:
     text = request.args.get(name)
     if text is None:
         return None
     if len(text) > MAX_TIME:
-        raise _bad_parameter(name, f"an ISO 8601 date or time of at most {MAX_TIME} "
-                             "characters")
+        raise bad_parameter(name, f"an ISO 8601 date or time of at most {MAX_TIME} "
+                            "characters")
     try:
         return datetime.fromisoformat(text)
     except ValueError:
-        raise _bad_parameter(name, "an ISO 8601 date or time (2026-11-23, "
-                             "2026-11-23T06:00:00Z); no zone: UTC") from None
+        raise bad_parameter(name, "an ISO 8601 date or time (2026-11-23, "
+                            "2026-11-23T06:00:00Z); no zone: UTC") from None
 
 
 @bp.get("/systems")
 def list_systems():
     """A page of the tenant's systems by name: results, latest, pinned baseline."""
-    offset, limit = _page()
+    offset, limit = page()
     store, tenant = results_store(), current_tenant()
     items = store.systems(tenant, offset=offset, limit=limit)
     total = store.count_systems(tenant)
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
-                  "next": _next("/v1/systems", {}, offset, limit, total)})
+                  "next": next_page("/v1/systems", {}, offset, limit, total)})
 
 
 @bp.get("/systems/<path:name>/results")
@@ -130,7 +103,7 @@ def list_results(name: str):
     """A page of the system's results, newest first; filters: since, until, tag,
     qrels_version."""
     _known_system(name)
-    offset, limit = _page()
+    offset, limit = page()
     since, until = _time("since"), _time("until")
     filters = {k: request.args[k] for k in ("since", "until", "tag", "qrels_version")
                if k in request.args}
@@ -138,7 +111,7 @@ def list_results(name: str):
         current_tenant(), name, since=since, until=until, tag=filters.get("tag"),
         qrels_version=filters.get("qrels_version"), offset=offset, limit=limit)
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
-                  "next": _next(f"/v1/systems/{quote(name, safe='')}/results", filters,
+                  "next": next_page(f"/v1/systems/{quote(name, safe='')}/results", filters,
                                 offset, limit, total)})
 
 
@@ -201,9 +174,9 @@ def trend(name: str):
                     "application/json or text/html (the trend page)")
     measure = request.args.get("measure")
     if not measure or len(measure) > MAX_NAME:
-        raise _bad_parameter("measure", "a measure key, as recorded (measures[].key)")
+        raise bad_parameter("measure", "a measure key, as recorded (measures[].key)")
     most = current_app.config["MAX_PAGE_ITEMS"]
-    limit = _integer("limit", most, 1, most)
+    limit = integer("limit", most, 1, most)
     since, until = _time("since"), _time("until")
     system = _known_system(name)
     store, tenant = results_store(), current_tenant()
@@ -253,8 +226,8 @@ def compare_results(result_id: str):
             raise _no_result(rid)
     names = _distinct_names(summaries[other], summaries[result_id])
     if len(request.args.get("measures", "")) > MAX_MEASURES:
-        raise _bad_parameter("measures", f"comma-separated measure keys, at most "
-                             f"{MAX_MEASURES} characters")
+        raise bad_parameter("measures", f"comma-separated measure keys, at most "
+                            f"{MAX_MEASURES} characters")
     if "measures" in request.args:
         measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
     else:

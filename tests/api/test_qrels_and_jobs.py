@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 QRELS = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}}
 RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d1": 1.0}}
@@ -103,3 +105,13 @@ def test_large_bodies_are_queued(app, client):
 def test_unknown_job_is_404(client):
     assert client.get("/v1/jobs/" + "0" * 32).status_code == 404
     assert client.delete("/v1/jobs/" + "0" * 32).status_code == 404
+
+
+@pytest.mark.parametrize("query, field", [("limit=0", "limit"), ("limit=x", "limit"),
+                                          ("offset=-1", "offset"), ("limit=3", "limit")])
+def test_qrels_pages_are_read_as_every_listing_reads_them(app, client, query, field):
+    app.config.update(MAX_PAGE_ITEMS=2)  # the limit every listing route holds to
+    for path in ("/v1/qrels", "/v1/systems"):
+        resp = client.get(f"{path}?{query}")
+        assert resp.status_code == 400 and resp.get_json()["type"].endswith("invalid-parameter")
+        assert list(resp.get_json()["errors"]) == [field], (path, resp.get_json())
