@@ -24,11 +24,21 @@ COMPARE_FUNCTION = "worker.jobs.compare_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
-SPEC_VERSION = 4  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18)
+SPEC_VERSION = 5  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18);
+#                  5: Job.table_bounds
 
 
 class SpecError(ValueError):
     """A job spec this code cannot read: unknown kind or version, a field missing or unknown."""
+
+
+def table_bounds(config: dict) -> dict[str, int | None]:
+    """:attr:`Job.table_bounds` under the app's limits: a run's rows at most MAX_TOPICS x
+    MAX_DOCS_PER_TOPIC (qrels' judgments per topic are not limited), uncompressed bytes at
+    most MAX_CONTENT_LENGTH (what the same data as text could weigh)."""
+    topics, docs = config.get("MAX_TOPICS"), config.get("MAX_DOCS_PER_TOPIC")
+    return {"max_rows": topics * docs if topics and docs else None,
+            "max_bytes": config.get("MAX_CONTENT_LENGTH")}
 
 
 @dataclass(kw_only=True)
@@ -57,6 +67,11 @@ class Job:
     curves: bool = False
     tenant: str | None = None
     request_id: str | None = None
+    #: the bounds an Arrow or Parquet input (run or qrels) is read within, checked from its
+    #: metadata before anything is decompressed: ``{"max_rows": a run's rows, "max_bytes":
+    #: uncompressed}`` (:func:`table_bounds` of the app's limits; the queue stamps them on
+    #: submission). None: unbounded (a spec built outside the queue)
+    table_bounds: dict[str, int | None] | None = None
     version: int = SPEC_VERSION
 
     def document_settings(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from .contract import (
     EvaluationJob,
     Job,
     ShardJob,
+    table_bounds,
 )
 from .store import MemoryStore, RedisStore, redis_client
 from .tasks import execute, finished_evaluation, run_comparison
@@ -46,6 +47,7 @@ class MemoryBackend:
     def __init__(self, config: dict):
         self.store = MemoryStore()
         self.result_ttl = config["RESULT_TTL"]
+        self.table_bounds = table_bounds(config)  # stamped on every job (_bounded)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-job")
         self._jobs: dict[str, dict] = {}
         self._reserved: dict[str, str | None] = {}  # job id -> tenant: slots not yet submitted
@@ -56,7 +58,7 @@ class MemoryBackend:
 
     def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
         """Queue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
-        job_id = job_id or new_job_id()
+        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
         with self._lock:
             self._reserved.pop(job_id, None)
             self._jobs[job_id] = {"id": job_id, "status": "queued", "kind": spec.kind,
@@ -155,6 +157,7 @@ class RedisBackend:
         self.store = RedisStore(self.redis)
         self.queue = metered_queue(QUEUE, self.redis)
         self.config = config
+        self.table_bounds = table_bounds(config)  # stamped on every job (_bounded)
         self._reserve = self.redis.register_script(self._RESERVE)  # EVALSHA, loaded once
 
     def ping(self) -> None:
@@ -233,7 +236,7 @@ class RedisBackend:
         """Enqueue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
         from rq import Retry
 
-        job_id = job_id or new_job_id()
+        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
         function = COMPARE_FUNCTION if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION
         self.queue.enqueue_call(
             function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
@@ -254,7 +257,7 @@ class RedisBackend:
         from rq import Retry
 
         cfg = self.config
-        job_id = job_id or new_job_id()
+        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
@@ -351,6 +354,12 @@ def _meta(spec: Job) -> dict:
     evaluation's combine job makes an evaluation)."""
     kind = "comparison" if isinstance(spec, ComparisonJob) else EvaluationJob.kind
     return {"tenant": spec.tenant, "kind": kind}
+
+
+def _bounded(spec: Job, bounds: dict) -> Job:
+    """``spec`` carrying the app's bounds of an Arrow or Parquet input (``table_bounds``),
+    which the job's reader checks before decompressing it (backend/tasks.py)."""
+    return dataclasses.replace(spec, table_bounds=dict(bounds))
 
 
 def _fields(spec: EvaluationJob) -> dict:

@@ -81,3 +81,51 @@ def test_every_entry_point_has_a_kind():
     assert sorted(KIND_OF_FUNCTION.values()) == ["combine", "comparison", "evaluation",
                                                  "shard"]
     assert all(path.startswith("worker.jobs.") for path in KIND_OF_FUNCTION)
+
+
+def test_the_queue_stamps_the_apps_table_bounds():
+    """A submitted job carries the app's bounds of an Arrow or Parquet input, which the job's
+    reader checks (whatever path stored the input)."""
+    from backend.contract import table_bounds
+    from backend.queue import MemoryBackend
+
+    config = {"MAX_TOPICS": 3, "MAX_DOCS_PER_TOPIC": 5, "MAX_CONTENT_LENGTH": 1000,
+              "RESULT_TTL": 60}
+    assert table_bounds(config) == {"max_rows": 15, "max_bytes": 1000}
+    backend = MemoryBackend(config)
+    seen = []
+    backend._run = lambda job_id, spec: seen.append(spec)
+    spec = ComparisonJob(measures=["map"], options={}, runs=[])
+    backend.submit(spec)
+    backend._pool.shutdown(wait=True)
+    assert seen[0].table_bounds == {"max_rows": 15, "max_bytes": 1000}
+    assert spec.table_bounds is None  # the caller's spec is left as it was
+
+
+def test_a_queued_arrow_run_over_the_bounds_is_refused_before_it_is_read():
+    """A comparison's inline Arrow run is read by the job within the spec's bounds (too many
+    rows: refused from the metadata, naming the run), and its blob is dropped all the same."""
+    pa = pytest.importorskip("pyarrow")
+    from pyarrow import ipc
+
+    from backend.store import MemoryStore
+    from backend.tasks import run_comparison
+
+    table = pa.table({"topic": ["q1"] * 20, "docid": [f"d{i}" for i in range(20)],
+                      "score": [float(-i) for i in range(20)]})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    store = MemoryStore()
+    store.put_blob("run-a", sink.getvalue().to_pybytes(), 60)
+    store.put_blob("run-b", b"q1 Q0 d1 1 1.0 b\n", 60)
+    job = ComparisonJob(measures=["map"], options={"profile": "trec_eval-10"},
+                        runs=[{"name": "a", "run_key": "run-a", "run_format": "arrow"},
+                              {"name": "b", "run_key": "run-b", "run_format": "trec"}],
+                        table_bounds={"max_rows": 10, "max_bytes": 10_000})
+    outcome = run_comparison(store, job, lambda job_id: None)
+    problem = outcome["problem"]
+    assert "runs[0]" in problem["detail"] and "exceed the limit of 10" in problem["detail"]
+    for key in ("run-a", "run-b"):
+        with pytest.raises(Exception):  # noqa: B017 (NotFound: dropped)
+            store.get_blob(key)
