@@ -198,11 +198,21 @@ class Client:
             body["details"] = True
         if record:
             body["record"] = dict(record)
+        return self._post_evaluation(
+            body, "application/json", accept, prefer_async, wait,
+            lambda: self.evaluate(run, qrels, qrels_id=qrels_id, measures=measures,
+                                  options=options, per_topic=per_topic, accept=accept))
+
+    def _post_evaluation(self, body, content_type: str, accept: str, prefer_async: bool,
+                         wait: bool, again) -> Any:
+        """POST an evaluation body; a queued job (202) is waited for unless ``wait`` is
+        false, and its result returned — for a non-JSON ``accept`` by asking ``again()``
+        (the queue keeps the JSON document only)."""
         headers = {"Accept": accept}
         if prefer_async:
             headers["Prefer"] = "respond-async"
         status, resp_headers, raw = self.request("POST", "/v1/evaluations", body,
-                                                 headers=headers)
+                                                 headers=headers, content_type=content_type)
         if status == 202:
             job = json.loads(raw)
             if not wait:
@@ -210,8 +220,7 @@ class Client:
             result = self.wait(resp_headers.get("Location") or job["id"])["result"]
             if accept == "application/json":
                 return result
-            return self.evaluate(run, qrels, qrels_id=qrels_id, measures=measures,
-                                 options=options, per_topic=per_topic, accept=accept)
+            return again()
         return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
 
     def _evaluate_form(self, run, qrels, *, qrels_id, measures, options, per_topic, details,
@@ -241,23 +250,12 @@ class Client:
         if record:
             fields.append(("record", json.dumps(dict(record))))
         body, content_type = _multipart(fields, files)
-        headers = {"Accept": accept}
-        if prefer_async:
-            headers["Prefer"] = "respond-async"
-        status, resp_headers, raw = self.request("POST", "/v1/evaluations", body,
-                                                 headers=headers, content_type=content_type)
-        if status == 202:
-            job = json.loads(raw)
-            if not wait:
-                return job
-            result = self.wait(resp_headers.get("Location") or job["id"])["result"]
-            if accept == "application/json":
-                return result
-            return self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
-                                       options=options, per_topic=per_topic, details=details,
-                                       prefer_async=False, accept=accept, wait=True,
-                                       record=None)
-        return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
+        return self._post_evaluation(
+            body, content_type, accept, prefer_async, wait,
+            lambda: self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
+                                        options=options, per_topic=per_topic, details=details,
+                                        prefer_async=False, accept=accept, wait=True,
+                                        record=None))
 
     def job(self, job_id: str) -> dict:
         return self._json("GET", f"/v1/jobs/{job_id.rsplit('/', 1)[-1]}")
