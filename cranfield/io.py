@@ -1043,11 +1043,22 @@ def rows_with_prefixes(packed: np.ndarray, rb: int, prefixes: np.ndarray) -> np.
 
 def run_packed_keys(run: Run, rb: int) -> tuple[np.ndarray, np.ndarray]:
     """The run's packed (topic, docid) keys with ``rb`` row bits and the prefixes rows share
-    (computed once per rb)."""
+    (computed once per rb; for more row bits than kept, from the kept keys: not hashed again)."""
     if run._packed is not None and run._packed[0] == rb:
         return run._packed[1], run._packed[2]
-    keys = topic_doc_keys(docid_hashes(run.docids), run.topic_index, in_place=True)
-    packed = packed_keys(keys, rb)
+    if run._packed is not None and run._packed[0] < rb:
+        # (each kept key holds its top 64 - kept rb bits: the top 64 - rb of them, re-packed)
+        kept_rb, kept = run._packed[0], run._packed[1]
+        packed = kept >> np.uint64(rb)
+        packed <<= np.uint64(rb)
+        row_mask = (np.uint64(1) << np.uint64(kept_rb)) - np.uint64(1)
+        for a in range(0, len(packed), _BLOCK):
+            packed[a:a + _BLOCK] |= kept[a:a + _BLOCK] & row_mask
+        del kept
+        packed.sort()
+    else:
+        keys = topic_doc_keys(docid_hashes(run.docids), run.topic_index, in_place=True)
+        packed = packed_keys(keys, rb)
     shared = shared_prefixes(packed, rb)
     run._packed = (rb, packed, shared)
     return packed, shared

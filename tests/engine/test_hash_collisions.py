@@ -219,3 +219,36 @@ def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columna
     reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
     monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
     _same(_evaluate_mixed(run_text, qrels_text, columnar_run, "trec_eval-9.0.8"), reference)
+
+
+@pytest.mark.parametrize("more_bits", [1, 5])
+def test_run_keys_repacked_for_more_row_bits_equal_keys_hashed_again(more_bits, monkeypatch):
+    """Qrels with more rows than the run widen the row field of the keys the reader kept:
+    re-packed from those keys, they equal the keys hashed from the docids anew."""
+    from cranfield.io import row_bits, run_packed_keys
+
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    text = _texts(3)[0]
+    kept = cranfield.read_run(text)
+    rb = row_bits(len(kept))
+    assert kept._packed is not None and kept._packed[0] == rb
+    fresh = cranfield.read_run(text)
+    fresh._packed = None
+    for a, b in zip(run_packed_keys(kept, rb + more_bits), run_packed_keys(fresh, rb + more_bits),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("hashing", ["real", "constant", "d10 as d1"])
+def test_a_run_shorter_than_its_qrels_equals_the_line_readers(seed, hashing, monkeypatch):
+    """Fewer run rows than judgments: the keys the run reader kept are re-packed for the
+    wider row field before matching (the other tests' runs are the longer side)."""
+    run_text, qrels_text = _texts(seed)
+    run_text = "".join(run_text.splitlines(keepends=True)[:len(qrels_text.splitlines()) // 3])
+    run = cranfield.read_run(run_text)
+    assert cranfield.io.row_bits(len(run)) < cranfield.io.row_bits(
+        len(cranfield.read_qrels(qrels_text)))
+    reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
+    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    _same(_evaluate(run_text, qrels_text, columnar=True, profile="trec_eval-9.0.8"), reference)
