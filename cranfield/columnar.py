@@ -702,17 +702,17 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
     n = len(value)
     if n < 2:
         return
-    docids = getattr(value, "_docids", None)
-    if docids is None or isinstance(value, Run):
-        docids = value.docids
-    arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
-        docids.tolist(), pa.string())
     if isinstance(value, Run):
         suspects = _engine_suspects(value)
         if suspects is not None:
             if len(suspects):
                 _name_duplicate(value, label, message, code, rows, suspects)
             return
+    docids = getattr(value, "_docids", None)
+    if docids is None or isinstance(value, Run):
+        docids = value.docids
+    arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
+        docids.tolist(), pa.string())
     keys = docid_hashes(arrow)
     keys *= np.uint64(0x9E3779B97F4A7C15)
     keys += np.ascontiguousarray(value.topic_index, dtype=np.int32).view(np.uint32)
