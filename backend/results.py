@@ -425,8 +425,7 @@ class ResultStore:
         except IntegrityError:  # made at the same moment by another recording: it is there now
             owner_pk = self._system_pk(tenant, system)
         with self.sessions.begin() as session:
-            owner = session.get(System, owner_pk)
-            result = Result(id=uuid.uuid4().hex, tenant=_tenant(tenant), system_pk=owner.pk,
+            result = Result(id=uuid.uuid4().hex, tenant=_tenant(tenant), system_pk=owner_pk,
                             label=label, commit=commit, tags=_dumps(tags), created_at=created,
                             qrels_version=provenance.get("qrels_version"),
                             qrels_sha256=provenance.get("qrels_sha256"),
@@ -438,7 +437,7 @@ class ResultStore:
             session.flush()
             session.add_all(ResultTag(result_pk=result.pk, tag=t) for t in tags)
             session.add_all(ResultValues(result_pk=result.pk, **c) for c in columns)
-            return self._summary(result, owner.name)
+            return self._summary(result, system)
 
     def delete(self, tenant: str | None, result_id: str) -> bool:
         """Forget a result (its values, tags, and the baseline it was); False if there is no
