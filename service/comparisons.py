@@ -331,12 +331,13 @@ def _spec(req: dict) -> ComparisonJob:
                          per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"])
 
 
-def _recorded(req: dict) -> list[dict | None]:
+def _recorded(req: dict, results: dict[str, dict]) -> list[dict | None]:
     """The recorded results a request names, one per run entry (None for the others), read
     from the tenant's results: unknown ids are 422 naming ``runs[i].result_id``. An entry
     without a name gets its result's ``system@label``. With ``"baseline": {"system": S}``,
     S's pinned baseline joins the runs, last, as a result entry, and ``baseline`` becomes
-    its name (422 naming ``baseline.system`` when S has none)."""
+    its name (422 naming ``baseline.system`` when S has none). ``results``: results already
+    read by id, not read again."""
     runs = req["runs"]
     if not any(r.get("result_id") for r in runs) and not isinstance(req.get("baseline"), dict):
         return [None] * len(runs)
@@ -347,7 +348,7 @@ def _recorded(req: dict) -> list[dict | None]:
         if not entry.get("result_id"):
             found.append(None)
             continue
-        result = store.get(tenant, entry["result_id"])
+        result = results.get(entry["result_id"]) or store.get(tenant, entry["result_id"])
         if result is None:
             raise Problem(422, "Unknown result", f"no recorded result {entry['result_id']!r}",
                           kind="unknown-result", errors={f"runs[{i}].result_id": [
@@ -389,13 +390,14 @@ def create_comparison():
     return compare(load_runs_body(REQUEST_SCHEMA), fmt)
 
 
-def compare(req: dict, fmt: str, *, may_queue: bool = True) -> Response:
+def compare(req: dict, fmt: str, *, may_queue: bool = True,
+            results: dict[str, dict] | None = None) -> Response:
     """A validated comparison request (``REQUEST_SCHEMA``'s) answered in ``fmt``: run here,
     or queued when the request asks to be (and ``may_queue``); a gate's verdict on a
     recorded result is kept."""
     from backend.tasks import BadInput, compare_inputs, compared_measures, record_gate_verdicts
 
-    recorded = _recorded(req)
+    recorded = _recorded(req, results or {})
     spec = _spec(req)
     names = run_entry_names(req)
     backend = current_app.extensions["cranfield"]

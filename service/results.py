@@ -219,20 +219,20 @@ def compare_results(result_id: str):
     other = request.args.get("with", "")
     _check_result_id(other, "with")
     store, tenant = results_store(), current_tenant()
-    summaries = {}
+    results = {}  # read once, whole: the comparison takes them as they are
     for rid in (other, result_id):
-        summaries[rid] = store.summary(tenant, rid)
-        if summaries[rid] is None:
+        results[rid] = store.get(tenant, rid)
+        if results[rid] is None:
             raise _no_result(rid)
-    names = _distinct_names(summaries[other], summaries[result_id])
+    names = _distinct_names(results[other], results[result_id])
     if len(request.args.get("measures", "")) > MAX_MEASURES:
         raise bad_parameter("measures", f"comma-separated measure keys, at most "
                             f"{MAX_MEASURES} characters")
     if "measures" in request.args:
         measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
     else:
-        measures = [m for m in summaries[result_id]["measures"]
-                    if m in summaries[other]["measures"]]
+        measures = [m for m in results[result_id]["measures"]
+                    if m in results[other]["measures"]]
     body = {"runs": [{"name": names[0], "result_id": other},
                      {"name": names[1], "result_id": result_id}],
             "baseline": names[0], "measures": measures}
@@ -242,7 +242,7 @@ def compare_results(result_id: str):
         raise Problem(422, "Invalid request", "measures: " + str(exc.messages),
                       kind="invalid-request", errors={"measures": [str(exc.messages)]}) \
             from None
-    return compare(req, fmt, may_queue=False)
+    return compare(req, fmt, may_queue=False, results=results)
 
 
 def _distinct_names(a: dict, b: dict) -> tuple[str, str]:

@@ -360,3 +360,22 @@ def test_trend_window_and_the_baseline_point(client, clocked):
     # no baseline pinned: no point
     _evaluate(client, {"system": "t", "label": "x"})
     assert client.get("/v1/systems/t/trend?measure=map").get_json()["baseline_point"] is None
+
+
+def test_a_comparison_of_recorded_results_reads_each_once(app, client):
+    a = _evaluate(client, {"system": "bm25", "label": "a"}).get_json()["recorded"]["id"]
+    b = _evaluate(client, {"system": "bm25", "label": "b"}).get_json()["recorded"]["id"]
+    store, reads = app.extensions["results"], []
+    real_get = store.get
+
+    def get(tenant, result_id):
+        reads.append(result_id)
+        return real_get(tenant, result_id)
+
+    store.get = get
+    try:
+        resp = client.get(f"/v1/results/{b}/comparison?with={a}")
+    finally:
+        del store.get
+    assert resp.status_code == 200, resp.get_json()
+    assert sorted(reads) == sorted([a, b])
