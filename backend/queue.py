@@ -301,8 +301,8 @@ class RedisBackend:
         out = {"id": job_id, "status": {"stopped": "canceled"}.get(status, status),
                "kind": meta.get("kind"),
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
-               "ended_at": _ts(job.ended_at), "tenant": (job.meta or {}).get("tenant")}
-        shards = (job.meta or {}).get("shards")
+               "ended_at": _ts(job.ended_at), "tenant": meta.get("tenant")}
+        shards = meta.get("shards")
         if shards:
             from rq.job import Job
 
