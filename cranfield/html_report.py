@@ -297,12 +297,17 @@ def _warnings(doc: dict) -> str:
     items = []
     for w in doc.get("warnings") or []:
         topics = w.get("topics") or []
-        shown = ", ".join(_e(t) for t in topics[:10]) + (" …" if len(topics) > 10 else "")
         items.append(f'<li class="warn"><code>{_e(w.get("code", ""))}</code> '
-                     f'{_e(w.get("message", ""))}{f" (topics: {shown})" if topics else ""}</li>')
+                     f'{_e(w.get("message", ""))}'
+                     f'{f" (topics: {_topic_list(topics, 10)})" if topics else ""}</li>')
     return ('<h2 id="warnings">Warnings</h2>'
             + (f'<div class="warn warn-box" role="note"><ul>{"".join(items)}</ul></div>'
                if items else '<p class="no-warnings">None.</p>'))
+
+
+def _topic_list(topics: Sequence, most: int) -> str:
+    """The first ``most`` topics, escaped, comma-separated; " …" when there are more."""
+    return ", ".join(_e(t) for t in topics[:most]) + (" …" if len(topics) > most else "")
 
 
 def _head(title: str, subtitle: str | None) -> list[str]:
@@ -364,7 +369,7 @@ def render_evaluation(doc: dict, title: str | None = None, *,
                            {k for row in (per_topic or {}).values() for k in row})
     if per_topic and keys:
         body.append("<h2>Per topic</h2>")
-    for key in keys if per_topic else []:
+    for key in keys:  # (none without per_topic)
         items = [(str(t), float(row[key])) for t, row in per_topic.items()
                  if _finite(row.get(key))]
         if not items:
@@ -676,10 +681,9 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
         verdict = _verdict(last)
         if verdict is not None:
             topics = _offending(last, measure)
-            shown = ", ".join(_e(t) for t in topics[:20]) + (" …" if len(topics) > 20 else "")
             body.append(f'<div class="latest latest-{verdict}">Latest gate '
                         f'({_e(last.get("label", ""))}): {_e(verdict.upper())}'
-                        + (f" — topics: {shown}" if topics else "") + "</div>")
+                        + (f" — topics: {_topic_list(topics, 20)}" if topics else "") + "</div>")
     total = doc.get("total", len(points))
     first, last_day = (_day(points[0].get("created_at")), _day(points[-1].get("created_at"))) \
         if points else ("–", "–")
@@ -705,8 +709,7 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
         if verdict == "pass":
             topics = []  # a pass's dropping topics stayed within the gate: not offenders
         cell = "–" if verdict is None else _e(verdict) + (
-            f" ({', '.join(_e(t) for t in topics[:10])}{' …' if len(topics) > 10 else ''})"
-            if topics else "")
+            f" ({_topic_list(topics, 10)})" if topics else "")
         rows.append(
             f'<tr class="verdict-{verdict or "none"}"><td>{_e(p.get("label", ""))}</td>'
             f'<td class="mono">{_e(p.get("commit") or "–")}</td>'
