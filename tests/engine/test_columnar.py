@@ -340,3 +340,42 @@ def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, c
     with pytest.raises(InputError) as err:
         columnar.run_from_table(run_table(rows))
     assert err.value.code == "duplicate-docid" and "(rows 10 and 50)" in str(err.value)
+
+
+def _parquet_bytes(table: pa.Table, **options) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **options)
+    return sink.getvalue()
+
+
+@pytest.mark.parametrize("scan_all", [True, False], ids=["dictionary-page", "as-dictionary"])
+def test_a_parquet_docid_bomb_is_bounded_before_decoding(monkeypatch, scan_all):
+    # one 50 kB docid over 400 rows of a plain string column (Parquet dictionary-encodes it,
+    # pyarrow reads it back as strings): a few kB of file, 20 MB decoded. Refused from the
+    # dictionary page — or, when that cannot be scanned here, from the codes read as a
+    # dictionary — by the bounds alone (a queued upload) and by the reader
+    if not scan_all:
+        monkeypatch.setattr(columnar, "_MAX_SCANNED", 0)
+    n = 400
+    data = _parquet_bytes(pa.table({"topic": ["1"] * n, "docid": ["d" * 50_000] * n,
+                                    "score": np.arange(n, dtype=float)}), row_group_size=100)
+    assert len(data) < 100_000
+    for read in (columnar.check_table_bytes, columnar.read_table_bytes):
+        with pytest.raises(InputError, match="decode to more than") as got:
+            read(data, "run", max_bytes=5_000_000)
+        assert got.value.code == "too-large"
+
+
+def test_parquet_docids_are_read_as_strings_within_the_bound():
+    # distinct docids past the 1 MB dictionary page (the writer falls back to plain pages):
+    # bounded from the pages, still read as strings, the same run as the table's
+    n = 120_000
+    table = pa.table({"topic": [str(i // 1000) for i in range(n)],
+                      "docid": [f"clueweb12-{i:010d}" for i in range(n)],
+                      "score": np.linspace(1, 0, n)})
+    data = _parquet_bytes(table, row_group_size=50_000)
+    got = columnar.read_table_bytes(data, "run", max_bytes=64 * 1024 * 1024)
+    assert got.schema.field("docid").type == pa.string()
+    columnar.check_table_bytes(data, "run", max_bytes=6_000_000)  # ~4.3 MB uncompressed
+    run = columnar.read_run_bytes(data, max_bytes=64 * 1024 * 1024)
+    assert run.docids.to_pylist() == table.column("docid").to_pylist()
