@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import orjson
@@ -51,6 +52,18 @@ class ContractClient:
     def delete(self, *args, **kwargs):
         return self.open(*args, method="DELETE", **kwargs)
 
+
+
+def finished_job(client, location: str, *, headers: dict | None = None,
+                 timeout: float = 30) -> dict:
+    """The job at ``location`` once it has finished or failed (polled every 20 ms; the test
+    fails after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while (job := client.get(location, headers=headers or {}).get_json())["status"] not in (
+            "finished", "failed"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.02)
+    return job
 
 @pytest.fixture(scope="session")
 def _results_template(tmp_path_factory) -> Path:

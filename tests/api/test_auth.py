@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ContractClient
+from conftest import ContractClient, finished_job
 
 from service.app import ConfigError, create_app
 from service.auth import KeyRing, key_line
@@ -34,16 +33,6 @@ def keyed(tmp_path):
     path.write_text(LINES)
     app = create_app({"TESTING": True, "API_KEYS_FILE": str(path)})
     return ContractClient(app.test_client())
-
-
-def _finished(client, location: str, key: str) -> dict:
-    deadline = time.monotonic() + 30
-    while True:
-        job = client.get(location, headers=auth(key)).get_json()
-        if job["status"] in ("finished", "failed"):
-            return job
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
 
 
 def test_every_v1_route_needs_a_valid_key(keyed):
@@ -107,7 +96,7 @@ def test_tenants_cannot_see_each_others_jobs(keyed):
     location = resp.headers["Location"]
     job_id = location.rsplit("/", 1)[1]
     assert "tenant" not in resp.get_json()
-    assert _finished(keyed, location, "read-a")["status"] == "finished"
+    assert finished_job(keyed, location, headers=auth("read-a"))["status"] == "finished"
     assert keyed.get(location, headers=auth("write-b")).status_code == 404
     assert keyed.get(location + "/report", headers=auth("write-b")).status_code == 404
     assert keyed.delete(location, headers=auth("write-b")).status_code == 404

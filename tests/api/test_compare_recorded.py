@@ -5,10 +5,8 @@ each test records in a SQLite file of its own (conftest)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from conftest import ContractClient
+from conftest import ContractClient, finished_job
 
 from service.app import create_app
 from service.auth import key_line
@@ -181,21 +179,14 @@ def test_queued_comparison_reads_recorded_results(app, client):
         "gate": "map:0.05"})
     assert resp.status_code == 202
     location = resp.headers["Location"]
-    deadline = time.monotonic() + 30
-    while (job := client.get(location).get_json())["status"] not in ("finished", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = finished_job(client, location)
     assert job["status"] == "finished", job
     assert job["result"]["gate"] == sync["gate"] and job["result"]["pairs"] == sync["pairs"]
     # tonight's run inline (a JSON mapping, stored for the job) against the baseline
     resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, json={
         "runs": [{"name": "tonight", "run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
         "baseline": {"system": "bm25"}, "gate": "map:0.05"})
-    deadline = time.monotonic() + 30
-    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
-            "finished", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished", job
     assert job["result"]["gate"]["verdict"] == "fail"
     assert job["result"]["pairs"][0]["mean_diff"] == sync["pairs"][0]["mean_diff"]
@@ -258,11 +249,7 @@ def test_a_queued_gate_keeps_its_verdict_too(app, client):
         "runs": [{"result_id": n3}], "measures": MEASURES, "baseline": {"system": "bm25"},
         "gate": "map:0.05"})
     assert resp.status_code == 202
-    deadline = time.monotonic() + 30
-    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
-            "finished", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = finished_job(client, resp.headers["Location"])
     assert job["result"]["gate"]["recorded"] == [{"result_id": n3, "verdict": "fail"}]
     points = client.get("/v1/systems/bm25/trend?measure=map").get_json()["points"]
     assert [(p["gate"] or {}).get("verdict") for p in points] == [None, None, "fail"]

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import finished_job
 from scipy import stats
 
 import cranfield
@@ -181,16 +181,6 @@ def test_large_uploads_keep_their_file_names(client, monkeypatch):
     assert [r["name"] for r in resp.get_json()["runs"]] == ["full", "trunc"]
 
 
-def _finished(client, location: str) -> dict:
-    deadline = time.monotonic() + 30
-    while True:
-        job = client.get(location).get_json()
-        if job["status"] in ("finished", "failed"):
-            return job
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-
-
 def test_finished_evaluations_compared_by_id_and_their_report_pages(client):
     ids = []
     for run in (FULL, TRUNC):
@@ -198,7 +188,7 @@ def test_finished_evaluations_compared_by_id_and_their_report_pages(client):
                                                      "measures": ["map", "P.10"]},
                            headers={"Prefer": "respond-async"})
         assert resp.status_code == 202
-        assert _finished(client, resp.headers["Location"])["status"] == "finished"
+        assert finished_job(client, resp.headers["Location"])["status"] == "finished"
         ids.append(resp.headers["Location"].rsplit("/", 1)[1])
     by_id = client.post("/v1/comparisons", json={
         "runs": [{"name": "full", "evaluation_id": ids[0]},
@@ -223,7 +213,7 @@ def test_finished_evaluations_compared_by_id_and_their_report_pages(client):
 def test_queued_comparison_has_the_same_result_and_a_report(client):
     resp = client.post("/v1/comparisons", json=body(), headers={"Prefer": "respond-async"})
     assert resp.status_code == 202 and resp.headers["Location"].startswith("/v1/jobs/")
-    job = _finished(client, resp.headers["Location"])
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished", job
     inline = client.post("/v1/comparisons", json=body()).get_json()
     assert job["result"]["pairs"] == inline["pairs"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from pathlib import Path
 
 import pytest
+from conftest import finished_job
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 QRELS = (DATA / "qrels.test").read_text()
@@ -22,16 +22,6 @@ def renamed(run: str, runid: str) -> str:
     """The run with every line's runid (the sixth column) replaced."""
     return "".join(" ".join(line.split()[:5] + [runid]) + "\n" for line in run.splitlines()
                    if line.strip())
-
-
-def _finished(client, location: str) -> dict:
-    deadline = time.monotonic() + 30
-    while True:
-        job = client.get(location).get_json()
-        if job["status"] in ("finished", "failed"):
-            return job
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
 
 
 def _heads(page: str) -> tuple[str, str, str]:
@@ -58,7 +48,7 @@ def test_finished_job_pages_are_titled_by_their_runs(client, path, body, title):
     assert resp.status_code == 202, resp.get_json()
     location = resp.headers["Location"]
     job_id = location.rsplit("/", 1)[1]
-    assert _finished(client, location)["status"] == "finished"
+    assert finished_job(client, location)["status"] == "finished"
     for page in (client.get(location, headers={"Accept": "text/html"}),
                  client.get(location + "/report")):
         assert page.status_code == 200 and page.mimetype == "text/html"

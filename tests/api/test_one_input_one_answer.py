@@ -9,6 +9,7 @@ import io
 import json
 
 import pytest
+from conftest import finished_job
 
 RUN = {"q1": {"dA": 3.0, "dB": 2.0, "dC": 1.0}}
 MEASURES = ["map", "num_rel", "num_rel_ret", "P.5"]
@@ -184,16 +185,11 @@ def test_nbsp_in_a_docid_is_the_same_docid_at_every_size(client):
 def test_a_string_score_is_the_same_refusal_when_queued(client):
     """Prefer: respond-async read "3.0" as 3.0 (the column path); now the job fails with the
     problem the synchronous request answers."""
-    import time
 
     body = {"run": {"q1": {"d1": "3.0", "d2": 1.0}}, "qrels": {"q1": {"d1": 1}},
             "measures": ["map"]}
     sync = evaluate(client, body, 422)
     resp = client.post("/v1/evaluations", json=body, headers={"Prefer": "respond-async"})
     assert resp.status_code == 202
-    deadline = time.monotonic() + 30
-    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
-            "finished", "failed"):
-        assert time.monotonic() < deadline, job
-        time.sleep(0.02)
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "failed" and job["problem"]["errors"] == sync["errors"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 
 import pytest
+from conftest import finished_job
 
 import service.evaluation_request as evaluation_request
 
@@ -108,11 +108,7 @@ def test_record_and_per_topic_false_in_a_form(client):
 
 def _finished(client, resp) -> dict:
     assert resp.status_code == 202, resp.get_json()
-    deadline = time.monotonic() + 30
-    while (job := client.get(resp.headers["Location"]).get_json())["status"] not in (
-            "finished", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished", job
     return job["result"]
 

@@ -6,12 +6,11 @@ contract client); each test records in a SQLite file of its own (conftest)."""
 from __future__ import annotations
 
 import math
-import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from conftest import ContractClient
+from conftest import ContractClient, finished_job
 from scipy import stats
 
 from service.app import create_app
@@ -79,10 +78,7 @@ def test_record_from_the_embedded_queue(client):
                      headers={"Prefer": "respond-async"})
     assert resp.status_code == 202
     location = resp.headers["Location"]
-    deadline = time.monotonic() + 30
-    while (job := client.get(location).get_json())["status"] not in ("finished", "failed"):
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    job = finished_job(client, location)
     assert job["status"] == "finished", job
     recorded = job["result"]["recorded"]
     got = client.get(f"/v1/results/{recorded['id']}").get_json()
