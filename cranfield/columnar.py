@@ -650,7 +650,7 @@ def _scores(col, label: str) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         row = int(bad[0])
-        raise _column_error(label, "score", f"{values[row]!r} is not a finite number", row)
+        raise _column_error(label, "score", grammar.json_score_problem(float(values[row])), row)
     return values.copy() if not values.flags.writeable else values
 
 
