@@ -671,8 +671,7 @@ def _grades(col, label: str) -> np.ndarray:
         bad = np.flatnonzero(raw > np.uint64(grammar.INT64_MAX))
         if len(bad):
             row = int(bad[0])
-            raise _column_error(label, "grade", f"grade {int(raw[row])} is outside the 64-bit "
-                                "integer range", row)
+            raise _column_error(label, "grade", grammar.json_grade_problem(int(raw[row])), row)
         return raw.astype(np.int64)
     return _numpy(arr.cast(pa.int64()), np.int64).copy()
 
