@@ -124,11 +124,15 @@ def run_evaluation(req: dict):
     return ev, run, qrels, (run_digest.result(), qrels_digest)
 
 
-def _recorded_document(req: dict, ev, run, qrels, run_digest: str, qrels_digest: str) -> dict:
+def _details(req: dict, ev, run, qrels) -> dict | None:
+    """The per-topic details the request asks for (None when it does not)."""
+    return details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
+
+
+def _recorded_document(req: dict, ev, details, run_digest: str, qrels_digest: str) -> dict:
     """The evaluation's document, kept in the results store (with its per-topic values,
     whatever the request's ``per_topic``), then shaped as the request asked, with
     ``recorded`` (:func:`backend.tasks.record_evaluation`)."""
-    details = details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
     doc = evaluation_document(ev, dict(req, per_topic=True), run_digest, qrels_digest,
                               details, req.get("qrels_version"))
     try:
@@ -151,18 +155,19 @@ def create_evaluation():
             return enqueue_evaluation(req)
     with timed("evaluate"):
         ev, run, qrels, (run_digest, qrels_digest) = run_evaluation(req)
-    doc = None
+    doc = details = None
     if req["record"] is not None:
         with timed("record"):
-            doc = _recorded_document(req, ev, run, qrels, run_digest, qrels_digest)
+            details = _details(req, ev, run, qrels)
+            doc = _recorded_document(req, ev, details, run_digest, qrels_digest)
     with timed("render"):
         if fmt == "text/plain":
             return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
         if fmt == "text/csv":
             return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
         if doc is None or fmt == "text/html":
-            details = (details_for(ev, run, qrels, req["details_depth"]) if req["details"]
-                       else None)
+            if details is None:  # computed once: recording computed them already
+                details = _details(req, ev, run, qrels)
             if fmt == "text/html":  # the page plots the precision-recall curve
                 req = dict(req, curves=True)
             doc = evaluation_document(ev, req, run_digest, qrels_digest, details,

@@ -375,3 +375,19 @@ def test_a_comparison_of_recorded_results_reads_each_once(app, client):
         del store.get
     assert resp.status_code == 200, resp.get_json()
     assert sorted(reads) == sorted([a, b])
+
+
+@pytest.mark.parametrize("accept", ["application/json", "text/html"])
+def test_a_recorded_evaluation_computes_its_details_once(client, monkeypatch, accept):
+    import service.evaluations as evaluations
+
+    calls = []
+    real = evaluations.details_for
+    monkeypatch.setattr(evaluations, "details_for",
+                        lambda *args: calls.append(1) or real(*args))
+    resp = _evaluate(client, {"system": "bm25", "label": "d"}, headers={"Accept": accept},
+                     details=True)
+    assert resp.status_code == 200 and resp.mimetype == accept
+    assert len(calls) == 1
+    if accept == "application/json":
+        assert resp.get_json()["details"]
