@@ -83,7 +83,7 @@ def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> by
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    from .columnar import QRELS_COLUMNS, RUN_COLUMNS, to_arrow
+    from .columnar import to_arrow, wanted_columns
 
     if isinstance(value, Mapping):
         rows = [(t, d, v) for t, docs in value.items() for d, v in docs.items()]
@@ -91,8 +91,7 @@ def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> by
                           ("score" if kind == "run" else "grade"): [r[2] for r in rows]})
     else:
         table = to_arrow(value, kind)
-    keep = RUN_COLUMNS + ("runid",) if kind == "run" else QRELS_COLUMNS + ("iteration",)
-    table = table.select([c for c in table.column_names if c in keep])
+    table = table.select(wanted_columns(table.column_names, kind))
     topic = table.column("topic") if "topic" in table.column_names else None
     if topic is not None and (pa.types.is_string(topic.type) or
                               pa.types.is_large_string(topic.type)):

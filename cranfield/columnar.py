@@ -140,7 +140,8 @@ def _short(exc: Exception) -> str:
     return text[:300]
 
 
-def _wanted(names, kind: str) -> list[str]:
+def wanted_columns(names, kind: str) -> list[str]:
+    """The columns of ``names`` a ``kind`` (``run``/``qrels``) reads, in their order."""
     base = RUN_COLUMNS + ("runid",) if kind == "run" else QRELS_COLUMNS + ("iteration",)
     return [n for n in names if n in base]
 
@@ -169,7 +170,7 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     pf = pq.ParquetFile(buf)
     meta = pf.metadata
     names = pf.schema_arrow.names
-    wanted = _wanted(names, kind)
+    wanted = wanted_columns(names, kind)
     nbytes = 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -349,7 +350,7 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
         table = ipc.open_file(buf).read_all()
     else:
         table = ipc.open_stream(buf).read_all()
-    return table.select(_wanted(table.column_names, kind))
+    return table.select(wanted_columns(table.column_names, kind))
 
 
 def _decoded_bound(table, label: str, max_bytes: int | None) -> None:
