@@ -132,6 +132,14 @@ def _nice(lo: float, hi: float, n: int = 5) -> tuple[list[float], float, float]:
     return ticks, lo, hi
 
 
+def _y_scale(lo: float, hi: float, *, height: int = H, bottom: int = BOTTOM
+             ) -> Callable[[float], float]:
+    """y of a value: ``lo`` at the x axis (``height - bottom``), ``hi`` at TOP."""
+    def sy(v: float) -> float:
+        return height - bottom - (v - lo) / (hi - lo) * (height - TOP - bottom)
+    return sy
+
+
 def _svg_open(cls: str, title: str, extra: str = "", *, height: int = H) -> str:
     return (f'<svg class="chart {cls}" viewBox="0 0 {W} {height}" width="{W}" '
             f'height="{height}" role="img" preserveAspectRatio="xMinYMin meet"{extra}>'
@@ -226,8 +234,7 @@ def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str
     ticks, lo, hi = _nice(lo, hi)
     height, bottom = H + LABEL_BAND, BOTTOM + LABEL_BAND
 
-    def sy(v):
-        return height - bottom - (v - lo) / (hi - lo) * (height - TOP - bottom)
+    sy = _y_scale(lo, hi, height=height, bottom=bottom)
 
     xlabel = f"{xlabel or 'topics, sorted by value'} ({n_all:,} topic{'s' * (n_all != 1)})"
     extra = (f' data-run="{_e(run)}"' if run is not None else "") + \
@@ -614,8 +621,7 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
         inner = W - LEFT - RIGHT - 40
         return LEFT + 20 + (inner * i / (n - 1) if n > 1 else inner / 2)
 
-    def sy(v: float) -> float:
-        return H - BOTTOM - (v - lo) / (hi - lo) * (H - TOP - BOTTOM)
+    sy = _y_scale(lo, hi)
 
     title = f"{measure} of {doc.get('system', '')}: mean and 95% CI per recorded result"
     parts = [_svg_open("trend", title, f' data-measure="{_e(measure)}"')]
