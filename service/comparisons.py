@@ -38,6 +38,7 @@ from cranfield.names import needs_subtopics
 from .auth import current_tenant
 from .enqueue import accepted, submission, wants_async
 from .evaluation_request import file_parts, form_parts, load_body
+from .evaluations import CONTROL
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
@@ -97,7 +98,7 @@ class BaselineField(fields.Field):
                 raise ValidationError({k: ["Unknown field."] for k in unknown})
             system = value.get("system")
             if not isinstance(system, str) or not 1 <= len(system) <= 200 \
-                    or any(ord(c) < 0x20 for c in system):
+                    or CONTROL.search(system):  # a system name as record takes it
                 raise ValidationError({"system": ["must be a system name (1-200 printable "
                                                   "characters)"]})
             return {"system": system}

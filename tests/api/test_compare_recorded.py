@@ -328,3 +328,14 @@ def test_the_trend_page(client):
     # a browser asking for an unknown measure gets the page saying so
     empty = client.get("/v1/systems/bm25/trend?measure=ndcg", headers={"Accept": "text/html"})
     assert empty.status_code == 200 and "No recorded result" in empty.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("name", ["a\x01b", "a\x7fb", "a\x85b", "x" * 201])
+def test_a_baseline_system_is_a_system_name_as_record_and_the_routes_take_it(client, name):
+    body = {"runs": [{"result_id": "0" * 32}], "baseline": {"system": name}}
+    errors = client.post("/v1/comparisons", json=body).get_json()["errors"]
+    assert errors == {"baseline.system": ["must be a system name (1-200 printable characters)"]}
+    record = client.post("/v1/evaluations", json={
+        "run": GOOD, "qrels": QRELS, "measures": MEASURES,
+        "record": {"system": name, "label": "x"}})
+    assert record.status_code == 422 and "record.system" in record.get_json()["errors"]
