@@ -39,7 +39,7 @@ from .auth import current_tenant
 from .enqueue import accepted, submission, wants_async
 from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
-from .inputs import digest, read_input, serialised, stored_qrels
+from .inputs import check_table_upload, digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem
@@ -474,7 +474,7 @@ def _enqueue_comparison(req: dict, spec: ComparisonJob, names: list[str]) -> Res
     cfg = current_app.config
     job_id, carried = submission(req)
     runs = []
-    for name, entry in zip(names, req["runs"], strict=True):
+    for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
         if entry.get("result_id"):
             runs.append({"name": name, "result_id": entry["result_id"],
                          **({"field": entry["field"]} if entry.get("field") else {})})
@@ -483,6 +483,8 @@ def _enqueue_comparison(req: dict, spec: ComparisonJob, names: list[str]) -> Res
             runs.append({"name": name, "evaluation_id": entry["evaluation_id"]})
             continue
         data, fmt = serialised(entry["run"])
+        if fmt in ("arrow", "parquet"):  # bounded by its metadata before it is stored, as a
+            check_table_upload(data, "run", f"runs[{i}]")  # queued evaluation's run is
         runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
             f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
     backend.submit(dataclasses.replace(spec, runs=runs, **carried), job_id)

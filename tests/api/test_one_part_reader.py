@@ -51,3 +51,30 @@ def test_a_mislabelled_part_is_the_same_refusal_on_both_routes(client, declared,
 def test_a_text_part_labelled_as_text_is_read_on_both_routes(client):
     assert evaluation(client, "text/plain", "text/plain").status_code == 200
     assert comparison(client, "text/plain", "text/plain").status_code == 200
+
+
+def test_an_arrow_run_over_the_row_limit_is_413_sync_and_queued_on_both_routes(app, client):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    app.config.update(MAX_TOPICS=3, MAX_DOCS_PER_TOPIC=2)  # at most 6 rows (the qrels: 3 topics)
+    table = pa.table({"topic": ["1"] * 7, "docid": [f"d{i}" for i in range(7)],
+                      "score": [1.0] * 7})
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data = sink.getvalue().to_pybytes()
+    for headers in ({}, {"Prefer": "respond-async"}):
+        resp = client.post("/v1/evaluations", content_type="multipart/form-data", headers=headers,
+                           data={"run": part(data, "run.arrows", ARROW),
+                                 "qrels": part(QRELS, "qrels.txt", "text/plain"),
+                                 "measures": "map"})
+        assert resp.status_code == 413, (headers, resp.get_json())
+        assert "7 rows exceed the limit of 6" in resp.get_json()["errors"]["run"][0]
+        resp = client.post("/v1/comparisons", content_type="multipart/form-data", headers=headers,
+                           data={"runs": [part(data, "a.arrows", ARROW),
+                                          part(RUN, "b.txt", "text/plain")],
+                                 "qrels": part(QRELS, "qrels.txt", "text/plain"),
+                                 "measures": "map"})
+        assert resp.status_code == 413, (headers, resp.get_json())
+        assert "7 rows exceed the limit of 6" in resp.get_json()["errors"]["runs[0]"][0]
