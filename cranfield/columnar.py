@@ -181,14 +181,16 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind)
     # topic, runid and iteration stay dictionaries (their decoded size is counted from the
     # codes by _decoded_bound); docid (~7M distinct values at M: reading it as a dictionary
-    # costs a second) is bounded from its dictionary pages, or read as one when it cannot be
+    # costs a second) and the numbers (strings there would be refused, once decoded) are
+    # bounded from their page headers, or read as dictionaries when they cannot be
     ids = [c for c in wanted if c in ("topic", "runid", "iteration")]
-    if "docid" in wanted and not _docid_bound(buf, meta, label, max_bytes):
-        ids.append("docid")
+    unbounded = _parquet_decoded_bound(buf, meta, [c for c in wanted if c not in ids], label,
+                                       max_bytes)
+    ids += unbounded
     if bounds_only:
-        if "docid" in ids:
-            docids = pq.ParquetFile(buf, metadata=meta, read_dictionary=["docid"])
-            _decoded_bound(docids.read(columns=["docid"], use_threads=False), label, max_bytes)
+        if unbounded:
+            read = pq.ParquetFile(buf, metadata=meta, read_dictionary=unbounded)
+            _decoded_bound(read.read(columns=unbounded, use_threads=False), label, max_bytes)
         return None
     pf = pq.ParquetFile(buf, metadata=meta, read_dictionary=ids)
     return pf.read(columns=wanted, use_threads=False)
@@ -204,71 +206,95 @@ _PARQUET_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD
 _MAX_SCANNED = 1 << 22
 
 
-def _docid_bound(buf, meta, label: str, max_bytes: int | None) -> bool:
-    """Too large when the Parquet docid column may decode to more than ``max_bytes``: a
-    chunk's plain pages decode to at most their uncompressed size, its dictionary-coded rows
-    to at most the longest value of its dictionary page each (one long docid repeated by
-    every row is a few bytes in the file and any size decoded). Only dictionary pages are
-    decompressed. False when a dictionary page cannot be read here (then the column is read
-    as a dictionary, bounded by :func:`_decoded_bound`)."""
+def _parquet_decoded_bound(buf, meta, columns: list[str], label: str,
+                           max_bytes: int | None) -> list[str]:
+    """Too large when the Parquet ``columns`` may decode to more than ``max_bytes`` together,
+    from their page headers: a chunk's plain pages decode to at most their uncompressed size,
+    its dictionary-coded byte-array pages to at most their values times the longest value of
+    the dictionary page (one long docid repeated by every row is a few bytes in the file and
+    any size decoded), fixed-width values to their width. Only dictionary pages are
+    decompressed. Returns the columns that cannot be bounded here (to be read as
+    dictionaries, bounded by :func:`_decoded_bound`): a nested column, an unknown codec, an
+    unreadable page header, too many dictionary values to scan."""
+    if max_bytes is None:
+        return []
     paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
-    if max_bytes is None or "docid" not in paths:
-        return max_bytes is None
-    column = paths.index("docid")
-    width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
+    unbounded = [name for name in columns if name not in paths]
     total = scanned = 0
-    for g in range(meta.num_row_groups):
-        chunk = meta.row_group(g).column(column)
-        total += max(chunk.total_uncompressed_size, 0)
-        if chunk.physical_type == "FIXED_LEN_BYTE_ARRAY":
-            total += chunk.num_values * max(width, 0)
-        elif chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
-            got = _longest_dictionary_value(buf, chunk)
-            if got is None:
-                return False
-            longest, values = got
-            scanned += values
-            if scanned > _MAX_SCANNED:  # past this, pyarrow reads it as a dictionary
-                return False
-            total += chunk.num_values * longest
-        if total > max_bytes:
-            raise InputError(label, f"column docid's strings may decode to more than "
-                             f"{max_bytes} bytes", code="too-large")
-    return True
+    for name in (c for c in columns if c in paths):
+        column = paths.index(name)
+        width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
+        counted = 0
+        for g in range(meta.num_row_groups):
+            chunk = meta.row_group(g).column(column)
+            if chunk.physical_type == "BYTE_ARRAY":
+                got = _byte_array_bound(buf, chunk)
+                scanned += got[1] if got is not None else 0
+                if got is None or scanned > _MAX_SCANNED:  # pyarrow counts it instead
+                    unbounded.append(name)
+                    counted = 0
+                    break
+                counted += got[0]
+            else:  # numbers: a few bytes a row; fixed-width bytes: their width a row
+                counted += max(chunk.total_uncompressed_size, 0) + chunk.num_values * max(
+                    width if chunk.physical_type == "FIXED_LEN_BYTE_ARRAY" else 0, 0)
+            if total + counted > max_bytes:
+                raise InputError(label, f"column {name}'s strings may decode to more than "
+                                 f"{max_bytes} bytes", code="too-large")
+        total += counted
+    return unbounded
 
 
-def _longest_dictionary_value(buf, chunk) -> tuple[int, int] | None:
-    """(the longest value, the number of values) of a byte-array column chunk's dictionary
-    page (PLAIN: a 4-byte length before each value), or None when it cannot be read here."""
+def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
+    """(at most how many bytes a byte-array column chunk decodes to, how many dictionary
+    values were scanned) from its page headers: a plain page at most its uncompressed size, a
+    dictionary-coded page its values times the longest value of the dictionary page (the
+    only page decompressed). None when the chunk cannot be read here."""
     import pyarrow as pa
 
     codec = _PARQUET_CODECS.get(chunk.compression)
     if chunk.compression != "UNCOMPRESSED" and codec is None:
         return None
-    start = chunk.dictionary_page_offset
+    data = memoryview(buf).cast("B")
+    pos = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    end = pos + chunk.total_compressed_size
+    longest, total, scanned = None, 0, 0
     try:
-        sizes, pos = _page_header(memoryview(buf).cast("B"), start)
-        raw, size = sizes
-        page = memoryview(buf)[pos:pos + raw]
-        if len(page) != raw:
-            return None
-        if codec is not None:
-            page = memoryview(pa.Codec(codec).decompress(page, decompressed_size=size))
-        page = page.cast("B")
-    except (pa.ArrowException, IndexError, ValueError, struct.error):
+        while pos < end:
+            header, pos = _thrift_struct(data, pos)
+            kind, size, raw = header.get(1), header.get(2, -1), header.get(3, -1)
+            if min(size, raw) < 0 or pos + raw > len(data):
+                return None
+            if kind == 2:  # the dictionary page: PLAIN, a 4-byte length before each value
+                page = data[pos:pos + raw]
+                if codec is not None:
+                    page = memoryview(pa.Codec(codec).decompress(page, decompressed_size=size))
+                page = page.cast("B")
+                at, longest = 0, longest or 0
+                while at + 4 <= len(page) and scanned <= _MAX_SCANNED:
+                    n = struct.unpack_from("<I", page, at)[0]
+                    longest = max(longest, n)
+                    at += 4 + n
+                    scanned += 1
+            elif kind in (0, 3):  # a data page (v1: header field 5, v2: field 8)
+                sub = header.get(5 if kind == 0 else 8)
+                sub = sub if isinstance(sub, dict) else {}
+                values, encoding = sub.get(1, 0), sub.get(2 if kind == 0 else 4)
+                if encoding in (2, 8):  # PLAIN_DICTIONARY, RLE_DICTIONARY
+                    if longest is None or not isinstance(values, int) or values < 0:
+                        return None
+                    total += values * longest
+                else:
+                    total += size
+            pos += raw
+    except (pa.ArrowException, IndexError, ValueError, TypeError, struct.error):
         return None
-    longest = at = values = 0
-    while at + 4 <= len(page) and values <= _MAX_SCANNED:
-        n = struct.unpack_from("<I", page, at)[0]
-        longest = max(longest, n)
-        at += 4 + n
-        values += 1
-    return longest, values
+    return total, scanned
 
 
-def _page_header(data, pos: int) -> tuple[tuple[int, int], int]:
-    """((compressed size, uncompressed size), where the page's bytes start) from the Thrift
-    compact PageHeader at ``pos`` (fields 2 and 3; the rest skipped)."""
+def _thrift_struct(data, pos: int) -> tuple[dict, int]:
+    """A Thrift compact struct at ``pos`` (a Parquet PageHeader) as {field id: value} for its
+    integer and struct fields (the rest skipped), and where it ends."""
     def varint():
         nonlocal pos
         out = shift = 0
@@ -280,15 +306,18 @@ def _page_header(data, pos: int) -> tuple[tuple[int, int], int]:
             if not b & 0x80:
                 return out
 
-    def skip(kind, in_list=0):
+    def zigzag():
+        z = varint()
+        return (z >> 1) ^ -(z & 1)
+
+    def value(kind, in_list=0):
         nonlocal pos
         if kind in (1, 2):  # a field's boolean lives in its header (a list's: a byte)
             pos += in_list
-            return
-        if kind == 3:
+        elif kind == 3:
             pos += 1
         elif kind in (4, 5, 6):
-            varint()
+            return zigzag()
         elif kind == 7:
             pos += 8
         elif kind == 8:
@@ -297,39 +326,28 @@ def _page_header(data, pos: int) -> tuple[tuple[int, int], int]:
         elif kind in (9, 10):
             head = data[pos]
             pos += 1
-            n = head >> 4 if head >> 4 != 15 else varint()
-            for _ in range(n):
-                skip(head & 0x0F, 1)
+            for _ in range(head >> 4 if head >> 4 != 15 else varint()):
+                value(head & 0x0F, 1)
         elif kind == 12:
-            struct_fields()
+            return fields()
         else:
             raise ValueError(f"Thrift type {kind}")
+        return None
 
-    def struct_fields(want=None):
+    def fields():
         nonlocal pos
-        field = 0
+        out, field = {}, 0
         while True:
             head = data[pos]
             pos += 1
             if head == 0:
-                return
-            delta, kind = head >> 4, head & 0x0F
-            if delta:
-                field += delta
-            else:
-                z = varint()
-                field = (z >> 1) ^ -(z & 1)
-            if want is not None and field in (2, 3) and kind == 5:
-                z = varint()
-                want[field] = (z >> 1) ^ -(z & 1)
-            else:
-                skip(kind)
+                return out
+            field = field + (head >> 4) if head >> 4 else zigzag()
+            got = value(head & 0x0F)
+            if got is not None:
+                out[field] = got
 
-    got: dict[int, int] = {}
-    struct_fields(got)
-    if 2 not in got or 3 not in got or min(got[2], got[3]) < 0:
-        raise ValueError("no page sizes")
-    return (got[3], got[2]), pos
+    return fields(), pos
 
 
 def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):

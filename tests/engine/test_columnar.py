@@ -348,20 +348,28 @@ def _parquet_bytes(table: pa.Table, **options) -> bytes:
     return sink.getvalue()
 
 
+@pytest.mark.parametrize("column", ["docid", "score"])
 @pytest.mark.parametrize("scan_all", [True, False], ids=["dictionary-page", "as-dictionary"])
-def test_a_parquet_docid_bomb_is_bounded_before_decoding(monkeypatch, scan_all):
-    # one 50 kB docid over 400 rows of a plain string column (Parquet dictionary-encodes it,
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_a_parquet_string_bomb_is_bounded_before_decoding(monkeypatch, column, scan_all,
+                                                          page_version):
+    # one 50 kB string over 400 rows of a plain string column (Parquet dictionary-encodes it,
     # pyarrow reads it back as strings): a few kB of file, 20 MB decoded. Refused from the
-    # dictionary page — or, when that cannot be scanned here, from the codes read as a
-    # dictionary — by the bounds alone (a queued upload) and by the reader
+    # page headers and the dictionary page — or, when that cannot be scanned here, from the
+    # codes read as a dictionary — by the bounds alone (a queued upload) and by the reader;
+    # a score column of strings too (it would be refused only once decoded)
     if not scan_all:
         monkeypatch.setattr(columnar, "_MAX_SCANNED", 0)
     n = 400
-    data = _parquet_bytes(pa.table({"topic": ["1"] * n, "docid": ["d" * 50_000] * n,
-                                    "score": np.arange(n, dtype=float)}), row_group_size=100)
+    columns = {"topic": ["1"] * n, "docid": [f"d{i}" for i in range(n)],
+               "score": np.arange(n, dtype=float)}
+    columns[column] = ["d" * 50_000] * n
+    data = _parquet_bytes(pa.table(columns), row_group_size=100,
+                          data_page_version=page_version)
     assert len(data) < 100_000
     for read in (columnar.check_table_bytes, columnar.read_table_bytes):
-        with pytest.raises(InputError, match="decode to more than") as got:
+        with pytest.raises(InputError, match=f"{column}'s strings (may )?decode to more than"
+                           ) as got:
             read(data, "run", max_bytes=5_000_000)
         assert got.value.code == "too-large"
 
