@@ -287,7 +287,8 @@ def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
                 else:
                     total += size
             pos += raw
-    except (pa.ArrowException, IndexError, ValueError, TypeError, struct.error):
+    except (pa.ArrowException, IndexError, ValueError, TypeError, RecursionError,
+            struct.error):
         return None
     return total, scanned
 
@@ -326,7 +327,10 @@ def _thrift_struct(data, pos: int) -> tuple[dict, int]:
         elif kind in (9, 10):
             head = data[pos]
             pos += 1
-            for _ in range(head >> 4 if head >> 4 != 15 else varint()):
+            n = head >> 4 if head >> 4 != 15 else varint()
+            if n > len(data) - pos:  # each element takes a byte at least
+                raise ValueError("a Thrift list longer than the file")
+            for _ in range(n):
                 value(head & 0x0F, 1)
         elif kind == 12:
             return fields()

@@ -387,3 +387,10 @@ def test_parquet_docids_are_read_as_strings_within_the_bound():
     columnar.check_table_bytes(data, "run", max_bytes=6_000_000)  # ~4.3 MB uncompressed
     run = columnar.read_run_bytes(data, max_bytes=64 * 1024 * 1024)
     assert run.docids.to_pylist() == table.column("docid").to_pylist()
+
+
+def test_a_page_header_claiming_a_huge_list_is_refused_at_once():
+    # field 1, a list (type 9) of 2^40 booleans: refused from the count, not looped over
+    header = bytes([0x19, 0xF1]) + bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x20]) + b"\0"
+    with pytest.raises(ValueError, match="longer than the file"):
+        columnar._thrift_struct(memoryview(header), 0)
