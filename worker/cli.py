@@ -70,7 +70,7 @@ def worker_class():
 
         def _warm_and_execute(self, job, queue, spec):
             """The qrels warm-up, then the fork (RQ's execute_job)."""
-            ref = (spec.get("qrels") or {}).get("ref") if isinstance(spec, dict) else None
+            ref = (spec.get("qrels") or {}).get("ref")  # execute_job made it a dict
             if ref:
                 from backend.store import RedisStore
 
