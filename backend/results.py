@@ -489,6 +489,16 @@ class ResultStore:
                 document["per_topic"] = self._rebuild(_unpack(result.topics), columns)
             return {**self._summary(result, name), "document": document}
 
+    def summary(self, tenant: str | None, result_id: str) -> dict | None:
+        """The result's summary (as listings give it, without its document or its per-topic
+        values), or None: what a queued comparison needs to check a result id."""
+        with self.sessions() as session:
+            result = self._result(session, tenant, result_id)
+            if result is None:
+                return None
+            name = session.scalar(select(System.name).where(System.pk == result.system_pk))
+            return self._summary(result, name)
+
     def per_topic(self, tenant: str | None, result_id: str, measures: list[str]
                   ) -> dict[str, dict[str, Any]]:
         """``{measure key: {topic: value}}`` for the asked measures, values as recorded

@@ -332,24 +332,27 @@ def _spec(req: dict) -> ComparisonJob:
                          per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"])
 
 
-def _recorded(req: dict, results: dict[str, dict]) -> list[dict | None]:
+def _recorded(req: dict, results: dict[str, dict], *, whole: bool = True
+              ) -> list[dict | None]:
     """The recorded results a request names, one per run entry (None for the others), read
     from the tenant's results: unknown ids are 422 naming ``runs[i].result_id``. An entry
     without a name gets its result's ``system@label``. With ``"baseline": {"system": S}``,
     S's pinned baseline joins the runs, last, as a result entry, and ``baseline`` becomes
     its name (422 naming ``baseline.system`` when S has none). ``results``: results already
-    read by id, not read again."""
+    read by id, not read again. ``whole``: read each result's document and per-topic values
+    (else only its summary: enough for a comparison that is queued)."""
     runs = req["runs"]
     if not any(r.get("result_id") for r in runs) and not isinstance(req.get("baseline"), dict):
         return [None] * len(runs)
     store = current_app.extensions["results"]
     tenant = current_tenant()
+    read = store.get if whole else store.summary
     found: list[dict | None] = []
     for i, entry in enumerate(runs):
         if not entry.get("result_id"):
             found.append(None)
             continue
-        result = results.get(entry["result_id"]) or store.get(tenant, entry["result_id"])
+        result = results.get(entry["result_id"]) or read(tenant, entry["result_id"])
         if result is None:
             raise Problem(422, "Unknown result", f"no recorded result {entry['result_id']!r}",
                           kind="unknown-result", errors={f"runs[{i}].result_id": [
@@ -359,7 +362,7 @@ def _recorded(req: dict, results: dict[str, dict]) -> list[dict | None]:
     if isinstance(req.get("baseline"), dict):
         system = req["baseline"]["system"]
         pinned = store.baseline(tenant, system)
-        result = None if pinned is None else store.get(tenant, pinned["id"])
+        result = None if pinned is None else (read(tenant, pinned["id"]) if whole else pinned)
         if result is None:
             message = f"no baseline pinned for system {system}: PUT /v1/systems/{system}/baseline"
             raise Problem(422, "No baseline pinned", message, kind="no-baseline",
@@ -398,7 +401,9 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
     recorded result is kept."""
     from backend.tasks import BadInput, compare_inputs, compared_measures, record_gate_verdicts
 
-    recorded = _recorded(req, results or {})
+    queued = may_queue and wants_async()
+    # a queued comparison's worker reads the results itself: here only their names count
+    recorded = _recorded(req, results or {}, whole=not queued)
     spec = _spec(req)
     names = run_entry_names(req)
     backend = current_app.extensions["cranfield"]
@@ -406,7 +411,7 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
         measures = compared_measures(spec)
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
-    if may_queue and wants_async():
+    if queued:
         return _enqueue_comparison(req, spec, names)
     cfg = current_app.config
     qrels = qrels_digest = version = None

@@ -339,3 +339,22 @@ def test_a_baseline_system_is_a_system_name_as_record_and_the_routes_take_it(cli
         "run": GOOD, "qrels": QRELS, "measures": MEASURES,
         "record": {"system": name, "label": "x"}})
     assert record.status_code == 422 and "record.system" in record.get_json()["errors"]
+
+
+def test_a_queued_comparison_reads_only_the_results_summaries(app, client, monkeypatch):
+    """The worker reads the recorded results' values itself: the API, queueing, checks the
+    ids and names from their summaries and reads no document."""
+    n1, _, n3 = _nights(client)
+    client.put("/v1/systems/bm25/baseline", json={"result_id": n1})
+    store, reads, submitted = app.extensions["results"], [], []
+    monkeypatch.setattr(store, "get", lambda *a: reads.append(a) or None)
+    monkeypatch.setattr(app.extensions["cranfield"], "submit",
+                        lambda spec, job_id: submitted.append(spec))
+    resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, check=False,
+                       json={"runs": [{"result_id": n3}], "measures": MEASURES,
+                             "baseline": {"system": "bm25"}, "gate": "map:0.05"})
+    assert resp.status_code == 202, resp.get_json()
+    assert reads == []
+    (spec,) = submitted
+    assert [(r["name"], r["result_id"]) for r in spec.runs] == [
+        ("bm25@night-3", n3), ("bm25@night-1", n1)]
