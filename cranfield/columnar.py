@@ -169,23 +169,24 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
 
     pf = pq.ParquetFile(buf)
     meta = pf.metadata
-    names = pf.schema_arrow.names
-    wanted = wanted_columns(names, kind)
-    nbytes = 0
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(group.num_columns):
-            col = group.column(c)
-            if col.path_in_schema in wanted:
-                nbytes += max(col.total_uncompressed_size, 0)
+    if meta.num_row_groups > MAX_PARQUET_ROW_GROUPS:
+        raise InputError(label, f"holds {meta.num_row_groups} row groups; at most "
+                         f"{MAX_PARQUET_ROW_GROUPS} are read (write larger row groups)")
+    wanted = wanted_columns(pf.schema_arrow.names, kind)
+    # the column chunks' metadata comes from our own reading of the footer, never from
+    # pyarrow's accessors: those throw C++ exceptions that abort the process on some
+    # malformed footers (an unknown codec, a level histogram of the wrong size)
+    chunks = _parquet_chunks(buf, meta) if max_bytes is not None else []
+    nbytes = sum(max(chunk["uncompressed"], 0) for group in chunks for chunk in group
+                 if chunk["path"] in wanted)
     _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind)
     # topic, runid and iteration stay dictionaries (their decoded size is counted from the
     # codes by _decoded_bound); docid (~7M distinct values at M: reading it as a dictionary
     # costs a second) and the numbers (strings there would be refused, once decoded) are
     # bounded from their page headers, or read as dictionaries when they cannot be
     ids = [c for c in wanted if c in ("topic", "runid", "iteration")]
-    unbounded = _parquet_decoded_bound(buf, meta, [c for c in wanted if c not in ids], label,
-                                       max_bytes)
+    unbounded = _parquet_decoded_bound(buf, meta, chunks, [c for c in wanted if c not in ids],
+                                       label, max_bytes)
     ids += unbounded
     if bounds_only:
         if unbounded:
@@ -196,9 +197,70 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     return pf.read(columns=wanted, use_threads=False)
 
 
-# Parquet column codecs pyarrow decompresses as the file holds them (pyarrow names LZ4_RAW
-# "LZ4"; a legacy Hadoop-framed LZ4 page fails to decompress so: then, as for any other
-# codec, the column is read as a dictionary instead)
+# a Parquet file's row groups, each read from the footer in Python (~0.14 ms a group) and
+# by pyarrow (~0.1 ms): writers make groups of 64k-1M rows, so 10,000 groups hold billions
+# of rows, and a file of one-row groups cannot cost more than a few seconds
+MAX_PARQUET_ROW_GROUPS = 10_000
+
+# parquet.thrift's enums, as the footer holds them
+_PARQUET_TYPES = {0: "BOOLEAN", 1: "INT32", 2: "INT64", 3: "INT96", 4: "FLOAT", 5: "DOUBLE",
+                  6: "BYTE_ARRAY", 7: "FIXED_LEN_BYTE_ARRAY"}
+_PARQUET_CODEC_IDS = {0: "UNCOMPRESSED", 1: "SNAPPY", 2: "GZIP", 3: "LZO", 4: "BROTLI",
+                      5: "LZ4", 6: "ZSTD", 7: "LZ4_RAW"}
+
+
+def _parquet_chunks(buf, meta) -> list[list[dict]]:
+    """Each row group's column chunks, in the schema's column order, as {path, type, codec,
+    num_values, uncompressed, compressed, data_page_offset, dictionary_page_offset} read
+    from the file's footer (FileMetaData in the Thrift compact protocol). A footer that does
+    not hold what the schema says is a ValueError (a malformed file)."""
+    data = memoryview(buf).cast("B")
+    if len(data) < 12:
+        raise ValueError("no Parquet footer")
+    size = struct.unpack_from("<I", data, len(data) - 8)[0]
+    start = len(data) - 8 - size
+    if bytes(data[-4:]) != b"PAR1" or start < 4:
+        raise ValueError("no Parquet footer (an encrypted file is not read)")
+    try:
+        footer, _ = _thrift_struct(data[:len(data) - 8], start, whole=True)
+    except (IndexError, RecursionError) as exc:
+        raise ValueError(f"unreadable Parquet footer ({type(exc).__name__})") from None
+    paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    groups = footer.get(4)
+    if not isinstance(groups, list) or len(groups) != meta.num_row_groups:
+        raise ValueError("the footer's row groups differ from its metadata")
+    out = []
+    for group in groups:
+        columns = group.get(1) if isinstance(group, dict) else None
+        if not isinstance(columns, list) or len(columns) != len(paths):
+            raise ValueError("a row group's column chunks differ from the schema")
+        chunks = []
+        for path, column in zip(paths, columns, strict=True):
+            cm = column.get(3) if isinstance(column, dict) else None
+            if not isinstance(cm, dict):
+                raise ValueError(f"column {path}: a chunk without its metadata")
+            ints = {f: cm.get(f) for f in (1, 4, 5, 6, 7, 9)}
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints.values()):
+                raise ValueError(f"column {path}: a chunk's metadata lacks a required field")
+            held = cm.get(3)
+            if not isinstance(held, list) or ".".join(
+                    bytes(p).decode("utf-8", "replace") for p in held
+                    if isinstance(p, (bytes, memoryview))) != path:
+                raise ValueError(f"column {path}: a chunk names another column")
+            dictionary = cm.get(11)
+            chunks.append({
+                "path": path, "type": _PARQUET_TYPES.get(ints[1]),
+                "codec": _PARQUET_CODEC_IDS.get(ints[4]), "num_values": ints[5],
+                "uncompressed": ints[6], "compressed": ints[7], "data_page_offset": ints[9],
+                "dictionary_page_offset": dictionary if isinstance(dictionary, int)
+                and not isinstance(dictionary, bool) and dictionary > 0 else None})
+        out.append(chunks)
+    return out
+
+
+# Parquet column codecs pyarrow decompresses as the file holds them (the footer's LZ4 is
+# mostly raw blocks too; a legacy Hadoop-framed LZ4 page fails to decompress so: then, as
+# for any other codec, the column is read as a dictionary instead)
 _PARQUET_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD": "zstd",
                    "LZ4_RAW": "lz4_raw", "LZ4": "lz4_raw"}
 # dictionary values scanned in Python per upload (pyarrow's defaults write at most 1 MB of
@@ -206,7 +268,7 @@ _PARQUET_CODECS = {"SNAPPY": "snappy", "GZIP": "gzip", "BROTLI": "brotli", "ZSTD
 _MAX_SCANNED = 1 << 22
 
 
-def _parquet_decoded_bound(buf, meta, columns: list[str], label: str,
+def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[str], label: str,
                            max_bytes: int | None) -> list[str]:
     """Too large when the Parquet ``columns`` may decode to more than ``max_bytes`` together,
     from their page headers: a chunk's plain pages decode to at most their uncompressed size,
@@ -225,9 +287,9 @@ def _parquet_decoded_bound(buf, meta, columns: list[str], label: str,
         column = paths.index(name)
         width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
         counted = 0
-        for g in range(meta.num_row_groups):
-            chunk = meta.row_group(g).column(column)
-            if chunk.physical_type == "BYTE_ARRAY":
+        for group in chunks:
+            chunk = group[column]
+            if chunk["type"] == "BYTE_ARRAY":
                 got = _byte_array_bound(buf, chunk)
                 scanned += got[1] if got is not None else 0
                 if got is None or scanned > _MAX_SCANNED:  # pyarrow counts it instead
@@ -236,8 +298,8 @@ def _parquet_decoded_bound(buf, meta, columns: list[str], label: str,
                     break
                 counted += got[0]
             else:  # numbers: a few bytes a row; fixed-width bytes: their width a row
-                counted += max(chunk.total_uncompressed_size, 0) + chunk.num_values * max(
-                    width if chunk.physical_type == "FIXED_LEN_BYTE_ARRAY" else 0, 0)
+                counted += max(chunk["uncompressed"], 0) + max(chunk["num_values"], 0) * max(
+                    width if chunk["type"] == "FIXED_LEN_BYTE_ARRAY" else 0, 0)
             if total + counted > max_bytes:
                 raise InputError(label, f"column {name}'s strings may decode to more than "
                                  f"{max_bytes} bytes", code="too-large")
@@ -252,12 +314,14 @@ def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
     only page decompressed). None when the chunk cannot be read here."""
     import pyarrow as pa
 
-    codec = _PARQUET_CODECS.get(chunk.compression)
-    if chunk.compression != "UNCOMPRESSED" and codec is None:
+    codec = _PARQUET_CODECS.get(chunk["codec"])
+    if chunk["codec"] != "UNCOMPRESSED" and codec is None:
         return None
     data = memoryview(buf).cast("B")
-    pos = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-    end = pos + chunk.total_compressed_size
+    pos = chunk["dictionary_page_offset"] or chunk["data_page_offset"]
+    end = pos + chunk["compressed"]
+    if pos < 0 or end > len(data):
+        return None
     longest, total, scanned = None, 0, 0
     try:
         while pos < end:
@@ -293,9 +357,10 @@ def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
     return total, scanned
 
 
-def _thrift_struct(data, pos: int) -> tuple[dict, int]:
+def _thrift_struct(data, pos: int, whole: bool = False) -> tuple[dict, int]:
     """A Thrift compact struct at ``pos`` (a Parquet PageHeader) as {field id: value} for its
-    integer and struct fields (the rest skipped), and where it ends."""
+    integer and struct fields (the rest skipped), and where it ends. ``whole`` keeps lists
+    (as Python lists), binary values (as memoryviews) and booleans too (a FileMetaData)."""
     def varint():
         nonlocal pos
         out = shift = 0
@@ -314,7 +379,10 @@ def _thrift_struct(data, pos: int) -> tuple[dict, int]:
     def value(kind, in_list=0):
         nonlocal pos
         if kind in (1, 2):  # a field's boolean lives in its header (a list's: a byte)
-            pos += in_list
+            if in_list:
+                pos += 1
+                return bool(data[pos - 1] == 1) if whole else None
+            return kind == 1 if whole else None
         elif kind == 3:
             pos += 1
         elif kind in (4, 5, 6):
@@ -323,13 +391,18 @@ def _thrift_struct(data, pos: int) -> tuple[dict, int]:
             pos += 8
         elif kind == 8:
             n = varint()
+            if n > len(data) - pos:
+                raise IndexError("a Thrift binary longer than the file")
             pos += n
+            return data[pos - n:pos] if whole else None
         elif kind in (9, 10):
             head = data[pos]
             pos += 1
             n = head >> 4 if head >> 4 != 15 else varint()
             if n > len(data) - pos:  # each element takes a byte at least
                 raise ValueError("a Thrift list longer than the file")
+            if whole:
+                return [value(head & 0x0F, 1) for _ in range(n)]
             for _ in range(n):
                 value(head & 0x0F, 1)
         elif kind == 12:
