@@ -20,14 +20,14 @@ $(BIN)/python:
 # --no-compile: pip byte-compiles every module of every wheel (scipy, pyarrow, numba…: about
 # half of the install's CPU time); Python compiles just what serving imports, on first import.
 # (Where PYTHONDONTWRITEBYTECODE is set, every start compiles what it imports: ~3 s of CPU.)
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml cranfield/_mapscan.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-compile -e .
 	touch $(RUN_STAMP)
 
 # the numba warm-up compiles the large-JSON kernels into numba's cache once (~20 s on two
 # cores; 2-3 s once cached), so no test pays for it; `make run` has no such step: gunicorn
 # warms up (or loads the cache) in service/gunicorn.conf.py's on_starting, before it forks
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml cranfield/_mapscan.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -c 'from cranfield.json_body import warm_up; warm_up()'  # numba's cache

@@ -27,6 +27,11 @@ from . import grammar
 from .errors import InputError
 from .settings import SETTINGS
 
+try:  # the compiled mapping reader (cranfield/_mapscan.c); without it, the same in Python
+    from . import _mapscan
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _mapscan = None
+
 Source = Any  # a path (str | os.PathLike), TREC text (str / bytes), a file object, or a mapping
 
 # Below this size the line reader is faster than importing and starting pyarrow (settable so
@@ -835,41 +840,52 @@ def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
 
 def _run_from_mapping(run: Mapping, label: str) -> Run:
     """Flatten ``{topic: {docid: score}}`` without a Python loop per document; ids and
-    scores by the input grammar (one C-speed pass each when all are valid)."""
-    topics, ids = _mapping_topics(run, label, "scores")
-    lengths = np.fromiter((len(run[t]) for t in topics), np.int64, len(topics))
-    total = int(lengths.sum())
-    values = list(chain.from_iterable(run[t].values() for t in topics))  # one pass, reused
-    _check_mapping_values(run, topics, label, grammar.json_score_problem, values)
-    try:
-        scores = np.fromiter(values, np.float64, total)
-    except OverflowError:  # an int beyond a double: the per-value check names it
-        _raise_bad_value(run, topics, label, grammar.json_score_problem)
-    del values
-    if not np.isfinite(scores).all():
-        _raise_bad_value(run, topics, label, grammar.json_score_problem)
-    docids = np.empty(total, dtype=object)
-    docids[:] = ids  # the list the grammar checked: no second pass over the dicts
-    del ids
+    scores by the input grammar (one compiled pass when all are valid: :func:`_scanned`)."""
+    scanned = _scanned(run, label, "scores")
+    if scanned is not None:
+        topics, docids, scores, lengths = scanned
+    else:
+        topics, ids = _mapping_topics(run, label, "scores")
+        lengths = np.fromiter((len(run[t]) for t in topics), np.int64, len(topics))
+        values = list(chain.from_iterable(run[t].values() for t in topics))  # one pass
+        _check_mapping_values(run, topics, label, grammar.json_score_problem, values)
+        try:
+            scores = np.fromiter(values, np.float64, len(ids))
+        except OverflowError:  # an int beyond a double: the per-value check names it
+            _raise_bad_value(run, topics, label, grammar.json_score_problem)
+        del values
+        if not np.isfinite(scores).all():
+            _raise_bad_value(run, topics, label, grammar.json_score_problem)
+        docids = np.empty(len(ids), dtype=object)
+        docids[:] = ids  # the list the grammar checked: no second pass over the dicts
+        del ids
     topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
     return Run(list(topics), topic_index, docids, scores, label if label != "run" else
                "cranfield", label, _origin=run)
+
+
+def _scanned(mapping: Mapping, label: str, what: str):
+    """(topics, docids, values, lengths) of a plain ``dict`` mapping read by the compiled
+    pass (``_mapscan.scan``), or None when it is not there or declines: it accepts only what
+    the Python path reads the same way, and that path reads the rest and names any problem.
+    The topic ids are checked here first, as the Python path checks them."""
+    if _mapscan is None or type(mapping) is not dict:
+        return None
+    topics = _checked_topics(mapping, label, what)
+    docids = np.empty(sum(map(len, mapping.values())), dtype=object)
+    got = _mapscan.scan(mapping, topics, what == "grades", docids)
+    if got is None:
+        return None
+    values, lengths = got
+    return (topics, docids, np.frombuffer(values, np.int64 if what == "grades" else
+                                          np.float64), np.frombuffer(lengths, np.int64))
 
 
 def _mapping_topics(mapping: Mapping, label: str, what: str) -> tuple[list[str], list]:
     """The topics of ``{topic: {docid: value}}`` in strcmp order, every topic id and docid
     checked by the grammar (the error names the path), and the docids in that order (one
     list, built once for the check and reused)."""
-    for topic, docs in mapping.items():
-        if not isinstance(topic, str):
-            raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
-        if not isinstance(docs, Mapping):
-            raise InputError(label, f"must map docids to {what}", field=f"{label}.{topic}")
-    bad = grammar.bad_id(mapping)
-    if bad is not None:
-        topic = list(mapping)[bad[0]]
-        raise InputError(label, f"topic id {topic!r}: {bad[1]}", field=f"{label}.{topic}")
-    topics = sorted(mapping, key=byte_key)
+    topics = _checked_topics(mapping, label, what)
     ids = list(chain.from_iterable(mapping[t] for t in topics))
     if grammar.bad_id(ids) is not None:
         for t in topics:
@@ -878,6 +894,23 @@ def _mapping_topics(mapping: Mapping, label: str, what: str) -> tuple[list[str],
                 doc = list(mapping[t])[bad[0]]
                 raise InputError(label, f"docid {doc!r}: {bad[1]}", field=f"{label}.{t}.{doc}")
     return topics, ids
+
+
+def _checked_topics(mapping: Mapping, label: str, what: str) -> list[str]:
+    """The topic ids of ``{topic: {docid: value}}``, checked by the grammar, in strcmp
+    order."""
+    for topic, docs in mapping.items():
+        if not isinstance(topic, str):
+            raise InputError(label, "topic ids must be strings", field=f"{label}.{topic}")
+        if type(docs) is not dict and not isinstance(docs, Mapping):  # (dict: no ABC check)
+            raise InputError(label, f"must map docids to {what}", field=f"{label}.{topic}")
+    bad = grammar.bad_id(mapping)
+    if bad is not None:
+        topic = list(mapping)[bad[0]]
+        raise InputError(label, f"topic id {topic!r}: {bad[1]}", field=f"{label}.{topic}")
+    if "".join(mapping).isascii():  # ASCII: code point order is byte order
+        return sorted(mapping)
+    return sorted(mapping, key=byte_key)
 
 
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
@@ -1169,6 +1202,11 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     """Flatten ``{topic: {docid: grade}}`` topic by topic (already grouped; a dict cannot
     hold a docid twice), ids and grades by the input grammar: a grade is an integer, or a
     float with no fraction, within int64 — exactly, not through a double."""
+    scanned = _scanned(qrels, label, "grades")
+    if scanned is not None:
+        topics, docids, grades, lengths = scanned
+        topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
+        return Qrels(topics, topic_index, docids, grades, None, label)
     topics, ids = _mapping_topics(qrels, label, "grades")
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
@@ -1187,8 +1225,10 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
             grades = np.fromiter(values(), np.int64, total)  # OverflowError beyond int64
         else:
             raw = np.fromiter(values(), np.float64, total)
-            if (np.abs(raw) <= 2.0**53).all() and (raw == np.round(raw)).all():
-                grades = raw.astype(np.int64)  # exact: integral doubles below 2**53
+            # below 2**53 a double is exact: an int above it (2**53 + 1 beside a float
+            # grade) would round, so it is read value by value below
+            if (np.abs(raw) < 2.0**53).all() and (raw == np.round(raw)).all():
+                grades = raw.astype(np.int64)
     except OverflowError:
         pass
     if grades is None:  # a grade that is not one, or beyond 2**53: value by value

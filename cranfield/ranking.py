@@ -37,6 +37,11 @@ from .io import (
     topic_doc_keys,
 )
 
+try:  # compiled lookups and searches (cranfield/_mapscan.c); without it, numpy's
+    from . import _mapscan
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _mapscan = None
+
 NONPOOL = -1
 UNJUDGED = -2
 
@@ -115,6 +120,12 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
                      for a in range(0, len(query), SEARCH_BLOCK)]
             return (np.concatenate([p[0] for p in parts]),
                     np.concatenate([p[1] for p in parts]))
+        if _mapscan is not None and scores.dtype == query.dtype and \
+                scores.dtype in (np.float64, np.float32):  # the same searches, compiled
+            first, second = _mapscan.positions(
+                np.ascontiguousarray(scores), np.ascontiguousarray(lo, np.int64),
+                np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(query))
+            return np.frombuffer(first, np.int64), np.frombuffer(second, np.int64)
         first = segmented_search(scores, lo, hi, lambda v, i: query[i] < v)
         second = segmented_search(scores, first, hi, lambda v, i: query[i] <= v)
         return first, second
@@ -509,11 +520,17 @@ def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     docids = qrels.docids.tolist()
     # a run's scores are finite (checked when it was read), so NaN can mark "not retrieved"
     # and the lookups land straight in a float array
-    missing = repeat(np.nan)
-    got = np.fromiter(chain.from_iterable(
-        map(docs.get, docids[bounds[q]:bounds[q + 1]], missing) if docs
-        else repeat(np.nan, bounds[q + 1] - bounds[q])
-        for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64, len(docids))
+    got = None
+    if _mapscan is not None and isinstance(origin, dict):  # the same lookups, compiled
+        got = _mapscan.lookup(origin, list(qrels.topics), bounds, docids)
+        got = None if got is None else np.frombuffer(got, np.float64)
+    if got is None:
+        missing = repeat(np.nan)
+        got = np.fromiter(chain.from_iterable(
+            map(docs.get, docids[bounds[q]:bounds[q + 1]], missing) if docs
+            else repeat(np.nan, bounds[q + 1] - bounds[q])
+            for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64,
+            len(docids))
     rows = (~np.isnan(got)).nonzero()[0]
     # the run topic of each qrels topic: run_to_qrels inverted (-1: not in the run)
     qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)

@@ -531,7 +531,8 @@ def test_dockerignore_keeps_everything_the_image_needs():
     needed = ["pyproject.toml", "README.md", "openapi.yaml"]
     for package in ("cranfield", "backend", "service", "worker"):
         needed += [p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*")
-                   if p.is_file() and "__pycache__" not in p.parts]
+                   if p.is_file() and "__pycache__" not in p.parts
+                   and p.suffix != ".so"]  # a checkout's build of _mapscan.c: built again
     missing = [p for p in needed if is_excluded(p, RULES)]
     assert not missing, f".dockerignore leaves out {missing}"
 

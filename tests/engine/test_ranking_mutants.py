@@ -556,6 +556,17 @@ def test_which_score_search_runs(monkeypatch):
         calls.append(1)
         return real(*args, **kwargs)
     monkeypatch.setattr(ranking, "segmented_search", spy)
+    if ranking._mapscan is not None:  # the compiled search stands in for segmented_search
+
+        class CountedSearches:
+            def __getattr__(self, name):
+                return getattr(real_ext, name)
+
+            def positions(self, *args):
+                calls.append(1)
+                return real_ext.positions(*args)
+        real_ext = ranking._mapscan
+        monkeypatch.setattr(ranking, "_mapscan", CountedSearches())
     run = read_run({"a": {"x": 3.0, "y": 2.0, "z": 1.0}, "b": {"x": 5.0, "w": 4.0}})
     for qrels in ({"a": {"y": 1}, "b": {"x": 1}}, {"a": {"y": 1, "z": 0}, "b": {"w": 1}},
                   {"a": {"y": 1}}):
