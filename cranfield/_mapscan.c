@@ -21,6 +21,30 @@
  *     (descending), the first position whose score is not > query[i] and the first whose
  *     score is not >= query[i] (int64). scores and query: float64 or float32 alike; lo, hi:
  *     int64, in range.
+ *
+ * parse_run(chunk, delim, topic_codes)
+ *         -> (codes: bytearray int32, offsets: bytearray int32, data: bytearray,
+ *             scores: bytearray float64) | None
+ *     Whole lines of a TREC run (``chunk`` ends after a newline, or is the file's end), each
+ *     "topic iter docid rank score runid" split by the one ``delim`` byte: each line's topic
+ *     code (``topic_codes`` maps topic ids to codes in first-seen order; new ones are added),
+ *     its docid (Arrow string layout: offsets from 0) and its score. Only the plainest lines
+ *     are read: printable ASCII, six non-empty fields, a topic not starting with '#', a
+ *     score -?digits[.digits][e[-+]digits] (or -?.digits...) that is finite; an empty line
+ *     is skipped. Anything else returns None, and cranfield.io reads the input its own way.
+ *
+ * The two below work on 64-bit docid hashes (cranfield.io.docid_hashes) topic by topic, so
+ * each topic's table stays in cache where one sort of all the keys would not; equal hashes
+ * are only candidates, which the callers compare as strings.
+ *
+ * block_duplicates(hashes, starts, ends) -> bytearray (int64 rows)
+ *     every row whose hash another row of its block [starts[b], ends[b]) shares.
+ * block_join(run_hashes, run_lo, run_hi, qrels_hashes, qrels_lo, qrels_hi, order)
+ *         -> (run_rows: bytearray, qrels_rows: bytearray)
+ *     for each qrels topic q in ``order`` (those with a run block), every (run row, qrels
+ *     row) of equal hash with the run row in [run_lo[q], run_hi[q]) and the qrels row in
+ *     [qrels_lo[q], qrels_hi[q]); run rows ascending within a topic, and for one run row its
+ *     qrels rows ascending.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -246,8 +270,404 @@ done:
     return Py_BuildValue("(NN)", out1, out2);
 }
 
+/* ---- TREC run lines ---------------------------------------------------------------------- */
+
+typedef struct { char *data; Py_ssize_t len, cap; } bytes_t;
+
+static int bytes_grow(bytes_t *b, Py_ssize_t more) {
+    if (b->len + more <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + more) cap *= 2;
+    char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) { PyErr_NoMemory(); return -1; }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+/* A score field as pyarrow's float64 conversion reads it, restricted to a plain decimal
+   spelling (a subset of what it accepts); 0 to decline. */
+static int plain_score(const char *p, Py_ssize_t n, double *out) {
+    char buf[64];
+    Py_ssize_t i = 0, digits = 0;
+    if (n <= 0 || n >= (Py_ssize_t)sizeof(buf)) return 0;
+    if (p[i] == '-') i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9') { i++; digits++; }
+    if (i < n && p[i] == '.') {
+        i++;
+        Py_ssize_t frac = 0;
+        while (i < n && p[i] >= '0' && p[i] <= '9') { i++; frac++; }
+        if (frac == 0) return 0;
+        digits += frac;
+    }
+    if (digits == 0) return 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '-' || p[i] == '+')) i++;
+        Py_ssize_t exp = 0;
+        while (i < n && p[i] >= '0' && p[i] <= '9') { i++; exp++; }
+        if (exp == 0) return 0;
+    }
+    if (i != n) return 0;
+    /* Clinger's fast path: a mantissa below 2^53 and a power of ten below 10^23 are exact
+       doubles, so one IEEE multiplication or division rounds correctly, as a full
+       decimal conversion would; other spellings go to Python's own (dtoa) */
+    {
+        static const double pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+                                         1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+                                         1e18, 1e19, 1e20, 1e21, 1e22};
+        uint64_t m = 0;
+        int negative = 0, frac = 0, sig = 0, seen_point = 0, exp_sign = 1;
+        long exp = 0;
+        Py_ssize_t j = 0;
+        if (p[j] == '-') { negative = 1; j++; }
+        for (; j < n && p[j] != 'e' && p[j] != 'E'; j++) {
+            if (p[j] == '.') { seen_point = 1; continue; }
+            if (m == 0 && p[j] == '0') { if (seen_point) frac++; continue; }
+            if (++sig > 17) goto slow;
+            m = m * 10 + (uint64_t)(p[j] - '0');
+            if (seen_point) frac++;
+        }
+        if (j < n) {
+            j++;
+            if (p[j] == '-') { exp_sign = -1; j++; } else if (p[j] == '+') j++;
+            for (; j < n; j++) {
+                exp = exp * 10 + (p[j] - '0');
+                if (exp > 10000) goto slow;
+            }
+        }
+        long e10 = exp_sign * exp - frac;
+        if (m > (1ULL << 53)) goto slow;
+        double v = (double)m;
+        if (m != 0) {
+            if (e10 < -22 || e10 > 22) goto slow;
+            v = e10 < 0 ? v / pow10[-e10] : v * pow10[e10];
+        }
+        *out = negative ? -v : v;
+        return 1;
+    }
+slow:
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    char *end;
+    *out = PyOS_string_to_double(buf, &end, NULL);
+    if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return end == buf + n && isfinite(*out);
+}
+
+typedef struct { const char *text; Py_ssize_t len; int32_t code; } topic_slot;
+
+static PyObject *parse_run(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer chunk;
+    int delim;
+    PyObject *codes_of;
+    if (!PyArg_ParseTuple(args, "y*iO!", &chunk, &delim, &PyDict_Type, &codes_of)) return NULL;
+    const char *p = chunk.buf, *end = p + chunk.len;
+    bytes_t codes = {0}, offsets = {0}, data = {0}, scores = {0};
+    PyObject *result = NULL;
+    int declined = 0;
+    /* this chunk's topics: a small open-addressing table in front of the dict */
+    Py_ssize_t tsize = 1024, tcount = 0;
+    topic_slot *table = PyMem_Calloc(tsize, sizeof(topic_slot));
+    int32_t zero = 0;
+    if (table == NULL) { PyErr_NoMemory(); goto done; }
+    if (bytes_grow(&offsets, 4)) goto done;
+    memcpy(offsets.data, &zero, 4);
+    offsets.len = 4;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', end - p);
+        const char *stop = nl ? nl : end;
+        if (stop == p) { p = stop + 1; continue; }  /* an empty line */
+        const char *field[6];
+        Py_ssize_t flen[6];
+        int k = 0;
+        const char *start = p;
+        for (const char *q = p; ; q++) {
+            if (q == stop || *q == (char)delim) {
+                if (k == 6 || q == start) { declined = 1; goto done; }
+                field[k] = start;
+                flen[k] = q - start;
+                k++;
+                if (q == stop) break;
+                start = q + 1;
+            } else if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7F) {
+                declined = 1;  /* another separator, a control, non-ASCII: the full reader */
+                goto done;
+            }
+        }
+        if (k != 6 || field[0][0] == '#') { declined = 1; goto done; }
+        double score;
+        if (!plain_score(field[4], flen[4], &score)) { declined = 1; goto done; }
+        /* the topic's code */
+        uint64_t h = 1469598103934665603ULL;
+        for (Py_ssize_t i = 0; i < flen[0]; i++) h = (h ^ (unsigned char)field[0][i]) * 1099511628211ULL;
+        Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)(tsize - 1));
+        while (table[at].text != NULL &&
+               (table[at].len != flen[0] || memcmp(table[at].text, field[0], flen[0]) != 0))
+            at = (at + 1) & (tsize - 1);
+        int32_t code;
+        if (table[at].text != NULL) {
+            code = table[at].code;
+        } else {
+            PyObject *topic = PyUnicode_DecodeASCII(field[0], flen[0], NULL);
+            if (topic == NULL) goto done;
+            PyObject *known = PyDict_GetItemWithError(codes_of, topic);
+            if (known == NULL && PyErr_Occurred()) { Py_DECREF(topic); goto done; }
+            long value;
+            if (known != NULL) {
+                value = PyLong_AsLong(known);
+            } else {
+                value = (long)PyDict_GET_SIZE(codes_of);
+                PyObject *v = PyLong_FromLong(value);
+                if (v == NULL || PyDict_SetItem(codes_of, topic, v)) {
+                    Py_XDECREF(v); Py_DECREF(topic); goto done;
+                }
+                Py_DECREF(v);
+            }
+            Py_DECREF(topic);
+            if (value < 0 || value > INT32_MAX) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a bad topic code");
+                goto done;
+            }
+            code = (int32_t)value;
+            if (2 * (tcount + 1) > tsize) {  /* grow: rehash this chunk's topics */
+                Py_ssize_t nsize = tsize * 4;
+                topic_slot *bigger = PyMem_Calloc(nsize, sizeof(topic_slot));
+                if (bigger == NULL) { PyErr_NoMemory(); goto done; }
+                for (Py_ssize_t i = 0; i < tsize; i++) {
+                    if (table[i].text == NULL) continue;
+                    uint64_t g = 1469598103934665603ULL;
+                    for (Py_ssize_t j = 0; j < table[i].len; j++)
+                        g = (g ^ (unsigned char)table[i].text[j]) * 1099511628211ULL;
+                    Py_ssize_t b = (Py_ssize_t)(g & (uint64_t)(nsize - 1));
+                    while (bigger[b].text != NULL) b = (b + 1) & (nsize - 1);
+                    bigger[b] = table[i];
+                }
+                PyMem_Free(table);
+                table = bigger;
+                tsize = nsize;
+                at = (Py_ssize_t)(h & (uint64_t)(tsize - 1));
+                while (table[at].text != NULL) at = (at + 1) & (tsize - 1);
+            }
+            table[at].text = field[0];
+            table[at].len = flen[0];
+            table[at].code = code;
+            tcount++;
+        }
+        if (data.len + flen[2] > INT32_MAX) { declined = 1; goto done; }
+        if (bytes_grow(&codes, 4) || bytes_grow(&scores, 8) || bytes_grow(&data, flen[2]) ||
+            bytes_grow(&offsets, 4))
+            goto done;
+        memcpy(codes.data + codes.len, &code, 4);
+        codes.len += 4;
+        memcpy(scores.data + scores.len, &score, 8);
+        scores.len += 8;
+        memcpy(data.data + data.len, field[2], flen[2]);
+        data.len += flen[2];
+        int32_t off = (int32_t)data.len;
+        memcpy(offsets.data + offsets.len, &off, 4);
+        offsets.len += 4;
+        p = nl ? nl + 1 : end;
+    }
+    {
+        PyObject *a = PyByteArray_FromStringAndSize(codes.data ? codes.data : "", codes.len);
+        PyObject *b = PyByteArray_FromStringAndSize(offsets.data, offsets.len);
+        PyObject *c = PyByteArray_FromStringAndSize(data.data ? data.data : "", data.len);
+        PyObject *d = PyByteArray_FromStringAndSize(scores.data ? scores.data : "", scores.len);
+        if (a && b && c && d) result = Py_BuildValue("(NNNN)", a, b, c, d);
+        else { Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); Py_XDECREF(d); }
+    }
+done:
+    PyMem_Free(table);
+    PyMem_Free(codes.data);
+    PyMem_Free(offsets.data);
+    PyMem_Free(data.data);
+    PyMem_Free(scores.data);
+    PyBuffer_Release(&chunk);
+    if (declined && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+}
+
+/* ---- hash tables of row numbers, one topic at a time ---------------------------------- */
+
+typedef struct { int64_t *data; Py_ssize_t len, cap; } rows_t;
+
+static int rows_push(rows_t *r, int64_t v) {
+    if (r->len == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 1024;
+        int64_t *data = PyMem_Realloc(r->data, cap * sizeof(int64_t));
+        if (data == NULL) { PyErr_NoMemory(); return -1; }
+        r->data = data;
+        r->cap = cap;
+    }
+    r->data[r->len++] = v;
+    return 0;
+}
+
+static PyObject *rows_bytes(rows_t *r) {
+    PyObject *out = PyByteArray_FromStringAndSize((const char *)r->data, r->len * 8);
+    PyMem_Free(r->data);
+    r->data = NULL;
+    return out;
+}
+
+/* An int64 (or uint64) vector argument: its buffer, checked for item size and length. */
+static int int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t len, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) return -1;
+    const char *f = view->format ? view->format : "B";
+    if (view->itemsize != 8 || strchr("lqLQ", f[0]) == NULL || f[1] != 0 ||
+        (len >= 0 && view->len != len * 8)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s: an int64 or uint64 vector of the right length", what);
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t table_size(Py_ssize_t n) {
+    Py_ssize_t size = 16;
+    while (size < 2 * n) size <<= 1;
+    return size;
+}
+
+static PyObject *block_duplicates(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *h_obj, *s_obj, *e_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &h_obj, &s_obj, &e_obj)) return NULL;
+    Py_buffer hv, sv, ev;
+    if (int64_buffer(h_obj, &hv, -1, "hashes")) return NULL;
+    if (int64_buffer(s_obj, &sv, -1, "starts")) { PyBuffer_Release(&hv); return NULL; }
+    if (int64_buffer(e_obj, &ev, sv.len / 8, "ends")) {
+        PyBuffer_Release(&hv); PyBuffer_Release(&sv); return NULL;
+    }
+    const uint64_t *h = hv.buf;
+    const int64_t *starts = sv.buf, *ends = ev.buf;
+    Py_ssize_t n = hv.len / 8, blocks = sv.len / 8, widest = 0;
+    rows_t found = {0};
+    int64_t *slot = NULL;
+    char *reported = NULL;
+    for (Py_ssize_t b = 0; b < blocks; b++) {
+        if (starts[b] < 0 || ends[b] > n || starts[b] > ends[b]) {
+            PyErr_SetString(PyExc_ValueError, "block_duplicates: a block out of range");
+            goto done;
+        }
+        if (ends[b] - starts[b] > widest) widest = ends[b] - starts[b];
+    }
+    Py_ssize_t size = table_size(widest);
+    slot = PyMem_Malloc(size * sizeof(int64_t));
+    reported = PyMem_Calloc(n ? n : 1, 1);
+    if (slot == NULL || reported == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t b = 0; b < blocks; b++) {
+        Py_ssize_t m = ends[b] - starts[b];
+        if (m < 2) continue;
+        uint64_t mask = (uint64_t)table_size(m) - 1;
+        memset(slot, 0xff, (mask + 1) * sizeof(int64_t));  /* -1: empty */
+        for (int64_t r = starts[b]; r < ends[b]; r++) {
+            uint64_t i = (h[r] ^ (h[r] >> 29)) & mask;
+            while (slot[i] >= 0) {
+                int64_t other = slot[i];
+                if (h[other] == h[r]) {
+                    if (!reported[other]) {
+                        reported[other] = 1;
+                        if (rows_push(&found, other)) goto done;
+                    }
+                    if (!reported[r]) {
+                        reported[r] = 1;
+                        if (rows_push(&found, r)) goto done;
+                    }
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+            if (slot[i] < 0) slot[i] = r;
+        }
+    }
+done:
+    PyMem_Free(slot);
+    PyMem_Free(reported);
+    PyBuffer_Release(&hv); PyBuffer_Release(&sv); PyBuffer_Release(&ev);
+    if (PyErr_Occurred()) { PyMem_Free(found.data); return NULL; }
+    return rows_bytes(&found);
+}
+
+static PyObject *block_join(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6]))
+        return NULL;
+    static const char *names[7] = {"run_hashes", "run_lo", "run_hi", "qrels_hashes",
+                                   "qrels_lo", "qrels_hi", "order"};
+    Py_buffer v[7];
+    int got = 0;
+    rows_t run_rows = {0}, qrels_rows = {0};
+    int64_t *slot = NULL, *next = NULL;
+    PyObject *result = NULL;
+    for (; got < 7; got++) {
+        Py_ssize_t len = (got == 2) ? v[1].len / 8 : (got == 5) ? v[4].len / 8 : -1;
+        if (int64_buffer(objs[got], &v[got], len, names[got])) goto done;
+    }
+    const uint64_t *rh = v[0].buf, *qh = v[3].buf;
+    const int64_t *rlo = v[1].buf, *rhi = v[2].buf, *qlo = v[4].buf, *qhi = v[5].buf,
+                  *order = v[6].buf;
+    Py_ssize_t nr = v[0].len / 8, nq = v[3].len / 8, topics = v[4].len / 8;
+    Py_ssize_t n_order = v[6].len / 8, widest = 0;
+    if (v[1].len != v[4].len) {
+        PyErr_SetString(PyExc_ValueError, "block_join: one run block per qrels topic");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t q = order[k];
+        if (q < 0 || q >= topics || rlo[q] < 0 || rhi[q] > nr || rlo[q] > rhi[q] ||
+            qlo[q] < 0 || qhi[q] > nq || qlo[q] > qhi[q]) {
+            PyErr_SetString(PyExc_ValueError, "block_join: a block out of range");
+            goto done;
+        }
+        if (qhi[q] - qlo[q] > widest) widest = qhi[q] - qlo[q];
+    }
+    Py_ssize_t size = table_size(widest);
+    slot = PyMem_Malloc(size * sizeof(int64_t));
+    next = PyMem_Malloc((nq ? nq : 1) * sizeof(int64_t));
+    if (slot == NULL || next == NULL) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t q = order[k];
+        Py_ssize_t m = qhi[q] - qlo[q];
+        if (m == 0 || rhi[q] == rlo[q]) continue;
+        uint64_t mask = (uint64_t)table_size(m) - 1;
+        memset(slot, 0xff, (mask + 1) * sizeof(int64_t));
+        /* each distinct hash: one slot, holding its first qrels row; next[] chains the
+           rows of equal hash in ascending order (inserted from the last row back) */
+        for (int64_t r = qhi[q] - 1; r >= qlo[q]; r--) {
+            uint64_t i = (qh[r] ^ (qh[r] >> 29)) & mask;
+            while (slot[i] >= 0 && qh[slot[i]] != qh[r]) i = (i + 1) & mask;
+            next[r] = slot[i];
+            slot[i] = r;
+        }
+        for (int64_t r = rlo[q]; r < rhi[q]; r++) {
+            uint64_t i = (rh[r] ^ (rh[r] >> 29)) & mask;
+            while (slot[i] >= 0 && qh[slot[i]] != rh[r]) i = (i + 1) & mask;
+            for (int64_t j = slot[i]; j >= 0; j = next[j])
+                if (rows_push(&run_rows, r) || rows_push(&qrels_rows, j)) goto done;
+        }
+    }
+    PyObject *a = rows_bytes(&run_rows), *b = rows_bytes(&qrels_rows);
+    if (a != NULL && b != NULL) result = Py_BuildValue("(NN)", a, b);
+    else { Py_XDECREF(a); Py_XDECREF(b); }
+done:
+    PyMem_Free(slot);
+    PyMem_Free(next);
+    PyMem_Free(run_rows.data);
+    PyMem_Free(qrels_rows.data);
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a {topic: {docid: value}} mapping's columns, or None."},
+    {"parse_run", parse_run, METH_VARARGS, "A run's plainest lines as columns, or None."},
+    {"block_duplicates", block_duplicates, METH_VARARGS, "Rows sharing a hash in a block."},
+    {"block_join", block_join, METH_VARARGS, "Run and qrels rows of equal hash, by topic."},
     {"positions", positions, METH_VARARGS, "Each query score's tie group in its segment."},
     {"lookup", lookup, METH_VARARGS, "Each judged docid's score in a run mapping (NaN: absent)."},
     {NULL, NULL, 0, NULL},

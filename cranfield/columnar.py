@@ -820,13 +820,12 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
 
 
 def _engine_suspects(run: Run) -> np.ndarray | None:
-    """The rows that may repeat a docid in their topic by the engine's own sorted (topic,
-    docid) keys — which it keeps on the run for matching it against qrels, so they are
-    computed once — or None when they cannot be had (then this module sorts its own)."""
+    """The rows that may repeat a docid in their topic by the engine's own hashed (topic,
+    docid) keys (:func:`cranfield.io.duplicate_suspects`: kept on the run for matching it
+    against qrels, so they are computed once), or None when they cannot be had (then this
+    module sorts its own)."""
     try:
-        rb = _io.row_bits(len(run))
-        packed, shared = _io.run_packed_keys(run, rb)
-        return np.sort(np.asarray(_io.rows_with_prefixes(packed, rb, shared), dtype=np.int64))
+        return _io.duplicate_suspects(run)
     except (AttributeError, TypeError, ValueError):
         return None
 

@@ -69,6 +69,8 @@ class Run:
     # 64 - rb bits above its row number (see packed_keys), and the prefixes rows share,
     # when computed (see run_packed_keys)
     _packed: Any = field(default=None, repr=False)
+    # docid_hashes(docids), when computed (see run_hashes)
+    _hashes: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -181,7 +183,8 @@ class Qrels:
     @property
     def offsets(self) -> np.ndarray:
         """Start of each topic's rows, with a final end sentinel (length ``len(topics)+1``)."""
-        return self.topic_index.searchsorted(np.arange(len(self.topics) + 1))
+        tix = self.topic_index  # (searched for its own dtype: no cast of the whole column)
+        return tix.searchsorted(np.arange(len(self.topics) + 1, dtype=tix.dtype))
 
     def subset(self, topics) -> Qrels:
         """The judgments of ``topics`` only (topics not in these qrels are ignored)."""
@@ -705,7 +708,13 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
         return None
     delim = _delimiter(data, 6)
     last = _last_line(data).split()
-    if delim is None or len(last) < 6 or not _plain_bytes(data, delim):
+    if delim is None or len(last) < 6:
+        return None
+    if _mapscan is not None:
+        compiled = _compiled_run(data, delim)
+        if compiled is not None:
+            return _columns_run(*compiled, last, data, label)
+    if not _plain_bytes(data, delim):
         return None
     dict32 = pa.dictionary(pa.int32(), pa.string())
     topic_ids: dict[str, int] = {}
@@ -739,6 +748,78 @@ def _fast_run(data: bytes | str, label: str) -> Run | None:
             del batch, qid, it, score, values
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
+    return _columns_run(topic_ids, codes, docids, scores, last, data, label)
+
+
+# the compiled run reader's pieces: whole lines, about this many bytes each
+_PARSE_CHUNK = 16 << 20
+
+
+def _compiled_run(data: bytes | str, delim: str):
+    """(topic codes by first sight, codes, docid chunks, scores) of a run whose every line
+    is of the plainest kind (``_mapscan.parse_run``: printable ASCII, six fields split by
+    ``delim``, a plain decimal score), read in pieces of whole lines; None when a line is
+    not (then pyarrow's reader reads it, and the line reader after it). What it accepts it
+    reads as pyarrow's reader does (tests/engine/test_mapscan.py holds them equal)."""
+    import pyarrow as pa
+
+    topic_ids: dict[str, int] = {}
+    codes, scores, docids = array("i"), array("d"), []
+
+    def pieces():
+        if isinstance(data, str):
+            with open(data, "rb") as fh:
+                carry = b""
+                while block := fh.read(_PARSE_CHUNK):
+                    block = carry + block
+                    cut = block.rfind(b"\n") + 1
+                    if cut:
+                        yield memoryview(block)[:cut]
+                    carry = block[cut:]
+                if carry:
+                    yield carry
+        else:
+            view = memoryview(data).cast("B")
+            start = 0
+            while start < len(view):
+                stop = start + _PARSE_CHUNK
+                if stop >= len(view):
+                    stop = len(view)
+                else:  # back to the end of the last whole line, or on to the next end
+                    window = bytes(view[max(start, stop - 65536):stop])
+                    cut = window.rfind(b"\n")
+                    if cut >= 0:
+                        stop = stop - len(window) + cut + 1
+                    else:
+                        while stop < len(view):
+                            cut = bytes(view[stop:stop + 65536]).find(b"\n")
+                            stop = stop + cut + 1 if cut >= 0 else stop + 65536
+                            if cut >= 0:
+                                break
+                        stop = min(stop, len(view))
+                yield view[start:stop]
+                start = stop
+
+    for piece in pieces():
+        got = _mapscan.parse_run(piece, ord(delim), topic_ids)
+        if got is None:
+            return None
+        piece_codes, offsets, chars, piece_scores = got
+        n = len(piece_codes) // 4
+        codes.frombytes(piece_codes)
+        scores.frombytes(piece_scores)
+        docids.append(pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                             pa.py_buffer(chars)]))
+    return topic_ids, codes, docids, scores
+
+
+def _columns_run(topic_ids: dict[str, int], codes, docids: list, scores, last: list,
+                 data: bytes | str, label: str) -> Run:
+    """The Run of columns a fast reader made (topic codes in first-seen order, docid
+    chunks, scores), refused if a docid repeats in a topic (the line reader then names the
+    lines)."""
+    import pyarrow as pa
+
     topics, topic_index = in_strcmp_order(topic_ids, np.frombuffer(codes, np.int32))
     del codes
     score_array = np.frombuffer(scores, np.float64)
@@ -1097,19 +1178,56 @@ def run_packed_keys(run: Run, rb: int) -> tuple[np.ndarray, np.ndarray]:
     return packed, shared
 
 
+def run_hashes(run: Run) -> np.ndarray:
+    """:func:`docid_hashes` of a run's docids (a pyarrow column), computed once."""
+    if run._hashes is None or len(run._hashes) != len(run):
+        run._hashes = docid_hashes(run.docids)
+    return run._hashes
+
+
+def topic_runs(tix: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(starts, ends) of the blocks of equal topic codes, in row order, when each topic's
+    rows are one block (a run file grouped by topic: nearly all); else None."""
+    change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
+    starts = np.concatenate(([0], change)).astype(np.int64)
+    ends = np.concatenate((change, [len(tix)])).astype(np.int64)
+    heads = tix[starts]
+    if len(np.unique(heads)) != len(heads):
+        return None
+    return starts, ends
+
+
+def duplicate_suspects(run: Run) -> np.ndarray:
+    """The rows (ascending) that may repeat a docid in their topic: those whose docid hash
+    another row of the topic shares. With the compiled tables (cranfield/_mapscan.c) and
+    each topic's rows in one block, a table per topic (~15 ns a row, where one sort of all
+    the keys costs ~60); else the sorted (topic, docid) keys, which the run keeps for
+    matching. Equal hashes are only suspects: callers compare their strings."""
+    if len(run) < 2:
+        return np.zeros(0, np.int64)
+    if _mapscan is not None and not isinstance(run.docids, np.ndarray):
+        blocks = topic_runs(run.topic_index)
+        if blocks is not None:
+            found = np.frombuffer(_mapscan.block_duplicates(run_hashes(run), *blocks),
+                                  np.int64)
+            return np.sort(found)
+    rb = row_bits(len(run))
+    packed, shared = run_packed_keys(run, rb)
+    return np.sort(np.asarray(rows_with_prefixes(packed, rb, shared), dtype=np.int64))
+
+
 def _has_duplicates(rows: Run | Qrels) -> bool:
-    """True if some docid occurs twice within one topic of a run or qrels: the hashed
-    (topic, docid) keys sorted (a run keeps them for matching against qrels); the rows that
-    share a key prefix are compared exactly."""
+    """True if some docid occurs twice within one topic of a run or qrels: the rows whose
+    hashed (topic, docid) keys are shared (:func:`duplicate_suspects`; for qrels, by sorting
+    the keys) are compared exactly."""
     if len(rows) < 2:
         return False
-    rb = row_bits(len(rows))
     if isinstance(rows, Run):
-        packed, shared = run_packed_keys(rows, rb)
+        suspects = duplicate_suspects(rows)
     else:
+        rb = row_bits(len(rows))
         packed = packed_keys(topic_doc_keys(qrels_hashes(rows), rows.topic_index), rb)
-        shared = shared_prefixes(packed, rb)
-    suspects = rows_with_prefixes(packed, rb, shared)
+        suspects = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
     if not len(suspects):
         return False
     pairs = list(zip(rows.topic_index[suspects].tolist(), rows.docids_at(suspects).tolist(),

@@ -31,6 +31,7 @@ from .io import (
     qrels_hashes,
     row_bits,
     rows_with_prefixes,
+    run_hashes,
     run_packed_keys,
     shared_prefixes,
     take_rows,
@@ -302,7 +303,7 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
     scores = _as_float32(run.scores)[0] if float32_scores else run.scores
     order = np.lexsort((-scores, run.topic_index))
     tix, srt = run.topic_index[order], scores[order]
-    start = tix.searchsorted(np.arange(len(run.topics) + 1))
+    start = tix.searchsorted(np.arange(len(run.topics) + 1, dtype=tix.dtype))
     pos = np.arange(len(tix)) - start[tix]
     lens = np.diff(start)
     kth = np.where(lens >= depth, srt[np.minimum(start[:-1] + depth - 1, max(len(srt) - 1, 0))],
@@ -326,7 +327,8 @@ def topic_blocks(tix: np.ndarray, n_topics: int):
         return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
     if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
         # topics in index order (every mapping, most files): one search gives every block
-        bounds = tix.searchsorted(np.arange(n_topics + 1))
+        # (for values of tix's own dtype: an int64 query would cast all of tix, 7M rows)
+        bounds = tix.searchsorted(np.arange(n_topics + 1, dtype=tix.dtype))
         return bounds[:-1], bounds[1:]
     lo = np.zeros(n_topics, np.int64)
     hi = np.zeros(n_topics, np.int64)
@@ -342,7 +344,7 @@ def topic_blocks(tix: np.ndarray, n_topics: int):
 
 def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
     """0-based position of each element within its topic, for ``topic`` sorted ascending."""
-    starts = topic.searchsorted(np.arange(n_topics))
+    starts = topic.searchsorted(np.arange(n_topics, dtype=topic.dtype))
     return np.arange(len(topic), dtype=np.int64) - starts[topic]
 
 
@@ -360,6 +362,10 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         return _match_mapping(run, qrels, run_to_qrels)
     if not isinstance(run.docids, np.ndarray) and run.docid_fnv is None and \
             row_bits(max(len(run), len(qrels))) <= MAX_ROW_BITS:
+        if _mapscan is not None:
+            found = _match_blocks(run, qrels, run_to_qrels)
+            if found is not None:
+                return found
         return _match_hashed(run, qrels, run_to_qrels)
     if isinstance(run.docids, np.ndarray):
         # read line by line (no pyarrow): that reader already costs a loop per line
@@ -435,8 +441,6 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     shared across sides by different docids is therefore no match, and an equal docid
     always gives an equal prefix). A hash collision costs time, never a number.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     rb = row_bits(max(len(run), len(qrels)))
     low = (np.uint64(1) << np.uint64(rb)) - np.uint64(1)
@@ -490,6 +494,19 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     order = np.argsort(r_row, kind="stable")  # (a diversity docid: its qrels rows in order)
     r_row, q_row = r_row[order], q_row[order]
     del order
+    r_row, q_row = _verified(run, qrels, q_rt, r_row, q_row)
+    if len(run) >= KEEP_KEYS_MAX_ROWS:
+        run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
+    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
+
+
+def _verified(run: Run, qrels: Qrels, q_rt: np.ndarray, r_row: np.ndarray,
+              q_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate (run row, qrels row) pairs whose topics are the same and whose docids
+    are equal byte for byte (compared in blocks, in Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     same = run.topic_index[r_row] == q_rt[q_row]
     q_docids = qrels.docids_arrow
     for a in range(0, len(r_row), VERIFY_BLOCK):  # docid bytes compared, block by block
@@ -501,8 +518,36 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
         del equal
     if not same.all():
         r_row, q_row = r_row[same], q_row[same]
+    return r_row, q_row
+
+
+def _match_blocks(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+    """:func:`_match_hashed` topic by topic, when each of the run's topics is one block of
+    rows (else None): the compiled ``block_join`` pairs each qrels topic's rows with the run
+    rows of its topic whose docid hash is equal, in a table small enough to stay in cache
+    (no sort of all the run's keys), and every pair is then compared as strings. Exact
+    whatever the hash: an equal docid always hashes equal, and an equal hash is only a
+    candidate."""
+    lo, hi = topic_blocks(run.topic_index, len(run.topics))
+    if lo is None:
+        return None
+    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
+    judged = (run_to_qrels >= 0).nonzero()[0]
+    qrels_to_run[run_to_qrels[judged]] = judged
+    in_run = (qrels_to_run >= 0).nonzero()[0]
+    # each qrels topic's block of run rows ((0, 0): not in the run)
+    run_lo = np.zeros(len(qrels.topics), np.int64)
+    run_hi = np.zeros(len(qrels.topics), np.int64)
+    run_lo[in_run], run_hi[in_run] = lo[qrels_to_run[in_run]], hi[qrels_to_run[in_run]]
+    offsets = qrels.offsets.astype(np.int64)
+    # qrels topics in the order of their run blocks: the pairs come out by run row
+    order = in_run[np.argsort(run_lo[in_run], kind="stable")]
+    r_row, q_row = _mapscan.block_join(run_hashes(run), run_lo, run_hi, qrels_hashes(qrels),
+                                       offsets[:-1].copy(), offsets[1:].copy(), order)
+    r_row, q_row = np.frombuffer(r_row, np.int64), np.frombuffer(q_row, np.int64)
+    r_row, q_row = _verified(run, qrels, qrels_to_run[qrels.topic_index], r_row, q_row)
     if len(run) >= KEEP_KEYS_MAX_ROWS:
-        run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
+        run._hashes = None  # 8 bytes a row, through the evaluation's peak: hashed again
     return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
 
 

@@ -112,7 +112,8 @@ def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Q
     names = qrels.topics
     judged = {(names[t], d) for t, d, g in zip(qrels.topic_index.tolist(), qrels.docids.tolist(),
                                                 qrels.grades.tolist(), strict=True) if g >= 0}
-    starts = ranked.hit_topic.searchsorted(np.arange(len(ranked.topics) + 1))
+    hit_topic = ranked.hit_topic
+    starts = hit_topic.searchsorted(np.arange(len(ranked.topics) + 1, dtype=hit_topic.dtype))
     for i, topic in enumerate(ranked.topics):
         if not ranked.in_run[i]:
             continue

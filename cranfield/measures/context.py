@@ -107,7 +107,7 @@ class Context:
         srt = np.lexsort((-g, t))
         t, g = t[srt], g[srt]
         k = within_topic_index(t, self.T) + 1
-        start = t.searchsorted(np.arange(self.T + 1))
+        start = t.searchsorted(np.arange(self.T + 1, dtype=t.dtype))
         return t, k, g, start
 
     def contingency(self, n: int | None):
@@ -141,7 +141,7 @@ class Context:
 
     @cached_property
     def rel_start(self) -> np.ndarray:
-        return self.rel_t.searchsorted(np.arange(self.T + 1))
+        return self.rel_t.searchsorted(np.arange(self.T + 1, dtype=self.rel_t.dtype))
 
     @cached_property
     def num_rel_ret(self) -> np.ndarray:
@@ -163,7 +163,7 @@ class Context:
         values = np.asarray(values)
         if values.dtype.kind in "iub":
             c = values.cumsum()
-            start = topics.searchsorted(np.arange(self.T))
+            start = topics.searchsorted(np.arange(self.T, dtype=topics.dtype))
             before = np.concatenate(([0], c))[start]
             return c - before[topics]
         pos = within_topic_index(topics, self.T)

@@ -60,7 +60,7 @@ def _dcg_prefix(ctx: Context, gains: dict | None):
 def _value_at_rank(ctx: Context, prefix: np.ndarray, topics: np.ndarray,
                    x: np.ndarray) -> np.ndarray:
     """prefix value of the last hit with rank <= x in each (topic, x) query (0 if none)."""
-    start = ctx.ht.searchsorted(np.arange(ctx.T + 1))
+    start = ctx.ht.searchsorted(np.arange(ctx.T + 1, dtype=ctx.ht.dtype))
     lo, hi = start[topics], start[topics + 1]
     idx = segmented_search(ctx.hr, lo, hi, lambda v, i: v <= x[i])
     return _take_or_zero(prefix, idx - 1, idx > lo)

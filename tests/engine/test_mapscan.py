@@ -188,3 +188,195 @@ def test_lookup_is_dict_get_with_nan_for_missing():
                                         ["x", "z", "y", "x", "x"]))
     assert got[0] == 1.0 and got[2] == 2.0 and np.isnan(got[[1, 3, 4]]).all()
     assert _mapscan.lookup({"a": ["x"]}, ["a"], [0, 1], ["x"]) is None  # not a dict
+
+
+# ---- run files: the compiled line parser and the per-topic hash tables ---------------------
+
+def _read_text(text, monkeypatch, compiled: bool, chunk: int | None = None):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+        if not compiled:
+            mp.setattr(cranfield.io, "_mapscan", None)
+            mp.setattr(cranfield.ranking, "_mapscan", None)
+        if chunk is not None:
+            mp.setattr(cranfield.io, "_PARSE_CHUNK", chunk)
+        try:
+            run = cranfield.read_run(text)
+        except InputError as exc:
+            return ("refused", str(exc), exc.field, exc.code, exc.line)
+    return run
+
+
+def _same_run(a, b):
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        assert a == b
+        return
+    assert a.topics == b.topics and a.runid == b.runid
+    assert np.array_equal(a.topic_index, b.topic_index)
+    assert _docids(a) == _docids(b)
+    assert a.scores.tobytes() == b.scores.tobytes()  # bit for bit (-0.0 too)
+
+
+def _docids(run) -> list[str]:
+    return run.docids.tolist() if isinstance(run.docids, np.ndarray) else \
+        run.docids.to_pylist()
+
+
+_SCORE_SPELLINGS = ["1", "-1", "0", "-0", "0.0", "-0.0", "2.5", "007", "0.000123", "1e5",
+                    "1E5", "1e-5", "1e+5", "-3.25e2", "1.", ".5", "-.5", "+1", "1e", "e5",
+                    "inf", "-inf", "nan", "0x1p3", "1_000", "1e400", "1e-400", "1.5.2",
+                    "9007199254740993", "123456789012345678901234567890", "0.1e-22",
+                    "4.9e-324", "1.7976931348623157e308", "12345678901234567e-5", "٣"]
+_FIELD = st.sampled_from(["q1", "q2", "10", "2", "d", "d1", "d10", "x" * 20, "#c", "é",
+                          "a\x7fb", "Q0", "s"])
+
+
+@st.composite
+def _run_texts(draw):
+    """Run text whose lines are mostly plain, sometimes not (a score spelled oddly, a
+    tab among spaces, a field too many or too few, an empty line, CRLF, a comment, a
+    non-ASCII or control byte, a docid twice)."""
+    delim = draw(st.sampled_from([" ", "\t"]))
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        topic = draw(st.sampled_from(["q1", "q2", "q10", "3", "#x"]))
+        fields = [topic, "Q0", draw(_FIELD), str(draw(st.integers(0, 9))),
+                  draw(st.one_of(st.sampled_from(_SCORE_SPELLINGS),
+                                 st.floats(allow_nan=False, width=64).map(repr),
+                                 st.decimals(allow_nan=False, allow_infinity=False,
+                                             places=draw(st.integers(0, 20))).map(str))),
+                  "run"]
+        odd = draw(st.integers(0, 30))
+        if odd == 0:
+            fields.append("extra")
+        elif odd == 1:
+            fields.pop(3)
+        line = delim.join(fields)
+        if odd == 2:
+            line = line.replace(delim, " \t", 1)
+        elif odd == 3:
+            line += "\r"
+        elif odd == 4:
+            line = ""
+        lines.append(line)
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\n\n"]))
+
+
+@needs_ext
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_run_texts())
+def test_run_text_reads_the_same_compiled_or_not(text):
+    compiled = _read_text(text, None, compiled=True)
+    python = _read_text(text, None, compiled=False)
+    _same_run(compiled, python)
+    if not isinstance(compiled, tuple):  # pieces of one line each: the same run
+        _same_run(_read_text(text, None, compiled=True, chunk=1), compiled)
+
+
+@needs_ext
+@settings(max_examples=2000, deadline=None)
+@given(mantissa=st.integers(0, 10**20), point=st.integers(0, 22), exp=st.integers(-30, 30),
+       negative=st.booleans(), with_exp=st.booleans())
+def test_plain_scores_are_read_as_correctly_rounded_doubles(mantissa, point, exp, negative,
+                                                            with_exp):
+    digits = str(mantissa)
+    if point and point < len(digits):
+        digits = digits[:-point] + "." + digits[-point:]
+    spelled = ("-" if negative else "") + digits + (f"e{exp}" if with_exp else "")
+    got = _mapscan.parse_run(f"q Q0 d 1 {spelled} r\n".encode(), ord(" "), {})
+    assert got is not None
+    assert np.frombuffer(got[3], np.float64)[0] == float(spelled)
+    assert np.signbit(np.frombuffer(got[3], np.float64)[0]) == np.signbit(float(spelled))
+
+
+@needs_ext
+def test_the_line_parser_declines_what_it_does_not_read():
+    def parse(line):
+        return _mapscan.parse_run(line.encode("utf-8"), ord(" "), {})
+    assert parse("q Q0 d 1 2.5 r\n") is not None
+    for line in ["q Q0 d 1 inf r\n", "q Q0 d 1 1e400 r\n", "q Q0 d 1 +1 r\n",
+                 "q Q0 d 1 1. r\n", "q Q0 d 1 2 r x\n", "q Q0 d 1 2\n", "q  Q0 d 1 2 r\n",
+                 "q Q0 d 1 2 r\r\n", "#q Q0 d 1 2 r\n", "q Q0 dé 1 2 r\n", "q\tQ0 d 1 2 r\n",
+                 "q Q0 d\x7f 1 2 r\n"]:
+        assert parse(line) is None, line
+    codes = {"q": 0}
+    got = _mapscan.parse_run(b"p Q0 a 1 2 r\n\nq Q0 b 1 3 r\np Q0 c 1 4 r", ord(" "), codes)
+    assert codes == {"q": 0, "p": 1}
+    assert np.frombuffer(got[0], np.int32).tolist() == [1, 0, 1]
+    assert np.frombuffer(got[1], np.int32).tolist() == [0, 1, 2, 3]
+    assert bytes(got[2]) == b"abc"
+
+
+@needs_ext
+@pytest.mark.parametrize("from_path", [False, True])
+def test_a_large_run_reads_the_same_in_pieces(from_path, tmp_path, monkeypatch):
+    rnd = random.Random(3)
+    lines = [f"q{t} Q0 doc{rnd.randrange(10**6)}-{i} {i} {rnd.random():.6f} run"
+             for t in range(40) for i in range(300)]
+    text = "\n".join(lines) + "\n"
+    source = text.encode()
+    if from_path:
+        source = tmp_path / "run.txt"
+        source.write_bytes(text.encode())
+        source = str(source)
+    whole = _read_text(source, monkeypatch, compiled=True)
+    for chunk in (1, 100, 4096, 65536):
+        pieces = _read_text(source, monkeypatch, compiled=True, chunk=chunk)
+        _same_run(pieces, whole)
+        assert len(pieces.docids.chunks) > 1  # read in pieces indeed
+    _same_run(whole, _read_text(source, monkeypatch, compiled=False))
+
+
+def _texts_with(seed: int, scattered: bool, duplicate: bool) -> tuple[str, str]:
+    rnd = random.Random(seed)
+    vocab = ["d", "d1", "d10", "doc-é", "x" * 30, "a", "b"] + [f"n{i}" for i in range(30)]
+    run_lines = []
+    for t in range(8):
+        docs = rnd.sample(vocab, rnd.randint(1, 20))
+        if duplicate and t == 5:
+            docs.append(docs[0])
+        run_lines += [f"t{t} Q0 {d} {r} {rnd.choice([1, 2, 2.5, rnd.random()])} s"
+                      for r, d in enumerate(docs)]
+    if scattered:
+        rnd.shuffle(run_lines)
+    qrels_lines = [f"t{t} {sub} {d} {rnd.choice([0, 1, 2])}" for t in range(2, 10)
+                   for d in rnd.sample(vocab, rnd.randint(1, 15))
+                   for sub in (0, 1)[:rnd.choice([1, 2])]]
+    return "\n".join(run_lines) + "\n", "\n".join(qrels_lines) + "\n"
+
+
+@needs_ext
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("scattered", [False, True])
+@pytest.mark.parametrize("hashing", ["real", "constant"])
+def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatch):
+    """block_duplicates and block_join (a run's topics in blocks) against the sorted keys,
+    also when every docid hashes alike (each pair then compared as strings), with qrels
+    that judge a docid twice in a topic (two subtopics) and a docid twice in the run."""
+    if hashing == "constant":
+        monkeypatch.setattr(cranfield.io, "docid_hashes",
+                            lambda docids: np.full(len(docids), 7, dtype=np.uint64))
+    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    for duplicate in (False, True):
+        run_text, qrels_text = _texts_with(seed, scattered, duplicate)
+        adhoc_text = "".join(line + "\n" for line in qrels_text.splitlines()
+                             if line.split()[1] == "0")
+        answers = []
+        for compiled in (True, False):
+            with pytest.MonkeyPatch.context() as mp:
+                if not compiled:
+                    mp.setattr(cranfield.io, "_mapscan", None)
+                    mp.setattr(cranfield.ranking, "_mapscan", None)
+                try:
+                    run = cranfield.read_run(run_text)
+                    ev = cranfield.evaluate(run, cranfield.read_qrels(adhoc_text),
+                                            ["all_trec", "P.2", "ndcg_cut.3"])
+                    # subtopic qrels: one docid on several rows of a topic
+                    div = cranfield.evaluate(run, cranfield.read_qrels(qrels_text,
+                                                                       diversity=True),
+                                             ["alpha_nDCG@5", "P_IA@3", "strec@5"])
+                    answers.append((ev.per_topic, ev.aggregate, div.per_topic, div.aggregate))
+                except InputError as exc:
+                    answers.append(("refused", str(exc), exc.line, exc.code))
+        assert answers[0] == answers[1]
+        assert (answers[0][0] == "refused") == duplicate
