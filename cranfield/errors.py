@@ -91,6 +91,9 @@ ERROR_CODES: dict[str, tuple[int, str, int]] = {
     "cannot-evaluate": (422, "Cannot evaluate", 1),
     "empty-input": (422, "Cannot evaluate", 2),
     "no-overlap": (422, "Cannot evaluate", 7),
+    # an upload past a bound (rows, decoded bytes): 413 in the API, and in a queued job's
+    # problem when only the worker's full read finds it (the same input, the same status)
+    "too-large": (413, "Request Entity Too Large", 2),
 }
 
 

@@ -80,3 +80,24 @@ def test_cli_exit_codes_follow_the_codes(tmp_path, capsys, run, qrels, code):
     (tmp_path / "qrels").write_text(qrels)
     assert main(["eval", str(tmp_path / "qrels"), str(tmp_path / "run")]) == code
     assert capsys.readouterr().err.startswith("cranfield: ")
+
+
+def test_an_upload_past_a_bound_is_413_wherever_it_is_found():
+    """A Parquet run over the row bound: 413 as the API reports it before storing, and the
+    same status in a queued job's problem when only the worker's full read finds it."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cranfield.columnar import read_run_bytes
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"topic": ["q"] * 5, "docid": list("abcde"),
+                             "score": [1.0] * 5}), buf)
+    with pytest.raises(cranfield.InputError) as info:
+        read_run_bytes(buf.getvalue(), max_rows=4)
+    report = error_report(info.value)
+    assert (report.code, report.status, report.title) == (
+        "too-large", 413, "Request Entity Too Large")
+    assert report.problem()["status"] == 413
