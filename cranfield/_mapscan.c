@@ -135,7 +135,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int64_t *lbuf = (int64_t *)PyByteArray_AS_STRING(lengths);
     Py_ssize_t k = 0;
     for (Py_ssize_t t = 0; t < n_topics; t++) {
+        /* (a topic id's own __hash__ may have changed the mapping since it was counted) */
         PyObject *docs = PyDict_GetItem(mapping, PyList_GET_ITEM(topics, t));
+        if (docs == NULL || !PyDict_CheckExact(docs)) goto fallback;
         Py_ssize_t pos = 0, size = PyDict_GET_SIZE(docs);
         PyObject *key, *value;
         if (k + size > total) goto fallback;  /* changed while read */
@@ -203,13 +205,26 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
             Py_DECREF(out);
             Py_RETURN_NONE;
         }
+        /* held: a docid's own __eq__ or a value's __float__ may run Python code */
+        Py_INCREF(docs);
         for (Py_ssize_t i = a; i < b; i++) {
             PyObject *v = PyDict_GetItemWithError(docs, PyList_GET_ITEM(docids, i));
-            if (v == NULL) { if (PyErr_Occurred()) goto fail; continue; }
-            double d = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : PyFloat_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred()) goto fail;
+            if (v == NULL) {
+                if (PyErr_Occurred()) { Py_DECREF(docs); goto fail; }
+                continue;
+            }
+            double d;
+            if (PyFloat_Check(v)) {
+                d = PyFloat_AS_DOUBLE(v);
+            } else {
+                Py_INCREF(v);
+                d = PyFloat_AsDouble(v);
+                Py_DECREF(v);
+                if (d == -1.0 && PyErr_Occurred()) { Py_DECREF(docs); goto fail; }
+            }
             got[i] = d;
         }
+        Py_DECREF(docs);
     }
     return out;
 fail:

@@ -1324,7 +1324,7 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     if scanned is not None:
         topics, docids, grades, lengths = scanned
         topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
-        return Qrels(topics, topic_index, docids, grades, None, label)
+        return _judged_once(Qrels(topics, topic_index, docids, grades, None, label))
     topics, ids = _mapping_topics(qrels, label, "grades")
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
@@ -1353,7 +1353,14 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
         _raise_bad_value(qrels, topics, label, grammar.json_grade_problem, always=False)
         grades = np.fromiter((int(g) for g in values()), np.int64, total)
     topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
-    return Qrels(topics, topic_index, docids, grades, None, label)
+    return _judged_once(Qrels(topics, topic_index, docids, grades, None, label))
+
+
+def _judged_once(qrels: Qrels) -> Qrels:
+    """Qrels read from a mapping, marked as judging each docid once per topic (a dict cannot
+    hold a key twice): evaluating them again need not look for repeats."""
+    qrels.unique_judgments = True
+    return qrels
 
 
 def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:
