@@ -1,13 +1,13 @@
-/* The {topic: {docid: value}} mappings of cranfield.io read in one C pass.
+/* Compiled fast paths of cranfield.io and cranfield.ranking: Python mappings, the plainest
+ * TREC run lines, and per-topic hash joins.
  *
- * Python's own loops over a 7-million-entry run mapping (the docids gathered, joined and
- * checked, the values' types collected, the scores converted) cost about a second; this pass
- * does the same work in ~0.1 s. It only ever *accepts*: anything it does not read exactly as
- * cranfield.io's Python path would (a non-string docid, a forbidden character, a value
- * that is not a plain int or float, a bool, a non-finite score, a grade beyond int64 or with
- * a fraction) makes it return None, and the Python path then reads the mapping and names
- * the problem. So the two paths give the same Run or the same refusal
- * (tests/engine/test_mapscan.py proves it on generated mappings).
+ * Each only ever *accepts* what its Python twin reads the same way, and returns None for
+ * anything else (a non-string docid, a forbidden character, a value that is not a plain int
+ * or float, a bool, a non-finite score, a grade beyond int64 or with a fraction, an odd
+ * line): the Python path then reads the input and names the problem. So the two paths give
+ * the same Run or the same refusal (tests/engine/test_mapscan.py holds them equal on
+ * generated inputs). Python's own loops over a 7-million-entry run mapping cost about a
+ * second; scan does that work in ~0.15 s.
  *
  * scan(mapping, topics, grades, docids) -> (values: bytearray, lengths: bytearray) | None
  *     topics: the mapping's keys in the order to read them (already checked ids); docids: a
