@@ -37,14 +37,16 @@
  * each topic's table stays in cache where one sort of all the keys would not; equal hashes
  * are only candidates, which the callers compare as strings.
  *
- * block_duplicates(hashes, starts, ends) -> bytearray (int64 rows)
+ * block_duplicates(hashes, starts, ends) -> bytearray (int64 rows) | None
  *     every row whose hash another row of its block [starts[b], ends[b]) shares.
  * block_join(run_hashes, run_lo, run_hi, qrels_hashes, qrels_lo, qrels_hi, order)
- *         -> (run_rows: bytearray, qrels_rows: bytearray)
+ *         -> (run_rows: bytearray, qrels_rows: bytearray) | None
  *     for each qrels topic q in ``order`` (those with a run block), every (run row, qrels
  *     row) of equal hash with the run row in [run_lo[q], run_hi[q]) and the qrels row in
  *     [qrels_lo[q], qrels_hi[q]); run rows ascending within a topic, and for one run row its
  *     qrels rows ascending.
+ * Both return None (the callers then sort) when a table probe runs past MAX_PROBE, and
+ * block_join when the pairs pass 8 per row: hashes that collide on purpose.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -52,9 +54,30 @@
 #include <stdint.h>
 #include <string.h>
 
-/* An id holds no ASCII whitespace or control character (cranfield.grammar._ID_FORBIDDEN). */
+/* Table slots come from a hash mixed with a per-process random seed (splitmix64's
+   finalizer), so that no input can be made to cluster in the tables: the docid hashes and
+   FNV-1a are public and unseeded. Probes are capped as well (MAX_PROBE): a longer one makes
+   the function decline (None), and the callers take the path that sorts. */
+static uint64_t seed;
+#define MAX_PROBE 128
+
+static inline uint64_t mix(uint64_t h) {
+    h ^= seed;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+/* An id holds no ASCII whitespace or control character (cranfield.grammar._ID_FORBIDDEN);
+   a surrogate code point is left to the Python path (which encodes ids with
+   surrogateescape: some surrogates are bytes, the others are refused). */
 static int id_ok(PyObject *s) {
     if (!PyUnicode_Check(s)) return 0;
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) { PyErr_Clear(); return 0; }
+#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     if (n == 0) return 0;
     int kind = PyUnicode_KIND(s);
@@ -67,7 +90,7 @@ static int id_ok(PyObject *s) {
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c <= 0x20 || c == 0x7F) return 0;
+        if (c <= 0x20 || c == 0x7F || (c >= 0xD800 && c <= 0xDFFF)) return 0;
     }
     return 1;
 }
@@ -76,7 +99,7 @@ static int id_ok(PyObject *s) {
 static int score_of(PyObject *v, double *out) {
     if (PyFloat_Check(v)) {
         *out = PyFloat_AS_DOUBLE(v);
-    } else if (PyLong_Check(v) && !PyBool_Check(v)) {
+    } else if (PyLong_CheckExact(v)) {  /* (a subclass may convert through __float__) */
         *out = PyLong_AsDouble(v);
         if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
     } else {
@@ -87,7 +110,7 @@ static int score_of(PyObject *v, double *out) {
 
 /* A grade as an exact int64 (an int, or an integral float below 2^53), else 0. */
 static int grade_of(PyObject *v, int64_t *out) {
-    if (PyLong_Check(v) && !PyBool_Check(v)) {
+    if (PyLong_CheckExact(v)) {  /* (a subclass may convert through __index__) */
         int overflow = 0;
         long long g = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (overflow || (g == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
@@ -110,23 +133,42 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!pO", &PyDict_Type, &mapping, &PyList_Type, &topics,
                           &grades, &docids))
         return NULL;
-    Py_ssize_t n_topics = PyList_GET_SIZE(topics), total = 0;
+    /* a tuple of the topics: a topic id's own __hash__ may run Python code, which must not
+       be able to change the sequence under us */
+    PyObject *held = PyList_AsTuple(topics);
+    if (held == NULL) return NULL;
+    topics = held;
+    Py_ssize_t n_topics = PyTuple_GET_SIZE(topics), total = 0;
     for (Py_ssize_t t = 0; t < n_topics; t++) {
-        PyObject *docs = PyDict_GetItemWithError(mapping, PyList_GET_ITEM(topics, t));
-        if (docs == NULL) { if (PyErr_Occurred()) return NULL; Py_RETURN_NONE; }
-        if (!PyDict_CheckExact(docs)) Py_RETURN_NONE;  /* other Mappings: the Python path */
+        PyObject *docs = PyDict_GetItemWithError(mapping, PyTuple_GET_ITEM(topics, t));
+        if (docs == NULL) {
+            Py_DECREF(topics);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NONE;
+        }
+        if (!PyDict_CheckExact(docs)) { Py_DECREF(topics); Py_RETURN_NONE; }
         total += PyDict_GET_SIZE(docs);
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(docids, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS))
+    if (PyObject_GetBuffer(docids, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) {
+        Py_DECREF(topics);
         return NULL;
+    }
     if (view.format == NULL || strcmp(view.format, "O") != 0 || view.itemsize != 8 ||
         view.len != total * 8) {
         PyBuffer_Release(&view);
+        Py_DECREF(topics);
         PyErr_SetString(PyExc_ValueError, "docids must be an object array, one slot a docid");
         return NULL;
     }
     PyObject **slots = (PyObject **)view.buf;
+    for (Py_ssize_t i = 0; i < total; i++)  /* (so that replacing one runs no destructor) */
+        if (slots[i] != NULL && slots[i] != Py_None) {
+            PyBuffer_Release(&view);
+            Py_DECREF(topics);
+            PyErr_SetString(PyExc_ValueError, "docids must be a fresh object array (None)");
+            return NULL;
+        }
     /* bytearrays: numpy reads them as writable arrays without a copy */
     PyObject *values = PyByteArray_FromStringAndSize(NULL, total * 8);
     PyObject *lengths = PyByteArray_FromStringAndSize(NULL, n_topics * 8);
@@ -136,7 +178,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t k = 0;
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         /* (a topic id's own __hash__ may have changed the mapping since it was counted) */
-        PyObject *docs = PyDict_GetItem(mapping, PyList_GET_ITEM(topics, t));
+        PyObject *docs = PyDict_GetItem(mapping, PyTuple_GET_ITEM(topics, t));
         if (docs == NULL || !PyDict_CheckExact(docs)) goto fallback;
         Py_ssize_t pos = 0, size = PyDict_GET_SIZE(docs);
         PyObject *key, *value;
@@ -152,7 +194,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                 if (!score_of(value, &d)) goto fallback;
                 memcpy(vbuf + 8 * k, &d, 8);
             }
-            PyObject *old = slots[k];
+            PyObject *old = slots[k];  /* None: no destructor runs */
             Py_INCREF(key);
             slots[k] = key;
             Py_XDECREF(old);
@@ -161,16 +203,19 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         lbuf[t] = size;
     }
     PyBuffer_Release(&view);
+    Py_DECREF(topics);
     if (k != total) goto fallback_released;
     return Py_BuildValue("(NN)", values, lengths);
 fallback:
     PyBuffer_Release(&view);
+    Py_DECREF(topics);
 fallback_released:
     Py_DECREF(values);
     Py_DECREF(lengths);
     Py_RETURN_NONE;
 fail:
     PyBuffer_Release(&view);
+    Py_DECREF(topics);
     Py_XDECREF(values);
     Py_XDECREF(lengths);
     return NULL;
@@ -178,58 +223,69 @@ fail:
 
 static PyObject *lookup(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *run, *topics, *bounds, *docids;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyDict_Type, &run, &PyList_Type, &topics,
-                          &PyList_Type, &bounds, &PyList_Type, &docids))
+    PyObject *run, *topic_list, *bound_list, *docid_list;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyDict_Type, &run, &PyList_Type, &topic_list,
+                          &PyList_Type, &bound_list, &PyList_Type, &docid_list))
         return NULL;
-    Py_ssize_t n_topics = PyList_GET_SIZE(topics), n = PyList_GET_SIZE(docids);
-    if (PyList_GET_SIZE(bounds) != n_topics + 1) {
+    /* tuples of the arguments: a docid's own __eq__ or __hash__ may run Python code, which
+       must not be able to change the sequences under us */
+    PyObject *topics = PyList_AsTuple(topic_list), *bounds = PyList_AsTuple(bound_list),
+             *docids = PyList_AsTuple(docid_list), *out = NULL, *result = NULL;
+    if (topics == NULL || bounds == NULL || docids == NULL) goto done;
+    Py_ssize_t n_topics = PyTuple_GET_SIZE(topics), n = PyTuple_GET_SIZE(docids);
+    if (PyTuple_GET_SIZE(bounds) != n_topics + 1) {
         PyErr_SetString(PyExc_ValueError, "bounds must hold one more entry than topics");
-        return NULL;
+        goto done;
     }
-    PyObject *out = PyByteArray_FromStringAndSize(NULL, n * 8);
-    if (out == NULL) return NULL;
+    out = PyByteArray_FromStringAndSize(NULL, n * 8);
+    if (out == NULL) goto done;
     double *got = (double *)PyByteArray_AS_STRING(out);
     for (Py_ssize_t i = 0; i < n; i++) got[i] = NAN;
     for (Py_ssize_t q = 0; q < n_topics; q++) {
-        Py_ssize_t a = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, q));
-        Py_ssize_t b = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, q + 1));
-        if (PyErr_Occurred()) goto fail;
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(bounds, q));
+        if (a == -1 && PyErr_Occurred()) goto done;
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(bounds, q + 1));
+        if (b == -1 && PyErr_Occurred()) goto done;
         if (a < 0 || b > n || a > b) {
             PyErr_SetString(PyExc_ValueError, "bounds out of range");
-            goto fail;
+            goto done;
         }
-        PyObject *docs = PyDict_GetItemWithError(run, PyList_GET_ITEM(topics, q));
-        if (docs == NULL) { if (PyErr_Occurred()) goto fail; continue; }
-        if (!PyDict_Check(docs)) {  /* another Mapping: the Python path looks it up */
-            Py_DECREF(out);
-            Py_RETURN_NONE;
+        PyObject *docs = PyDict_GetItemWithError(run, PyTuple_GET_ITEM(topics, q));
+        if (docs == NULL) { if (PyErr_Occurred()) goto done; continue; }
+        if (!PyDict_CheckExact(docs)) {  /* another Mapping: the Python path looks it up */
+            Py_CLEAR(out);
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
         }
-        /* held: a docid's own __eq__ or a value's __float__ may run Python code */
-        Py_INCREF(docs);
+        Py_INCREF(docs);  /* held while Python code may run (see above) */
         for (Py_ssize_t i = a; i < b; i++) {
-            PyObject *v = PyDict_GetItemWithError(docs, PyList_GET_ITEM(docids, i));
+            PyObject *v = PyDict_GetItemWithError(docs, PyTuple_GET_ITEM(docids, i));
             if (v == NULL) {
-                if (PyErr_Occurred()) { Py_DECREF(docs); goto fail; }
+                if (PyErr_Occurred()) { Py_DECREF(docs); goto done; }
                 continue;
             }
             double d;
-            if (PyFloat_Check(v)) {
+            if (PyFloat_Check(v)) {  /* (as numpy reads a float, subclass or not) */
                 d = PyFloat_AS_DOUBLE(v);
             } else {
                 Py_INCREF(v);
                 d = PyFloat_AsDouble(v);
                 Py_DECREF(v);
-                if (d == -1.0 && PyErr_Occurred()) { Py_DECREF(docs); goto fail; }
+                if (d == -1.0 && PyErr_Occurred()) { Py_DECREF(docs); goto done; }
             }
             got[i] = d;
         }
         Py_DECREF(docs);
     }
-    return out;
-fail:
-    Py_DECREF(out);
-    return NULL;
+    result = out;
+    out = NULL;
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(topics);
+    Py_XDECREF(bounds);
+    Py_XDECREF(docids);
+    return result;
 }
 
 #define SEARCH(T)                                                                   \
@@ -255,6 +311,10 @@ static PyObject *positions(PyObject *self, PyObject *args) {
         goto done;
     Py_ssize_t n = qv.len / (qv.itemsize ? qv.itemsize : 1);
     Py_ssize_t rows = sv.len / (sv.itemsize ? sv.itemsize : 1);
+    if (sv.format == NULL || qv.format == NULL || lv.format == NULL || hv.format == NULL) {
+        PyErr_SetString(PyExc_ValueError, "positions: arrays with a format");
+        goto done;
+    }
     int is_double = strcmp(sv.format, "d") == 0 && strcmp(qv.format, "d") == 0;
     int is_float = strcmp(sv.format, "f") == 0 && strcmp(qv.format, "f") == 0;
     if ((!is_double && !is_float) || lv.itemsize != 8 || hv.itemsize != 8 ||
@@ -378,6 +438,11 @@ static PyObject *parse_run(PyObject *self, PyObject *args) {
     int delim;
     PyObject *codes_of;
     if (!PyArg_ParseTuple(args, "y*iO!", &chunk, &delim, &PyDict_Type, &codes_of)) return NULL;
+    if (delim != ' ' && delim != '\t') {
+        PyBuffer_Release(&chunk);
+        PyErr_SetString(PyExc_ValueError, "parse_run: the delimiter is a space or a tab");
+        return NULL;
+    }
     const char *p = chunk.buf, *end = p + chunk.len;
     bytes_t codes = {0}, offsets = {0}, data = {0}, scores = {0};
     PyObject *result = NULL;
@@ -417,10 +482,14 @@ static PyObject *parse_run(PyObject *self, PyObject *args) {
         /* the topic's code */
         uint64_t h = 1469598103934665603ULL;
         for (Py_ssize_t i = 0; i < flen[0]; i++) h = (h ^ (unsigned char)field[0][i]) * 1099511628211ULL;
+        h = mix(h);
         Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)(tsize - 1));
+        int probes = 0;
         while (table[at].text != NULL &&
-               (table[at].len != flen[0] || memcmp(table[at].text, field[0], flen[0]) != 0))
+               (table[at].len != flen[0] || memcmp(table[at].text, field[0], flen[0]) != 0)) {
             at = (at + 1) & (tsize - 1);
+            if (++probes > MAX_PROBE) { declined = 1; goto done; }
+        }
         int32_t code;
         if (table[at].text != NULL) {
             code = table[at].code;
@@ -455,6 +524,7 @@ static PyObject *parse_run(PyObject *self, PyObject *args) {
                     uint64_t g = 1469598103934665603ULL;
                     for (Py_ssize_t j = 0; j < table[i].len; j++)
                         g = (g ^ (unsigned char)table[i].text[j]) * 1099511628211ULL;
+                    g = mix(g);
                     Py_ssize_t b = (Py_ssize_t)(g & (uint64_t)(nsize - 1));
                     while (bigger[b].text != NULL) b = (b + 1) & (nsize - 1);
                     bigger[b] = table[i];
@@ -562,6 +632,7 @@ static PyObject *block_duplicates(PyObject *self, PyObject *args) {
     rows_t found = {0};
     int64_t *slot = NULL;
     char *reported = NULL;
+    int declined = 0;
     for (Py_ssize_t b = 0; b < blocks; b++) {
         if (starts[b] < 0 || ends[b] > n || starts[b] > ends[b]) {
             PyErr_SetString(PyExc_ValueError, "block_duplicates: a block out of range");
@@ -579,7 +650,8 @@ static PyObject *block_duplicates(PyObject *self, PyObject *args) {
         uint64_t mask = (uint64_t)table_size(m) - 1;
         memset(slot, 0xff, (mask + 1) * sizeof(int64_t));  /* -1: empty */
         for (int64_t r = starts[b]; r < ends[b]; r++) {
-            uint64_t i = (h[r] ^ (h[r] >> 29)) & mask;
+            uint64_t i = mix(h[r]) & mask;
+            int probes = 0;
             while (slot[i] >= 0) {
                 int64_t other = slot[i];
                 if (h[other] == h[r]) {
@@ -594,6 +666,7 @@ static PyObject *block_duplicates(PyObject *self, PyObject *args) {
                     break;
                 }
                 i = (i + 1) & mask;
+                if (++probes > MAX_PROBE) { declined = 1; goto done; }
             }
             if (slot[i] < 0) slot[i] = r;
         }
@@ -602,7 +675,11 @@ done:
     PyMem_Free(slot);
     PyMem_Free(reported);
     PyBuffer_Release(&hv); PyBuffer_Release(&sv); PyBuffer_Release(&ev);
-    if (PyErr_Occurred()) { PyMem_Free(found.data); return NULL; }
+    if (PyErr_Occurred() || declined) {
+        PyMem_Free(found.data);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
     return rows_bytes(&found);
 }
 
@@ -642,6 +719,8 @@ static PyObject *block_join(PyObject *self, PyObject *args) {
         if (qhi[q] - qlo[q] > widest) widest = qhi[q] - qlo[q];
     }
     Py_ssize_t size = table_size(widest);
+    /* a judged docid on several qrels rows (subtopics) pairs with each: a few per row */
+    Py_ssize_t max_pairs = 8 * (nr + nq) + 4096;
     slot = PyMem_Malloc(size * sizeof(int64_t));
     next = PyMem_Malloc((nq ? nq : 1) * sizeof(int64_t));
     if (slot == NULL || next == NULL) { PyErr_NoMemory(); goto done; }
@@ -654,21 +733,37 @@ static PyObject *block_join(PyObject *self, PyObject *args) {
         /* each distinct hash: one slot, holding its first qrels row; next[] chains the
            rows of equal hash in ascending order (inserted from the last row back) */
         for (int64_t r = qhi[q] - 1; r >= qlo[q]; r--) {
-            uint64_t i = (qh[r] ^ (qh[r] >> 29)) & mask;
-            while (slot[i] >= 0 && qh[slot[i]] != qh[r]) i = (i + 1) & mask;
+            uint64_t i = mix(qh[r]) & mask;
+            int probes = 0;
+            while (slot[i] >= 0 && qh[slot[i]] != qh[r]) {
+                i = (i + 1) & mask;
+                if (++probes > MAX_PROBE) goto decline;
+            }
             next[r] = slot[i];
             slot[i] = r;
         }
         for (int64_t r = rlo[q]; r < rhi[q]; r++) {
-            uint64_t i = (rh[r] ^ (rh[r] >> 29)) & mask;
-            while (slot[i] >= 0 && qh[slot[i]] != rh[r]) i = (i + 1) & mask;
-            for (int64_t j = slot[i]; j >= 0; j = next[j])
+            uint64_t i = mix(rh[r]) & mask;
+            int probes = 0;
+            while (slot[i] >= 0 && qh[slot[i]] != rh[r]) {
+                i = (i + 1) & mask;
+                if (++probes > MAX_PROBE) goto decline;
+            }
+            for (int64_t j = slot[i]; j >= 0; j = next[j]) {
+                /* equal 64-bit hashes of different docids can be made on purpose: many
+                   pairs are left to the sorting path, which matches such rows by string */
+                if (run_rows.len >= max_pairs) goto decline;
                 if (rows_push(&run_rows, r) || rows_push(&qrels_rows, j)) goto done;
+            }
         }
     }
     PyObject *a = rows_bytes(&run_rows), *b = rows_bytes(&qrels_rows);
     if (a != NULL && b != NULL) result = Py_BuildValue("(NN)", a, b);
     else { Py_XDECREF(a); Py_XDECREF(b); }
+    goto done;
+decline:
+    result = Py_None;
+    Py_INCREF(result);
 done:
     PyMem_Free(slot);
     PyMem_Free(next);
@@ -692,4 +787,13 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_mapscan", NULL, -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__mapscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__mapscan(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *bytes = os ? PyObject_CallMethod(os, "urandom", "i", 8) : NULL;
+    Py_XDECREF(os);
+    if (bytes == NULL) return NULL;
+    if (PyBytes_Check(bytes) && PyBytes_GET_SIZE(bytes) == 8)
+        memcpy(&seed, PyBytes_AS_STRING(bytes), 8);
+    Py_DECREF(bytes);
+    return PyModule_Create(&module);
+}

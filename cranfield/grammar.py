@@ -66,6 +66,10 @@ def id_problem(value: object) -> str | None:
     bad = _ID_FORBIDDEN.search(value)
     if bad is not None:
         return f"an id may not contain {_char_name(bad.group())}"
+    try:  # (text read from bytes holds only the surrogates that stand for bytes)
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        return f"an id may not contain a lone surrogate (U+{ord(value[exc.start]):04X})"
     return None
 
 
@@ -81,7 +85,7 @@ def bad_id(ids) -> tuple[int, str] | None:
     if "" not in ids:
         try:
             joined = "".join(ids).encode("utf-8", "surrogateescape")
-        except TypeError:  # not all strings: found below
+        except (TypeError, UnicodeEncodeError):  # not all strings, a lone surrogate: below
             joined = None
         if joined is not None and not joined.translate(None, _ID_BYTES):
             return None

@@ -1207,10 +1207,9 @@ def duplicate_suspects(run: Run) -> np.ndarray:
         return np.zeros(0, np.int64)
     if _mapscan is not None and not isinstance(run.docids, np.ndarray):
         blocks = topic_runs(run.topic_index)
-        if blocks is not None:
-            found = np.frombuffer(_mapscan.block_duplicates(run_hashes(run), *blocks),
-                                  np.int64)
-            return np.sort(found)
+        found = None if blocks is None else _mapscan.block_duplicates(run_hashes(run), *blocks)
+        if found is not None:  # (None: hashes that cluster on purpose; the sort is safe)
+            return np.sort(np.frombuffer(found, np.int64))
     rb = row_bits(len(run))
     packed, shared = run_packed_keys(run, rb)
     return np.sort(np.asarray(rows_with_prefixes(packed, rb, shared), dtype=np.int64))

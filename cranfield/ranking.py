@@ -542,9 +542,11 @@ def _match_blocks(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     offsets = qrels.offsets.astype(np.int64)
     # qrels topics in the order of their run blocks: the pairs come out by run row
     order = in_run[np.argsort(run_lo[in_run], kind="stable")]
-    r_row, q_row = _mapscan.block_join(run_hashes(run), run_lo, run_hi, qrels_hashes(qrels),
-                                       offsets[:-1].copy(), offsets[1:].copy(), order)
-    r_row, q_row = np.frombuffer(r_row, np.int64), np.frombuffer(q_row, np.int64)
+    pairs = _mapscan.block_join(run_hashes(run), run_lo, run_hi, qrels_hashes(qrels),
+                                offsets[:-1].copy(), offsets[1:].copy(), order)
+    if pairs is None:  # hashes that collide or cluster on purpose: the sorted keys are safe
+        return None
+    r_row, q_row = (np.frombuffer(rows, np.int64) for rows in pairs)
     r_row, q_row = _verified(run, qrels, qrels_to_run[qrels.topic_index], r_row, q_row)
     if len(run) >= KEEP_KEYS_MAX_ROWS:
         run._hashes = None  # 8 bytes a row, through the evaluation's peak: hashed again

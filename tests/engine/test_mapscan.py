@@ -401,3 +401,95 @@ def test_qrels_read_from_a_mapping_are_not_searched_for_repeats_again(compiled, 
     monkeypatch.setattr(diversity, "docid_codes", searched)
     assert cranfield.evaluate(run, qrels, ["map", "ndcg", "P.1"]).per_topic == want
     assert want["q1"]["map"] == pytest.approx(0.5) and want["q2"]["P_1"] == 0.0
+
+
+# ---- hostile arguments (a review of _mapscan.c found these) -------------------------------
+
+@needs_ext
+def test_pairs_of_hashes_that_collide_on_purpose_go_to_the_sorting_path(monkeypatch):
+    """A docid hash is public: equal 64-bit hashes of different docids can be made. A topic of
+    300 run and 300 judged docids that all hash alike would give 90,000 candidate pairs:
+    block_join declines past 8 a row and the sorted keys match them by string instead."""
+    same = np.full(300, 7, dtype=np.uint64)
+    lo, hi = np.array([0], np.int64), np.array([300], np.int64)
+    assert _mapscan.block_join(same, lo, hi, same, lo, hi, np.array([0], np.int64)) is None
+    assert len(np.frombuffer(_mapscan.block_duplicates(same, lo, hi), np.int64)) == 300
+    run_text = "".join(f"q Q0 d{i} {i} {1000 - i} s\n" for i in range(300))
+    qrels_text = "".join(f"q 0 d{i * 2} {i % 3}\n" for i in range(300))
+    monkeypatch.setattr(cranfield.io, "docid_hashes",
+                        lambda docids: np.full(len(docids), 7, dtype=np.uint64))
+    got = _read_text(run_text, monkeypatch, compiled=True)
+    want = _read_text(run_text, monkeypatch, compiled=False)
+    measures = ["map", "ndcg", "P.10", "num_rel_ret"]
+    assert cranfield.evaluate(got, qrels_text, measures).aggregate == \
+        cranfield.evaluate(want, qrels_text, measures).aggregate
+
+
+@needs_ext
+def test_a_docid_whose_hash_changes_the_lists_cannot_pull_them_away():
+    victims = []
+
+    class Rude(str):
+        def __hash__(self):
+            for victim in victims:
+                victim.clear()
+            return str.__hash__(self)
+
+        def __eq__(self, other):
+            return str.__eq__(self, other)
+
+    docids, topics, bounds = [Rude("a"), "b", Rude("c")], [Rude("q")], [0, 3]
+    victims += [docids, topics, bounds]
+    got = np.frombuffer(_mapscan.lookup({"q": {"a": 1.0, "b": 2.0}}, topics, bounds, docids))
+    assert got[:2].tolist() == [1.0, 2.0] and np.isnan(got[2])
+
+
+@needs_ext
+def test_scan_fills_only_a_fresh_docid_array():
+    used = np.array([object()], dtype=object)
+    with pytest.raises(ValueError, match="fresh"):
+        _mapscan.scan({"q": {"d": 1.0}}, ["q"], False, used)
+    with pytest.raises(ValueError, match="space or a tab"):
+        _mapscan.parse_run(b"q Q0 d 1 2 r\n", 0xFF, {})
+
+
+@pytest.mark.parametrize("docid, refused", [("\ud800", True), ("x\udfff", True),
+                                            ("\udcff", False), ("d\udc80", False)])
+def test_surrogates_in_mapping_ids_read_alike(docid, refused, monkeypatch):
+    """A lone surrogate cannot be encoded: refused as an id by both paths (the Python path
+    raised UnicodeEncodeError, the compiled one read it). The surrogates that stand for bytes
+    (U+DC80..U+DCFF, as text read from bytes holds them) are read by both."""
+    answers = []
+    for compiled in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            if not compiled:
+                _python_path(mp)
+            answers.append(_read(cranfield.read_run, {"q": {docid: 1.0, "e": 2.0}}))
+            answers.append(_read(cranfield.read_qrels, {"q": {docid: 1}}))
+    for a in answers:
+        assert isinstance(a, tuple) == refused
+        if refused:
+            assert "lone surrogate" in a[1] and a[3] == "invalid-input"
+    _same(answers[0], answers[2])
+    _same(answers[1], answers[3])
+
+
+def test_number_subclasses_read_alike(monkeypatch):
+    """An int subclass converts through its own __float__/__index__ on the Python path:
+    the compiled pass leaves it to that path (it read the raw value)."""
+    class Odd(int):
+        def __float__(self):
+            return 99.0
+
+        def __index__(self):
+            return 77
+
+    run = {"q": {"a": Odd(1), "b": 2.5}}
+    qrels = {"q": {"a": 1, "b": 0}}
+    compiled = cranfield.read_run(run)
+    got = cranfield.evaluate(run, qrels, ["map", "recip_rank"]).aggregate
+    _python_path(monkeypatch)
+    python = cranfield.read_run(run)
+    assert compiled.scores.tolist() == python.scores.tolist() == [99.0, 2.5]
+    assert cranfield.evaluate(run, qrels, ["map", "recip_rank"]).aggregate == got
+    assert got["recip_rank"] == 1.0  # a (99.0) ranks first
