@@ -15,9 +15,9 @@ WORKDIR /app
 
 # Dependencies first, from pyproject.toml alone, so that a code change does not reinstall them.
 # Every dependency ships wheels for this platform: no compiler is needed. (cranfield/_mapscan.c,
-# the optional compiled reader of in-process {topic: {docid: score}} mappings, is skipped
-# without one: the service reads JSON bodies by orjson and the numba scan, and small mappings
-# in Python give the same answers.)
+# the optional compiled fast paths for plain TREC run lines, Python mappings and per-topic
+# joins, is skipped without one: the image runs their Python twins, with the same answers and
+# the speed they had before the extension; docs/performance.md has the figures.)
 COPY pyproject.toml README.md ./
 RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt
