@@ -1185,16 +1185,26 @@ def run_hashes(run: Run) -> np.ndarray:
     return run._hashes
 
 
-def topic_runs(tix: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(starts, ends) of the blocks of equal topic codes, in row order, when each topic's
-    rows are one block (a run file grouped by topic: nearly all); else None."""
-    change = np.flatnonzero(tix[1:] != tix[:-1]) + 1
+def topic_blocks(tix: np.ndarray, n_topics: int):
+    """(start, end) of each topic's rows if every topic's rows are contiguous, else
+    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
+    if len(tix) == 0:
+        return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
+    if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
+        # topics in index order (every mapping, most files): one search gives every block
+        # (for values of tix's own dtype: an int64 query would cast all of tix, 7M rows)
+        bounds = tix.searchsorted(np.arange(n_topics + 1, dtype=tix.dtype))
+        return bounds[:-1], bounds[1:]
+    lo = np.zeros(n_topics, np.int64)
+    hi = np.zeros(n_topics, np.int64)
+    change = (tix[1:] != tix[:-1]).nonzero()[0] + 1
     starts = np.concatenate(([0], change)).astype(np.int64)
-    ends = np.concatenate((change, [len(tix)])).astype(np.int64)
     heads = tix[starts]
-    if len(np.unique(heads)) != len(heads):
-        return None
-    return starts, ends
+    if len(np.unique(heads)) != len(heads):  # some topic's rows come in several blocks
+        return None, None
+    lo[heads] = starts
+    hi[heads] = np.concatenate((change, [len(tix)]))
+    return lo, hi
 
 
 def duplicate_suspects(run: Run) -> np.ndarray:
@@ -1206,8 +1216,8 @@ def duplicate_suspects(run: Run) -> np.ndarray:
     if len(run) < 2:
         return np.zeros(0, np.int64)
     if _mapscan is not None and not isinstance(run.docids, np.ndarray):
-        blocks = topic_runs(run.topic_index)
-        found = None if blocks is None else _mapscan.block_duplicates(run_hashes(run), *blocks)
+        lo, hi = topic_blocks(run.topic_index, len(run.topics))
+        found = None if lo is None else _mapscan.block_duplicates(run_hashes(run), lo, hi)
         if found is not None:  # (None: hashes that cluster on purpose; the sort is safe)
             return np.sort(np.frombuffer(found, np.int64))
     rb = row_bits(len(run))

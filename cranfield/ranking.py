@@ -35,6 +35,7 @@ from .io import (
     run_packed_keys,
     shared_prefixes,
     take_rows,
+    topic_blocks,
     topic_doc_keys,
 )
 
@@ -318,28 +319,6 @@ def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, li
         if len(lst) < depth:
             lst.append(d)
     return {t: out.get(t, []) for t in reversed(list(out))}
-
-
-def topic_blocks(tix: np.ndarray, n_topics: int):
-    """(start, end) of each topic's rows if every topic's rows are contiguous, else
-    (None, None). Blocks may come in any topic order; a topic with no rows gets (0, 0)."""
-    if len(tix) == 0:
-        return np.zeros(n_topics, np.int64), np.zeros(n_topics, np.int64)
-    if tix[0] <= tix[-1] and (len(tix) < 2 or (tix[1:] >= tix[:-1]).all()):
-        # topics in index order (every mapping, most files): one search gives every block
-        # (for values of tix's own dtype: an int64 query would cast all of tix, 7M rows)
-        bounds = tix.searchsorted(np.arange(n_topics + 1, dtype=tix.dtype))
-        return bounds[:-1], bounds[1:]
-    lo = np.zeros(n_topics, np.int64)
-    hi = np.zeros(n_topics, np.int64)
-    change = (tix[1:] != tix[:-1]).nonzero()[0] + 1
-    starts = np.concatenate(([0], change)).astype(np.int64)
-    heads = tix[starts]
-    if len(np.unique(heads)) != len(heads):  # some topic's rows come in several blocks
-        return None, None
-    lo[heads] = starts
-    hi[heads] = np.concatenate((change, [len(tix)]))
-    return lo, hi
 
 
 def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
