@@ -559,9 +559,9 @@ def render_comparison(doc: dict, title: str | None = None, *,
 
 # verdict -> (fill colour, label); Okabe & Ito as the report pages: pass bluish green,
 # fail vermillion, undecided grey, no gate blue
-VERDICT_STYLE = {"pass": ("#009E73", "gate passed"), "fail": ("#D55E00", "gate failed"),
-                 "undecided": ("#999999", "gate undecided"), None: ("#0072B2", "no gate")}
-BASELINE_COLOUR = "#CC79A7"
+VERDICT_STYLE = {"pass": (UP, "gate passed"), "fail": (DOWN, "gate failed"),
+                 "undecided": (FLAT, "gate undecided"), None: (PALETTE[0], "no gate")}
+BASELINE_COLOUR = PALETTE[4]
 TREND_CSS = """
 svg.trend .line{fill:none;stroke:#0072B2;stroke-width:2}
 svg.trend .ci{stroke:#555;stroke-width:1.5}
@@ -681,7 +681,7 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
     system, measure = str(doc.get("system", "")), str(doc.get("measure", ""))
     points = doc.get("points") or []
     title = title or f"{system}: {measure} over time"
-    body = [f"<style>{TREND_CSS}</style>", f"<h1>{_e(title)}</h1>"]
+    body = [f"<style>{TREND_CSS}</style>", *_head(title, None)]
     if points:
         last = points[-1]
         verdict = _verdict(last)
@@ -711,9 +711,8 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
     for i, p in enumerate(points):
         previous = points[i - 1] if i else None
         verdict = _verdict(p)
-        topics = _offending(p, measure)
-        if verdict == "pass":
-            topics = []  # a pass's dropping topics stayed within the gate: not offenders
+        # (a pass's dropping topics stayed within the gate: not offenders)
+        topics = _offending(p, measure) if verdict in ("fail", "undecided") else []
         cell = "–" if verdict is None else _e(verdict) + (
             f" ({_topic_list(topics, 10)})" if topics else "")
         rows.append(
