@@ -41,6 +41,14 @@ def table_bounds(config: dict) -> dict[str, int | None]:
             "max_bytes": config.get("MAX_CONTENT_LENGTH")}
 
 
+def bounds_for(bounds: dict | None, kind: str) -> dict[str, int | None]:
+    """The bounds an Arrow or Parquet ``kind`` (``run``/``qrels``) is read within, out of
+    :func:`table_bounds`' (None: unbounded): qrels' rows are not limited."""
+    bounds = bounds or {}
+    return {"max_rows": bounds.get("max_rows") if kind == "run" else None,
+            "max_bytes": bounds.get("max_bytes")}
+
+
 @dataclass(kw_only=True)
 class QrelsInput:
     """The qrels a job reads: a stored version (``ref`` = ``id@version``, read through the

@@ -14,7 +14,7 @@ from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.names import needs_subtopics
 from cranfield.result_document import details_for, evaluation_document
 
-from .contract import CombineJob, ComparisonJob, EvaluationJob, Job, ShardJob
+from .contract import CombineJob, ComparisonJob, EvaluationJob, Job, ShardJob, bounds_for
 from .store import QRELS_CACHE, NotFound
 
 
@@ -55,7 +55,7 @@ def _load_qrels(store, job: Job, measures: list[str] | None = None):
         return qrels, columns_sha256(qrels), None
     if source.format in ("arrow", "parquet"):
         qrels = columnar.read_qrels_bytes(raw, "qrels", subtopics, fmt=source.format,
-                                          **_table_bounds(job, "qrels"))
+                                          **bounds_for(job.table_bounds, "qrels"))
         return qrels, columns_sha256(qrels), None
     return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics), source.sha256, None)
 
@@ -67,21 +67,12 @@ def _drop_inputs(store, keys) -> None:
             store.delete_blob(key)
 
 
-def _table_bounds(job: Job, kind: str) -> dict:
-    """The bounds an Arrow or Parquet ``kind`` (``run``/``qrels``) of ``job`` is read within
-    (``Job.table_bounds``, the API's limits, as the API reads an upload: qrels' rows are not
-    limited), checked from the file's metadata before anything is decompressed: whatever
-    path stored it, a job never decompresses more than the app allows."""
-    bounds = job.table_bounds or {}
-    return {"max_rows": bounds.get("max_rows") if kind == "run" else None,
-            "max_bytes": bounds.get("max_bytes")}
-
-
 def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None,
                      bounds: dict | None = None):
     """(a stored run as read, its SHA-256): TREC text is hashed as sent (unless the digest is
     known), a mapping by its content, as the synchronous path does. ``bounds``: an Arrow or
-    Parquet run's (:func:`_table_bounds`)."""
+    Parquet run's (:func:`backend.contract.bounds_for`: whatever path stored it, a job
+    never decompresses more than the app allows)."""
     if fmt == "trec":
         return cranfield.read_run(raw, name=label), sha256 or hashlib.sha256(raw).hexdigest()
     if fmt in ("arrow", "parquet"):  # the API's reader; digested by content, as a mapping
@@ -98,7 +89,7 @@ def run_job(store, job: EvaluationJob) -> dict:
         qrels, qrels_digest, qrels_version = _load_qrels(store, job)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
         run, run_digest = _read_stored_run(run_bytes, job.run_format, "run", job.run_sha256,
-                                           _table_bounds(job, "run"))
+                                           bounds_for(job.table_bounds, "run"))
         ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
@@ -437,7 +428,7 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
                 continue
             value, digest = _read_stored_run(store.get_blob(run["run_key"]),
                                              run["run_format"], f"runs[{i}]",
-                                             bounds=_table_bounds(job, "run"))
+                                             bounds=bounds_for(job.table_bounds, "run"))
             entries.append({"name": run["name"], "run": value, "sha256": digest})
         doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
         if results is not None:  # a recorded result was compared: keep a gate's verdict

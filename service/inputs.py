@@ -20,6 +20,7 @@ import orjson
 from flask import current_app
 
 import cranfield
+from backend import contract
 from cranfield import CranfieldError, columnar, read_qrels, read_run
 from cranfield.json_body import Columns, columns_sha256, mapping_sha256
 from cranfield.names import needs_subtopics
@@ -74,10 +75,9 @@ class _Shape:
 def table_bounds(kind: str) -> dict:
     """The metadata bounds of an Arrow or Parquet upload of ``kind`` under the app's limits:
     a run's rows (MAX_TOPICS x MAX_DOCS_PER_TOPIC; qrels' judgments per topic are not
-    limited) and the uncompressed bytes (MAX_CONTENT_LENGTH)."""
-    cfg = current_app.config
-    max_rows = cfg["MAX_TOPICS"] * cfg["MAX_DOCS_PER_TOPIC"] if kind == "run" else None
-    return {"max_rows": max_rows, "max_bytes": cfg.get("MAX_CONTENT_LENGTH")}
+    limited) and the uncompressed bytes (MAX_CONTENT_LENGTH): a queued job's, as the queue
+    stamps them (:func:`backend.contract.table_bounds`)."""
+    return contract.bounds_for(contract.table_bounds(current_app.config), kind)
 
 
 def too_large(exc: CranfieldError, label: str) -> Problem:
