@@ -30,7 +30,7 @@ import numpy as np
 from . import grammar
 from . import io as _io
 from .errors import InputError
-from .io import Qrels, Run, docid_hashes, in_strcmp_order
+from .io import Qrels, Run, in_strcmp_order
 from .io import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
 
 RUN_COLUMNS = ("topic", "docid", "score")
@@ -790,44 +790,22 @@ def _objects(arr) -> np.ndarray:
 def _refuse_duplicates(value, label: str, message: str, code: str,
                        rows: np.ndarray | None = None) -> None:
     """Refuse a docid twice within a topic, naming the rows of the table (``rows``: the
-    table row of each of ``value``'s rows, when they were reordered). 64-bit keys (docid
-    hash and topic) sorted in place; only rows whose key repeats are compared exactly."""
-    import pyarrow as pa
-
-    n = len(value)
-    if n < 2:
+    table row of each of ``value``'s rows, when they were reordered). The rows whose hashed
+    (topic, docid) keys are shared are found as the text readers find them
+    (:func:`cranfield.io.duplicate_suspects` for a run, kept on it for matching; the sorted
+    keys of :func:`cranfield.io.qrels_hashes` for qrels, the hashes kept for matching too);
+    only those are compared exactly."""
+    if len(value) < 2:
         return
     if isinstance(value, Run):
-        suspects = _engine_suspects(value)
-        if suspects is not None:
-            if len(suspects):
-                _name_duplicate(value, label, message, code, rows, suspects)
-            return
-    docids = getattr(value, "_docids", None)
-    if docids is None or isinstance(value, Run):
-        docids = value.docids
-    arrow = docids if isinstance(docids, pa.Array | pa.ChunkedArray) else pa.array(
-        docids.tolist(), pa.string())
-    keys = docid_hashes(arrow)
-    keys *= np.uint64(0x9E3779B97F4A7C15)
-    keys += np.ascontiguousarray(value.topic_index, dtype=np.int32).view(np.uint32)
-    ordered = np.sort(keys)
-    same = ordered[1:] == ordered[:-1]
-    if not same.any():
-        return
-    suspects = np.flatnonzero(np.isin(keys, ordered[1:][same]))
-    _name_duplicate(value, label, message, code, rows, suspects)
-
-
-def _engine_suspects(run: Run) -> np.ndarray | None:
-    """The rows that may repeat a docid in their topic by the engine's own hashed (topic,
-    docid) keys (:func:`cranfield.io.duplicate_suspects`: kept on the run for matching it
-    against qrels, so they are computed once), or None when they cannot be had (then this
-    module sorts its own)."""
-    try:
-        return _io.duplicate_suspects(run)
-    except (AttributeError, TypeError, ValueError):
-        return None
+        suspects = _io.duplicate_suspects(value)
+    else:
+        rb = _io.row_bits(len(value))
+        packed = _io.packed_keys(_io.topic_doc_keys(_io.qrels_hashes(value),
+                                                    value.topic_index), rb)
+        suspects = np.sort(_io.rows_with_prefixes(packed, rb, _io.shared_prefixes(packed, rb)))
+    if len(suspects):
+        _name_duplicate(value, label, message, code, rows, suspects)
 
 
 def _name_duplicate(value, label, message, code, rows, suspects) -> None:

@@ -326,13 +326,12 @@ def test_dictionary_topics_with_repeated_and_unused_values():
 @pytest.mark.parametrize("engine_keys", [True, False])
 @pytest.mark.parametrize("collide", [False, True])
 def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, collide):
-    """By the engine's sorted keys or by this module's own; with every docid hashing alike,
-    only true duplicates are refused."""
+    """By the engine's per-topic tables (compiled) or by its sorted keys; with every docid
+    hashing alike, only true duplicates are refused."""
     if not engine_keys:
-        monkeypatch.setattr(columnar._io, "run_packed_keys", None, raising=False)
+        monkeypatch.setattr(columnar._io, "_mapscan", None)
     if collide:
         const = lambda docids: np.zeros(len(docids), np.uint64)  # noqa: E731
-        monkeypatch.setattr(columnar, "docid_hashes", const)
         monkeypatch.setattr(columnar._io, "docid_hashes", const)
     table = run_table(RUN)
     columnar.run_from_table(table)  # no duplicate: read
@@ -340,6 +339,11 @@ def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, c
     with pytest.raises(InputError) as err:
         columnar.run_from_table(run_table(rows))
     assert err.value.code == "duplicate-docid" and "(rows 10 and 50)" in str(err.value)
+    columnar.qrels_from_table(qrels_table(QRELS))  # qrels: by the sorted keys either way
+    rows = QRELS[:50] + [(QRELS[10][0], QRELS[10][1], 1)] + QRELS[50:60]
+    with pytest.raises(InputError) as err:
+        columnar.qrels_from_table(qrels_table(rows))
+    assert err.value.code == "duplicate-judgment" and "(rows 10 and 50)" in str(err.value)
 
 
 def _parquet_bytes(table: pa.Table, **options) -> bytes:
