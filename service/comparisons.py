@@ -39,7 +39,7 @@ from .auth import current_tenant
 from .enqueue import accepted, submission, wants_async
 from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
-from .inputs import check_table_upload, digest, read_input, serialised, stored_qrels
+from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem
@@ -487,9 +487,7 @@ def _enqueue_comparison(req: dict, spec: ComparisonJob, names: list[str]) -> Res
         if entry.get("evaluation_id"):
             runs.append({"name": name, "evaluation_id": entry["evaluation_id"]})
             continue
-        data, fmt = serialised(entry["run"])
-        if fmt in ("arrow", "parquet"):  # bounded by its metadata before it is stored, as a
-            check_table_upload(data, "run", f"runs[{i}]")  # queued evaluation's run is
+        data, fmt = serialised(entry["run"], "run", f"runs[{i}]")
         runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
             f"run-{uuid.uuid4().hex}", data, cfg["INPUT_TTL"])})
     backend.submit(dataclasses.replace(spec, runs=runs, **carried), job_id)

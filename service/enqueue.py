@@ -15,13 +15,7 @@ from backend.contract import EvaluationJob, QrelsInput
 from cranfield.io import split_trec_text
 
 from .auth import current_tenant
-from .inputs import (
-    check_table_upload,
-    digest_beside,
-    measure_problem,
-    serialised,
-    stored_qrels,
-)
+from .inputs import digest_beside, measure_problem, serialised, stored_qrels
 from .jobs import present
 from .observability import current_request_id
 from .problems import Problem
@@ -74,9 +68,7 @@ def enqueue_evaluation(req: dict) -> Response:
         raise measure_problem(exc, req["measures"]) from None
     cfg = current_app.config
     job_id, carried = submission(req)
-    run_bytes, run_format = serialised(req.pop("run"))
-    if run_format in ("arrow", "parquet"):  # bounded by its metadata before it is stored
-        check_table_upload(run_bytes, "run", "run")
+    run_bytes, run_format = serialised(req.pop("run"), "run", "run")
     spec = EvaluationJob(measures=req["measures"], options=req["options"],
                          per_topic=req["per_topic"], details=req["details"],
                          details_depth=req["details_depth"], latency_ms=req["latency_ms"],
@@ -112,9 +104,7 @@ def submission(req: dict) -> tuple[str, dict]:
         _, meta = stored_qrels(req["qrels_id"])
         qrels = QrelsInput(ref=f"{meta['id']}@{meta['version']}")
     elif req.get("qrels") is not None:
-        data, fmt = serialised(req.pop("qrels"))
-        if fmt in ("arrow", "parquet"):
-            check_table_upload(data, "qrels", "qrels")
+        data, fmt = serialised(req.pop("qrels"), "qrels", "qrels")
         qrels = QrelsInput(key=backend.store.put_blob(f"qrels-{uuid.uuid4().hex}", data,
                                                       current_app.config["INPUT_TTL"]),
                            sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,

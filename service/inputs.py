@@ -30,12 +30,18 @@ from .limits import check_qrels, check_run, check_topics
 from .problems import Problem, from_engine_error
 
 
-def serialised(value) -> tuple[bytes, str]:
-    """(bytes, format) of a run or qrels as a queued job stores them: TREC text as sent
-    ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json")."""
-    if isinstance(value, str | bytes | memoryview):
-        fmt = columnar.sniff(value) if not isinstance(value, str) else None
-        return (value.encode("utf-8") if isinstance(value, str) else value), fmt or "trec"
+def serialised(value, kind: str, label: str) -> tuple[bytes, str]:
+    """(bytes, format) of a run or qrels (``kind``) as a queued job stores them: TREC text as
+    sent ("trec", encoded once if it came as a JSON string), a mapping as JSON ("json"), an
+    Arrow or Parquet upload as sent ("arrow", "parquet") once its metadata is within the
+    bounds (:func:`check_table_upload`, naming ``label``), before it is stored."""
+    if isinstance(value, str):
+        return value.encode("utf-8"), "trec"
+    if isinstance(value, bytes | memoryview):
+        fmt = columnar.sniff(value)
+        if fmt is not None:
+            check_table_upload(value, kind, label, fmt)
+        return value, fmt or "trec"
     if isinstance(value, Columns):
         return bytes(value.raw), "json"
     return orjson.dumps(value), "json"
@@ -85,11 +91,11 @@ def too_large(exc: CranfieldError, label: str) -> Problem:
                    errors={label: [exc.reason]})
 
 
-def check_table_upload(data, kind: str, label: str) -> None:
+def check_table_upload(data, kind: str, label: str, fmt: str | None = None) -> None:
     """413 naming ``label`` when an upload's metadata is over the bounds, 422 when it is not
     a readable file (for a queued job, before it is stored)."""
     try:
-        columnar.check_table_bytes(data, kind, label, **table_bounds(kind))
+        columnar.check_table_bytes(data, kind, label, fmt=fmt, **table_bounds(kind))
     except CranfieldError as exc:
         if getattr(exc, "code", None) == "too-large":
             raise too_large(exc, label) from None
