@@ -28,8 +28,8 @@ class Uploads(MultiDict):
         super().__init__()
         self.filenames: MultiDict = MultiDict()
         self.content_types: MultiDict = MultiDict()
-        for name, filename, data, *content_type in items:
-            self.add_file(name, filename, data, content_type[0] if content_type else None)
+        for name, filename, data, content_type in items:
+            self.add_file(name, filename, data, content_type)
 
     def add_file(self, name: str, filename: str | None, data,
                  content_type: str | None = None) -> None:
