@@ -5,7 +5,6 @@ naming the part (never a 500), limits from the metadata, and a queued Arrow uplo
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
+from conftest import finished_job
 
 import cranfield
 
@@ -212,22 +212,13 @@ def test_compressed_size_bound_before_decompressing(app, client, reference):
     assert "bytes uncompressed exceed" in doc["errors"]["run"][0]
 
 
-def wait(client, location: str, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = client.get(location).get_json()
-        if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.02)
-
-
 def test_queued_arrow_upload_equals_sync(client, reference):
     text = evaluate_text(client, reference)
     resp = client.post("/v1/evaluations", data=form(ipc_stream(run_table()),
                                                     parquet(qrels_table())),
                        content_type="multipart/form-data", headers={"Prefer": "respond-async"})
     assert resp.status_code == 202
-    job = wait(client, resp.headers["Location"])
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished", job
     assert job["result"]["aggregate"] == text["aggregate"]
     assert job["result"]["per_topic"] == text["per_topic"]
@@ -314,7 +305,7 @@ def test_queued_comparison_takes_arrow_runs(client, reference):
     resp = client.post("/v1/comparisons", data=body(), content_type="multipart/form-data",
                        headers={"Prefer": "respond-async"})
     assert resp.status_code == 202, resp.get_json()
-    job = wait(client, resp.headers["Location"])
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished", job
     assert job["result"]["summary"] == sync.get_json()["summary"]
 

@@ -3,23 +3,14 @@ and code paths the Redis backend serves (tests/integration runs them on real Red
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
+from conftest import finished_job
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 QRELS = {"q1": {"d1": 1, "d3": 2}, "q2": {"d9": 1}}
 RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d1": 1.0}}
-
-
-def wait(client, location: str, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = client.get(location).get_json()
-        if job["status"] in ("finished", "failed", "canceled") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.02)
 
 
 def test_put_get_versions_if_match_list_delete(client):
@@ -76,7 +67,7 @@ def test_async_evaluation_equals_sync(client):
     sync = client.post("/v1/evaluations", json=body).get_json()
     resp = client.post("/v1/evaluations", json=body, headers={"Prefer": "respond-async"})
     assert resp.status_code == 202 and resp.headers["Location"].startswith("/v1/jobs/")
-    job = wait(client, resp.headers["Location"])
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "finished"
     assert job["result"]["aggregate"] == sync["aggregate"]
     assert job["result"]["per_topic"] == sync["per_topic"]
@@ -85,7 +76,7 @@ def test_async_evaluation_equals_sync(client):
 def test_async_bad_input_fails_with_the_reason(client):
     body = {"run": "q1 Q0 d1 1 abc r\n", "qrels": QRELS, "measures": ["map"]}
     resp = client.post("/v1/evaluations", json=body, headers={"Prefer": "respond-async"})
-    job = wait(client, resp.headers["Location"])
+    job = finished_job(client, resp.headers["Location"])
     assert job["status"] == "failed"
     assert job["problem"]["errors"] == {"run line 1": ["'abc' is not a number"]}
 
