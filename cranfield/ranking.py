@@ -179,9 +179,12 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     order), and for each run topic its qrels and evaluated index, for each qrels topic its
     evaluated index (-1: none)."""
     T = len(topics)
+    tix = run.topic_index
+    n_run_topics = len(run.topics)
+    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)  # (None: a topic's rows are scattered)
 
     # --- judged documents that the run retrieved ------------------------------------------
-    j_rt, j_raw_score, j_qrow, j_row = _match(run, qrels, run_to_qrels)
+    j_rt, j_raw_score, j_qrow, j_row = _match(run, qrels, run_to_qrels, (seg_lo, seg_hi))
     keep = run_to_eval[j_rt] >= 0
     if not keep.all():
         j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
@@ -190,10 +193,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
     # --- each topic's rows as one block, scores descending (usually nothing to do) --------
     scores, j_score = (_as_float32(run.scores, j_raw_score) if float32_scores
                        else (run.scores, j_raw_score))
-    tix = run.topic_index
-    n_run_topics = len(run.topics)
     order = None
-    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
     if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
         order = np.argsort(tix, kind="stable")
         tix = tix[order]
@@ -327,7 +327,7 @@ def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
     return np.arange(len(topic), dtype=np.int64) - starts[topic]
 
 
-def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
     """The judged documents the run retrieved: (run topic, score, qrels row) of each.
 
     From files the docid column is looked up in a hash table of the judged docids (pyarrow
@@ -342,7 +342,7 @@ def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     if not isinstance(run.docids, np.ndarray) and run.docid_fnv is None and \
             row_bits(max(len(run), len(qrels))) <= MAX_ROW_BITS:
         if _mapscan is not None:
-            found = _match_blocks(run, qrels, run_to_qrels)
+            found = _match_blocks(run, qrels, run_to_qrels, blocks)
             if found is not None:
                 return found
         return _match_hashed(run, qrels, run_to_qrels)
@@ -424,11 +424,7 @@ def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
     rb = row_bits(max(len(run), len(qrels)))
     low = (np.uint64(1) << np.uint64(rb)) - np.uint64(1)
     packed, run_shared = run_packed_keys(run, rb)
-    # each qrels row's topic in the run's numbering (-1: not in the run)
-    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
-    judged = (run_to_qrels >= 0).nonzero()[0]
-    qrels_to_run[run_to_qrels[judged]] = judged
-    q_rt = qrels_to_run[qrels.topic_index]
+    q_rt = _qrels_to_run(qrels, run_to_qrels)[qrels.topic_index]  # (run topic of each row)
     if (q_rt >= 0).all():  # (every qrels topic in the run: no rows to leave out)
         q_rows = None
         q_keys = topic_doc_keys(qrels_hashes(qrels), q_rt)
@@ -500,19 +496,17 @@ def _verified(run: Run, qrels: Qrels, q_rt: np.ndarray, r_row: np.ndarray,
     return r_row, q_row
 
 
-def _match_blocks(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+def _match_blocks(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
     """:func:`_match_hashed` topic by topic, when each of the run's topics is one block of
     rows (else None): the compiled ``block_join`` pairs each qrels topic's rows with the run
     rows of its topic whose docid hash is equal, in a table small enough to stay in cache
     (no sort of all the run's keys), and every pair is then compared as strings. Exact
     whatever the hash: an equal docid always hashes equal, and an equal hash is only a
-    candidate."""
-    lo, hi = topic_blocks(run.topic_index, len(run.topics))
+    candidate. ``blocks``: the run's :func:`topic_blocks`, when the caller has them."""
+    lo, hi = blocks if blocks is not None else topic_blocks(run.topic_index, len(run.topics))
     if lo is None:
         return None
-    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
-    judged = (run_to_qrels >= 0).nonzero()[0]
-    qrels_to_run[run_to_qrels[judged]] = judged
+    qrels_to_run = _qrels_to_run(qrels, run_to_qrels)
     in_run = (qrels_to_run >= 0).nonzero()[0]
     # each qrels topic's block of run rows ((0, 0): not in the run)
     run_lo = np.zeros(len(qrels.topics), np.int64)
@@ -558,11 +552,15 @@ def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
             for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64,
             len(docids))
     rows = (~np.isnan(got)).nonzero()[0]
-    # the run topic of each qrels topic: run_to_qrels inverted (-1: not in the run)
+    return _qrels_to_run(qrels, run_to_qrels)[qrels.topic_index[rows]], got[rows], rows, None
+
+
+def _qrels_to_run(qrels: Qrels, run_to_qrels: np.ndarray) -> np.ndarray:
+    """The run topic of each qrels topic: ``run_to_qrels`` inverted (-1: not in the run)."""
     qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
     judged = (run_to_qrels >= 0).nonzero()[0]
     qrels_to_run[run_to_qrels[judged]] = judged
-    return qrels_to_run[qrels.topic_index[rows]], got[rows], rows, None
+    return qrels_to_run
 
 
 def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:
