@@ -25,6 +25,8 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from .io import _is_table  # (columns, told from paths and text without importing pyarrow)
+
 
 class ApiError(Exception):
     """The server answered with a problem (RFC 9457); ``problem`` is its body."""
@@ -66,14 +68,6 @@ def _text_or_mapping(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8")
     return value
-
-
-def _is_table(value: Any) -> bool:
-    if isinstance(value, str | bytes | os.PathLike | Mapping) or value is None:
-        return False
-    from .columnar import is_table
-
-    return is_table(value)
 
 
 def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> bytes:
