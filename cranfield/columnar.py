@@ -290,7 +290,7 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
         for group in chunks:
             chunk = group[column]
             if chunk["type"] == "BYTE_ARRAY":
-                got = _byte_array_bound(buf, chunk)
+                got = _byte_array_bound(buf, chunk, max_bytes)
                 scanned += got[1] if got is not None else 0
                 if got is None or scanned > _MAX_SCANNED:  # pyarrow counts it instead
                     unbounded.append(name)
@@ -307,11 +307,12 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
     return unbounded
 
 
-def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
+def _byte_array_bound(buf, chunk, max_bytes: int) -> tuple[int, int] | None:
     """(at most how many bytes a byte-array column chunk decodes to, how many dictionary
     values were scanned) from its page headers: a plain page at most its uncompressed size, a
     dictionary-coded page its values times the longest value of the dictionary page (the
-    only page decompressed). None when the chunk cannot be read here."""
+    only page decompressed, and only when its header's size is within ``max_bytes``: else
+    that size is returned, over the bound). None when the chunk cannot be read here."""
     import pyarrow as pa
 
     codec = _PARQUET_CODECS.get(chunk["codec"])
@@ -330,6 +331,8 @@ def _byte_array_bound(buf, chunk) -> tuple[int, int] | None:
             if min(size, raw) < 0 or pos + raw > len(data):
                 return None
             if kind == 2:  # the dictionary page: PLAIN, a 4-byte length before each value
+                if size > max_bytes:  # (decompressing allocates what the header claims)
+                    return size, scanned
                 page = data[pos:pos + raw]
                 if codec is not None:
                     page = memoryview(pa.Codec(codec).decompress(page, decompressed_size=size))

@@ -398,3 +398,23 @@ def test_a_page_header_claiming_a_huge_list_is_refused_at_once():
     header = bytes([0x19, 0xF1]) + bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x20]) + b"\0"
     with pytest.raises(ValueError, match="longer than the file"):
         columnar._thrift_struct(memoryview(header), 0)
+
+
+def test_a_dictionary_page_claiming_more_than_the_bound_is_not_decompressed(monkeypatch):
+    # the docid chunk's dictionary page header says it decompresses to ~1 MB (the footer's
+    # sizes stay small): refused from the header, before pyarrow's codec allocates that much
+    n = 1000
+    table = pa.table({"topic": ["1"] * n, "docid": [f"doc-{i:016d}" for i in range(n)],
+                      "score": np.arange(n, dtype=float)})
+    data = bytearray(_parquet_bytes(table, compression="gzip"))
+    meta = pq.ParquetFile(pa.py_buffer(bytes(data))).metadata
+    chunk = columnar._parquet_chunks(pa.py_buffer(bytes(data)), meta)[0][1]
+    at = chunk["dictionary_page_offset"]
+    assert chunk["path"] == "docid" and data[at:at + 3] == b"\x15\x04\x15"  # type 2, size
+    assert data[at + 3] & 0x80 and data[at + 4] & 0x80 and not data[at + 5] & 0x80
+    data[at + 3:at + 6] = b"\xfe\xff\x7f"  # zigzag 2^21 - 2: 1,048,575 bytes
+    monkeypatch.setattr(pa, "Codec", None)  # never reached
+    for read in (columnar.check_table_bytes, columnar.read_table_bytes):
+        with pytest.raises(InputError, match="docid's strings may decode to more than") as got:
+            read(bytes(data), "run", max_bytes=500_000)
+        assert got.value.code == "too-large"
