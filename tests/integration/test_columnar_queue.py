@@ -4,13 +4,10 @@ reader, and the result is the synchronous one."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-
 import numpy as np
 import pyarrow as pa
 import pytest
-from servers import CRANFIELD, DATA, ROOT, start_gunicorn
+from servers import DATA, running_gunicorn, running_worker
 
 import cranfield
 from cranfield.client import Client
@@ -18,22 +15,14 @@ from cranfield.client import Client
 
 @pytest.fixture(scope="module")
 def api(redis_server):
-    url, proc = start_gunicorn({"REDIS_URL": redis_server.url})
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with running_gunicorn({"REDIS_URL": redis_server.url}) as url:
+        yield url
 
 
 @pytest.fixture
 def worker(redis_server):
-    proc = subprocess.Popen([CRANFIELD, "worker", "--redis-url", redis_server.url], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_worker(redis_server.url) as proc:
+        yield proc
 
 
 def test_queued_arrow_run_on_a_real_worker_equals_sync(api, worker):
