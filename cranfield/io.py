@@ -782,21 +782,10 @@ def _compiled_run(data: bytes | str, delim: str):
             view = memoryview(data).cast("B")
             start = 0
             while start < len(view):
-                stop = start + _PARSE_CHUNK
-                if stop >= len(view):
-                    stop = len(view)
-                else:  # back to the end of the last whole line, or on to the next end
-                    window = bytes(view[max(start, stop - 65536):stop])
-                    cut = window.rfind(b"\n")
-                    if cut >= 0:
-                        stop = stop - len(window) + cut + 1
-                    else:
-                        while stop < len(view):
-                            cut = bytes(view[stop:stop + 65536]).find(b"\n")
-                            stop = stop + cut + 1 if cut >= 0 else stop + 65536
-                            if cut >= 0:
-                                break
-                        stop = min(stop, len(view))
+                stop = min(start + _PARSE_CHUNK, len(view))
+                while stop < len(view) and view[stop - 1] != 10:  # on to a line's end
+                    cut = bytes(view[stop:stop + 65536]).find(b"\n")
+                    stop = min(stop + cut + 1 if cut >= 0 else stop + 65536, len(view))
                 yield view[start:stop]
                 start = stop
 
@@ -1330,10 +1319,19 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     hold a docid twice), ids and grades by the input grammar: a grade is an integer, or a
     float with no fraction, within int64 — exactly, not through a double."""
     scanned = _scanned(qrels, label, "grades")
-    if scanned is not None:
+    if scanned is None:
+        topics, docids, grades, lengths = _python_qrels_columns(qrels, label)
+    else:
         topics, docids, grades, lengths = scanned
-        topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
-        return _judged_once(Qrels(topics, topic_index, docids, grades, None, label))
+    topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
+    out = Qrels(topics, topic_index, docids, grades, None, label)
+    out.unique_judgments = True  # (a dict cannot hold a docid twice: evaluations need not look)
+    return out
+
+
+def _python_qrels_columns(qrels: Mapping, label: str):
+    """:func:`_qrels_from_mapping`'s columns (topics, docids, grades, lengths) read in
+    Python: the path of any mapping the compiled pass declines, which names its problem."""
     topics, ids = _mapping_topics(qrels, label, "grades")
     lengths = np.fromiter((len(qrels[t]) for t in topics), np.int64, len(topics))
     total = int(lengths.sum())
@@ -1361,15 +1359,7 @@ def _qrels_from_mapping(qrels: Mapping, label: str) -> Qrels:
     if grades is None:  # a grade that is not one, or beyond 2**53: value by value
         _raise_bad_value(qrels, topics, label, grammar.json_grade_problem, always=False)
         grades = np.fromiter((int(g) for g in values()), np.int64, total)
-    topic_index = np.repeat(np.arange(len(topics), dtype=np.int32), lengths)
-    return _judged_once(Qrels(topics, topic_index, docids, grades, None, label))
-
-
-def _judged_once(qrels: Qrels) -> Qrels:
-    """Qrels read from a mapping, marked as judging each docid once per topic (a dict cannot
-    hold a key twice): evaluating them again need not look for repeats."""
-    qrels.unique_judgments = True
-    return qrels
+    return topics, docids, grades, lengths
 
 
 def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:
