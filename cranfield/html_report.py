@@ -178,8 +178,10 @@ def _pr_chart(series: Sequence[tuple[str, Sequence, Sequence]], title: str) -> s
     def sx(r):
         return LEFT + r * (W - LEFT - RIGHT)
 
+    scale = _y_scale(0.0, 1.0)
+
     def sy(p):
-        return H - BOTTOM - min(max(p, 0.0), 1.0) * (H - TOP - BOTTOM)
+        return scale(min(max(p, 0.0), 1.0))
 
     parts = [_svg_open("pr-curve", title)]
     parts += _axes(ticks, ticks, sx, sy, "recall", "interpolated precision")
