@@ -152,13 +152,13 @@ def wanted_columns(names, kind: str) -> list[str]:
 _SHORTEST_LINE = {"run": 12, "qrels": 8}
 
 
-def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str = "run") -> None:
+def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str) -> None:
     if max_rows is not None and rows > max_rows:
         raise InputError(label, f"{rows} rows exceed the limit of {max_rows}", code="too-large")
-    if max_bytes is not None and rows > max_bytes // _SHORTEST_LINE.get(kind, 8):
+    lines = max_bytes // _SHORTEST_LINE.get(kind, 8) if max_bytes is not None else None
+    if lines is not None and rows > lines:
         raise InputError(label, f"{rows} rows exceed what {max_bytes} bytes of TREC text could "
-                         f"hold ({max_bytes // _SHORTEST_LINE.get(kind, 8)} lines)",
-                         code="too-large")
+                         f"hold ({lines} lines)", code="too-large")
     if max_bytes is not None and nbytes > max_bytes:
         raise InputError(label, f"{nbytes} bytes uncompressed exceed the limit of {max_bytes}",
                          code="too-large")
@@ -434,7 +434,8 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    stream = buf.slice(8) if bytes(buf[:6]) == b"ARROW1" else buf
+    is_file = bytes(buf[:6]) == b"ARROW1"
+    stream = buf.slice(8) if is_file else buf
     rows = nbytes = 0
     for message in ipc.MessageReader.open_stream(pa.BufferReader(stream)):
         if message.type in ("record batch", "dictionary"):
@@ -444,7 +445,7 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
             _over(label, rows, nbytes, max_rows, max_bytes, kind)
     if bounds_only:
         return None
-    if bytes(buf[:6]) == b"ARROW1":
+    if is_file:
         table = ipc.open_file(buf).read_all()
     else:
         table = ipc.open_stream(buf).read_all()
@@ -535,16 +536,17 @@ def _batch_header_bounds(message) -> tuple[int, int]:
     return rows, total
 
 
-def read_run_bytes(data, label: str = "run", **bounds) -> Run:
-    """A run from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`)."""
-    check = bounds.pop("check", None)
+def read_run_bytes(data, label: str = "run", *, check=None, **bounds) -> Run:
+    """A run from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`;
+    ``check``: see :func:`run_from_table`)."""
     return run_from_table(read_table_bytes(data, "run", label, **bounds), name=label,
                           check=check)
 
 
-def read_qrels_bytes(data, label: str = "qrels", diversity: bool = False, **bounds) -> Qrels:
-    """Qrels from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`)."""
-    check = bounds.pop("check", None)
+def read_qrels_bytes(data, label: str = "qrels", diversity: bool = False, *, check=None,
+                     **bounds) -> Qrels:
+    """Qrels from Arrow IPC or Parquet bytes (``bounds``: see :func:`read_table_bytes`;
+    ``check``: see :func:`run_from_table`)."""
     return qrels_from_table(read_table_bytes(data, "qrels", label, **bounds), name=label,
                             diversity=diversity, check=check)
 
@@ -651,8 +653,7 @@ def _as_strings(col, label: str, column: str):
     else:
         raise _column_error(label, column, f"must hold strings (ids), not {typ}")
     _nulls(col, label, column)
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return arr if isinstance(arr, pa.Array) else pa.concat_arrays(arr.chunks)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
 def _id_column(col, label: str, column: str):
