@@ -177,9 +177,10 @@ def refusal(kind: str, rows):
             mapping(rows)),
         "table": lambda: (columnar.run_from_table if kind == "run" else
                           columnar.qrels_from_table)(table),
-        "parquet": lambda: (columnar.read_run_bytes if kind == "run" else
-                            columnar.read_qrels_bytes)(parquet(table)),
     }
+    for name, encode in (("ipc stream", stream), ("ipc file", arrow_file), ("parquet", parquet)):
+        readers[name] = lambda encode=encode: (columnar.read_run_bytes if kind == "run" else
+                                               columnar.read_qrels_bytes)(encode(table))
     for name, read in readers.items():
         try:
             read()
@@ -202,7 +203,7 @@ def test_forms_agree_on_what_they_read_and_refuse(kind, rows, words):
         return
     codes = {k: v.code for k, v in found.items() if k != "mapping"}  # a dict cannot repeat
     assert set(codes.values()) == {found["text"].code}, found
-    for name in ("table", "parquet"):
+    for name in ("table", "ipc stream", "ipc file", "parquet"):
         assert words in str(found[name])
 
 
