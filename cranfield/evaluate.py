@@ -229,7 +229,7 @@ def one_judgment_per_document(qrels: Qrels) -> Qrels:
     its highest grade across subtopics, rows in their first occurrence's order. Qrels with
     no docid twice in a topic come back as they are. Remembered per Qrels object (services
     keep stored qrels and evaluate against them again and again)."""
-    if len(qrels) < 2 or getattr(qrels, "unique_judgments", False):
+    if len(qrels) < 2 or qrels.unique_judgments:
         return qrels  # (a reader proved each docid judged once per topic)
     try:
         known = _ONE_PER_DOCUMENT[qrels]
