@@ -245,22 +245,23 @@ def _bar_chart(cls: str, title: str, items: list[tuple[str, float]], ylabel: str
              *_axes([], ticks, lambda v: 0, sy, xlabel, ylabel, height=height, bottom=bottom)]
     step = min((W - LEFT - RIGHT) / max(len(items), 1), 48.0)
     gap = step * 0.2 if step > 4 else 0.0
+    width, foot = max(step - gap, 0.25), height - bottom  # (a bar's width, the x axis)
     y0 = sy(0.0)
     labelled = set(_labelled(len(items), step))
     for i, (topic, v) in enumerate(items):
         x, y = LEFT + i * step + gap / 2, sy(v)
         fill = (UP if v > 0 else DOWN if v < 0 else FLAT) if diff else PALETTE[0]
         parts.append(f'<rect class="bar" data-topic="{_e(topic)}" data-value="{v:.6g}" '
-                     f'x="{x:.2f}" y="{min(y, y0):.2f}" width="{max(step - gap, 0.25):.2f}" '
+                     f'x="{x:.2f}" y="{min(y, y0):.2f}" width="{width:.2f}" '
                      f'height="{abs(y0 - y):.2f}" fill="{fill}"><title>{_e(topic)}: '
                      f"{_num(v)}</title></rect>")
         if i in labelled:
             label = topic if len(topic) <= LABEL_CHARS else topic[:LABEL_CHARS - 1] + "…"
-            cx = x + max(step - gap, 0.25) / 2
+            cx = x + width / 2
             parts.append(f'<line class="axis" x1="{cx:.1f}" x2="{cx:.1f}" '
-                         f'y1="{height - bottom}" y2="{height - bottom + 4}"/>'
+                         f'y1="{foot}" y2="{foot + 4}"/>'
                          f'<text class="tick-label" transform="translate({cx:.1f} '
-                         f'{height - bottom + 12}) rotate(-45)" text-anchor="end">'
+                         f'{foot + 12}) rotate(-45)" text-anchor="end">'
                          f"{_e(label)}</text>")
     parts.append(f'<line class="zero" x1="{LEFT}" x2="{W - RIGHT}" y1="{y0:.1f}" '
                  f'y2="{y0:.1f}"/></svg>')
