@@ -585,7 +585,7 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
     qrels = Qrels(topics, topic_index[order], docids.take(_io.arrow_ints(order)), grades[order],
-                  _objects(subs)[order] if subs is not None else None, label)
+                  _io._object_array(subs)[order] if subs is not None else None, label)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)
@@ -783,12 +783,6 @@ def _runid(col, label: str) -> str:
     if problem:
         raise _column_error(label, "runid", f"{value!r}: {problem}", len(arr) - 1)
     return value
-
-
-def _objects(arr) -> np.ndarray:
-    out = np.empty(len(arr), dtype=object)
-    out[:] = arr.to_pylist()
-    return out
 
 
 def _refuse_duplicates(value, label: str, message: str, code: str,
