@@ -676,19 +676,23 @@ class ResultStore:
     @staticmethod
     def _latest_verdicts(session: Session, pks: list[int]) -> dict[int, dict]:
         """Each result's latest gate verdict: ``{"verdict", "checked_at", "baseline",
-        "checks"}``."""
+        "checks"}``: only that row of each is read (a result gated every night keeps every
+        verdict; the trend reads one)."""
         if not pks:
             return {}
+        ranked = select(
+            GateVerdict.result_pk, GateVerdict.verdict, GateVerdict.checked_at,
+            GateVerdict.baseline_id, GateVerdict.checks,
+            func.row_number().over(
+                partition_by=GateVerdict.result_pk,
+                order_by=(GateVerdict.checked_at.desc(), GateVerdict.pk.desc())).label("rank"),
+        ).where(GateVerdict.result_pk.in_(pks)).subquery()
         rows = session.execute(
-            select(GateVerdict.result_pk, GateVerdict.verdict, GateVerdict.checked_at,
-                   GateVerdict.baseline_id, GateVerdict.checks)
-            .where(GateVerdict.result_pk.in_(pks))
-            .order_by(GateVerdict.result_pk, GateVerdict.checked_at, GateVerdict.pk)).all()
-        out = {}
-        for pk, verdict, checked, baseline, checks in rows:  # the last of each wins
-            out[pk] = {"verdict": verdict, "checked_at": _iso(checked), "baseline": baseline,
-                       "checks": json.loads(checks)}
-        return out
+            select(ranked.c.result_pk, ranked.c.verdict, ranked.c.checked_at,
+                   ranked.c.baseline_id, ranked.c.checks).where(ranked.c.rank == 1)).all()
+        return {pk: {"verdict": verdict, "checked_at": _iso(checked), "baseline": baseline,
+                     "checks": json.loads(checks)}
+                for pk, verdict, checked, baseline, checks in rows}
 
     # -- helpers ----------------------------------------------------------------------------
 
