@@ -430,7 +430,7 @@ slow:
     return end == buf + n && isfinite(*out);
 }
 
-typedef struct { const char *text; Py_ssize_t len; int32_t code; } topic_slot;
+typedef struct { const char *text; Py_ssize_t len; uint64_t hash; int32_t code; } topic_slot;
 
 static PyObject *parse_run(PyObject *self, PyObject *args) {
     (void)self;
@@ -521,11 +521,7 @@ static PyObject *parse_run(PyObject *self, PyObject *args) {
                 if (bigger == NULL) { PyErr_NoMemory(); goto done; }
                 for (Py_ssize_t i = 0; i < tsize; i++) {
                     if (table[i].text == NULL) continue;
-                    uint64_t g = 1469598103934665603ULL;
-                    for (Py_ssize_t j = 0; j < table[i].len; j++)
-                        g = (g ^ (unsigned char)table[i].text[j]) * 1099511628211ULL;
-                    g = mix(g);
-                    Py_ssize_t b = (Py_ssize_t)(g & (uint64_t)(nsize - 1));
+                    Py_ssize_t b = (Py_ssize_t)(table[i].hash & (uint64_t)(nsize - 1));
                     while (bigger[b].text != NULL) b = (b + 1) & (nsize - 1);
                     bigger[b] = table[i];
                 }
@@ -537,6 +533,7 @@ static PyObject *parse_run(PyObject *self, PyObject *args) {
             }
             table[at].text = field[0];
             table[at].len = flen[0];
+            table[at].hash = h;
             table[at].code = code;
             tcount++;
         }
