@@ -477,8 +477,8 @@ def _decoded_bound(table, label: str, max_bytes: int | None) -> None:
             offsets = np.frombuffer(values.buffers()[1], dtype=width, count=len(values) + 1,
                                     offset=values.offset * size)
             lengths = np.diff(offsets).astype(np.int64)
-            idx = _numpy(chunk.indices.cast(pa.int64()), np.int64) if chunk.null_count == 0 \
-                else np.asarray(chunk.indices.fill_null(0).cast(pa.int64()))
+            indices = chunk.indices if chunk.null_count == 0 else chunk.indices.fill_null(0)
+            idx = _numpy(indices.cast(pa.int64()), np.int64)
             if len(idx) and len(lengths):
                 total += int(lengths[np.clip(idx, 0, len(lengths) - 1)].sum())
             if total > max_bytes:
