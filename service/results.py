@@ -218,6 +218,9 @@ def compare_results(result_id: str):
     _check_result_id(result_id)
     other = request.args.get("with", "")
     _check_result_id(other, "with")
+    if len(request.args.get("measures", "")) > MAX_MEASURES:
+        raise bad_parameter("measures", f"comma-separated measure keys, at most "
+                            f"{MAX_MEASURES} characters")
     store, tenant = results_store(), current_tenant()
     results = {}  # read once, whole: the comparison takes them as they are
     for rid in (other, result_id):
@@ -225,9 +228,6 @@ def compare_results(result_id: str):
         if results[rid] is None:
             raise _no_result(rid)
     names = _distinct_names(results[other], results[result_id])
-    if len(request.args.get("measures", "")) > MAX_MEASURES:
-        raise bad_parameter("measures", f"comma-separated measure keys, at most "
-                            f"{MAX_MEASURES} characters")
     if "measures" in request.args:
         measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
     else:
