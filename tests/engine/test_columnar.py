@@ -79,9 +79,9 @@ def arrow_file(table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def parquet(table) -> bytes:
+def parquet(table, **options) -> bytes:
     sink = io.BytesIO()
-    pq.write_table(table, sink, row_group_size=1000)
+    pq.write_table(table, sink, **{"row_group_size": 1000, **options})
     return sink.getvalue()
 
 
@@ -347,12 +347,6 @@ def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, c
     assert err.value.code == "duplicate-judgment" and "(rows 10 and 50)" in str(err.value)
 
 
-def _parquet_bytes(table: pa.Table, **options) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, **options)
-    return sink.getvalue()
-
-
 @pytest.mark.parametrize("column", ["docid", "score"])
 @pytest.mark.parametrize("scan_all", [True, False], ids=["dictionary-page", "as-dictionary"])
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
@@ -369,8 +363,7 @@ def test_a_parquet_string_bomb_is_bounded_before_decoding(monkeypatch, column, s
     columns = {"topic": ["1"] * n, "docid": [f"d{i}" for i in range(n)],
                "score": np.arange(n, dtype=float)}
     columns[column] = ["d" * 50_000] * n
-    data = _parquet_bytes(pa.table(columns), row_group_size=100,
-                          data_page_version=page_version)
+    data = parquet(pa.table(columns), row_group_size=100, data_page_version=page_version)
     assert len(data) < 100_000
     for read in (columnar.check_table_bytes, columnar.read_table_bytes):
         with pytest.raises(InputError, match=f"{column}'s strings (may )?decode to more than"
@@ -386,7 +379,7 @@ def test_parquet_docids_are_read_as_strings_within_the_bound():
     table = pa.table({"topic": [str(i // 1000) for i in range(n)],
                       "docid": [f"clueweb12-{i:010d}" for i in range(n)],
                       "score": np.linspace(1, 0, n)})
-    data = _parquet_bytes(table, row_group_size=50_000)
+    data = parquet(table, row_group_size=50_000)
     got = columnar.read_table_bytes(data, "run", max_bytes=64 * 1024 * 1024)
     assert got.schema.field("docid").type == pa.string()
     columnar.check_table_bytes(data, "run", max_bytes=6_000_000)  # ~4.3 MB uncompressed
@@ -407,7 +400,7 @@ def test_a_dictionary_page_claiming_more_than_the_bound_is_not_decompressed(monk
     n = 1000
     table = pa.table({"topic": ["1"] * n, "docid": [f"doc-{i:016d}" for i in range(n)],
                       "score": np.arange(n, dtype=float)})
-    data = bytearray(_parquet_bytes(table, compression="gzip"))
+    data = bytearray(parquet(table, compression="gzip"))
     meta = pq.ParquetFile(pa.py_buffer(bytes(data))).metadata
     chunk = columnar._parquet_chunks(pa.py_buffer(bytes(data)), meta)[0][1]
     at = chunk["dictionary_page_offset"]
