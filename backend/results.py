@@ -527,22 +527,7 @@ class ResultStore:
                 ) -> list[dict]:
         """The tenant's systems by name: ``{"name", "results", "latest", "baseline"}``; a
         page of them with ``offset``/``limit``."""
-        with self.sessions() as session:
-            query = (
-                select(System.name, func.count(Result.pk), func.max(Result.created_at),
-                       Baseline.result_pk)
-                .join(Result, Result.system_pk == System.pk)
-                .outerjoin(Baseline, Baseline.system_pk == System.pk)
-                .where(System.tenant == _tenant(tenant))
-                .group_by(System.pk, System.name, Baseline.result_pk)
-                .order_by(System.name).offset(max(0, int(offset))))
-            if limit is not None:
-                query = query.limit(max(0, int(limit)))
-            rows = session.execute(query).all()
-            ids = dict(session.execute(select(Result.pk, Result.id).where(
-                Result.pk.in_([r[3] for r in rows if r[3] is not None]))).all())
-        return [{"name": name, "results": n, "latest": _iso(latest),
-                 "baseline": ids.get(baseline)} for name, n, latest, baseline in rows]
+        return self._listed(tenant, offset=offset, limit=limit)
 
     def count_systems(self, tenant: str | None) -> int:
         """How many systems :meth:`systems` lists in all (those with results)."""
@@ -554,21 +539,28 @@ class ResultStore:
 
     def system(self, tenant: str | None, name: str) -> dict | None:
         """The system ``name`` as :meth:`systems` lists it; None if it has no results."""
+        found = self._listed(tenant, System.name == name)
+        return found[0] if found else None
+
+    def _listed(self, tenant: str | None, *where, offset: int = 0, limit: int | None = None
+                ) -> list[dict]:
+        """:meth:`systems` of the tenant's systems that also meet ``where``."""
         with self.sessions() as session:
-            row = session.execute(
-                select(func.count(Result.pk), func.max(Result.created_at),
-                       func.max(Baseline.result_pk))
-                .select_from(System)
+            query = (
+                select(System.name, func.count(Result.pk), func.max(Result.created_at),
+                       Baseline.result_pk)
                 .join(Result, Result.system_pk == System.pk)
                 .outerjoin(Baseline, Baseline.system_pk == System.pk)
-                .where(System.tenant == _tenant(tenant), System.name == name)).one()
-            n, latest, baseline = row
-            if not n:
-                return None
-            baseline_id = None if baseline is None else session.scalar(
-                select(Result.id).where(Result.pk == baseline))
-        return {"name": name, "results": int(n), "latest": _iso(latest),
-                "baseline": baseline_id}
+                .where(System.tenant == _tenant(tenant), *where)
+                .group_by(System.pk, System.name, Baseline.result_pk)
+                .order_by(System.name).offset(max(0, int(offset))))
+            if limit is not None:
+                query = query.limit(max(0, int(limit)))
+            rows = session.execute(query).all()
+            ids = dict(session.execute(select(Result.pk, Result.id).where(
+                Result.pk.in_([r[3] for r in rows if r[3] is not None]))).all())
+        return [{"name": name, "results": n, "latest": _iso(latest),
+                 "baseline": ids.get(baseline)} for name, n, latest, baseline in rows]
 
     def results(self, tenant: str | None, system: str, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, tag: str | None = None,
