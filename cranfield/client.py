@@ -127,6 +127,34 @@ def _form_value(value: Any) -> str:
     return str(value)
 
 
+def _form_body(run: Any, qrels: Any, fields: dict[str, Any]) -> tuple[bytes, str]:
+    """(body, Content-Type) of an evaluation as multipart/form-data: the JSON body's
+    ``fields`` as form fields (measures repeated, options one field each), a table or mapping
+    as an Arrow IPC stream part, text as a text part (no qrels part when ``qrels`` is None:
+    ``fields`` names stored qrels)."""
+    files = []
+    for name, value in (("run", run), ("qrels", qrels)):
+        if name == "qrels" and value is None:
+            continue
+        if _is_table(value) or isinstance(value, Mapping):
+            files.append((name, f"{name}.arrows", _arrow_stream(value, name), ARROW_STREAM))
+        else:
+            text = _text_or_mapping(value)
+            files.append((name, f"{name}.txt", text.encode("utf-8") if isinstance(
+                text, str) else text, "text/plain; charset=utf-8"))
+    form: list[tuple[str, Any]] = [("per_topic", _form_value(fields["per_topic"]))]
+    if "qrels_id" in fields:
+        form.append(("qrels_id", fields["qrels_id"]))
+    form += [("measures", m) for m in fields.get("measures", ())]
+    form += [(key, _form_value(value)) for key, value in fields.get("options", {}).items()
+             if value is not None]
+    if fields.get("details"):
+        form.append(("details", "true"))
+    if "record" in fields:
+        form.append(("record", json.dumps(fields["record"])))
+    return _multipart(form, files)
+
+
 class Client:
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
         self.base_url = base_url.rstrip("/")
@@ -173,26 +201,26 @@ class Client:
         service's history (the document's ``recorded`` names it). A run or qrels that is a
         pyarrow Table or a pandas/polars DataFrame goes as an Arrow IPC stream part of a
         multipart body."""
-        if _is_table(run) or _is_table(qrels):
-            return self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
-                                       options=options, per_topic=per_topic, details=details,
-                                       prefer_async=prefer_async, accept=accept, wait=wait,
-                                       record=record)
-        body: dict[str, Any] = {"run": _text_or_mapping(run), "per_topic": per_topic}
+        fields: dict[str, Any] = {"per_topic": per_topic}
         if qrels_id is not None:
-            body["qrels_id"] = qrels_id
-        else:
-            body["qrels"] = _text_or_mapping(qrels)
+            fields["qrels_id"] = qrels_id
         if measures is not None:
-            body["measures"] = list(measures)
+            fields["measures"] = list(measures)
         if options:
-            body["options"] = dict(options)
+            fields["options"] = dict(options)
         if details:
-            body["details"] = True
+            fields["details"] = True
         if record:
-            body["record"] = dict(record)
+            fields["record"] = dict(record)
+        if _is_table(run) or _is_table(qrels):
+            body, content_type = _form_body(run, None if qrels_id is not None else qrels,
+                                            fields)
+        else:
+            body = {"run": _text_or_mapping(run), "per_topic": per_topic, **(
+                {} if qrels_id is not None else {"qrels": _text_or_mapping(qrels)}), **fields}
+            content_type = "application/json"
         return self._post_evaluation(
-            body, "application/json", accept, prefer_async, wait,
+            body, content_type, accept, prefer_async, wait,
             lambda: self.evaluate(run, qrels, qrels_id=qrels_id, measures=measures,
                                   options=options, per_topic=per_topic, accept=accept))
 
@@ -215,40 +243,6 @@ class Client:
                 return result
             return again()
         return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
-
-    def _evaluate_form(self, run, qrels, *, qrels_id, measures, options, per_topic, details,
-                       prefer_async, accept, wait, record):
-        """:meth:`evaluate` as multipart/form-data, tables as Arrow IPC stream parts."""
-        files = []
-        for name, value in (("run", run), ("qrels", qrels)):
-            if name == "qrels" and qrels_id is not None:
-                continue
-            if _is_table(value) or isinstance(value, Mapping):
-                files.append((name, f"{name}.arrows", _arrow_stream(value, name),
-                              ARROW_STREAM))
-            else:
-                text = _text_or_mapping(value)
-                files.append((name, f"{name}.txt", text.encode("utf-8") if isinstance(
-                    text, str) else text, "text/plain; charset=utf-8"))
-        fields: list[tuple[str, Any]] = [("per_topic", _form_value(per_topic))]
-        if qrels_id is not None:
-            fields.append(("qrels_id", qrels_id))
-        if measures is not None:
-            fields += [("measures", m) for m in measures]
-        for key, value in (options or {}).items():
-            if value is not None:
-                fields.append((key, _form_value(value)))
-        if details:
-            fields.append(("details", "true"))
-        if record:
-            fields.append(("record", json.dumps(dict(record))))
-        body, content_type = _multipart(fields, files)
-        return self._post_evaluation(
-            body, content_type, accept, prefer_async, wait,
-            lambda: self._evaluate_form(run, qrels, qrels_id=qrels_id, measures=measures,
-                                        options=options, per_topic=per_topic, details=details,
-                                        prefer_async=False, accept=accept, wait=True,
-                                        record=None))
 
     def job(self, job_id: str) -> dict:
         return self._json("GET", f"/v1/jobs/{job_id.rsplit('/', 1)[-1]}")
