@@ -612,8 +612,8 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
     measure = str(doc.get("measure", ""))
     base = doc.get("baseline_point")
     values = [v for p in points for v in (p.get("mean"), p.get("ci_low"), p.get("ci_high"))
-              if isinstance(v, (int, float))]
-    if base is not None and isinstance(base.get("mean"), (int, float)):
+              if _finite(v)]
+    if base is not None and _finite(base.get("mean")):
         values.append(base["mean"])
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     pad = (hi - lo) * 0.08 or 0.05
@@ -636,7 +636,7 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
         if i % step == 0 or (i == n - 1 and (n - 1) % step >= step / 2):
             parts.append(f'<text x="{sx(i):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle">'
                          f"{_e(_tick(p.get('created_at'), same_day))}</text>")
-    if base is not None and isinstance(base.get("mean"), (int, float)):
+    if base is not None and _finite(base.get("mean")):
         y = sy(base["mean"])
         parts.append(f'<line class="baseline" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" '
                      f'y2="{y:.1f}" data-id="{_e(base.get("id", ""))}"><title>baseline '
@@ -644,19 +644,18 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
                      f'<text x="{W - RIGHT - 4}" y="{y - 6:.1f}" text-anchor="end" '
                      f'fill="{BASELINE_COLOUR}">baseline {_e(base.get("label", ""))}</text>')
     line = [(sx(i), sy(p["mean"])) for i, p in enumerate(points)
-            if isinstance(p.get("mean"), (int, float))]
+            if _finite(p.get("mean"))]
     if len(line) > 1:
         parts.append('<polyline class="line" points="'
                      + " ".join(f"{x:.1f},{y:.1f}" for x, y in line) + '"/>')
     previous = None
     for i, p in enumerate(points):
         mean = p.get("mean")
-        if not isinstance(mean, (int, float)):
+        if not _finite(mean):
             previous = p
             continue
         x = sx(i)
-        if isinstance(p.get("ci_low"), (int, float)) and isinstance(p.get("ci_high"),
-                                                                    (int, float)):
+        if _finite(p.get("ci_low")) and _finite(p.get("ci_high")):
             parts.append(f'<line class="ci" x1="{x:.1f}" x2="{x:.1f}" '
                          f'y1="{sy(p["ci_low"]):.1f}" y2="{sy(p["ci_high"]):.1f}"/>')
         verdict = _verdict(p)
