@@ -277,12 +277,14 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
     any size decoded), fixed-width values to their width. Only dictionary pages are
     decompressed. Returns the columns that cannot be bounded here (to be read as
     dictionaries, bounded by :func:`_decoded_bound`): a nested column, an unknown codec, an
-    unreadable page header, too many dictionary values to scan."""
+    unreadable page header, too many dictionary values to scan, chunks claiming more bytes
+    than the file holds (overlapping chunks would have their headers walked again and again:
+    10,000 row groups times the file)."""
     if max_bytes is None:
         return []
     paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
     unbounded = [name for name in columns if name not in paths]
-    total = scanned = 0
+    total = scanned = walked = 0
     for name in (c for c in columns if c in paths):
         column = paths.index(name)
         width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
@@ -290,7 +292,8 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
         for group in chunks:
             chunk = group[column]
             if chunk["type"] == "BYTE_ARRAY":
-                got = _byte_array_bound(buf, chunk, max_bytes)
+                walked += max(chunk["compressed"], 0)
+                got = _byte_array_bound(buf, chunk, max_bytes) if walked <= buf.size else None
                 scanned += got[1] if got is not None else 0
                 if got is None or scanned > _MAX_SCANNED:  # pyarrow counts it instead
                     unbounded.append(name)

@@ -412,3 +412,24 @@ def test_a_dictionary_page_claiming_more_than_the_bound_is_not_decompressed(monk
         with pytest.raises(InputError, match="docid's strings may decode to more than") as got:
             read(bytes(data), "run", max_bytes=500_000)
         assert got.value.code == "too-large"
+
+
+def test_page_headers_are_walked_over_no_more_bytes_than_the_file_holds(monkeypatch):
+    # a footer whose row groups all point at the same column chunk (here: the one real group
+    # given 50 times) would have its page headers walked 50 times; past the file's size the
+    # column is read as a dictionary instead, and bounded from its codes
+    n = 2000
+    table = pa.table({"topic": ["1"] * n, "docid": [f"doc-{i:016d}" for i in range(n)],
+                      "score": np.arange(n, dtype=float)})
+    data = parquet(table, row_group_size=n, compression="none")
+    real = columnar._parquet_chunks
+    monkeypatch.setattr(columnar, "_parquet_chunks", lambda buf, meta: real(buf, meta) * 50)
+    walked = []
+    bound = columnar._byte_array_bound
+    monkeypatch.setattr(columnar, "_byte_array_bound",
+                        lambda buf, chunk, limit: walked.append(chunk["compressed"]) or
+                        bound(buf, chunk, limit))
+    columnar.check_table_bytes(data, "run", max_bytes=10**8)
+    assert 0 < sum(walked) <= len(data)
+    got = columnar.read_table_bytes(data, "run", max_bytes=10**8)
+    assert got.column("docid").to_pylist() == table.column("docid").to_pylist()
