@@ -187,6 +187,24 @@ BODY = {"run": (DATA / "results.test").read_text(), "qrels": (DATA / "qrels.test
         "measures": ["all_trec"]}
 
 
+def arrow_tables():
+    """results.test and qrels.test as pyarrow Tables (the columns an Arrow upload has):
+    (run, qrels)."""
+    import numpy as np
+    import pyarrow as pa
+
+    import cranfield
+
+    run = cranfield.read_run(str(DATA / "results.test"))
+    qrels = cranfield.read_qrels(str(DATA / "qrels.test"))
+    run_t = pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
+                      "docid": run.docids_at(np.arange(len(run))).tolist(),
+                      "score": run.scores, "runid": [run.runid] * len(run)})
+    qrels_t = pa.table({"topic": [qrels.topics[i] for i in qrels.topic_index.tolist()],
+                        "docid": qrels.docids.tolist(), "grade": qrels.grades})
+    return run_t, qrels_t
+
+
 #: The PostgreSQL server tests create their databases on (TEST_POSTGRES_ADMIN_URL points them
 #: at another one; an unreachable one skips them, or fails them under CI=true).
 PG_ADMIN = os.environ.get("TEST_POSTGRES_ADMIN_URL",

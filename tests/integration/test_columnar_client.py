@@ -3,30 +3,17 @@ stream part (issue #19), against gunicorn: the numbers of the same run sent as T
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pytest
-from servers import DATA
+from servers import DATA, arrow_tables
 
-import cranfield
 from cranfield.client import ApiError, Client
 
 MEASURES = ["map", "P.5", "ndcg_cut.10", "runid"]
 
 
-def tables():
-    run = cranfield.read_run(str(DATA / "results.test"))
-    qrels = cranfield.read_qrels(str(DATA / "qrels.test"))
-    run_t = pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
-                      "docid": run.docids_at(np.arange(len(run))).tolist(),
-                      "score": run.scores, "runid": [run.runid] * len(run)})
-    qrels_t = pa.table({"topic": [qrels.topics[i] for i in qrels.topic_index.tolist()],
-                        "docid": qrels.docids.tolist(), "grade": qrels.grades})
-    return run_t, qrels_t
-
-
 def frames():
-    run_t, qrels_t = tables()
+    run_t, qrels_t = arrow_tables()
     out = {"pyarrow": (run_t, qrels_t)}
     try:
         out["pandas"] = (run_t.to_pandas(), qrels_t.to_pandas())

@@ -4,12 +4,9 @@ reader, and the result is the synchronous one."""
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
 import pytest
-from servers import DATA, running_gunicorn, running_worker
+from servers import DATA, arrow_tables, running_gunicorn, running_worker
 
-import cranfield
 from cranfield.client import Client
 
 
@@ -26,10 +23,7 @@ def worker(redis_server):
 
 
 def test_queued_arrow_run_on_a_real_worker_equals_sync(api, worker):
-    run = cranfield.read_run(str(DATA / "results.test"))
-    table = pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
-                      "docid": run.docids_at(np.arange(len(run))).tolist(),
-                      "score": run.scores, "runid": [run.runid] * len(run)})
+    table, _ = arrow_tables()
     client = Client(api)
     measures = ["map", "P.10", "ndcg_cut.10", "runid"]
     sync = client.evaluate(DATA / "results.test", DATA / "qrels.test", measures=measures)
