@@ -284,7 +284,7 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
         return []
     paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
     unbounded = [name for name in columns if name not in paths]
-    total = scanned = walked = 0
+    total = scanned = walked = unpacked = 0
     for name in (c for c in columns if c in paths):
         column = paths.index(name)
         width = meta.schema.column(column).length  # of a FIXED_LEN_BYTE_ARRAY
@@ -293,8 +293,10 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
             chunk = group[column]
             if chunk["type"] == "BYTE_ARRAY":
                 walked += max(chunk["compressed"], 0)
-                got = _byte_array_bound(buf, chunk, max_bytes) if walked <= buf.size else None
+                got = _byte_array_bound(buf, chunk, max_bytes - unpacked) \
+                    if walked <= buf.size else None
                 scanned += got[1] if got is not None else 0
+                unpacked += got[2] if got is not None else 0
                 if got is None or scanned > _MAX_SCANNED:  # pyarrow counts it instead
                     unbounded.append(name)
                     counted = 0
@@ -303,19 +305,20 @@ def _parquet_decoded_bound(buf, meta, chunks: list[list[dict]], columns: list[st
             else:  # numbers: a few bytes a row; fixed-width bytes: their width a row
                 counted += max(chunk["uncompressed"], 0) + max(chunk["num_values"], 0) * max(
                     width if chunk["type"] == "FIXED_LEN_BYTE_ARRAY" else 0, 0)
-            if total + counted > max_bytes:
+            if total + counted > max_bytes or unpacked > max_bytes:
                 raise InputError(label, f"column {name}'s strings may decode to more than "
                                  f"{max_bytes} bytes", code="too-large")
         total += counted
     return unbounded
 
 
-def _byte_array_bound(buf, chunk, max_bytes: int) -> tuple[int, int] | None:
+def _byte_array_bound(buf, chunk, budget: int) -> tuple[int, int, int] | None:
     """(at most how many bytes a byte-array column chunk decodes to, how many dictionary
-    values were scanned) from its page headers: a plain page at most its uncompressed size, a
-    dictionary-coded page its values times the longest value of the dictionary page (the
-    only page decompressed, and only when its header's size is within ``max_bytes``: else
-    that size is returned, over the bound). None when the chunk cannot be read here."""
+    values were scanned, the bytes its dictionary pages hold) from its page headers: a plain
+    page at most its uncompressed size, a dictionary-coded page its values times the longest
+    value of the dictionary page (the only page decompressed, and only while the dictionary
+    pages' sizes stay within ``budget``: past it, the walk stops there with the third value
+    over ``budget``). None when the chunk cannot be read here."""
     import pyarrow as pa
 
     codec = _PARQUET_CODECS.get(chunk["codec"])
@@ -326,7 +329,7 @@ def _byte_array_bound(buf, chunk, max_bytes: int) -> tuple[int, int] | None:
     end = pos + chunk["compressed"]
     if pos < 0 or end > len(data):
         return None
-    longest, total, scanned = None, 0, 0
+    longest, total, scanned, unpacked = None, 0, 0, 0
     try:
         while pos < end:
             header, pos = _thrift_struct(data, pos)
@@ -334,8 +337,9 @@ def _byte_array_bound(buf, chunk, max_bytes: int) -> tuple[int, int] | None:
             if min(size, raw) < 0 or pos + raw > len(data):
                 return None
             if kind == 2:  # the dictionary page: PLAIN, a 4-byte length before each value
-                if size > max_bytes:  # (decompressing allocates what the header claims)
-                    return size, scanned
+                unpacked += size
+                if unpacked > budget:  # (decompressing allocates what the header claims)
+                    break
                 page = data[pos:pos + raw]
                 if codec is not None:
                     page = memoryview(pa.Codec(codec).decompress(page, decompressed_size=size))
@@ -360,7 +364,7 @@ def _byte_array_bound(buf, chunk, max_bytes: int) -> tuple[int, int] | None:
     except (pa.ArrowException, IndexError, ValueError, TypeError, RecursionError,
             struct.error):
         return None
-    return total, scanned
+    return total, scanned, unpacked
 
 
 def _thrift_struct(data, pos: int, whole: bool = False) -> tuple[dict, int]:

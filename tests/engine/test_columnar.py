@@ -394,24 +394,39 @@ def test_a_page_header_claiming_a_huge_list_is_refused_at_once():
         columnar._thrift_struct(memoryview(header), 0)
 
 
-def test_a_dictionary_page_claiming_more_than_the_bound_is_not_decompressed(monkeypatch):
-    # the docid chunk's dictionary page header says it decompresses to ~1 MB (the footer's
-    # sizes stay small): refused from the header, before pyarrow's codec allocates that much
-    n = 1000
+@pytest.mark.parametrize("groups, max_bytes", [(1, 500_000), (3, 2_000_000)])
+def test_dictionary_pages_claiming_more_than_the_bound_are_not_decompressed(
+        monkeypatch, groups, max_bytes):
+    # each row group's docid dictionary page header says it decompresses to ~1 MB (the
+    # footer's sizes stay small): one page over the bound, or three pages over it together,
+    # are refused from their headers before pyarrow's codec allocates that much
+    n = 1000 * groups
     table = pa.table({"topic": ["1"] * n, "docid": [f"doc-{i:016d}" for i in range(n)],
                       "score": np.arange(n, dtype=float)})
     data = bytearray(parquet(table, compression="gzip"))
     meta = pq.ParquetFile(pa.py_buffer(bytes(data))).metadata
-    chunk = columnar._parquet_chunks(pa.py_buffer(bytes(data)), meta)[0][1]
-    at = chunk["dictionary_page_offset"]
-    assert chunk["path"] == "docid" and data[at:at + 3] == b"\x15\x04\x15"  # type 2, size
-    assert data[at + 3] & 0x80 and data[at + 4] & 0x80 and not data[at + 5] & 0x80
-    data[at + 3:at + 6] = b"\xfe\xff\x7f"  # zigzag 2^21 - 2: 1,048,575 bytes
-    monkeypatch.setattr(pa, "Codec", None)  # never reached
+    for group in columnar._parquet_chunks(pa.py_buffer(bytes(data)), meta):
+        at = group[1]["dictionary_page_offset"]
+        assert group[1]["path"] == "docid" and data[at:at + 3] == b"\x15\x04\x15"  # type 2
+        assert data[at + 3] & 0x80 and data[at + 4] & 0x80 and not data[at + 5] & 0x80
+        data[at + 3:at + 6] = b"\xfe\xff\x7f"  # its size: zigzag 2^21 - 2, 1,048,575 bytes
+    claimed = []
+    codec = pa.Codec
+
+    class Counted:
+        def __init__(self, name):
+            self.codec = codec(name)
+
+        def decompress(self, page, decompressed_size):
+            claimed.append(decompressed_size)
+            return self.codec.decompress(page, decompressed_size=decompressed_size)
+
+    monkeypatch.setattr(pa, "Codec", Counted)
     for read in (columnar.check_table_bytes, columnar.read_table_bytes):
+        claimed.clear()
         with pytest.raises(InputError, match="docid's strings may decode to more than") as got:
-            read(bytes(data), "run", max_bytes=500_000)
-        assert got.value.code == "too-large"
+            read(bytes(data), "run", max_bytes=max_bytes)
+        assert got.value.code == "too-large" and sum(claimed) <= max_bytes
 
 
 def test_page_headers_are_walked_over_no_more_bytes_than_the_file_holds(monkeypatch):
