@@ -797,18 +797,9 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
     """Refuse a docid twice within a topic, naming the rows of the table (``rows``: the
     table row of each of ``value``'s rows, when they were reordered). The rows whose hashed
     (topic, docid) keys are shared are found as the text readers find them
-    (:func:`cranfield.io.duplicate_suspects` for a run, kept on it for matching; the sorted
-    keys of :func:`cranfield.io.qrels_hashes` for qrels, the hashes kept for matching too);
+    (:func:`cranfield.io.duplicate_suspects`, whose keys or hashes are kept for matching);
     only those are compared exactly."""
-    if len(value) < 2:
-        return
-    if isinstance(value, Run):
-        suspects = _io.duplicate_suspects(value)
-    else:
-        rb = _io.row_bits(len(value))
-        packed = _io.packed_keys(_io.topic_doc_keys(_io.qrels_hashes(value),
-                                                    value.topic_index), rb)
-        suspects = np.sort(_io.rows_with_prefixes(packed, rb, _io.shared_prefixes(packed, rb)))
+    suspects = _io.duplicate_suspects(value)
     if len(suspects):
         _name_duplicate(value, label, message, code, rows, suspects)
 

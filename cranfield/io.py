@@ -1196,14 +1196,19 @@ def topic_blocks(tix: np.ndarray, n_topics: int):
     return lo, hi
 
 
-def duplicate_suspects(run: Run) -> np.ndarray:
-    """The rows (ascending) that may repeat a docid in their topic: those whose docid hash
-    another row of the topic shares. With the compiled tables (cranfield/_mapscan.c) and
-    each topic's rows in one block, a table per topic (~15 ns a row, where one sort of all
-    the keys costs ~60); else the sorted (topic, docid) keys, which the run keeps for
-    matching. Equal hashes are only suspects: callers compare their strings."""
+def duplicate_suspects(run: Run | Qrels) -> np.ndarray:
+    """The rows (ascending) of a run or qrels that may repeat a docid in their topic: those
+    whose docid hash another row of the topic shares. For a run, with the compiled tables
+    (cranfield/_mapscan.c) and each topic's rows in one block, a table per topic (~15 ns a
+    row, where one sort of all the keys costs ~60); else, and for qrels, the sorted (topic,
+    docid) keys (a run keeps them for matching, qrels their hashes). Equal hashes are only
+    suspects: callers compare their strings."""
     if len(run) < 2:
         return np.zeros(0, np.int64)
+    if isinstance(run, Qrels):
+        rb = row_bits(len(run))
+        packed = packed_keys(topic_doc_keys(qrels_hashes(run), run.topic_index), rb)
+        return np.sort(rows_with_prefixes(packed, rb, shared_prefixes(packed, rb)))
     if _mapscan is not None and not isinstance(run.docids, np.ndarray):
         lo, hi = topic_blocks(run.topic_index, len(run.topics))
         found = None if lo is None else _mapscan.block_duplicates(run_hashes(run), lo, hi)
@@ -1216,16 +1221,9 @@ def duplicate_suspects(run: Run) -> np.ndarray:
 
 def _has_duplicates(rows: Run | Qrels) -> bool:
     """True if some docid occurs twice within one topic of a run or qrels: the rows whose
-    hashed (topic, docid) keys are shared (:func:`duplicate_suspects`; for qrels, by sorting
-    the keys) are compared exactly."""
-    if len(rows) < 2:
-        return False
-    if isinstance(rows, Run):
-        suspects = duplicate_suspects(rows)
-    else:
-        rb = row_bits(len(rows))
-        packed = packed_keys(topic_doc_keys(qrels_hashes(rows), rows.topic_index), rb)
-        suspects = rows_with_prefixes(packed, rb, shared_prefixes(packed, rb))
+    hashed (topic, docid) keys are shared (:func:`duplicate_suspects`) are compared
+    exactly."""
+    suspects = duplicate_suspects(rows)
     if not len(suspects):
         return False
     pairs = list(zip(rows.topic_index[suspects].tolist(), rows.docids_at(suspects).tolist(),
