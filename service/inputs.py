@@ -117,14 +117,15 @@ def read_table_upload(data, kind: str, label: str, subtopics: bool = False,
             check_topics(topics, label, cfg)
 
     try:
-        table = columnar.read_table_bytes(data, kind, label, fmt=fmt, **table_bounds(kind))
+        if kind == "run":
+            return columnar.read_run_bytes(data, label, check=check, fmt=fmt,
+                                           **table_bounds(kind))
+        return columnar.read_qrels_bytes(data, label, subtopics, check=check, fmt=fmt,
+                                         **table_bounds(kind))
     except CranfieldError as exc:
         if getattr(exc, "code", None) == "too-large":
             raise too_large(exc, label) from None
         raise
-    if kind == "run":
-        return columnar.run_from_table(table, name=label, check=check)
-    return columnar.qrels_from_table(table, name=label, diversity=subtopics, check=check)
 
 
 def digest(source) -> str:
