@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from .io import _is_table  # (columns, told from paths and text without importing pyarrow)
+from .io import is_columns  # (columns, told from paths and text without importing pyarrow)
 
 
 class ApiError(Exception):
@@ -136,7 +136,7 @@ def _form_body(run: Any, qrels: Any, fields: dict[str, Any]) -> tuple[bytes, str
     for name, value in (("run", run), ("qrels", qrels)):
         if name == "qrels" and value is None:
             continue
-        if _is_table(value) or isinstance(value, Mapping):
+        if is_columns(value) or isinstance(value, Mapping):
             files.append((name, f"{name}.arrows", _arrow_stream(value, name), ARROW_STREAM))
         else:
             text = _text_or_mapping(value)
@@ -212,7 +212,7 @@ class Client:
             fields["details"] = True
         if record:
             fields["record"] = dict(record)
-        if _is_table(run) or _is_table(qrels):
+        if is_columns(run) or is_columns(qrels):
             body, content_type = _form_body(run, None if qrels_id is not None else qrels,
                                             fields)
         else:

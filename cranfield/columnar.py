@@ -592,7 +592,7 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
     qrels = Qrels(topics, topic_index[order], docids.take(_io.arrow_ints(order)), grades[order],
-                  _io._object_array(subs)[order] if subs is not None else None, label)
+                  _io.object_array(subs)[order] if subs is not None else None, label)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)

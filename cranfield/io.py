@@ -80,7 +80,7 @@ class Run:
         rows = np.asarray(rows, dtype=np.int64)
         if isinstance(self.docids, np.ndarray):
             return self.docids[rows]
-        return _object_array(take_rows(self.docids, rows))
+        return object_array(take_rows(self.docids, rows))
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """The run as ``{topic: {docid: score}}`` (for tests and small inputs)."""
@@ -143,7 +143,7 @@ class Qrels:
         """The docids as a numpy object array of str (built from the Arrow column once)."""
         if not isinstance(self._docids, np.ndarray):
             self._arrow = self._docids  # (kept: matching reads the column, not the strs)
-            self._docids = _object_array(self._docids)
+            self._docids = object_array(self._docids)
         return self._docids
 
     @docids.setter
@@ -166,7 +166,7 @@ class Qrels:
         rows = np.asarray(rows, dtype=np.int64)
         if isinstance(self._docids, np.ndarray):
             return self._docids[rows]
-        return _object_array(take_rows(self._docids, rows))
+        return object_array(take_rows(self._docids, rows))
 
     @property
     def subtopics(self) -> np.ndarray | None:
@@ -277,12 +277,15 @@ def take_rows(docids, rows: np.ndarray):
     return pa.concat_arrays(parts) if parts else docids.chunk(0).slice(0, 0)
 
 
-def _object_array(values) -> np.ndarray:
-    """A numpy object array of str from a pyarrow string array or chunked array."""
-    if isinstance(values, np.ndarray):
+def object_array(values) -> np.ndarray:
+    """A numpy object array of str from a pyarrow string array or chunked array, or a list
+    (an object array is returned as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
         return values
+    if hasattr(values, "to_pylist"):
+        values = values.to_pylist()
     out = np.empty(len(values), dtype=object)
-    out[:] = values.to_pylist()
+    out[:] = values
     return out
 
 
@@ -290,7 +293,7 @@ def _object_array(values) -> np.ndarray:
 # Public readers
 # --------------------------------------------------------------------------------------------
 
-def _is_table(source: Source) -> bool:
+def is_columns(source: Source) -> bool:
     """Columns (:func:`cranfield.columnar.is_table`), told apart from paths, text, bytes and
     file objects without importing pyarrow, pandas or polars for them."""
     if isinstance(source, str | bytes | bytearray | memoryview | os.PathLike) or \
@@ -316,7 +319,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         return source
     if isinstance(source, Mapping):
         return _run_from_mapping(source, name or "run")
-    if _is_table(source):  # columns: a pyarrow Table or RecordBatch, a pandas/polars frame
+    if is_columns(source):  # columns: a pyarrow Table or RecordBatch, a pandas/polars frame
         from .columnar import run_from_table
 
         return run_from_table(source, name=name)
@@ -350,7 +353,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         return source
     if isinstance(source, Mapping):
         return _qrels_from_mapping(source, name or "qrels")
-    if _is_table(source):
+    if is_columns(source):
         from .columnar import qrels_from_table
 
         return qrels_from_table(source, name=name, diversity=diversity)
@@ -1363,15 +1366,15 @@ def _python_qrels_columns(qrels: Mapping, label: str):
 def _build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:
     """Qrels from parsed columns: grouped by topic (topics in strcmp order, rows within a
     topic in file order) and checked for a docid judged twice in one topic."""
-    qids = _as_object_array(qids)
-    docids = _as_object_array(docids)
+    qids = object_array(qids)
+    docids = object_array(docids)
     first_seen: dict[str, int] = {}
     codes = np.fromiter((first_seen.setdefault(q, len(first_seen)) for q in qids.tolist()),
                         np.int32, len(qids))
     topics, topic_index = in_strcmp_order(first_seen, codes)
     order = np.argsort(topic_index, kind="stable")
     topic_index, docids, grades = topic_index[order], docids[order], np.asarray(grades)[order]
-    subs = _as_object_array(subtopics)[order] if subtopics is not None else None
+    subs = object_array(subtopics)[order] if subtopics is not None else None
     if not diversity and len(docids) > 1:
         keys = np.fromiter(map(hash, docids.tolist()), np.int64, len(docids)) * 1000003 + \
             topic_index
@@ -1397,16 +1400,6 @@ def _find_line(data: bytes, topic: str, doc: str, occurrence: int) -> int | None
             if count == occurrence:
                 return lineno
     return None
-
-
-def _as_object_array(values) -> np.ndarray:
-    if isinstance(values, np.ndarray) and values.dtype == object:
-        return values
-    if hasattr(values, "to_pylist"):
-        values = values.to_pylist()
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
 
 
 def byte_key(s: str) -> bytes:

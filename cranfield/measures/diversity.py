@@ -252,9 +252,9 @@ def docid_codes(docids) -> tuple[np.ndarray, np.ndarray]:
     except ImportError:
         names, code = np.unique(np.asarray(docids, dtype=object), return_inverse=True)
         return code.astype(np.int64), names
-    from ..io import _object_array, arrow_strings, numpy_of
+    from ..io import arrow_strings, numpy_of, object_array
 
     encoded = arrow_strings(np.asarray(docids, dtype=object)).dictionary_encode()
     # (no pandas: see arrow_strings)
     return numpy_of(encoded.indices, np.int32).astype(np.int64), \
-        _object_array(encoded.dictionary)
+        object_array(encoded.dictionary)
