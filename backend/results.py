@@ -112,7 +112,8 @@ class System(Base):
 
 class Result(Base):
     __tablename__ = "results"
-    __table_args__ = (Index("ix_results_system_created", "system_pk", "created_at"),)
+    __table_args__ = (Index("ix_results_system_created", "system_pk", "created_at"),
+                      Index("uq_results_tenant_job_id", "tenant", "job_id", unique=True))
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True)
@@ -131,6 +132,8 @@ class Result(Base):
     #                                                               None: no per_topic
     document: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)  # zlib JSON, the
     #                                           document with per_topic's place held by null
+    # the queued job that recorded it (None: the synchronous API): a retried job finds it
+    job_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class ResultTag(Base):
@@ -173,7 +176,9 @@ class GateVerdict(Base):
     checks of that candidate, as ``cranfield.gate`` gives them, JSON). The trend marks a
     result with its latest verdict."""
     __tablename__ = "gate_verdicts"
-    __table_args__ = (Index("ix_gate_verdicts_result_checked", "result_pk", "checked_at"),)
+    __table_args__ = (Index("ix_gate_verdicts_result_checked", "result_pk", "checked_at"),
+                      Index("uq_gate_verdicts_result_job_id", "result_pk", "job_id",
+                            unique=True))
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     result_pk: Mapped[int] = mapped_column(ForeignKey("results.pk", ondelete="CASCADE"))
@@ -181,6 +186,7 @@ class GateVerdict(Base):
     verdict: Mapped[str] = mapped_column(String(16))     # pass, fail or undecided
     baseline_id: Mapped[str | None] = mapped_column(String(32))  # a recorded baseline's id
     checks: Mapped[str] = mapped_column(Text)            # JSON list of the gate's checks
+    job_id: Mapped[str | None] = mapped_column(String(64))  # the queued comparison's, if one
 
 
 # -- encoding ------------------------------------------------------------------------------
