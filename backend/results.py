@@ -741,3 +741,17 @@ class ResultStore:
                 "qrels_version": result.qrels_version, "qrels_sha256": result.qrels_sha256,
                 "measures": json.loads(result.measures),
                 "aggregate": json.loads(result.aggregate)}
+
+    def measure_keys(self, tenant: str | None, system: str) -> list[str]:
+        """The measure keys the system's results were recorded with (each once, in the order
+        first seen, newest result first): what a trend can be asked of ([] if no system).
+        Reads each distinct measure list once, not each result."""
+        with self.sessions() as session:
+            owner = self._system(session, tenant, system)
+            if owner is None:
+                return []
+            lists = session.execute(
+                select(Result.measures, func.max(Result.created_at))
+                .where(Result.system_pk == owner.pk).group_by(Result.measures)
+                .order_by(func.max(Result.created_at).desc())).all()
+        return list(dict.fromkeys(k for text_, _ in lists for k in json.loads(text_)))

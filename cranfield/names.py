@@ -649,3 +649,37 @@ def _merge(measure: Measure, given: list[tuple[Any, str | None]]) -> list[Instan
         values = tuple(sorted({x for v, _ in explicit for x in v}))
         return _expand(measure, values, ",".join(t for _, t in explicit))
     return [i for v, t in explicit for i in _expand(measure, v, t)]
+
+
+def _meaning(inst: Instance) -> tuple:
+    """What a reported number is, whatever the spelling that asked for it: ``ndcg_cut.10``,
+    ``ndcg_cut_10`` and ``nDCG@10`` mean the same."""
+    return (inst.measure.name, repr(inst.value), inst.rel_level,
+            repr(sorted(inst.options.items())))
+
+
+def recorded_keys(name: str, keys, profile: str = DEFAULT_PROFILE) -> list[str]:
+    """The keys among ``keys`` (measure keys as results were reported under them) that hold
+    the one measure ``name`` spells, in any spelling the registry resolves: ``ndcg_cut.10``,
+    ``ndcg_cut_10`` and ``nDCG@10`` each find both ``ndcg_cut_10`` and ``nDCG@10``. ``name``
+    itself, when it is one of the keys, comes first; [] when none holds it. Raises
+    :class:`MeasureError` (with suggestions) for a name the registry does not resolve, or one
+    that stands for several measures (a nickname, a cutoff list)."""
+    keys = list(dict.fromkeys(keys))
+    name = name.strip() if isinstance(name, str) else name
+    instances = parse_measure(name, profile)
+    if len(instances) != 1:
+        shown = ", ".join(i.key for i in instances[:5]) + (" …" if len(instances) > 5 else "")
+        raise MeasureError(name, f"stands for {len(instances)} measures ({shown}); name one")
+    wanted = _meaning(instances[0])
+    found = [name] if name in keys else []
+    for key in keys:
+        if key in found:
+            continue
+        try:
+            meant = [_meaning(i) for i in parse_measure(key, profile)]
+        except MeasureError:  # a key no spelling of the registry reads: only itself finds it
+            continue
+        if meant == [wanted]:
+            found.append(key)
+    return found
