@@ -81,6 +81,28 @@ def database_url(environ: Mapping[str, str] | None = None, url: str | None = Non
     return "sqlite:///" + os.path.join(os.path.abspath(folder), "cranfield.db")
 
 
+#: seconds a queued job's record rides out an unreachable results database (retried with
+#: exponential backoff) before the job fails with "could not record the result"
+DB_RETRY_S_DEFAULT = 30.0
+
+
+def db_retry_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """``CRANFIELD_DB_RETRY_S`` (default 30): how long a queued job retries recording its
+    result (or a gate verdict) while the results database cannot be reached; 0: no retry.
+    :class:`ConfigError` unless a number of seconds, 0 or more."""
+    text = _variable(PREFIX + "DB_RETRY_S", environ)
+    if text is None or text == "":
+        return DB_RETRY_S_DEFAULT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"CRANFIELD_DB_RETRY_S must be a number of seconds, 0 or more, "
+                          f"got {text!r}")
+    return value
+
+
 def log_level(environ: Mapping[str, str] | None = None) -> str:
     """``CRANFIELD_LOG_LEVEL`` (default ``info``), lower case; :class:`ConfigError` if it is
     not a level."""
@@ -102,6 +124,7 @@ def app_settings(overrides: Mapping[str, Any] | None = None,
             from_env[key] = value
     from_env["REDIS_URL"] = redis_url(environ)  # the worker's reading: an empty one is unset
     config = {**APP_DEFAULTS, **from_env, **(overrides or {})}
+    db_retry_seconds(environ)  # read by the embedded queue's jobs: a bad one stops start-up
     for key in _APP_INTEGERS:
         try:
             config[key] = int(config[key])
@@ -182,6 +205,8 @@ class WorkerSettings:
     #: tests only: seconds a work horse waits once its job is marked started (a job slow
     #: enough to kill a worker in the middle of); unset in production
     test_job_delay: float
+    #: CRANFIELD_DB_RETRY_S (:func:`db_retry_seconds`)
+    db_retry_s: float = DB_RETRY_S_DEFAULT
 
 
 def worker_settings(environ: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -192,4 +217,4 @@ def worker_settings(environ: Mapping[str, str] | None = None) -> WorkerSettings:
         raise ConfigError(f"CRANFIELD_TEST_JOB_DELAY must be a number, got {delay!r}") \
             from None
     return WorkerSettings(redis_url=redis_url(environ), log_level=log_level(environ),
-                          test_job_delay=seconds)
+                          test_job_delay=seconds, db_retry_s=db_retry_seconds(environ))

@@ -24,8 +24,8 @@ COMPARE_FUNCTION = "worker.jobs.compare_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
-SPEC_VERSION = 5  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18);
-#                  5: Job.table_bounds
+SPEC_VERSION = 6  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18);
+#                  5: Job.table_bounds; 6: Job.job_id (#25)
 
 
 class SpecError(ValueError):
@@ -80,6 +80,11 @@ class Job:
     #: uncompressed}`` (:func:`table_bounds` of the app's limits; the queue stamps them on
     #: submission). None: unbounded (a spec built outside the queue)
     table_bounds: dict[str, int | None] | None = None
+    #: the id of the queued job this spec runs as (a shard's: its evaluation's), stamped by
+    #: the queue on submission: what a job records is recorded once per job id, however often
+    #: the recording is retried (a database outage, a worker killed after it recorded).
+    #: None: not queued (a synchronous request), no retry
+    job_id: str | None = None
     version: int = SPEC_VERSION
 
     def document_settings(self) -> dict[str, Any]:

@@ -58,7 +58,8 @@ class MemoryBackend:
 
     def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
         """Queue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
-        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
+        job_id = job_id or new_job_id()
+        spec = _bounded(spec, self.table_bounds, job_id)
         with self._lock:
             self._reserved.pop(job_id, None)
             self._jobs[job_id] = {"id": job_id, "status": "queued", "kind": spec.kind,
@@ -236,7 +237,8 @@ class RedisBackend:
         """Enqueue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
         from rq import Retry
 
-        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
+        job_id = job_id or new_job_id()
+        spec = _bounded(spec, self.table_bounds, job_id)
         function = COMPARE_FUNCTION if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION
         self.queue.enqueue_call(
             function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
@@ -257,7 +259,8 @@ class RedisBackend:
         from rq import Retry
 
         cfg = self.config
-        job_id, spec = job_id or new_job_id(), _bounded(spec, self.table_bounds)
+        job_id = job_id or new_job_id()
+        spec = _bounded(spec, self.table_bounds, job_id)
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
@@ -356,10 +359,11 @@ def _meta(spec: Job) -> dict:
     return {"tenant": spec.tenant, "kind": kind}
 
 
-def _bounded(spec: Job, bounds: dict) -> Job:
+def _bounded(spec: Job, bounds: dict, job_id: str) -> Job:
     """``spec`` carrying the app's bounds of an Arrow or Parquet input (``table_bounds``),
-    which the job's reader checks before decompressing it (backend/tasks.py)."""
-    return dataclasses.replace(spec, table_bounds=dict(bounds))
+    which the job's reader checks before decompressing it (backend/tasks.py), and its job
+    id (what it records, it records once: ``Job.job_id``)."""
+    return dataclasses.replace(spec, table_bounds=dict(bounds), job_id=job_id)
 
 
 def _fields(spec: EvaluationJob) -> dict:
