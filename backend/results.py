@@ -366,7 +366,13 @@ def make_engine(url: str) -> Engine:
     foreign keys on, WAL journal, a 30 s lock wait; pre-ping for a server."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        # pre-ping: a pooled connection the server dropped (a restart, an outage) is replaced
+        # before use, so the first record after an outage does not fail on it; a connection
+        # attempt to a server that does not answer gives up after 5 s (libpq waits forever),
+        # so a queued record's retries (CRANFIELD_DB_RETRY_S) keep their pace
+        timeout = ({"connect_timeout": 5} if parsed.get_backend_name() == "postgresql"
+                   and "connect_timeout" not in parsed.query else {})
+        return create_engine(url, pool_pre_ping=True, connect_args=timeout)
     if parsed.database and parsed.database != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
     # several threads (gunicorn's) write: wait for the lock rather than fail at once
@@ -406,10 +412,19 @@ class ResultStore:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def record(self, tenant: str | None, record: dict, document: dict) -> dict:
+    def record(self, tenant: str | None, record: dict, document: dict, *,
+               job_id: str | None = None) -> dict:
         """Keep ``document`` (an evaluation document as the API answers it) as a result of
         ``record["system"]``, labelled ``record["label"]`` (``commit`` and ``tags``
-        optional). Returns its summary. ValueError if the record is malformed."""
+        optional). Returns its summary. ValueError if the record is malformed.
+
+        ``job_id``: the queued job recording it. A tenant's job records one result: asked
+        again (the job retried after a database outage, or after its worker died once it
+        had recorded), this returns the result already recorded instead of a second one."""
+        if job_id is not None:
+            found = self.recorded_by_job(tenant, job_id)
+            if found is not None:
+                return found
         system = _text(record, "system", MAX_NAME)
         label = _text(record, "label", MAX_NAME)
         commit = _text(record, "commit", MAX_COMMIT, optional=True)
@@ -430,20 +445,37 @@ class ResultStore:
             owner_pk = self._system_pk(tenant, system)
         except IntegrityError:  # made at the same moment by another recording: it is there now
             owner_pk = self._system_pk(tenant, system)
-        with self.sessions.begin() as session:
-            result = Result(id=uuid.uuid4().hex, tenant=_tenant(tenant), system_pk=owner_pk,
-                            label=label, commit=commit, tags=_dumps(tags), created_at=created,
-                            qrels_version=provenance.get("qrels_version"),
-                            qrels_sha256=provenance.get("qrels_sha256"),
-                            measures=_dumps(measures),
-                            aggregate=_dumps(document.get("aggregate", {})),
-                            topics=None if topics is None else _pack(topics),
-                            document=_pack(rest))
-            session.add(result)
-            session.flush()
-            session.add_all(ResultTag(result_pk=result.pk, tag=t) for t in tags)
-            session.add_all(ResultValues(result_pk=result.pk, **c) for c in columns)
-            return self._summary(result, system)
+        try:
+            with self.sessions.begin() as session:
+                result = Result(id=uuid.uuid4().hex, tenant=_tenant(tenant),
+                                system_pk=owner_pk, label=label, commit=commit,
+                                tags=_dumps(tags), created_at=created,
+                                qrels_version=provenance.get("qrels_version"),
+                                qrels_sha256=provenance.get("qrels_sha256"),
+                                measures=_dumps(measures),
+                                aggregate=_dumps(document.get("aggregate", {})),
+                                topics=None if topics is None else _pack(topics),
+                                document=_pack(rest), job_id=job_id)
+                session.add(result)
+                session.flush()
+                session.add_all(ResultTag(result_pk=result.pk, tag=t) for t in tags)
+                session.add_all(ResultValues(result_pk=result.pk, **c) for c in columns)
+                return self._summary(result, system)
+        except IntegrityError:
+            # the same job recorded it meanwhile (another attempt, whose commit this one
+            # did not see: a connection lost after COMMIT was sent): that one is the result
+            found = None if job_id is None else self.recorded_by_job(tenant, job_id)
+            if found is None:
+                raise
+            return found
+
+    def recorded_by_job(self, tenant: str | None, job_id: str) -> dict | None:
+        """The summary of the result ``tenant``'s queued job ``job_id`` recorded, or None."""
+        with self.sessions() as session:
+            row = session.execute(
+                select(Result, System.name).join(System, System.pk == Result.system_pk)
+                .where(Result.tenant == _tenant(tenant), Result.job_id == job_id)).first()
+            return None if row is None else self._summary(row[0], row[1])
 
     def delete(self, tenant: str | None, result_id: str) -> bool:
         """Forget a result (its values, tags, and the baseline it was); False if there is no
@@ -658,17 +690,29 @@ class ResultStore:
         return out, int(total or 0)
 
     def record_verdict(self, tenant: str | None, result_id: str, verdict: str,
-                       checks: list[dict], baseline_id: str | None = None) -> bool:
+                       checks: list[dict], baseline_id: str | None = None, *,
+                       job_id: str | None = None) -> bool:
         """Keep a gated comparison's ``verdict`` on the recorded result ``result_id`` (the
         candidate of ``checks``), against the recorded ``baseline_id`` if it was one. False
-        if there is no such result of this tenant (deleted meanwhile): nothing kept."""
-        with self.sessions.begin() as session:
-            result = self._result(session, tenant, result_id)
-            if result is None:
-                return False
-            session.add(GateVerdict(result_pk=result.pk, checked_at=_utc(self.clock()),
-                                    verdict=verdict, baseline_id=baseline_id,
-                                    checks=_dumps(checks)))
+        if there is no such result of this tenant (deleted meanwhile): nothing kept.
+        ``job_id``: the queued comparison's; it keeps one verdict per result, however often
+        it is asked (retried after a database outage)."""
+        try:
+            with self.sessions.begin() as session:
+                result = self._result(session, tenant, result_id)
+                if result is None:
+                    return False
+                if job_id is not None and session.scalar(
+                        select(GateVerdict.pk).where(GateVerdict.result_pk == result.pk,
+                                                     GateVerdict.job_id == job_id)):
+                    return True
+                session.add(GateVerdict(result_pk=result.pk, checked_at=_utc(self.clock()),
+                                        verdict=verdict, baseline_id=baseline_id,
+                                        checks=_dumps(checks), job_id=job_id))
+                return True
+        except IntegrityError:
+            if job_id is None:  # not the job's own verdict kept meanwhile
+                raise
             return True
 
     @staticmethod

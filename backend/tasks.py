@@ -6,6 +6,11 @@ qrels ids — never megabytes, and returns the same document the synchronous API
 from __future__ import annotations
 
 import hashlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import cranfield
 from cranfield import columnar
@@ -17,6 +22,9 @@ from cranfield.result_document import details_for, evaluation_document
 from .contract import CombineJob, ComparisonJob, EvaluationJob, Job, ShardJob, bounds_for
 from .store import QRELS_CACHE, NotFound
 
+log = logging.getLogger("cranfield.jobs")
+T = TypeVar("T")
+
 
 class BadInput(Exception):
     """The job's input cannot be evaluated; retrying cannot help. ``problem`` is the
@@ -25,6 +33,81 @@ class BadInput(Exception):
     def __init__(self, problem: dict):
         super().__init__(problem.get("detail", "bad input"))
         self.problem = problem
+
+
+class DatabaseUnavailable(Exception):
+    """The results database stayed unreachable for the whole retry budget: the job fails
+    with :attr:`problem` (503) rather than finish unrecorded."""
+
+    def __init__(self, what: str, budget_s: float, cause: BaseException):
+        self.problem = {
+            "status": 503, "title": "Service Unavailable",
+            "detail": (f"could not {what}: the results database was unreachable for "
+                       f"{budget_s:g} s (CRANFIELD_DB_RETRY_S) ({type(cause).__name__}); "
+                       "submit the job again once it is back")}
+        super().__init__(self.problem["detail"])
+
+
+def transient_database_error(exc: BaseException) -> bool:
+    """A database error that waiting can cure: the server refused or dropped the connection,
+    a pooled connection was dead, the pool or a lock timed out. Integrity, data and
+    programming errors are not: retrying them would fail the same way."""
+    from sqlalchemy import exc as sa
+
+    if isinstance(exc, sa.IntegrityError | sa.DataError | sa.ProgrammingError):
+        return False
+    if isinstance(exc, sa.OperationalError | sa.InterfaceError | sa.DisconnectionError
+                  | sa.TimeoutError):
+        return True
+    return isinstance(exc, sa.DBAPIError) and bool(exc.connection_invalidated)
+
+
+# Backoff between attempts: 0.1 s doubling to at most 2 s (jittered, so workers retrying
+# together do not reconnect in step): a 5 s outage is ridden out within ~2 s of its end.
+RETRY_FIRST_S = 0.1
+RETRY_CAP_S = 2.0
+
+
+def with_database_retry(action: Callable[[], T], budget_s: float, what: str, *,
+                        job_id: str | None = None, sleep: Callable[[float], None] = time.sleep,
+                        clock: Callable[[], float] = time.monotonic) -> T:
+    """``action()``, retried with exponential backoff while it fails with a
+    :func:`transient_database_error`, for up to ``budget_s`` seconds; then
+    :class:`DatabaseUnavailable`. Other errors propagate at once. ``action`` must be safe to
+    repeat (what a job records is recorded once by its job id: see
+    :meth:`backend.results.ResultStore.record`). Each retry is logged (``db_retry``)."""
+    deadline = clock() + budget_s
+    pause, attempt = RETRY_FIRST_S, 0
+    while True:
+        attempt += 1
+        try:
+            return action()
+        except Exception as exc:
+            if not transient_database_error(exc):
+                raise
+            left = deadline - clock()
+            if left <= 0:
+                log.error("results database unreachable: giving up", extra={
+                    "event": "db_retry_exhausted", "job_id": job_id, "what": what,
+                    "attempts": attempt, "error": type(exc).__name__})
+                raise DatabaseUnavailable(what, budget_s, exc) from exc
+            wait = min(pause * random.uniform(0.5, 1.0), left)
+            log.warning("results database unreachable: retrying", extra={
+                "event": "db_retry", "job_id": job_id, "what": what, "attempt": attempt,
+                "retry_in_s": round(wait, 3), "error": type(exc).__name__})
+            sleep(wait)
+            pause = min(pause * 2, RETRY_CAP_S)
+
+
+def _database_step(job: Job, action: Callable[[], T], what: str) -> T:
+    """``action`` as a job's step that touches the results database: a queued job's (one
+    with a job id) rides out an outage of up to CRANFIELD_DB_RETRY_S; anything else (a
+    synchronous request) tries once and its error propagates (the API answers 503)."""
+    if job.job_id is None:
+        return action()
+    from .config import db_retry_seconds
+
+    return with_database_retry(action, db_retry_seconds(), what, job_id=job.job_id)
 
 
 def _missing(exc: Exception) -> dict:
@@ -120,11 +203,13 @@ def execute(store, job: EvaluationJob, results=None) -> dict:
 
 
 def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
-                      per_topic: bool) -> dict:
+                      per_topic: bool, job_id: str | None = None) -> dict:
     """Keep ``doc`` (built with per-topic values) as a result in ``results``, then shape it
     as the request asked: ``recorded`` added (``{"id", "system", "label"}``), the per-topic
-    values (and per-topic curves) removed unless ``per_topic``. Returns ``doc``."""
-    summary = results.record(tenant, record, doc)
+    values (and per-topic curves) removed unless ``per_topic``. Returns ``doc``.
+    ``job_id``: the queued job's; asked again, it finds the result recorded before."""
+    summary = (results.record(tenant, record, doc) if job_id is None
+               else results.record(tenant, record, doc, job_id=job_id))
     if not per_topic:
         doc.pop("per_topic", None)
         if isinstance(doc.get("curves"), dict):
@@ -134,19 +219,31 @@ def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
 
 
 def _record_outcome(job: EvaluationJob, outcome: dict, results) -> None:
-    """Record a finished job's result if it asks to be (an error propagates: the job fails
-    and is retried, its inputs kept)."""
+    """Record a finished job's result if it asks to be. A queued job rides out a database
+    outage of up to CRANFIELD_DB_RETRY_S and records once (by its job id); still down
+    after that, its outcome becomes a 503 problem ("could not record the result"), never
+    a result left unrecorded. Another error propagates: the job fails and is retried, its
+    inputs kept."""
     if job.record is None or "result" not in outcome:
         return
-    if results is None:
-        from .results_access import result_store
 
-        results = result_store()
+    def record() -> dict:
+        store = results
+        if store is None:  # opened (and migrated) on first use: inside the retry too
+            from .results_access import result_store
+
+            store = result_store()
+        return record_evaluation(store, job.tenant, job.record, outcome["result"],
+                                 job.per_topic, job.job_id)
+
     try:
-        record_evaluation(results, job.tenant, job.record, outcome["result"], job.per_topic)
+        _database_step(job, record, "record the result")
     except ValueError as exc:  # a record the API would not have let through
         outcome.clear()
         outcome["problem"] = _field_problem("record", str(exc))
+    except DatabaseUnavailable as exc:
+        outcome.clear()
+        outcome["problem"] = exc.problem
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,13 +422,15 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     return doc
 
 
-def record_gate_verdicts(results, tenant: str | None, doc: dict) -> list[dict]:
+def record_gate_verdicts(results, tenant: str | None, doc: dict,
+                         job_id: str | None = None) -> list[dict]:
     """Keep a gated comparison's verdict on each recorded result it checked as a candidate
     (``results``: a :class:`backend.results.ResultStore`), so the system's trend marks it: the
     candidate's own checks, its verdict over them (fail if one fails, else undecided if one
     is, else pass) and the recorded baseline they were against. The document's ``gate`` then
     says where: ``recorded: [{"result_id", "verdict"}]`` (left out when no candidate was a
-    recorded result). A result deleted meanwhile is skipped."""
+    recorded result). A result deleted meanwhile is skipped. ``job_id``: the queued
+    comparison's (one verdict per result however often it is asked)."""
     gate = doc.get("gate")
     runs = (doc.get("provenance") or {}).get("runs") or {}
     if not gate or not any("result_id" in r for r in runs.values()):
@@ -349,7 +448,11 @@ def record_gate_verdicts(results, tenant: str | None, doc: dict) -> list[dict]:
                    else "pass")
         against = {(runs.get(c["baseline"]) or {}).get("result_id") for c in checks}
         baseline_id = against.pop() if len(against) == 1 else None
-        if results.record_verdict(tenant, result_id, verdict, checks, baseline_id):
+        kept_one = (results.record_verdict(tenant, result_id, verdict, checks, baseline_id)
+                    if job_id is None else
+                    results.record_verdict(tenant, result_id, verdict, checks, baseline_id,
+                                           job_id=job_id))
+        if kept_one:
             kept.append({"result_id": result_id, "verdict": verdict})
     if kept:
         gate["recorded"] = kept
@@ -407,9 +510,10 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
                 if results is None:
                     from .results_access import result_store
 
-                    results = result_store()
+                    results = _database_step(job, result_store, "open the results database")
                 field = run.get("field") or f"runs[{i}].result_id"
-                found = results.get(job.tenant, run["result_id"])
+                found = _database_step(job, lambda store=results, rid=run["result_id"]: (
+                    store.get(job.tenant, rid)), "read a recorded result")
                 if found is None:
                     raise BadInput(_field_problem(
                         field, f"no recorded result {run['result_id']!r} (unknown, or "
@@ -432,8 +536,12 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
             entries.append({"name": run["name"], "run": value, "sha256": digest})
         doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
         if results is not None:  # a recorded result was compared: keep a gate's verdict
-            record_gate_verdicts(results, job.tenant, doc)
+            _database_step(job, lambda: record_gate_verdicts(results, job.tenant, doc,
+                                                             job.job_id),
+                           "record the gate's verdict")
         outcome = {"result": doc}
+    except DatabaseUnavailable as exc:
+        outcome = {"problem": exc.problem}
     except NotFound as exc:
         outcome = {"problem": _missing(exc)}
     except BadInput as exc:
