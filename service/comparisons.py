@@ -407,6 +407,7 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
     spec = _spec(req)
     names = run_entry_names(req)
     backend = current_app.extensions["cranfield"]
+    _check_measure_names(req)
     try:
         measures = compared_measures(spec)
     except BadInput as exc:
@@ -460,6 +461,21 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
     if any(recorded):
         record_gate_verdicts(current_app.extensions["results"], current_tenant(), doc)
     return _render(doc, fmt)  # an engine error above is the app's error handler's
+
+
+def _check_measure_names(req: dict) -> None:
+    """422 naming ``measures``, with the registry's suggestions, for a measure name it does
+    not resolve (before any input is read)."""
+    from cranfield.errors import MeasureError
+    from cranfield.names import parse_measure
+
+    for name in req.get("measures") or []:
+        try:
+            parse_measure(name, req["options"]["profile"])
+        except MeasureError as exc:
+            raise Problem(422, "Unknown measure", str(exc), kind="unknown-measure",
+                          errors={"measures": [str(exc)]},
+                          extra={"suggestions": exc.suggestions}) from None
 
 
 def _render(doc: dict, fmt: str) -> Response:

@@ -10,6 +10,7 @@ not exist (as qrels and jobs are). A system is known while it has results."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import datetime
 from urllib.parse import quote, urlencode
@@ -165,6 +166,56 @@ def get_baseline(name: str):
     return _json(summary)
 
 
+def _recorded_keys(store, tenant, system: str, measure: str) -> list[str]:
+    """The keys the system's results hold ``measure`` under, in whatever spelling it is asked
+    (``ndcg_cut.10``, ``nDCG@10``, ``ndcg_cut_10``), the spelling asked first when recorded so:
+    never an empty answer for a measure that is there under another name. 422 with
+    suggestions for a name the registry does not know (or one naming several measures); 404
+    naming the measures recorded when the system has no result with it."""
+    from cranfield.errors import MeasureError
+    from cranfield.names import recorded_keys
+
+    recorded = store.measure_keys(tenant, system)
+    try:
+        keys = recorded_keys(measure, recorded)
+    except MeasureError as exc:
+        several = not exc.suggestions and exc.reason.startswith("stands for")
+        raise Problem(422, "Invalid measure" if several else "Unknown measure", str(exc),
+                      kind="invalid-request" if several else "unknown-measure",
+                      errors={"measure": [str(exc)]},
+                      extra={"suggestions": exc.suggestions}) from None
+    if not keys:
+        have = ", ".join(recorded) or "none"
+        message = (f"no recorded result of system {system!r} has {measure.strip()!r}; its "
+                   f"results were recorded with {have}")
+        close = difflib.get_close_matches(measure.strip(), recorded, n=3, cutoff=0.3)
+        raise Problem(404, "Measure not recorded", message, kind="measure-not-recorded",
+                      errors={"measure": [message]},
+                      extra={"recorded_measures": recorded, "suggestions": close})
+    return keys
+
+
+def _trend_points(store, tenant, system: str, keys: list[str], **window
+                  ) -> tuple[list[dict], int]:
+    """:meth:`ResultStore.trend` of the measure recorded under ``keys`` (several when results
+    were recorded with different spellings of it: a result's point from the first key it
+    has), oldest first, the newest ``limit`` of them."""
+    if len(keys) == 1:
+        return store.trend(tenant, system, keys[0], **window)
+    merged: dict[str, dict] = {}
+    total = 0
+    for key in keys:
+        points, count = store.trend(tenant, system, key, **window)
+        total += count - sum(p["id"] in merged for p in points)
+        for p in points:
+            merged.setdefault(p["id"], p)
+    ordered = sorted(merged.values(), key=lambda p: p["created_at"])
+    limit = window.get("limit")
+    if limit is not None:
+        ordered = ordered[-limit:] if limit > 0 else []
+    return ordered, max(total, len(ordered))
+
+
 @bp.get("/systems/<path:name>/trend")
 def trend(name: str):
     """The measure's mean and 95% CI per recorded result, oldest first (the newest ``limit``
@@ -173,19 +224,23 @@ def trend(name: str):
     fmt = negotiate(["application/json", "text/html"],
                     "application/json or text/html (the trend page)")
     measure = request.args.get("measure")
-    if not measure or len(measure) > MAX_NAME:
-        raise bad_parameter("measure", "a measure key, as recorded (measures[].key)")
+    if not measure or not measure.strip() or len(measure) > MAX_NAME:
+        raise bad_parameter("measure", "a measure name (ndcg_cut.10, nDCG@10, ndcg_cut_10, "
+                            "map...)")
     most = current_app.config["MAX_PAGE_ITEMS"]
     limit = integer("limit", most, 1, most)
     since, until = _time("since"), _time("until")
     system = _known_system(name)
     store, tenant = results_store(), current_tenant()
-    points, total = store.trend(tenant, name, measure, since=since, until=until, limit=limit)
+    keys = _recorded_keys(store, tenant, name, measure)
+    points, total = _trend_points(store, tenant, name, keys, since=since, until=until,
+                                  limit=limit)
     baseline_point = None
     if system["baseline"] is not None:
         found = [p for p in points if p["id"] == system["baseline"]] or \
-            store.trend(tenant, name, measure, ids=[system["baseline"]])[0]
+            _trend_points(store, tenant, name, keys, ids=[system["baseline"]])[0]
         baseline_point = found[0] if found else None
+    measure = keys[0]  # the points' measure as recorded (the spelling asked may differ)
     doc = {"system": name, "measure": measure, "baseline": system["baseline"],
            "baseline_point": baseline_point, "points": points, "total": total,
            "limit": limit}
@@ -232,7 +287,7 @@ def compare_results(result_id: str):
         measures = [m.strip() for m in request.args["measures"].split(",") if m.strip()]
     else:
         measures = [m for m in results[result_id]["measures"]
-                    if m in results[other]["measures"]]
+                    if _held(m, results[other]["measures"])]
     body = {"runs": [{"name": names[0], "result_id": other},
                      {"name": names[1], "result_id": result_id}],
             "baseline": names[0], "measures": measures}
@@ -243,6 +298,20 @@ def compare_results(result_id: str):
                       kind="invalid-request", errors={"measures": [str(exc.messages)]}) \
             from None
     return compare(req, fmt, may_queue=False, results=results)
+
+
+def _held(key: str, keys: list[str]) -> bool:
+    """Whether a result recorded with ``keys`` holds the measure recorded as ``key`` elsewhere
+    (``nDCG@10`` is held by ``ndcg_cut_10``)."""
+    from cranfield.errors import MeasureError
+    from cranfield.names import recorded_keys
+
+    if key in keys:
+        return True
+    try:
+        return bool(recorded_keys(key, keys))
+    except MeasureError:
+        return False
 
 
 def _distinct_names(a: dict, b: dict) -> tuple[str, str]:

@@ -325,9 +325,11 @@ def test_the_trend_page(client):
                          headers={"Accept": "text/html"}, base_url="http://localhost/eval")
     assert f'href="/eval/v1/results/{n3}/comparison?with={n2}&amp;measures=map"' in \
         mounted.get_data(as_text=True)
-    # a browser asking for an unknown measure gets the page saying so
-    empty = client.get("/v1/systems/bm25/trend?measure=ndcg", headers={"Accept": "text/html"})
-    assert empty.status_code == 200 and "No recorded result" in empty.get_data(as_text=True)
+    # a measure none of the system's results has is a problem naming those it has (issue
+    # #25: never an empty page), whatever the page asked for
+    missing = client.get("/v1/systems/bm25/trend?measure=ndcg", headers={"Accept": "text/html"})
+    assert missing.status_code == 404 and missing.mimetype == "application/problem+json"
+    assert missing.get_json()["recorded_measures"] == ["map", "P_1"]
 
 
 @pytest.mark.parametrize("name", ["a\x01b", "a\x7fb", "a\x85b", "x" * 201])

@@ -200,8 +200,10 @@ def test_trend_numbers(client, clocked):
         assert math.isclose(point["ci_high"], values.mean() + half, rel_tol=1e-9)
     assert trend["points"][1]["mean"] < trend["points"][0]["mean"]
     assert trend["points"][0]["created_at"].startswith("2026-11-01T06:00:00")
-    # a measure no result has: no points; no measure: 400; unknown system: 404
-    assert client.get("/v1/systems/bm25/trend?measure=P_1000").get_json()["points"] == []
+    # a measure no result has: 404 naming those they have (issue #25: not an empty 200); no
+    # measure: 400; unknown system: 404
+    missing = client.get("/v1/systems/bm25/trend?measure=P_1000")
+    assert missing.status_code == 404 and "map" in missing.get_json()["recorded_measures"]
     resp = client.get("/v1/systems/bm25/trend")
     assert resp.status_code == 400 and "measure" in resp.get_json()["errors"]
     assert client.get("/v1/systems/nobody/trend?measure=map").status_code == 404
