@@ -5,6 +5,9 @@ Exit codes follow trec_eval: 1 usage or unknown measure, 2 unreadable, malformed
 input, 4 a docid repeated within a topic, 7 no topic with both results and judgments.
 ``cranfield compare --gate``: 0 when every gate passes, 3 when one fails (a significant drop
 larger than allowed), 5 when none fails but one cannot be decided (the gate fails closed).
+The commands that work on a service (``eval --server``, ``qrels``, ``baseline``, ``gate``,
+``trend``, ``history``: :mod:`cranfield.remote_cli`) add 6, not found, and 2 for a refused
+request or a service that cannot be reached.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import argparse
 import os
 import sys
 
-from . import __version__
-from .errors import ERROR_CODES, CranfieldError, InputError, error_report
+from . import __version__, remote_cli
+from .errors import CranfieldError, InputError, error_report
 from .evaluate import evaluate
 from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
@@ -49,9 +52,17 @@ exit codes:
   7  no topic with both results and judgments
 """
 
+EVAL_EPILOG = """\
+With --server (or with --record or --qrels-id and $CRANFIELD_SERVER set) the run is sent to a
+Cranfield service once, streamed from disk; a queued job is waited for (a progress bar on
+standard error when it is a terminal) and its result printed in --format.
+
+""" + remote_cli.EXIT_CODES
+
 # the engine's own commands; any other is looked up among the ``cranfield.commands`` entry
 # points (see _commands)
-ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool", "history")
+ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool",
+                   *remote_cli.REMOTE_COMMANDS)
 COMMANDS_GROUP = "cranfield.commands"
 
 PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
@@ -122,7 +133,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("eval", help="evaluate a run against qrels, like trec_eval",
                         description="Evaluate RUN against QRELS. Output is trec_eval's text by "
-                                    "default.")
+                                    "default.", epilog=EVAL_EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ev.add_argument("qrels", metavar="QRELS", help="qrels file ('-' reads standard input)")
     ev.add_argument("run", metavar="RUN", help="run file ('-' reads standard input)")
     ev.add_argument("-q", action="store_true", dest="per_topic",
@@ -157,31 +169,16 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                          "documents, ties at a cutoff...) on standard error; with --format "
                          "json it is the document's warnings")
     ev.add_argument("--server", default=None, metavar="URL",
-                    help="evaluate on a Cranfield service instead of locally (same output)")
+                    help="evaluate on a Cranfield service instead of locally (same output; "
+                         "default: $CRANFIELD_SERVER when --record or --qrels-id is given)")
+    ev.add_argument("--api-key", default=None, metavar="KEY", help=remote_cli.API_KEY_HELP)
     ev.add_argument("--record", type=_record_arg, default=None,
                     metavar="system=NAME,label=LABEL[,commit=SHA][,tags=T1;T2]",
                     help="with --server: keep the result in the service's history under "
-                         "SYSTEM (see cranfield history)")
+                         "SYSTEM (see cranfield history); 'recorded as ID' on standard error")
     ev.add_argument("--qrels-id", default=None, metavar="ID",
                     help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
                          "(pass -)")
-    hs = sub.add_parser("history", help="a system's recorded results on a Cranfield service, "
-                                        "newest first, or one measure's trend",
-                        description="List SYSTEM's recorded results (cranfield eval --server "
-                                    "... --record system=SYSTEM,...) on the service at "
-                                    "--server, or with --measure the measure's mean and 95%% "
-                                    "CI per result, oldest first.")
-    hs.add_argument("system", metavar="SYSTEM")
-    hs.add_argument("--server", required=True, metavar="URL")
-    hs.add_argument("--measure", default=None, metavar="KEY",
-                    help="a measure key as recorded (map, ndcg_cut_10, P_5...)")
-    hs.add_argument("--limit", type=_positive_int, default=None,
-                    help="the newest this many (default: 20 results; with --measure, as many "
-                         "points as the service gives)")
-    hs.add_argument("--since", default=None, metavar="WHEN",
-                    help="recorded at or after (ISO 8601: 2026-11-01, 2026-11-01T06:00:00Z)")
-    hs.add_argument("--until", default=None, metavar="WHEN", help="recorded at or before")
-    hs.add_argument("--format", choices=("table", "json"), default="table")
     nd = sub.add_parser("ndeval", help="diversity measures exactly as NIST's ndeval 4.5 prints "
                                        "them (CSV)")
     nd.add_argument("qrels", metavar="QRELS", help="subtopic qrels: topic subtopic docno judgment")
@@ -235,9 +232,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                      help="add wilcoxon to the tests: the Wilcoxon signed-rank test "
                           "(Cranfield's own: exact for at most 50 untied non-zero "
                           "differences, else normal with tie correction; zeros dropped)")
-    cmp.add_argument("--format", choices=("text", "json", "html"), default="text",
+    cmp.add_argument("--format", choices=("text", "json", "html", "junit", "markdown"),
+                     default="text",
                      help="html: the self-contained report page (inline SVG), as the API's "
-                          "text/html; redirect it to a file")
+                          "text/html; redirect it to a file. junit, markdown: the --gate "
+                          "verdict as JUnit XML (a test case per check) or a Markdown table")
     cmp.add_argument("--gate", action="append", type=_gate_arg, default=[],
                      metavar="MEASURE:MAX_DROP[%][@ALPHA]",
                      help="fail (exit 3) when a run's mean drops below the baseline (or the "
@@ -283,6 +282,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="trec: 'topic 0 docid' lines (default); json: the pool with counts")
     pl.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="ranking profile: 9.0.8 compares scores as float32 (default)")
+    remote_cli.register(sub)
     if commands:
         for register in _commands().values():
             register(sub)
@@ -330,100 +330,21 @@ def _record_arg(text: str) -> dict:
     return record
 
 
-def run_history(args: argparse.Namespace) -> int:
-    """``cranfield history SYSTEM --server URL [--measure KEY]``: the recorded results."""
-    import json
-
-    from .client import ApiError, Client
-
-    client = Client(args.server)
-    try:
-        if args.measure:
-            doc = client.trend(args.system, args.measure, since=args.since, until=args.until,
-                               limit=args.limit)
-        else:
-            doc = client.results(args.system, limit=args.limit or 20, since=args.since,
-                                 until=args.until)
-    except ApiError as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"cranfield: cannot reach {args.server}: {exc}", file=sys.stderr)
-        return 2
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return 0
-    if args.measure:
-        rows = [(p["created_at"][:19], p["label"], _num(p["mean"]),
-                 f"[{_num(p['ci_low'])}, {_num(p['ci_high'])}]", str(p["n_topics"]),
-                 (p.get("gate") or {}).get("verdict", "-"),
-                 "*" if p["id"] == doc.get("baseline") else "", p["id"])
-                for p in doc["points"]]
-        head = ("recorded", "label", args.measure, "95% CI", "topics", "gate", "baseline", "id")
-    else:
-        rows = [(r["created_at"][:19], r["label"], r.get("commit") or "",
-                 ",".join(r.get("tags") or []), r["id"]) for r in doc["items"]]
-        head = ("recorded", "label", "commit", "tags", "id")
-    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=False)]
-    for row in (head, *rows):
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return 0
-
-
-def _num(value) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
-def run_remote(args: argparse.Namespace) -> int:
-    """``--server``: send the files, print what the service answers (trec_eval's text, CSV or
-    JSON), waiting on queued jobs with back-off."""
-    import json
-
-    from .client import ApiError, Client
-    from .result_document import warnings_for_interface
-
-    options = {"profile": args.profile, "relevance_level": args.rel_level,
-               "judged_only": args.judged_only, "depth": args.depth,
-               "complete_topics": args.complete, "collection_size": args.collection_size,
-               "aggregation": args.aggregation}
-    accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json"}[args.format]
-    run = sys.stdin.read() if args.run == "-" else args.run
-    qrels = None if args.qrels_id else (sys.stdin.read() if args.qrels == "-" else args.qrels)
-    try:
-        out = Client(args.server).evaluate(run, qrels, qrels_id=args.qrels_id,
-                                           measures=args.measures, options=options,
-                                           per_topic=args.per_topic, accept=accept,
-                                           record=args.record)
-    except ApiError as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
-        # the problem's code, as for a local run (errors.ERROR_CODES); else a usage error
-        return ERROR_CODES.get(exc.problem.get("code"), (0, "", 2))[2]
-    except OSError as exc:
-        print(f"cranfield: cannot reach {args.server}: {exc}", file=sys.stderr)
-        return 2
-    if args.format == "trec" and args.no_summary:
-        out = "".join(line for line in out.splitlines(keepends=True) if "\tall\t" not in line)
-    if isinstance(out, dict) and isinstance(out.get("recorded"), dict):
-        rec = out["recorded"]
-        print(f"cranfield: recorded as {rec.get('id')} ({rec.get('system')}, "
-              f"{rec.get('label')})", file=sys.stderr)
-    if isinstance(out, dict) and isinstance(out.get("warnings"), list):
-        out["warnings"] = warnings_for_interface(out["warnings"], "cli")
-    sys.stdout.write(out if isinstance(out, str) else json.dumps(out, indent=2) + "\n")
-    return 0
-
-
 def run_eval(args: argparse.Namespace) -> int:
     from .io import read_qrels, read_run
     from .names import needs_subtopics
     from .result_document import warnings_for
 
-    if args.server:
-        return run_remote(args)
+    if args.server or ((args.record or args.qrels_id) and _environment_server()):
+        return remote_cli.run_eval(args)
     if args.record:
         print("cranfield: --record needs --server (results are kept by the service)",
               file=sys.stderr)
         return 2
+    if args.qrels_id:
+        print("cranfield: --qrels-id needs --server (qrels are stored by the service)",
+              file=sys.stderr)
+        return 1
 
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
@@ -451,6 +372,12 @@ def run_eval(args: argparse.Namespace) -> int:
             _print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
     return 0
+
+
+def _environment_server() -> str | None:
+    from .settings import CliEnvironment
+
+    return CliEnvironment.from_environ().server
 
 
 def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
@@ -523,6 +450,10 @@ def run_compare(args: argparse.Namespace) -> int:
     if len(args.runs) < 2:
         print("cranfield: compare needs at least two runs", file=sys.stderr)
         return 1
+    if args.format in ("junit", "markdown") and not args.gate:
+        print(f"cranfield: --format {args.format} renders a gate's verdict: give --gate",
+              file=sys.stderr)
+        return 1
     try:
         names = _run_names(args.runs, args.names)
     except InputError as exc:
@@ -549,6 +480,10 @@ def run_compare(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_comparison(doc, title="Cranfield comparison: "
                                            + " vs ".join(names)))
+    elif args.format in ("junit", "markdown"):
+        from . import verdicts
+
+        sys.stdout.write(verdicts.RENDERERS[args.format](doc))
     else:
         sys.stdout.write(format_text(doc))
     verdict = doc.get("gate", {}).get("verdict", "pass")
@@ -628,8 +563,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_pool(args)
         if args.command == "measures":
             return run_measures(args)
-        if args.command == "history":
-            return run_history(args)
+        if getattr(args, "remote", None) is not None:  # a command on a service
+            return remote_cli.main(args)
         handler = getattr(args, "handler", None)
         if handler is not None:  # a command of another package (``cranfield.commands``)
             return handler(args, parser)

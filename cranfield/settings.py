@@ -10,6 +10,9 @@ variable                                  default   what
                                                     memory in flight)
 ``CRANFIELD_FAST_JSON_MIN_BYTES``         1 MiB     JSON bodies this large go to the compiled scan
 ========================================  ========  ==============================================
+
+The ``cranfield`` command's server commands read theirs when they run (:class:`CliEnvironment`:
+``CRANFIELD_SERVER``, ``CRANFIELD_API_KEY`` and the CI's variables), not at import.
 """
 
 from __future__ import annotations
@@ -43,3 +46,30 @@ class Settings:
 
 
 SETTINGS = Settings.from_environ()
+
+
+@dataclass(frozen=True)
+class CliEnvironment:
+    """What the environment tells ``cranfield``'s server commands (``--server``'s and
+    ``--api-key``'s defaults; the CI's run number, commit and GitHub Actions outputs for
+    ``cranfield gate``), read when a command runs: a CI step or a test sets them per call."""
+
+    server: str | None = None            # CRANFIELD_SERVER
+    api_key: str | None = None           # CRANFIELD_API_KEY
+    run_number: str | None = None        # GITHUB_RUN_NUMBER, else GitLab's CI_PIPELINE_IID
+    commit: str | None = None            # GITHUB_SHA, else GitLab's CI_COMMIT_SHA
+    github_actions: bool = False         # GITHUB_ACTIONS=true: workflow commands on stdout
+    step_summary: str | None = None      # GITHUB_STEP_SUMMARY: a file the Markdown joins
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> CliEnvironment:
+        env = os.environ if environ is None else environ
+
+        def first(*names: str) -> str | None:
+            return next((env[n] for n in names if env.get(n)), None)
+
+        return cls(server=first("CRANFIELD_SERVER"), api_key=first("CRANFIELD_API_KEY"),
+                   run_number=first("GITHUB_RUN_NUMBER", "CI_PIPELINE_IID"),
+                   commit=first("GITHUB_SHA", "CI_COMMIT_SHA"),
+                   github_actions=env.get("GITHUB_ACTIONS") == "true",
+                   step_summary=first("GITHUB_STEP_SUMMARY"))

@@ -160,11 +160,15 @@ def create_evaluation():
         with timed("record"):
             details = _details(req, ev, run, qrels)
             doc = _recorded_document(req, ev, details, run_digest, qrels_digest)
+    # a text answer has no "recorded": the result's id goes in a header (the CLI says it)
+    recorded = {"Cranfield-Result-Id": doc["recorded"]["id"]} if doc is not None else {}
     with timed("render"):
         if fmt == "text/plain":
-            return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain")
+            return Response(format_trec(ev, per_topic=req["per_topic"]), mimetype="text/plain",
+                            headers=recorded)
         if fmt == "text/csv":
-            return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv")
+            return Response(format_csv(ev, per_topic=req["per_topic"]), mimetype="text/csv",
+                            headers=recorded)
         if doc is None or fmt == "text/html":
             if details is None:  # computed once: recording computed them already
                 details = _details(req, ev, run, qrels)
