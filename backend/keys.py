@@ -34,6 +34,17 @@ def qrels_text(space: str, qrels_id: str, version: str) -> str:
     return f"{qrels(space, qrels_id)}:v:{version}"
 
 
+def qrels_generation(space: str, qrels_id: str) -> str:
+    """Counter bumped by every write of the id: a cache refill read before a write is not
+    kept (backend/qrels_db.py)."""
+    return f"{qrels(space, qrels_id)}:gen"
+
+
+def qrels_imported() -> str:
+    """Marker: the qrels stored in Redis were imported into the database (once)."""
+    return f"{ROOT}:qrels-imported"
+
+
 def blob(key: str) -> str:
     """A run or inline qrels as sent, kept with a TTL until its job has run."""
     return f"{ROOT}:blob:{key}"

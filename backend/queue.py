@@ -375,6 +375,18 @@ def _ts(value) -> float | None:
     return value.timestamp() if value is not None else None
 
 
-def make_backend(config: dict):
+def make_backend(config: dict, results=None):
+    """The queue of ``config`` (Redis when ``REDIS_URL`` is set, else this process). With
+    ``results`` (the app's :class:`~backend.results.ResultStore`), stored qrels are kept in
+    its database and cached in Redis or memory (``backend.qrels_db``); qrels an earlier
+    version kept in Redis alone are imported into the database first (once)."""
     url = config.get("REDIS_URL")
-    return RedisBackend(url, config) if url else MemoryBackend(config)
+    backend = RedisBackend(url, config) if url else MemoryBackend(config)
+    if results is not None:
+        from .qrels_db import DurableStore, QrelsDatabase, import_redis_qrels
+
+        database = QrelsDatabase(results.engine)
+        if url:
+            import_redis_qrels(backend.redis, database)
+        backend.store = DurableStore(database, backend.store)
+    return backend

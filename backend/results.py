@@ -799,3 +799,9 @@ class ResultStore:
                 .where(Result.system_pk == owner.pk).group_by(Result.measures)
                 .order_by(func.max(Result.created_at).desc())).all()
         return list(dict.fromkeys(k for text_, _ in lists for k in json.loads(text_)))
+
+
+# The stored qrels' tables (issue #25) are on this metadata too, so that whatever reads it
+# (Alembic's env.py, compare_metadata, a test emptying the tables) sees every table the
+# migrations make. At the end: backend.qrels_db imports Base from here.
+from . import qrels_db  # noqa: E402, F401

@@ -31,6 +31,16 @@ def result_store():
         return _store
 
 
+def qrels_store(redis):
+    """Stored qrels as a worker reads them (issue #25): Redis connection ``redis`` is the
+    cache, this process's results database (:func:`result_store`, opened on the first cache
+    miss or write) the system of record."""
+    from .qrels_db import DurableStore, QrelsDatabase
+    from .store import RedisStore
+
+    return DurableStore(lambda: QrelsDatabase(result_store().engine), RedisStore(redis))
+
+
 def reset() -> None:
     """Forget the store (tests)."""
     global _store, _pid

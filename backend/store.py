@@ -224,6 +224,75 @@ class RedisStore:
                           *(keys.qrels_text(self.prefix, qrels_id, v) for v in set(versions)))
         self.redis.zrem(keys.qrels_index(self.prefix), qrels_id)
 
+    # -- as the cache of stored qrels (backend/qrels_db.py: the database keeps them) ------
+    # The same keys as above, so qrels an earlier version kept here are read as cached (and
+    # imported once), and the generation key ``…:{id}:gen``, bumped by every write.
+
+    # Fills the id's metadata and order unless its generation moved since the token was read.
+    # KEYS: generation, metadata hash, order list, index; ARGV: token, id, created, number of
+    # versions, then version and metadata pairs, then the order.
+    _FILL = """
+    if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then
+        return 0
+    end
+    redis.call('DEL', KEYS[2], KEYS[3])
+    local n = tonumber(ARGV[4])
+    for i = 0, n - 1 do
+        redis.call('HSET', KEYS[2], ARGV[5 + 2 * i], ARGV[6 + 2 * i])
+    end
+    for i = 5 + 2 * n, #ARGV do
+        redis.call('RPUSH', KEYS[3], ARGV[i])
+    end
+    redis.call('ZADD', KEYS[4], 'NX', ARGV[3], ARGV[2])
+    return 1
+    """
+
+    def cached_entry(self, qrels_id: str) -> tuple[list[str], dict[str, dict], float] | None:
+        """(versions, {version: metadata}, 0.0) of the id if cached, else None."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.lrange(keys.qrels_order(self.prefix, qrels_id), 0, -1)
+            pipe.hgetall(keys.qrels(self.prefix, qrels_id))
+            order, metas = pipe.execute()
+        order = [v.decode() for v in order]
+        metas = {k.decode(): orjson.loads(v) for k, v in metas.items()}
+        if not order or any(v not in metas for v in order):
+            return None
+        return order, metas, 0.0
+
+    def cache_token(self, qrels_id: str) -> str:
+        gen = self.redis.get(keys.qrels_generation(self.prefix, qrels_id))
+        return gen.decode() if gen is not None else ""
+
+    def cache_fill(self, qrels_id: str, token: str,
+                   entry: tuple[list[str], dict[str, dict], float]) -> bool:
+        order, metas, created = entry
+        pairs = [x for v, m in metas.items() for x in (v, orjson.dumps(m))]
+        script = self.redis.register_script(self._FILL)
+        return bool(script(keys=[keys.qrels_generation(self.prefix, qrels_id),
+                                 keys.qrels(self.prefix, qrels_id),
+                                 keys.qrels_order(self.prefix, qrels_id),
+                                 keys.qrels_index(self.prefix)],
+                           args=[token, qrels_id, repr(float(created)), len(metas),
+                                 *pairs, *order]))
+
+    def cache_drop(self, qrels_id: str, versions=(), forget: bool = False) -> None:
+        """Bump the id's generation and drop its metadata and order; ``forget`` (the id was
+        deleted): its texts of ``versions`` and its place in the index too."""
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.incr(keys.qrels_generation(self.prefix, qrels_id))
+            pipe.delete(keys.qrels(self.prefix, qrels_id),
+                        keys.qrels_order(self.prefix, qrels_id),
+                        *(keys.qrels_text(self.prefix, qrels_id, v) for v in versions))
+            if forget:
+                pipe.zrem(keys.qrels_index(self.prefix), qrels_id)
+            pipe.execute()
+
+    def cached_text(self, qrels_id: str, version: str, sha256: str) -> bytes | None:
+        return self.redis.get(keys.qrels_text(self.prefix, qrels_id, version))
+
+    def cache_put_text(self, qrels_id: str, version: str, sha256: str, blob: bytes) -> None:
+        self.redis.set(keys.qrels_text(self.prefix, qrels_id, version), blob)
+
     # -- runs -------------------------------------------------------------------------------
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
         # Runs are stored as sent: they live minutes, and compressing hundreds of megabytes
@@ -252,6 +321,7 @@ class MemoryStore:
         self._texts: dict[str, bytes] = parent._texts if parent else {}
         self._blobs: dict[str, tuple[float, bytes]] = parent._blobs if parent else {}
         self._tenants: dict[str, MemoryStore] = {}
+        self._generations: dict[str, int] = {}  # as the cache of stored qrels: see RedisStore
 
     def scoped(self, tenant: str | None) -> MemoryStore:
         """The store as ``tenant`` sees it (see RedisStore.scoped)."""
@@ -306,6 +376,43 @@ class MemoryStore:
                 raise NotFound(f"no qrels {qrels_id!r}")
             del self._order[qrels_id]
             del self._qrels[qrels_id]
+
+    # -- as the cache of stored qrels (see RedisStore) ---------------------------------------
+    def cached_entry(self, qrels_id: str) -> tuple[list[str], dict[str, dict], float] | None:
+        with self._lock:
+            order = self._order.get(qrels_id)
+            if not order:
+                return None
+            return list(order), dict(self._qrels[qrels_id]), 0.0
+
+    def cache_token(self, qrels_id: str) -> int:
+        with self._lock:
+            return self._generations.get(qrels_id, 0)
+
+    def cache_fill(self, qrels_id: str, token: int,
+                   entry: tuple[list[str], dict[str, dict], float]) -> bool:
+        order, metas, _ = entry
+        with self._lock:
+            if self._generations.get(qrels_id, 0) != token:
+                return False
+            self._order[qrels_id] = list(order)
+            self._qrels[qrels_id] = dict(metas)
+            return True
+
+    def cache_drop(self, qrels_id: str, versions=(), forget: bool = False) -> None:
+        # texts are kept by content, which other ids (and tenants) may share: not dropped
+        with self._lock:
+            self._generations[qrels_id] = self._generations.get(qrels_id, 0) + 1
+            self._order.pop(qrels_id, None)
+            self._qrels.pop(qrels_id, None)
+
+    def cached_text(self, qrels_id: str, version: str, sha256: str) -> bytes | None:
+        with self._lock:
+            return self._texts.get(sha256)
+
+    def cache_put_text(self, qrels_id: str, version: str, sha256: str, blob: bytes) -> None:
+        with self._lock:
+            self._texts[sha256] = blob
 
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
         with self._lock:

@@ -77,8 +77,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(app_settings(config))
     app.json = OrjsonProvider(app)
-    app.extensions["cranfield"] = make_backend(app.config)
     app.extensions["results"] = open_results(app.config)
+    # stored qrels are kept in the results database, cached in Redis or memory (issue #25)
+    app.extensions["cranfield"] = make_backend(app.config, app.extensions["results"])
     app.extensions["cranfield"].results = app.extensions["results"]  # the embedded queue's
     register_error_handlers(app)
     init_observability(app)

@@ -72,10 +72,10 @@ def worker_class():
             """The qrels warm-up, then the fork (RQ's execute_job)."""
             ref = (spec.get("qrels") or {}).get("ref")  # execute_job made it a dict
             if ref:
-                from backend.store import RedisStore
+                from backend.results_access import qrels_store
 
-                try:
-                    RedisStore(self.connection).scoped(spec.get("tenant")).load_qrels(ref)
+                try:  # from Redis, or from the database on a miss (refilling Redis)
+                    qrels_store(self.connection).scoped(spec.get("tenant")).load_qrels(ref)
                 except Exception:  # the job itself reports what is wrong with its input
                     log.debug("could not warm qrels %s", ref, exc_info=True)
             # what the warm-up looked up is not the job's own lookup (see _cache_counts)

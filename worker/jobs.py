@@ -1,14 +1,15 @@
 """RQ entry points, enqueued by dotted path (``backend.contract``): each reads its spec off
 the queue (``backend.contract``: a kind or version this worker cannot read fails the job with
-a problem, never a misreading), takes the store from the job's Redis connection and hands
-both to ``backend.tasks``, where the work is. Nothing else lives here."""
+a problem, never a misreading), takes the store from the job's Redis connection (the cache
+of stored qrels; the results database keeps them: ``backend.results_access.qrels_store``)
+and hands both to ``backend.tasks``, where the work is. Nothing else lives here."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from backend.contract import CombineJob, ComparisonJob, EvaluationJob, ShardJob, SpecError
-from backend.store import RedisStore
+from backend.results_access import qrels_store
 from backend.tasks import execute, finished_evaluation, run_combine, run_comparison, run_shard
 
 
@@ -24,7 +25,7 @@ def evaluate_job(wire: dict[str, Any]) -> dict:
         spec = EvaluationJob.from_wire(wire)
     except SpecError as exc:
         return _unreadable(exc)
-    return execute(RedisStore(get_current_job().connection), spec)
+    return execute(qrels_store(get_current_job().connection), spec)
 
 
 def evaluate_shard_job(wire: dict[str, Any]) -> dict:
@@ -42,7 +43,7 @@ def evaluate_shard_job(wire: dict[str, Any]) -> dict:
         job.meta["topics"] = topics
         job.save_meta()
 
-    return run_shard(RedisStore(job.connection), spec, on_topics=report)
+    return run_shard(qrels_store(job.connection), spec, on_topics=report)
 
 
 def combine_shards_job(wire: dict[str, Any]) -> dict:
@@ -61,7 +62,7 @@ def combine_shards_job(wire: dict[str, Any]) -> dict:
     if any(r is None for r in shards):
         return {"problem": {"status": 500, "title": "Shard result missing",
                             "detail": "a shard's result expired before the combine step"}}
-    return run_combine(RedisStore(job.connection), spec, shards)
+    return run_combine(qrels_store(job.connection), spec, shards)
 
 
 def compare_job(wire: dict[str, Any]) -> dict:
@@ -74,5 +75,5 @@ def compare_job(wire: dict[str, Any]) -> dict:
     except SpecError as exc:
         return _unreadable(exc)
     connection = get_current_job().connection
-    return run_comparison(RedisStore(connection), spec,
+    return run_comparison(qrels_store(connection), spec,
                           lambda job_id: finished_evaluation(connection, job_id, spec.tenant))

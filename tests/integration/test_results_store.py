@@ -112,7 +112,8 @@ def test_migrations_from_an_empty_database_to_head(url):
         migrate(url)
         tables = set(inspect(engine).get_table_names())
         assert tables == {"alembic_version", "systems", "results", "result_tags",
-                          "result_values", "baselines", "gate_verdicts"}
+                          "result_values", "baselines", "gate_verdicts",
+                          "qrels_sets", "qrels_versions", "qrels_order"}  # 0004: stored qrels
         with engine.connect() as connection:  # the migrations make what the models declare
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         head = ScriptDirectory(MIGRATIONS).get_current_head()
