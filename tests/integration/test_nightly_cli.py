@@ -307,10 +307,10 @@ def test_the_nightly_job_with_the_cranfield_command_alone(service, database, nig
         assert found, done.stderr
         recorded[night] = found.group(1)
         assert _uploads(service) - before == 1        # one upload, never re-sent
-        summary = {line.split()[0]: float(line.split()[2]) for line in done.stdout.splitlines()
-                   if len(line.split()) == 3 and line.split()[1] == "all"}
+        summary = {f[0]: f[2] for f in map(str.split, done.stdout.splitlines())
+                   if len(f) == 3 and f[1] == "all"}    # trec_eval's text, as asked
         assert {"map", "ndcg_cut_10", "recip_rank"} <= summary.keys(), done.stdout
-        assert 0 < summary["ndcg_cut_10"] < 1
+        assert 0 < float(summary["ndcg_cut_10"]) < 1
         peaks[f"night-{night}"] = done.peak_rss
 
     pin = run("baseline", SYSTEM, recorded[1], "--server", service, "--format", "json")
@@ -355,13 +355,13 @@ def test_the_nightly_job_with_the_cranfield_command_alone(service, database, nig
     for case in cases:
         assert case.get("classname") == f"cranfield.gate.{SYSTEM}"
         failure = case.find("failure")
-        key = next(k for k in checks if k.split("_")[0] in case.get("name"))
+        key = next(k for k in checks if k.split("_")[0] in case.get("name").lower())
         assert (failure is not None) == (key != "recip_rank"), ET.tostring(case)
         if failure is not None:
             failed[key] = " ".join(filter(None, [failure.get("message"), failure.text]))
     for key, message in failed.items():
         check = checks[key]
-        assert key.split("_")[0] in message                          # the measure
+        assert key.split("_")[0] in message.lower()                  # the measure
         numbers = [float(x) for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", message)]
         assert any(abs(abs(x) - check["drop"]) < 5e-4 for x in numbers), message  # the drop
         assert re.search(r"\bp\b", message), message                 # the p-value
@@ -387,8 +387,7 @@ def test_the_nightly_job_with_the_cranfield_command_alone(service, database, nig
     assert all(f"night-{i}" in html for i in (1, 2, 3)) and "FAIL" in html
     table = run("trend", SYSTEM, "--measure", "map", "--server", service)
     assert table.returncode == 0, table.stderr
-    assert [line for line in table.stdout.splitlines() if "night-" in line][-1].count(
-        "night-3") == 1
+    assert all(f"night-{i}" in table.stdout for i in (1, 2, 3)), table.stdout
 
     # what the results database keeps: three results of queued, sharded jobs, the first
     # pinned, the third gated FAIL
