@@ -249,7 +249,9 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
             for r, name in enumerate(run_names)}
     if curves:
         doc["curves"] = _curves(run_names, evs, warnings, topics)
-    doc["warnings"] = warnings
+    # each run's input lint first (what ``cranfield eval`` warns of it), as an evaluation's
+    # page leads with its own, then the comparison's
+    doc["warnings"] = _runs_lint(run_names, evs, interface) + warnings
     doc["options"] = {**options, **settings.as_kwargs(), "tests": list(settings.tests)}
     del doc["options"]["baseline"]
     if specs:
@@ -524,6 +526,26 @@ def _not_comparable(inst: Instance, arrays: list[np.ndarray]) -> str | None:
     if any(np.asarray(a).dtype.kind not in "biuf" for a in arrays):
         return "has no numeric per-topic values to compare"
     return None
+
+
+def _runs_lint(run_names: list[str], evs: list[Evaluation], interface: str) -> list[dict]:
+    """Every run's input lint (unjudged documents in the top 10, ties at cutoffs, topics
+    missing…): an evaluation's own, or the one its document kept (``Evaluation.lint``), each
+    warning naming its run (``run``, and in its message) and the options as ``interface``
+    spells them."""
+    from .result_document import warnings_for, warnings_for_interface
+
+    out: list[dict] = []
+    for name, ev in zip(run_names, evs, strict=True):
+        if ev.lint is not None:  # made for the API when its document was
+            lint = warnings_for_interface(ev.lint, interface)
+        elif ev.ranked is not None:
+            lint = warnings_for(ev, interface)
+        else:
+            lint = []
+        out += [{**w, "run": name, "message": f"run {name!r}: {w.get('message', '')}"}
+                for w in lint]
+    return out
 
 
 def _available(ev: Evaluation) -> np.ndarray:

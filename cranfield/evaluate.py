@@ -69,6 +69,9 @@ class Evaluation:
     runid: str
     options: dict[str, Any] = field(default_factory=dict)
     ranked: Ranked | None = field(default=None, repr=False)
+    # the input lint of an evaluation read back from its document (which keeps no ranking
+    # to lint again); None: lint ``ranked`` (result_document.warnings_for)
+    lint: list[dict] | None = field(default=None, repr=False)
 
     @property
     def cutoff_ties(self) -> dict[int, np.ndarray]:

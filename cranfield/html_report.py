@@ -302,12 +302,14 @@ _INTERPOLATION_LABEL = (
 
 
 def _warnings(doc: dict) -> str:
-    """The input warnings (topics only in the run, judged topics missing from it, …): a
+    """The input warnings (topics only in the run, judged topics missing from it, …; in a
+    comparison each run's, ``data-run`` naming it, before the comparison's own): a
     ``.warn-box`` when there are any, "None." when not."""
     items = []
     for w in doc.get("warnings") or []:
         topics = w.get("topics") or []
-        items.append(f'<li class="warn"><code>{_e(w.get("code", ""))}</code> '
+        run = f' data-run="{_e(w["run"])}"' if w.get("run") is not None else ""
+        items.append(f'<li class="warn"{run}><code>{_e(w.get("code", ""))}</code> '
                      f'{_e(w.get("message", ""))}'
                      f'{f" (topics: {_topic_list(topics, 10)})" if topics else ""}</li>')
     return ('<h2 id="warnings">Warnings</h2>'

@@ -183,7 +183,8 @@ def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
     """The per-topic side of an :class:`~cranfield.Evaluation` from its JSON document (a
     finished job's result), enough to compare it with others (:mod:`cranfield.compare`):
     values per measure key over the document's topics, the measures' descriptions, options,
-    topic sets and aggregates. The ranking is not in a document, so it has no curves.
+    topic sets, aggregates and its input lint (``warnings``, kept for comparisons to show). The
+    ranking is not in a document, so it has no curves.
     Raises ``ValueError`` when the document has no per-topic values."""
     from .evaluate import Evaluation, TopicSets
 
@@ -208,4 +209,5 @@ def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
         measures=measures,
         topics=TopicSets(list(sets.get("evaluated", topics)), list(sets.get("run_only", [])),
                          list(sets.get("qrels_only", []))),
-        runid=str(prov.get("runid", "")), options=dict(prov.get("options", {})), ranked=None)
+        runid=str(prov.get("runid", "")), options=dict(prov.get("options", {})), ranked=None,
+        lint=[dict(w) for w in doc.get("warnings") or [] if isinstance(w, dict)])

@@ -47,7 +47,8 @@ def test_compare_json_carries_the_engine_numbers(capsys):
     # both stems are "results": the file names tell them apart
     assert [r["name"] for r in doc["runs"]] == ["results.test", "results.trunc"]
     assert doc["topics"] == ["301", "302", "303"]
-    assert [w["code"] for w in doc["warnings"]] == ["bootstrap-few-topics"]  # 3 topics
+    # 3 topics: the bootstrap's small-sample warning, after each run's input lint
+    assert [w["code"] for w in doc["warnings"] if "run" not in w] == ["bootstrap-few-topics"]
     a = cranfield.evaluate(TEST, QRELS, ["map"], complete_topics=True).values["map"]
     b = cranfield.evaluate(TRUNC, QRELS, ["map"], complete_topics=True).values["map"]
     pair = [p for p in doc["pairs"] if p["measure"] == "map"][0]
