@@ -73,13 +73,19 @@ class MemoryBackend:
             job = self._jobs.get(job_id)
             if job is None or job["status"] == "canceled":
                 return
-            job.update(status="started", started_at=time.time())
+            job.update(status="started", started_at=time.time(), progress={"stage": "reading"})
+
+        def report(**fields) -> None:  # backend.tasks' progress, shown by job()
+            with self._lock:
+                job["progress"] = {**job.get("progress", {}), **fields}
+
         try:
             if isinstance(spec, ComparisonJob):
                 outcome = run_comparison(self.store, spec, lambda job_id: (
-                    self.finished_evaluation(job_id, spec.tenant)), self.results)
+                    self.finished_evaluation(job_id, spec.tenant)), self.results,
+                    progress=report)
             else:
-                outcome = execute(self.store, spec, self.results)
+                outcome = execute(self.store, spec, self.results, progress=report)
         except Exception as exc:  # a bug, reported on the job rather than lost
             outcome = {"problem": {"status": 500, "title": "Job crashed",
                                    "detail": f"{exc.__class__.__name__}: {exc}"}}
@@ -135,7 +141,9 @@ class MemoryBackend:
                         if j.get("ended_at", now) + self.result_ttl < now]:
                 del self._jobs[key]
             job = self._jobs.get(job_id)
-            return dict(job) if job else None
+            if not job:
+                return None
+            return dict(job, progress=progress_view(job["status"], job.get("progress")))
 
     def cancel(self, job_id: str) -> bool:
         with self._lock:
@@ -306,6 +314,7 @@ class RedisBackend:
                "created_at": _ts(job.created_at), "started_at": _ts(job.started_at),
                "ended_at": _ts(job.ended_at), "tenant": meta.get("tenant")}
         shards = meta.get("shards")
+        reported = meta.get("progress")  # what the worker said (worker.jobs' reporter)
         if shards:
             from rq.job import Job
 
@@ -319,11 +328,15 @@ class RedisBackend:
                 "topics_done": sum(c or 0 for c, d in zip(counts, done, strict=True) if d),
                 # known once every shard has read its piece
                 "topics_total": sum(counts) if all(c is not None for c in counts) else None,
+                "stage": (reported or {}).get("stage") or (
+                    "evaluating" if any(s in ("started", "finished") for s in states)
+                    else "queued"),
             }
             if status in ("deferred", "queued") and "started" in states:
                 out["status"] = "started"
         if out["status"] not in ("queued", "started", "finished", "failed", "canceled"):
             out["status"] = "queued"  # deferred / scheduled (a retry waiting) are still to run
+        out["progress"] = progress_view(out["status"], out.get("progress") or reported)
         if status == "finished":
             outcome = job.return_value() or {}
             out.update(outcome)
@@ -350,6 +363,22 @@ class RedisBackend:
         except InvalidJobOperation:
             pass
         return True
+
+
+def progress_view(status: str, reported: dict | None) -> dict:
+    """A job's ``progress`` as the API shows it, whatever its kind: ``stage`` and topics
+    done of total (``topics_total`` None until the run has been read), with what the work
+    reported (shards, a comparison's runs); a finished job is done, all its topics too."""
+    out = {"stage": "queued", "topics_done": 0, "topics_total": None, **(reported or {})}
+    if status == "finished":
+        out["stage"] = "done"
+        if out["topics_total"] is not None:
+            out["topics_done"] = out["topics_total"]
+        if "shards_total" in out:
+            out["shards_done"] = out["shards_total"]
+        if "runs_total" in out:
+            out["runs_done"] = out["runs_total"]
+    return out
 
 
 def _meta(spec: Job) -> dict:

@@ -165,15 +165,26 @@ def _read_stored_run(raw: bytes, fmt: str, label: str, sha256: str | None = None
     return run, columns_sha256(run)
 
 
-def run_job(store, job: EvaluationJob) -> dict:
-    """Evaluate ``job`` against ``store`` and build the document."""
+def _tell(progress, **fields) -> None:
+    """Report how far a job is (``progress(stage=…, topics_total=…)``: the queue shows it
+    as the job's ``progress``), when someone listens."""
+    if progress is not None:
+        progress(**fields)
+
+
+def run_job(store, job: EvaluationJob, progress=None) -> dict:
+    """Evaluate ``job`` against ``store`` and build the document; ``progress`` (see
+    :func:`_tell`) learns the run's topics once it is read, and when they are evaluated."""
     try:
         run_bytes = store.get_blob(job.run_key)
         qrels, qrels_digest, qrels_version = _load_qrels(store, job)
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
         run, run_digest = _read_stored_run(run_bytes, job.run_format, "run", job.run_sha256,
                                            bounds_for(job.table_bounds, "run"))
+        topics = len(getattr(run, "topics", None) or ())
+        _tell(progress, stage="evaluating", topics_total=topics)
         ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
+        _tell(progress, topics_done=topics)
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
@@ -186,7 +197,7 @@ def run_job(store, job: EvaluationJob) -> dict:
     return doc
 
 
-def execute(store, job: EvaluationJob, results=None) -> dict:
+def execute(store, job: EvaluationJob, results=None, progress=None) -> dict:
     """Run a job to its outcome: ``{"result": document}`` or, for input that cannot be
     evaluated, ``{"problem": problem}`` at once (a retry could not help). A job with a
     ``record`` keeps its result in ``results`` (a :class:`backend.results.ResultStore`;
@@ -194,9 +205,11 @@ def execute(store, job: EvaluationJob, results=None) -> dict:
     only once the outcome exists (and is recorded), so a worker killed mid-job, or a
     database that cannot be reached, leaves them for the retry."""
     try:
-        outcome = {"result": run_job(store, job)}
+        outcome = {"result": run_job(store, job, progress)}
     except BadInput as exc:
         outcome = {"problem": exc.problem}
+    if job.record is not None and "result" in outcome:
+        _tell(progress, stage="recording")
     _record_outcome(job, outcome, results)
     _drop_inputs(store, (job.run_key, job.qrels.key))
     return outcome
@@ -493,7 +506,8 @@ def _field_problem(field: str, sentence: str) -> dict:
             "errors": {field: [sentence]}}
 
 
-def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> dict:
+def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
+                   progress=None) -> dict:
     """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
     blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
     None), recorded results from ``results`` (a :class:`backend.results.ResultStore`; None:
@@ -506,6 +520,7 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
             qrels = qrels_digest = qrels_version = None
         entries = []
         for i, run in enumerate(job.runs):
+            _tell(progress, stage="reading", runs_done=i, runs_total=len(job.runs))
             if "result_id" in run:
                 if results is None:
                     from .results_access import result_store
@@ -534,6 +549,7 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None) -> 
                                              run["run_format"], f"runs[{i}]",
                                              bounds=bounds_for(job.table_bounds, "run"))
             entries.append({"name": run["name"], "run": value, "sha256": digest})
+        _tell(progress, stage="comparing", runs_done=len(job.runs), runs_total=len(job.runs))
         doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
         if results is not None:  # a recorded result was compared: keep a gate's verdict
             _database_step(job, lambda: record_gate_verdicts(results, job.tenant, doc,

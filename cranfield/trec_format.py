@@ -74,3 +74,42 @@ def _csv_cell(v: Any) -> str:
     if isinstance(v, float):
         return "" if math.isnan(v) else repr(v)
     return str(v)
+
+
+def document_evaluation(doc: dict) -> Evaluation:
+    """An evaluation document (the API's, a finished job's result) as an :class:`Evaluation`
+    that :func:`format_trec` and :func:`format_csv` print exactly as they print the
+    evaluation it was made from: its measures in order (each its registry measure), its
+    per-topic rows (when it has them) and aggregate, a null (JSON's NaN) back to NaN. Only
+    for printing: it has no ranking."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from .evaluate import TopicSets
+    from .measures import REGISTRY
+
+    def value(v: Any) -> Any:
+        return math.nan if v is None else v
+
+    instances = [SimpleNamespace(key=m["key"], measure=REGISTRY[m["measure"]])
+                 for m in doc["measures"]]
+    per_topic = doc.get("per_topic") or {}
+    topics = list(per_topic)
+    values = {}
+    for inst in instances:
+        if inst.measure.per_topic:
+            column = np.empty(len(topics), dtype=object)  # each value as the document has it
+            column[:] = [value(per_topic[t].get(inst.key)) for t in topics]
+            values[inst.key] = column
+    sets = doc.get("topics") or {}
+    return Evaluation(
+        instances=instances, values=values, topic_order=topics,
+        printed=np.ones(len(topics), bool),
+        aggregate={k: value(v) for k, v in (doc.get("aggregate") or {}).items()},
+        measures={m["key"]: {k: v for k, v in m.items() if k != "key"}
+                  for m in doc["measures"]},
+        topics=TopicSets(list(sets.get("evaluated", topics)), list(sets.get("run_only", [])),
+                         list(sets.get("qrels_only", []))),
+        runid=str((doc.get("provenance") or {}).get("runid", "")),
+        options=dict((doc.get("provenance") or {}).get("options") or {}))

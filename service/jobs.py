@@ -43,12 +43,49 @@ def present(job: dict) -> dict:
 
 @bp.get("/<job_id>")
 def get_job(job_id: str):
-    """The job as JSON; with ``Accept: text/html`` (what a browser sends) its report page."""
+    """The job as JSON; with ``Accept: text/html`` (what a browser sends) its report page;
+    with ``text/plain`` or ``text/csv`` a finished job's result rendered as the synchronous
+    ``POST`` renders it (an evaluation: trec_eval's text or CSV; a comparison: its text),
+    so a client fetches a queued result in the format it asked for instead of sending the
+    run again."""
     job = _find(job_id)
-    if negotiate(["application/json", "text/html"],
-                 "application/json or text/html (its report page)") == "text/html":
+    fmt = negotiate(["application/json", "text/html", "text/plain", "text/csv"],
+                    "application/json, text/html (its report page), or once finished "
+                    "text/plain or text/csv (its result)")
+    if fmt == "text/html":
         return _page(job)
+    if fmt in ("text/plain", "text/csv"):
+        return _rendered(job, fmt)
     return Response(orjson.dumps(present(job)), mimetype="application/json")
+
+
+def _rendered(job: dict, fmt: str) -> Response:
+    """A finished job's result as text: what ``POST /v1/evaluations`` (or
+    ``/v1/comparisons``) answers with ``Accept: fmt``, byte for byte; 409 while the job has
+    no result, 406 for CSV of a comparison."""
+    from cranfield.trec_format import document_evaluation, format_csv, format_trec
+
+    result = job.get("result")
+    if job.get("status") != "finished" or result is None:
+        status = job.get("status")
+        raise Problem(409, "Job not finished", f"job {job['id']} is {status}: its result can "
+                      f"be rendered as {fmt} once it has finished (poll it as "
+                      "application/json)", kind="job-not-finished",
+                      errors={"status": [f"is {status}, not finished"]})
+    if "pairs" in result:  # a comparison
+        if fmt == "text/csv":
+            raise Problem(406, "Not Acceptable", "a comparison is available as "
+                          "application/json, text/html or text/plain", kind="not-acceptable")
+        from cranfield.comparison_text import format_text
+
+        return Response(format_text(result), mimetype="text/plain")
+    ev = document_evaluation(result)
+    per_topic = "per_topic" in result
+    text = (format_trec(ev, per_topic=per_topic) if fmt == "text/plain"
+            else format_csv(ev, per_topic=per_topic))
+    headers = {"Cranfield-Result-Id": result["recorded"]["id"]} \
+        if isinstance(result.get("recorded"), dict) else {}
+    return Response(text, mimetype=fmt, headers=headers)
 
 
 @bp.get("/<job_id>/report")

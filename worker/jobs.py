@@ -17,6 +17,16 @@ def _unreadable(exc: SpecError) -> dict:
     return {"problem": {"status": 422, "title": "Unreadable job", "detail": str(exc)}}
 
 
+def _reporter(job):
+    """``progress(**fields)`` for ``backend.tasks``: the fields join the job's meta
+    ("progress"), where the API reads them (``RedisBackend.job``)."""
+    def report(**fields) -> None:
+        job.meta.setdefault("progress", {}).update(fields)
+        job.save_meta()
+
+    return report
+
+
 def evaluate_job(wire: dict[str, Any]) -> dict:
     """One whole evaluation (``worker.jobs.evaluate_job``)."""
     from rq import get_current_job
@@ -25,7 +35,10 @@ def evaluate_job(wire: dict[str, Any]) -> dict:
         spec = EvaluationJob.from_wire(wire)
     except SpecError as exc:
         return _unreadable(exc)
-    return execute(qrels_store(get_current_job().connection), spec)
+    job = get_current_job()
+    report = _reporter(job)
+    report(stage="reading")
+    return execute(qrels_store(job.connection), spec, progress=report)
 
 
 def evaluate_shard_job(wire: dict[str, Any]) -> dict:
@@ -57,6 +70,7 @@ def combine_shards_job(wire: dict[str, Any]) -> dict:
     except SpecError as exc:
         return _unreadable(exc)
     job = get_current_job()
+    _reporter(job)(stage="combining")
     done = Job.fetch_many(list(spec.shard_ids), connection=job.connection)
     shards = [j.return_value() if j is not None else None for j in done]
     if any(r is None for r in shards):
@@ -74,6 +88,8 @@ def compare_job(wire: dict[str, Any]) -> dict:
         spec = ComparisonJob.from_wire(wire)
     except SpecError as exc:
         return _unreadable(exc)
-    connection = get_current_job().connection
+    job = get_current_job()
+    connection = job.connection
     return run_comparison(qrels_store(connection), spec,
-                          lambda job_id: finished_evaluation(connection, job_id, spec.tenant))
+                          lambda job_id: finished_evaluation(connection, job_id, spec.tenant),
+                          progress=_reporter(job))

@@ -1,0 +1,100 @@
+"""A finished job's result in the format asked (issue #25): ``GET /v1/jobs/{id}`` with
+``Accept: text/plain`` or ``text/csv`` answers what the synchronous ``POST`` answers, byte for
+byte (a differential over measure sets and per-topic on and off), so a client never sends the
+run again to get text; before the job ends, 409. Every job reports ``progress`` (stage,
+topics done of total), comparisons too. Responses are checked against openapi.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import finished_job
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+RUN = (DATA / "results.test").read_text()
+QRELS = (DATA / "qrels.test").read_text()
+ASYNC = {"Prefer": "respond-async"}
+
+
+def _sync_and_queued(client, body: dict, accept: str) -> tuple[bytes, bytes, dict]:
+    sync = client.post("/v1/evaluations", json=body, headers={"Accept": accept})
+    assert sync.status_code == 200, sync.get_data(as_text=True)
+    queued = client.post("/v1/evaluations", json=body, headers=ASYNC)
+    assert queued.status_code == 202
+    job = finished_job(client, queued.headers["Location"])
+    assert job["status"] == "finished", job
+    text = client.get(queued.headers["Location"], headers={"Accept": accept})
+    assert text.status_code == 200 and text.mimetype == accept
+    return sync.get_data(), text.get_data(), job
+
+
+@pytest.mark.parametrize("accept", ["text/plain", "text/csv"])
+@pytest.mark.parametrize("measures", [None, ["all_trec"], ["map", "P.5,10", "relstring",
+                                                           "ndcg_cut.10", "gm_map"]])
+@pytest.mark.parametrize("per_topic", [True, False])
+def test_a_queued_result_as_text_is_the_sync_answer_byte_for_byte(client, accept, measures,
+                                                                  per_topic):
+    body = {"run": RUN, "qrels": QRELS, "measures": measures, "per_topic": per_topic}
+    sync, queued, _ = _sync_and_queued(client, body, accept)
+    assert queued == sync
+    assert len(sync) > 100
+
+
+def test_a_recorded_queued_result_as_text_names_the_result(client):
+    body = {"run": RUN, "qrels": QRELS, "measures": ["map"], "per_topic": False,
+            "record": {"system": "fmt", "label": "n1"}}
+    sync, queued, job = _sync_and_queued(client, body, "text/plain")
+    assert sync == queued == b"map                   \tall\t0.1785\n"
+    again = client.get(f"/v1/jobs/{job['id']}", headers={"Accept": "text/plain"})
+    assert again.headers["Cranfield-Result-Id"] == job["result"]["recorded"]["id"]
+    listed = client.get("/v1/systems/fmt/results").get_json()["items"]
+    assert {r["id"] for r in listed} >= {job["result"]["recorded"]["id"]}
+
+
+def test_sync_text_answer_of_a_recorded_evaluation_carries_its_id(client):
+    resp = client.post("/v1/evaluations", json={
+        "run": RUN, "qrels": QRELS, "measures": ["map"],
+        "record": {"system": "fmt-sync", "label": "n1"}}, headers={"Accept": "text/csv"})
+    assert resp.status_code == 200
+    [item] = client.get("/v1/systems/fmt-sync/results").get_json()["items"]
+    assert resp.headers["Cranfield-Result-Id"] == item["id"]
+
+
+def test_unfinished_job_as_text_is_409(app, client):
+    backend = app.extensions["cranfield"]
+    job_id = "f" * 32
+    with backend._lock:  # a job that never runs: as the queue shows one still waiting
+        backend._jobs[job_id] = {"id": job_id, "status": "queued", "kind": "evaluation",
+                                 "created_at": 0.0, "tenant": None}
+    resp = client.get(f"/v1/jobs/{job_id}", headers={"Accept": "text/plain"})
+    assert resp.status_code == 409
+    problem = resp.get_json()
+    assert problem["type"].endswith("/job-not-finished")
+    assert problem["errors"] == {"status": ["is queued, not finished"]}
+    state = client.get(f"/v1/jobs/{job_id}").get_json()
+    assert state["progress"] == {"stage": "queued", "topics_done": 0, "topics_total": None}
+
+
+def test_a_finished_evaluation_reports_its_topics(client):
+    queued = client.post("/v1/evaluations", json={"run": RUN, "qrels": QRELS,
+                                                  "measures": ["map"]}, headers=ASYNC)
+    job = finished_job(client, queued.headers["Location"])
+    assert job["progress"] == {"stage": "done", "topics_done": 3, "topics_total": 3}
+
+
+def test_a_comparison_job_reports_progress_and_renders_as_text(client):
+    other = "".join(line.replace("1.0", "2.0") for line in RUN.splitlines(keepends=True))
+    body = {"runs": [{"name": "a", "run": RUN}, {"name": "b", "run": other}],
+            "qrels": QRELS, "measures": ["map"], "permutations": 100,
+            "bootstrap_samples": 100}
+    sync = client.post("/v1/comparisons", json=body, headers={"Accept": "text/plain"})
+    queued = client.post("/v1/comparisons", json=body, headers=ASYNC)
+    job = finished_job(client, queued.headers["Location"])
+    assert job["status"] == "finished"
+    assert job["progress"] == {"stage": "done", "topics_done": 0, "topics_total": None,
+                               "runs_done": 2, "runs_total": 2}
+    text = client.get(queued.headers["Location"], headers={"Accept": "text/plain"})
+    assert text.get_data() == sync.get_data()
+    csv = client.get(queued.headers["Location"], headers={"Accept": "text/csv"})
+    assert csv.status_code == 406
