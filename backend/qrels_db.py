@@ -1,5 +1,6 @@
 """Stored qrels kept durably (issue #25): the results database is their system of record,
-Redis (or, without Redis, this process's memory) their cache.
+Redis their cache (without Redis, this process's memory caches their texts only: see
+``MemoryStore.cached_entry``).
 
 Tables, on the same metadata as ``backend.results`` (so the same Alembic migrations make
 them: ``0004_stored_qrels``): ``qrels_sets`` (one per tenant and qrels id, with its creation

@@ -321,7 +321,6 @@ class MemoryStore:
         self._texts: dict[str, bytes] = parent._texts if parent else {}
         self._blobs: dict[str, tuple[float, bytes]] = parent._blobs if parent else {}
         self._tenants: dict[str, MemoryStore] = {}
-        self._generations: dict[str, int] = {}  # as the cache of stored qrels: see RedisStore
 
     def scoped(self, tenant: str | None) -> MemoryStore:
         """The store as ``tenant`` sees it (see RedisStore.scoped)."""
@@ -378,33 +377,20 @@ class MemoryStore:
             del self._qrels[qrels_id]
 
     # -- as the cache of stored qrels (see RedisStore) ---------------------------------------
-    def cached_entry(self, qrels_id: str) -> tuple[list[str], dict[str, dict], float] | None:
-        with self._lock:
-            order = self._order.get(qrels_id)
-            if not order:
-                return None
-            return list(order), dict(self._qrels[qrels_id]), 0.0
+    # Only the texts, by content: they are immutable, while an id's versions change, and
+    # this memory is not shared (gunicorn may run several processes without Redis: one
+    # would keep answering versions another has replaced). The database answers those.
+    def cached_entry(self, qrels_id: str) -> None:
+        return None
 
     def cache_token(self, qrels_id: str) -> int:
-        with self._lock:
-            return self._generations.get(qrels_id, 0)
+        return 0
 
-    def cache_fill(self, qrels_id: str, token: int,
-                   entry: tuple[list[str], dict[str, dict], float]) -> bool:
-        order, metas, _ = entry
-        with self._lock:
-            if self._generations.get(qrels_id, 0) != token:
-                return False
-            self._order[qrels_id] = list(order)
-            self._qrels[qrels_id] = dict(metas)
-            return True
+    def cache_fill(self, qrels_id: str, token: int, entry) -> bool:
+        return False
 
     def cache_drop(self, qrels_id: str, versions=(), forget: bool = False) -> None:
-        # texts are kept by content, which other ids (and tenants) may share: not dropped
-        with self._lock:
-            self._generations[qrels_id] = self._generations.get(qrels_id, 0) + 1
-            self._order.pop(qrels_id, None)
-            self._qrels.pop(qrels_id, None)
+        return None  # texts are kept by content, which other ids and tenants may share
 
     def cached_text(self, qrels_id: str, version: str, sha256: str) -> bytes | None:
         with self._lock:

@@ -1,0 +1,399 @@
+"""Stored qrels are durable (issue #25): backend/qrels_db.py keeps them in the results
+database and caches them in memory or Redis. Each test runs on SQLite and on PostgreSQL
+(``RESULTS_ON_POSTGRES``), with each cache: versions, If-Match, deletion and tenants as the
+Redis and memory stores answer them (tests/api/test_store_scoping.py), then what only a
+database behind a cache can do: survive the cache's loss, refill it, keep a reader's stale
+refill out, and serve concurrent puts without a 500. The one-shot import of qrels an
+earlier version kept in Redis is tested on a real redis-server (required under CI=true).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ContractClient
+
+import cranfield
+from backend import store as store_mod
+from backend.qrels_db import DurableStore, QrelsDatabase, import_redis_qrels
+from backend.results import ResultStore
+from backend.store import (
+    MemoryStore,
+    NotFound,
+    QrelsCache,
+    RedisStore,
+    VersionMismatch,
+    canonical_text,
+    redis_client,
+)
+from service.app import create_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from servers import RedisServer, require_redis_server  # noqa: E402
+
+RESULTS_ON_POSTGRES = True  # tests/api/conftest.py: each test on SQLite and on PostgreSQL
+
+QRELS_A = cranfield.read_qrels("1 0 d1 1\n1 0 d2 0\n2 0 d1 2\n")
+QRELS_B = cranfield.read_qrels("7 0 x9 1\n")
+RUN = {"1": {"d1": 2.0, "d2": 1.0}, "2": {"d1": 1.0, "d3": 0.5}}
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_conn(redis_server):
+    conn = redis_client(redis_server.url)
+    conn.flushall()
+    return conn
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(monkeypatch):
+    """A new decoded-qrels LRU per test: a hit left by another test would hide a load."""
+    cache = QrelsCache()
+    monkeypatch.setattr(store_mod, "QRELS_CACHE", cache)
+    return cache
+
+
+@pytest.fixture
+def database(results_database):
+    results = ResultStore(results_database)
+    yield QrelsDatabase(results.engine)
+    results.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def new_cache(request):
+    """A function making an empty cache (a MemoryStore, or a RedisStore on a flushed Redis):
+    calling it again is the cache lost (a restart, a FLUSHALL)."""
+    if request.param == "memory":
+        return MemoryStore
+    conn = request.getfixturevalue("redis_conn")
+
+    def flushed():
+        conn.flushall()
+        return RedisStore(conn)
+
+    return flushed
+
+
+@pytest.fixture
+def store(database, new_cache):
+    return DurableStore(database, new_cache())
+
+
+def count_rows(database, table: str) -> int:
+    from sqlalchemy import text
+
+    with database.engine.connect() as conn:
+        return conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+
+
+# ----------------------------------------------------------------------------------------------
+# The store's answers, as the Redis and memory stores give them
+# ----------------------------------------------------------------------------------------------
+
+def test_versions_if_match_and_a_returning_version(store):
+    m1, created = store.put_qrels("q", QRELS_A)
+    assert created is True and m1["versions"] == [m1["version"]] and m1["id"] == "q"
+    assert (m1["topics"], m1["judgments"], m1["judgments_per_grade"]) == (
+        2, 3, {"0": 1, "1": 1, "2": 1})
+    again, created = store.put_qrels("q", QRELS_A)
+    assert created is False and again == m1
+    with pytest.raises(VersionMismatch, match=f"qrels 'q' is at version '{m1['version']}', "
+                                              "not 'nope'"):
+        store.put_qrels("q", QRELS_B, if_match="nope")
+    time.sleep(0.002)
+    m2, created = store.put_qrels("q", QRELS_B, if_match=f'"{m1["version"]}"')
+    assert created is True and m2["versions"] == [m1["version"], m2["version"]]
+    m3, created = store.put_qrels("q", QRELS_A)
+    assert created is True and m3["version"] == m1["version"]
+    assert m3["created"] == m1["created"]  # a returning version keeps its first metadata
+    assert store.versions("q") == [m1["version"], m2["version"], m1["version"]]
+    assert store.meta("q", m2["version"])["latest"] == m1["version"]
+    with pytest.raises(NotFound, match="no version 'ffff' of qrels 'q'"):
+        store.meta("q", "ffff")
+    assert store.load_qrels(f"q@{m2['version']}")[0].topics == ["7"]
+    assert store.load_qrels("q")[0].topics == ["1", "2"]
+    with pytest.raises(VersionMismatch, match="qrels 'n' is at version None, not 'abc'"):
+        store.put_qrels("n", QRELS_A, if_match="abc")
+    with pytest.raises(NotFound, match="no qrels 'n'"):
+        store.meta("n")
+    assert store.versions("n") == []
+
+
+def test_list_pages_and_delete(store, database):
+    for name in ("one", "two", "three"):
+        store.put_qrels(name, QRELS_B if name == "two" else QRELS_A)
+        time.sleep(0.002)
+    store.put_qrels("one", QRELS_B)  # a new version keeps the id's place
+    items, total = store.list_qrels(0, 10)
+    assert total == 3 and [m["id"] for m in items] == ["one", "two", "three"]
+    assert items[0]["version"] == items[1]["version"]  # "one" is at QRELS_B now
+    assert [m["id"] for m in store.list_qrels(1, 1)[0]] == ["two"]
+    store.delete_qrels("two")
+    for ask in (store.meta, store.delete_qrels, store.load_qrels):
+        with pytest.raises(NotFound, match="no qrels 'two'"):
+            ask("two")
+    assert [m["id"] for m in store.list_qrels(0, 10)[0]] == ["one", "three"]
+    assert count_rows(database, "qrels_sets") == 2
+    assert count_rows(database, "qrels_versions") == 3 and count_rows(database, "qrels_order") == 3
+    meta, created = store.put_qrels("two", QRELS_A)
+    assert created is True and meta["versions"] == [meta["version"]]
+
+
+def test_tenants_are_kept_apart_in_the_database(store, database, new_cache):
+    a, b = store.scoped("team-a"), store.scoped("team-b")
+    assert store.scoped(None) is store
+    ma, _ = a.put_qrels("same", QRELS_A)
+    mb, _ = b.put_qrels("same", QRELS_B)
+    store.put_qrels("shared", QRELS_B)
+    # the cache lost: the database alone answers
+    again = DurableStore(database, new_cache())
+    assert again.scoped("team-a").meta("same")["version"] == ma["version"]
+    assert again.scoped("team-b").load_qrels("same")[0].topics == ["7"]
+    assert [m["id"] for m in again.scoped("team-a").list_qrels(0, 10)[0]] == ["same"]
+    assert [m["id"] for m in again.list_qrels(0, 10)[0]] == ["shared"]
+    for other in (again, again.scoped("team-c")):
+        with pytest.raises(NotFound):
+            other.meta("same")
+    with pytest.raises(NotFound):
+        again.scoped("team-a").meta("shared")
+    again.scoped("team-b").delete_qrels("same")
+    assert again.scoped("team-a").meta("same")["version"] == ma["version"]
+    with pytest.raises(NotFound):  # the other store's cache too (Redis: shared; memory:
+        store.scoped("team-b").meta("same")  # it caches no versions)
+    assert mb["version"] != ma["version"]
+
+
+def test_diversity_qrels_read_back_from_the_database(store, database, new_cache):
+    q = cranfield.read_qrels("1 1 d1 1\n1 2 d1 0\n", diversity=True)
+    meta, _ = store.put_qrels("div", q, diversity=True)
+    loaded, got = DurableStore(database, new_cache()).load_qrels("div")
+    assert got["diversity"] is True and got["version"] == meta["version"]
+    assert canonical_text(loaded, True) == canonical_text(q, True)
+
+
+# ----------------------------------------------------------------------------------------------
+# The database behind the cache
+# ----------------------------------------------------------------------------------------------
+
+def test_the_cache_lost_reloads_from_the_database_and_refills(store, database, new_cache,
+                                                              fresh_cache):
+    m1, _ = store.put_qrels("q", QRELS_A)
+    m2, _ = store.put_qrels("q", QRELS_B)
+    cache = new_cache()  # a restart, a FLUSHALL
+    assert cache.cached_entry("q") is None
+    after = DurableStore(database, cache)
+    assert after.meta("q") == m2
+    assert after.meta("q", m1["version"]) == store.meta("q", m1["version"])
+    if isinstance(cache, RedisStore):  # the miss refilled the cache (memory keeps texts only)
+        assert cache.cached_entry("q")[0] == [m1["version"], m2["version"]]
+    assert cache.cached_text("q", m1["version"], m1["sha256"]) is None
+    qrels, meta = after.load_qrels(f"q@{m1['version']}")
+    assert canonical_text(qrels) == canonical_text(QRELS_A) and meta == after.meta(
+        "q", m1["version"])
+    assert fresh_cache.stats()["misses"] == 1
+    assert cache.cached_text("q", m1["version"], m1["sha256"]) is not None  # refilled too
+
+
+def test_a_cached_read_needs_no_database(database, redis_conn):
+    """A worker whose qrels are cached evaluates while the database is down; one whose
+    cache misses reads the database (and fails as the database fails)."""
+    from sqlalchemy.exc import OperationalError
+
+    store = DurableStore(database, RedisStore(redis_conn))
+    meta, _ = store.put_qrels("q", QRELS_A)
+
+    def down():
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    cached = DurableStore(down, store.cache)
+    assert cached.meta("q") == meta and cached.load_qrels("q")[1] == meta
+    redis_conn.flushall()
+    with pytest.raises(OperationalError):
+        DurableStore(down, RedisStore(redis_conn)).meta("q")
+
+
+def test_a_refill_read_before_a_write_is_not_kept(database, redis_conn):
+    store = DurableStore(database, RedisStore(redis_conn))
+    m1, _ = store.put_qrels("q", QRELS_A)
+    cache = store.cache
+    cache.cache_drop("q")
+    token = cache.cache_token("q")     # a reader misses, takes the generation ...
+    stale = database.entry(None, "q")  # ... and reads the database
+    m2, _ = store.put_qrels("q", QRELS_B)  # a write lands meanwhile
+    assert cache.cache_fill("q", token, stale) is False
+    assert store.meta("q") == m2 and m2["versions"] == [m1["version"], m2["version"]]
+    token = cache.cache_token("q")
+    assert cache.cache_fill("q", token, database.entry(None, "q")) is True
+
+
+def test_a_delete_clears_the_cache(store, database):
+    meta, _ = store.put_qrels("q", QRELS_A)
+    store.load_qrels("q")
+    store.delete_qrels("q")
+    if isinstance(store.cache, RedisStore):  # nothing of the id left but its generation
+        assert [k.decode() for k in store.cache.redis.keys("cranfield:qrels:q*")] == [
+            "cranfield:qrels:q:gen"]
+    assert database.entry(None, "q") is None and database.text(None, "q", meta["version"]) is None
+
+
+def test_concurrent_puts_of_one_id_all_land(store, database):
+    """Eight writers put eight different judgments under one id at once: none fails, each
+    version is in the order once, the positions have no gap."""
+    versions, errors = [], []
+    start = threading.Barrier(8)
+
+    def put(i: int) -> None:
+        qrels = cranfield.read_qrels(f"1 0 d{i} 1\n")
+        start.wait()
+        try:
+            versions.append(store.put_qrels("hot", qrels)[0]["version"])
+        except Exception as exc:  # noqa: BLE001 - the test reports any
+            errors.append(exc)
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(store.versions("hot")) == sorted(versions) and len(set(versions)) == 8
+    with database.engine.connect() as conn:
+        from sqlalchemy import text
+
+        positions = conn.execute(text("SELECT position FROM qrels_order ORDER BY position")
+                                 ).scalars().all()
+    assert positions == list(range(8))
+    assert store.meta("hot")["versions"] == database.entry(None, "hot")[0]
+
+
+def test_concurrent_puts_with_the_same_if_match_one_wins(store):
+    base, _ = store.put_qrels("gate", QRELS_A)
+    outcomes = []
+    start = threading.Barrier(6)
+
+    def put(i: int) -> None:
+        qrels = cranfield.read_qrels(f"1 0 e{i} 1\n")
+        start.wait()
+        try:
+            outcomes.append(store.put_qrels("gate", qrels, if_match=base["version"])[1])
+        except VersionMismatch:
+            outcomes.append("412")
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(map(str, outcomes)) == ["412"] * 5 + ["True"]
+    assert len(store.versions("gate")) == 2
+
+
+def test_concurrent_first_puts_of_new_ids(store, database):
+    errors = []
+    start = threading.Barrier(6)
+
+    def put(i: int) -> None:
+        start.wait()
+        try:
+            store.put_qrels(f"id{i % 2}", QRELS_A)  # three writers make each id at once
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert count_rows(database, "qrels_sets") == 2 and count_rows(database, "qrels_order") == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Through the API: a second app on the same database (a restart) sees the qrels
+# ----------------------------------------------------------------------------------------------
+
+def test_a_new_app_on_the_same_database_has_the_qrels(results_database):
+    first = ContractClient(create_app({"TESTING": True}).test_client())
+    v1 = first.put("/v1/qrels/nightly", json={"qrels": {"1": {"d1": 1}}}).get_json()["version"]
+    resp = first.put("/v1/qrels/nightly", json={"qrels": {"1": {"d1": 1, "d2": 1},
+                                                          "2": {"d1": 2}}},
+                     headers={"If-Match": v1})
+    v2 = resp.get_json()["version"]
+    body = {"run": RUN, "qrels_id": "nightly", "measures": ["map", "ndcg_cut.10"]}
+    before = first.post("/v1/evaluations", json=body).get_json()
+    restarted = ContractClient(create_app({"TESTING": True}).test_client())
+    meta = restarted.get("/v1/qrels/nightly")
+    assert meta.status_code == 200 and meta.headers["ETag"] == f'"{v2}"'
+    assert meta.get_json()["versions"] == [v1, v2]
+    assert restarted.get("/v1/qrels").get_json()["total"] == 1
+    after = restarted.post("/v1/evaluations", json=body).get_json()
+    assert after["aggregate"] == before["aggregate"] and after["aggregate"]["map"] > 0
+    assert after["provenance"]["qrels_version"] == f"nightly@{v2}"
+    stale = restarted.put("/v1/qrels/nightly", json={"qrels": {"1": {"d9": 1}}},
+                          headers={"If-Match": v1})
+    assert stale.status_code == 412
+    assert restarted.delete("/v1/qrels/nightly").status_code == 204
+    assert first.get("/v1/qrels/nightly").status_code == 404  # its cache was the other's
+
+
+# ----------------------------------------------------------------------------------------------
+# The one-shot import of qrels kept in Redis by an earlier version
+# ----------------------------------------------------------------------------------------------
+
+def test_qrels_kept_in_redis_are_imported_once(redis_conn, database, caplog):
+    old = RedisStore(redis_conn)  # what an earlier version wrote: Redis alone
+    m1, _ = old.put_qrels("robust", QRELS_A)
+    time.sleep(0.002)
+    m2, _ = old.put_qrels("robust", QRELS_B)
+    old.put_qrels("robust", QRELS_A)
+    old.put_qrels("qrels", QRELS_B)  # an id whose hash key looks like a tenant's index
+    team, _ = old.scoped("team-a").put_qrels("robust", QRELS_B)
+    known = DurableStore(database, MemoryStore())
+    already, _ = known.put_qrels("kept", QRELS_A)
+    old.put_qrels("kept", QRELS_B)  # the database has this id: it is not overwritten
+    with caplog.at_level(logging.INFO, logger="cranfield.qrels"):
+        assert import_redis_qrels(redis_conn, database) == 3
+    assert "imported 3 stored qrels ids (4 versions) from Redis" in caplog.text
+    assert import_redis_qrels(redis_conn, database) == 0  # once
+    redis_conn.delete("cranfield:qrels-imported")
+    assert import_redis_qrels(redis_conn, database) == 0  # and idempotent
+    redis_conn.flushall()  # the cache lost: everything is in the database
+    store = DurableStore(database, RedisStore(redis_conn))
+    meta = store.meta("robust")
+    assert meta["versions"] == [m1["version"], m2["version"], m1["version"]]
+    assert meta == dict(m1, versions=meta["versions"], latest=m1["version"])  # as it was
+    assert store.load_qrels(f"robust@{m2['version']}")[0].topics == ["7"]
+    assert store.scoped("team-a").meta("robust")["version"] == team["version"]
+    assert store.meta("qrels")["topics"] == 1
+    assert store.meta("kept")["versions"] == [already["version"]]
+    # listed by when each id was first put: the imported ones keep their time in Redis
+    assert [m["id"] for m in store.list_qrels(0, 10)[0]] == ["robust", "qrels", "kept"]
+
+
+def test_the_service_imports_at_start(redis_server, redis_conn, results_database, caplog):
+    RedisStore(redis_conn).put_qrels("legacy", QRELS_A)
+    with caplog.at_level(logging.INFO, logger="cranfield.qrels"):
+        app = create_app({"TESTING": True, "REDIS_URL": redis_server.url})
+    assert "imported 1 stored qrels ids" in caplog.text
+    redis_conn.flushall()
+    client = ContractClient(app.test_client())
+    doc = client.post("/v1/evaluations", json={"run": RUN, "qrels_id": "legacy",
+                                               "measures": ["map"]}).get_json()
+    assert doc["provenance"]["qrels_version"].startswith("legacy@")
+    assert doc["aggregate"]["map"] == pytest.approx(
+        cranfield.evaluate(cranfield.read_run(RUN), QRELS_A, ["map"]).aggregate["map"])
