@@ -96,34 +96,66 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
 
 
 def run_names(labels: list[str | None]) -> list[str]:
-    """Names for runs given by file (the CLI's paths, the API's multipart file names): the
-    file name without its directory and extension (``runs/ql.txt`` -> ``ql``); where two
-    would share a name, their full file names; where those repeat too, ``#2``, ``#3``... in
-    order. ``-`` is ``stdin``; a run without a file name is ``run{i}`` (1-based), as an
-    unnamed run of a JSON request."""
+    """Names for runs given by file (the CLI's paths, the API's multipart file names), unique
+    and telling: the file name without its directory and extension (``runs/ql.txt`` ->
+    ``ql``); where two would share that name, each the shortest path suffix that tells it
+    from the others sharing it — the file name when the extensions differ (``ql.txt``,
+    ``ql.run``), else as many folders as it takes (``a/results-cata`` and
+    ``b/results-cata``; ``x/a/r``, ``y/a/r`` and ``b/r``), without the extension unless that
+    is what tells them apart. The same path twice (nothing tells them apart): ``#2``,
+    ``#3``... in order. ``-`` is ``stdin``; a run without a file name is ``run{i}``
+    (1-based), as an unnamed run of a JSON request."""
     from pathlib import PurePath
 
-    full = ["stdin" if label == "-" else PurePath(label).name if label else f"run{i + 1}"
-            for i, label in enumerate(labels)]
-    stems = [PurePath(name).stem or name if label not in (None, "", "-") else name
-             for name, label in zip(full, labels, strict=True)]
-    counts = Counter(stems)
-    picked = [full[i] if counts[stem] > 1 else stem for i, stem in enumerate(stems)]
-    # linear in the labels (a request's file names): each name resumes its numbering where
-    # it stopped, and membership is a set's
-    out: list[str] = []
+    # per run, for each number of folders kept in front of its file's name: (the suffix with
+    # the name's stem, with the whole name); a path with fewer folders keeps its longest
+    forms: list[list[tuple[str, str]]] = []
+    for i, label in enumerate(labels):
+        if label in (None, "", "-"):
+            fixed = "stdin" if label == "-" else f"run{i + 1}"
+            forms.append([(fixed, fixed)])
+            continue
+        path = PurePath(label)
+        parts = [p for p in path.parts if p not in (path.anchor, ".")] or [label]
+        name = parts[-1]
+        stem = PurePath(name).stem or name
+        forms.append([("/".join([*parts[len(parts) - 1 - d:-1], stem]),
+                       "/".join(parts[len(parts) - 1 - d:])) for d in range(len(parts))])
+
+    def at(form: list[tuple[str, str]], depth: int) -> tuple[str, str]:
+        return form[min(depth, len(form) - 1)]
+
+    out = [f[0][0] for f in forms]
+    clashing = Counter(out)
+    for i, f in enumerate(forms):
+        if clashing[f[0][0]] < 2:
+            continue
+        rivals = [g for j, g in enumerate(forms) if j != i and g[0][0] == f[0][0]]
+        out[i] = f[-1][1]  # nothing tells it apart: its whole path (numbered below)
+        for depth in range(max(len(g) for g in [f, *rivals])):
+            mine = at(f, depth)
+            theirs = [at(g, depth) for g in rivals]
+            if all(mine[0] != t[0] for t in theirs):
+                out[i] = mine[0]
+                break
+            if all(mine[1] != t[1] for t in theirs):
+                out[i] = mine[1]
+                break
+    # the same path twice: numbered; linear in the labels (a request's file names), each
+    # name resuming its numbering where it stopped
+    unique: list[str] = []
     taken: set[str] = set()
     last: dict[str, int] = {}
-    for name in picked:
+    for name in out:
         n = last.get(name, 1)
-        unique = name if n == 1 else f"{name}#{n}"
-        while unique in taken:
+        chosen = name if n == 1 else f"{name}#{n}"
+        while chosen in taken:
             n += 1
-            unique = f"{name}#{n}"
+            chosen = f"{name}#{n}"
         last[name] = n
-        taken.add(unique)
-        out.append(unique)
-    return out
+        taken.add(chosen)
+        unique.append(chosen)
+    return unique
 
 
 def with_gate_measures(names: list[str], gates, profile: str) -> list[str]:

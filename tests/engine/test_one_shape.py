@@ -229,7 +229,7 @@ def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
 @pytest.mark.parametrize("labels, names", [
     (["runs/ql.txt", "runs/rm.txt"], ["ql", "rm"]),
     (["a/ql.txt", "b/ql.run"], ["ql.txt", "ql.run"]),
-    (["a/ql.txt", "b/ql.txt"], ["ql.txt", "ql.txt#2"]),
+    (["a/ql.txt", "b/ql.txt"], ["a/ql", "b/ql"]),
     (["-", "ql"], ["stdin", "ql"]),
     ([None, "x.txt", ""], ["run1", "x", "run3"]),
 ])
