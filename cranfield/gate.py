@@ -308,7 +308,10 @@ def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dic
         "mean_candidate": mean_cand, "drop": drop, "relative_drop": rel_drop,
         "max_drop": spec.max_drop, "relative": spec.relative, "test": spec.test,
         "alpha": spec.alpha, "p_value": result["p_value"], "p_adjusted": p_adj,
-        "smallest_p_adjusted": floor}
+        "smallest_p_adjusted": floor,
+        # the drop's confidence interval (the pair's, turned to baseline − candidate): a
+        # verdict kept apart from its comparison (a trend's) still shows it
+        "drop_ci": _drop_ci(pair, sign), "ci_level": (document.get("ci") or {}).get("level")}
     what = f"{key} {cand} vs {base}:"
     scale = abs(mean_base) if mean_base is not None else 0.0
     if drop is None or mean_base is None:
@@ -357,6 +360,15 @@ def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dic
     check["offending_topics"], check["offending_topics_from"] = _offending(
         document, spec, key, base, cand, pair, lookup)
     return check
+
+
+def _drop_ci(pair: dict, sign: float) -> list:
+    """[low, high] of baseline − candidate from the pair's CI of b − a (None where it has
+    none)."""
+    low, high = pair.get("ci_low"), pair.get("ci_high")
+    if low is None or high is None:
+        return [None, None]
+    return [-high, -low] if sign > 0 else [low, high]
 
 
 def _offending(document, spec: Gate, key, base, cand, pair, lookup) -> tuple[list, str | None]:
