@@ -71,6 +71,8 @@ class _Recorder(BaseHTTPRequestHandler):
         else:
             out, mimetype = b"map                   \tall\t0.5000\n", "text/plain"
         self.send_response(200)
+        if mimetype == "text/plain":  # a text answer names the recorded result in a header
+            self.send_header("Cranfield-Result-Id", "0" * 32)
         self.send_header("Content-Type", mimetype)
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
@@ -92,24 +94,38 @@ def stand_in():
     server.server_close()
 
 
+def form_parts(content_type: str, raw: bytes) -> dict[str, list[bytes]]:
+    """A multipart/form-data body's parts by name, read by the standard library's MIME
+    parser (not the service's)."""
+    from email import message_from_bytes
+
+    message = message_from_bytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    parts: dict[str, list[bytes]] = {}
+    for part in message.get_payload():
+        name = part.get_param("name", header="content-disposition")
+        parts.setdefault(name, []).append(part.get_payload(decode=True))
+    return parts
+
+
 @pytest.mark.parametrize("fmt", ["json", "trec"])
 def test_record_goes_along_with_the_files(stand_in, capsys, fmt):
-    """The client sends the run and qrels files' text in a JSON body (never multipart), and
-    ``record`` as that body's member."""
+    """The client sends the run and qrels files as the file parts of one multipart body
+    (streamed from disk, with an exact Content-Length), ``record`` as a JSON form field, and
+    says the recorded result's id on standard error in every format."""
     url, seen = stand_in
     code = main(["eval", "--server", url, "--format", fmt, "-m", "map",
                  "--record", "system=bm25,label=n1,commit=abc,tags=ci;main",
                  str(DATA / "qrels.test"), str(DATA / "results.test")])
     assert code == 0
-    [(path, headers, raw)] = seen
+    [(path, headers, raw)] = seen  # one request: the run is sent once
     assert path == "/v1/evaluations"
-    assert headers["Content-Type"] == "application/json"
-    body = json.loads(raw)
-    assert body["record"] == {"system": "bm25", "label": "n1", "commit": "abc",
-                              "tags": ["ci", "main"]}
-    assert body["run"] == (DATA / "results.test").read_text()
-    assert body["qrels"] == (DATA / "qrels.test").read_text()
-    assert body["measures"] == ["map"]
+    assert headers["Content-Type"].startswith("multipart/form-data; boundary=")
+    assert int(headers["Content-Length"]) == len(raw)
+    parts = form_parts(headers["Content-Type"], raw)
+    assert json.loads(parts["record"][0]) == {"system": "bm25", "label": "n1",
+                                              "commit": "abc", "tags": ["ci", "main"]}
+    assert parts["run"] == [(DATA / "results.test").read_bytes()]
+    assert parts["qrels"] == [(DATA / "qrels.test").read_bytes()]
+    assert parts["measures"] == [b"map"]
     err = capsys.readouterr().err
-    if fmt == "json":
-        assert f"cranfield: recorded as {'0' * 32} (bm25, n1)" in err
+    assert f"cranfield: recorded as {'0' * 32} (bm25, n1)" in err

@@ -117,6 +117,12 @@ def test_client_reads_files_and_keeps_text(tmp_path, monkeypatch):
     copy = tmp_path / "run.txt"
     shutil.copy(RUN, copy)
     Client("http://x").evaluate(str(copy), "301 0 d1 1")
-    assert sent[-1]["run"] == Path(RUN).read_text()
-    assert sent[-1]["qrels"] == "301 0 d1 1"  # one line of 4 fields: TREC text
+    body = sent[-1].read_all()  # a path goes as a file part, streamed from disk
+    assert Path(RUN).read_bytes() in body
+    assert b'name="qrels"; filename="qrels.txt"' in body
+    assert b"\r\n\r\n301 0 d1 1\r\n" in body  # one line of 4 fields: TREC text
+    assert len(body) == sent[-1].length
+    Client("http://x").evaluate("301 Q0 d1 1 1.0 r\n", "301 0 d1 1")
+    assert sent[-1]["run"] == "301 Q0 d1 1 1.0 r\n"  # two texts: a JSON body
+    assert sent[-1]["qrels"] == "301 0 d1 1"
     assert client._text_or_mapping("301 Q0 d1 1 1.0 r") == "301 Q0 d1 1 1.0 r"
