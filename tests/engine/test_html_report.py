@@ -602,13 +602,18 @@ def test_trend_baseline_line_at_the_baseline_mean_and_the_drop_below_it():
                                                               topics=["t3", "t7"])]
     page = Page(render_trend(_trend(points, baseline_point=points[0]), _link))
     (line,) = [a for t, a, c in page.elements if t == "line" and a.get("class") == "baseline"]
+    # the baseline's own point is drawn as the baseline: a diamond on its line (issue #25)
+    (mark,) = [a for t, a, c in page.elements if t == "path" and a.get("class") == "baseline-mark"]
+    assert mark["data-id"] == points[0]["id"] and mark["data-baseline"] == "true"
+    centre = float(re.search(r"L[\d.]+ ([\d.]+)L", mark["d"]).group(1))
     circles = _circles(page)
-    assert float(line["y1"]) == float(line["y2"]) == pytest.approx(float(circles[0]["cy"]),
-                                                                     abs=0.06)
-    assert float(circles[2]["cy"]) > float(line["y1"])  # the failing night is under it
+    assert [c["data-id"] for c in circles] == [points[1]["id"], points[2]["id"]]
+    assert float(line["y1"]) == float(line["y2"]) == pytest.approx(centre, abs=0.06)
+    assert float(circles[1]["cy"]) > float(line["y1"])  # the failing night is under it
     # the latest verdict with its topics is the first thing under the title
     text = "".join(page.text)
-    assert "Latest gate (night-2): FAIL — topics: t3, t7" in text
+    assert "Latest gate (night-2): FAIL" in text
+    assert "offending topics: t3 (−0.5000), t7 (−0.5000)" in text
     assert page.index("div", "latest") < page.index("svg")
     # a pass names no offending topics; a fail does
     rows = {r[0]: r for cls, r in page.rows if cls == "trend"}
@@ -631,12 +636,25 @@ def test_trend_without_points_or_means_and_hostile_labels():
     assert rows[HOSTILE][3].startswith("–")
 
 
-@pytest.mark.parametrize("days, ticks", [
-    ([10, 11, 12], ["2026-11-10", "2026-11-11", "2026-11-12"]),
-    ([10, 10, 10], ["06:00", "06:00", "06:00"])])
-def test_trend_ticks_are_days_or_times_of_one_day(days, ticks):
-    points = [_point(i, 0.5, day=d) for i, d in enumerate(days)]
+@pytest.mark.parametrize("labels, times, ticks", [
+    # distinct labels name the points (issue #25: not one clock time four times)
+    (["night-1", "night-2", "night-3"], ["2026-11-10T06:00:00"] * 3,
+     ["night-1", "night-2", "night-3"]),
+    # one label for all: the day, else the time of day (to the second if need be)
+    (["nightly"] * 3, ["2026-11-10T06:00:00", "2026-11-11T06:00:00", "2026-11-12T06:00:00"],
+     ["2026-11-10", "2026-11-11", "2026-11-12"]),
+    (["nightly"] * 3, ["2026-11-10T06:00:00", "2026-11-10T07:00:00", "2026-11-10T08:30:00"],
+     ["11-10 06:00", "11-10 07:00", "11-10 08:30"]),
+    (["nightly"] * 4, [f"2026-11-10T06:00:0{i}" for i in range(4)],
+     [f"11-10 06:00:0{i}" for i in range(4)]),
+    # long labels cut in the middle, still distinct
+    ([f"nightly-build-2026-11-2{i}-commit-{c}9f3e" for i, c in enumerate("abc")],
+     ["2026-11-10T06:00:00"] * 3,
+     ["nightly-b…it-a9f3e", "nightly-b…it-b9f3e", "nightly-b…it-c9f3e"])])
+def test_trend_x_labels_are_distinct_labels_days_or_times(labels, times, ticks):
+    points = [dict(_point(i, 0.5), label=label, created_at=f"{t}.000000Z")
+              for i, (label, t) in enumerate(zip(labels, times, strict=True))]
     page = Page(render_trend(_trend(points), _link))
     found = [t for c, a, t in page.chart_texts if "trend" in c["class"].split()
-             and a.get("text-anchor") == "middle" and re.match(r"^[\d:-]+$", t)]
+             and a.get("class") == "x-label"]
     assert found == ticks
