@@ -320,7 +320,7 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
                                                      **job.options))
             if not parts or not any(p.ranked.in_run.any() for p in parts):
                 raise cranfield.EvaluationError("no topic has both results and relevance "
-                                                "judgments")
+                                                "judgments", code="no-overlap")
             ev = combine(parts, qrels, sorted(covered), shards[-1]["runid"])
             details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
                        if job.details else None)

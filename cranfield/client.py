@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -263,6 +264,29 @@ def _part(name: str, value: Any) -> Part:
     return Part(name, f"{name}.txt", TEXT_PART, data=data)
 
 
+# trec_eval's list of parameters, ``P.5,10``: the same measures as ``P.5`` and ``P.10``
+_PARAMETER_LIST = re.compile(r"([^,()\s]+)\.([^,()\s]+(?:,[^,()\s]+)+)")
+
+
+def form_measures(measures: list[str] | None) -> list[str] | None:
+    """``measures`` as multipart form fields can carry them: the service reads a form's
+    ``measures`` as comma-separated names, so trec_eval's ``P.5,10`` goes as ``P.5`` and
+    ``P.10`` (the same measures, resolved in the same order). None when a name has a comma
+    no form field can carry (``nDCG(dcg=exp-log2,gains=…)``): the JSON body must."""
+    if measures is None:
+        return None
+    out = []
+    for name in measures:
+        if "," not in name:
+            out.append(name)
+            continue
+        found = _PARAMETER_LIST.fullmatch(name.strip())
+        if found is None:
+            return None
+        out += [f"{found[1]}.{p}" for p in found[2].split(",")]
+    return out
+
+
 def _form_fields(fields: dict[str, Any]) -> list[tuple[str, Any]]:
     """An evaluation's JSON fields as form fields (measures repeated, options one field each,
     ``record`` as JSON text)."""
@@ -370,12 +394,18 @@ class Client:
         if record:
             fields["record"] = dict(record)
         inputs = [run] if qrels_id is not None else [run, qrels]
-        if any(is_columns(v) or isinstance(v, bytes) or _path_of(v) is not None
-               for v in inputs):
+        carried = None if measures is None else form_measures(measures)
+        body: Any = None
+        # a name only a JSON body can carry (rare): then files are read and sent in it
+        if (measures is None or carried is not None) and any(
+                is_columns(v) or isinstance(v, bytes) or _path_of(v) is not None
+                for v in inputs):
+            if carried is not None:
+                fields["measures"] = carried
             parts = [_part("run", run)] + ([] if qrels_id is not None
                                            else [_part("qrels", qrels)])
-            body: Any = MultipartBody(_form_fields(fields), parts)
-        else:
+            body = MultipartBody(_form_fields(fields), parts)
+        if body is None:
             body = {"run": _text_or_mapping(run), **(
                 {} if qrels_id is not None else {"qrels": _text_or_mapping(qrels)}), **fields}
         headers = {"Accept": accept}
