@@ -51,3 +51,21 @@ def test_client_evaluates_stores_qrels_and_raises_problems(live_server):
     with pytest.raises(ApiError) as info:
         api.qrels("client-test")
     assert info.value.status == 404
+
+
+def test_a_queued_text_evaluation_is_sent_once_and_fetched_as_text(live_server):
+    """The bug of issue #25: a queued job asked for as text was POSTed again after it
+    finished (for ever, for a large run). Now it is fetched as text from the job."""
+    from test_cli_nightly_commands import uploads
+
+    api = Client(live_server)
+    sync = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/plain",
+                        per_topic=True, measures=["all_trec"])
+    before = uploads(live_server)
+    queued = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/plain",
+                          per_topic=True, measures=["all_trec"], prefer_async=True)
+    assert uploads(live_server) - before == 1
+    assert queued == sync and queued.job is not None
+    csv = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/csv",
+                       prefer_async=True, measures=["map"])
+    assert csv.splitlines()[0] == "topic,map" and csv.splitlines()[-1].startswith("all,0.1785")
