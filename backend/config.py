@@ -2,8 +2,9 @@
 (:func:`app_settings`), gunicorn's (:func:`server_settings`) and the worker's
 (:func:`worker_settings`). Every variable is ``CRANFIELD_<NAME>``; ``REDIS_URL`` is also
 read unprefixed, as hosting platforms set it. Without any, the service runs on the defaults
-below (no Redis: stored qrels and jobs live in the serving process). The engine's own knobs
-(reader thresholds) are the engine's: ``cranfield/settings.py``."""
+below (no Redis: jobs live in the serving process; stored qrels, like results, in the
+results database). The engine's own knobs (reader thresholds) are the engine's:
+``cranfield/settings.py``."""
 
 from __future__ import annotations
 
@@ -181,8 +182,8 @@ def _positive(name: str, default: int, environ: Mapping[str, str] | None) -> int
 
 def server_settings(cpu_count: int, environ: Mapping[str, str] | None = None
                     ) -> ServerSettings:
-    """gunicorn's settings. Without Redis, stored qrels and queued jobs live in the serving
-    process: one process (with threads) keeps them visible to every request; with Redis,
+    """gunicorn's settings. Without Redis, queued jobs live in the serving process: one
+    process (with threads) keeps them visible to every request; with Redis,
     processes scale out (up to 4, one per core)."""
     env = os.environ if environ is None else environ
     shared_state = redis_url(env) is not None

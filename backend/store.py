@@ -1,5 +1,9 @@
 """Stored qrels (immutable versions, compact in Redis) and run blobs for queued jobs.
 
+Since issue #25 the results database keeps stored qrels (``backend/qrels_db.py``) and these
+stores are their cache (the ``cache_*`` methods); ``RedisStore`` and ``MemoryStore`` still
+answer the whole interface on their own (tests, and the layout of the cache).
+
 Qrels are kept as zlib-compressed canonical TREC text — topic, subtopic, docid, grade, sorted —
 so a version is the SHA-256 of that text: putting the same judgments twice makes no new
 version, putting different ones does. Decoded qrels are cached per process by content hash

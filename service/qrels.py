@@ -1,7 +1,8 @@
 """Stored qrels: ``PUT/GET/DELETE /v1/qrels/{qrels_id}``, ``GET /v1/qrels``.
 
 Versions are immutable and named by content; ``ETag`` is the version and ``If-Match`` makes
-an update safe; ``qrels_id@version`` addresses an old version."""
+an update safe; ``qrels_id@version`` addresses an old version. They are kept in the results
+database and cached in Redis (``backend/qrels_db.py``): a restart or a FLUSHALL loses none."""
 
 from __future__ import annotations
 
