@@ -16,6 +16,60 @@ MONITORING_INTERVAL = 10
 HEARTBEAT_GRACE = 20
 MAINTENANCE_INTERVAL = 10
 
+# A worker rides out a Redis outage: wherever it notices (waiting for a job, a heartbeat, its
+# work loop), it reconnects with backoff, RECONNECT_FIRST_S doubling to RECONNECT_CAP_S
+# between attempts (RQ's own wait for a job: 1 s doubling to 60 s), each attempt a JSON log
+# line (event redis_reconnect), and goes on working; it never exits because Redis went away.
+# A work horse that finished its job while Redis is down keeps trying to store the outcome
+# for HORSE_STORE_BUDGET_S before it gives up (the job is then retried, see above).
+RECONNECT_FIRST_S = 0.5
+RECONNECT_CAP_S = 5.0
+HORSE_STORE_BUDGET_S = 120.0
+
+
+def _redis_down_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return RedisConnectionError, RedisTimeoutError
+
+
+def wait_for_redis(connection, why: BaseException | str, *, budget_s: float | None = None,
+                   stopping=lambda: False) -> bool:
+    """Block until ``connection``'s Redis answers a PING, trying with exponential backoff and
+    logging each attempt (``redis_reconnect``) and the recovery (``redis_reconnected``).
+    False if ``budget_s`` ran out or ``stopping()`` became true first."""
+    import time
+
+    down = _redis_down_errors()
+    started, pause, attempt = time.monotonic(), RECONNECT_FIRST_S, 0
+    error = why if isinstance(why, str) else f"{type(why).__name__}: {why}"
+    while True:
+        attempt += 1
+        if stopping():
+            return False
+        left = None if budget_s is None else budget_s - (time.monotonic() - started)
+        if left is not None and left <= 0:
+            log.error("redis unreachable: giving up", extra={
+                "event": "redis_unreachable", "attempts": attempt - 1,
+                "down_s": round(time.monotonic() - started, 3), "error": error})
+            return False
+        wait = pause if left is None else min(pause, left)
+        log.warning("redis unreachable: reconnecting", extra={
+            "event": "redis_reconnect", "attempt": attempt, "retry_in_s": round(wait, 3),
+            "error": error})
+        time.sleep(wait)
+        pause = min(pause * 2, RECONNECT_CAP_S)
+        try:
+            connection.ping()
+        except down as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            continue
+        log.info("redis reachable again", extra={
+            "event": "redis_reconnected", "attempts": attempt,
+            "down_s": round(time.monotonic() - started, 3)})
+        return True
+
 
 def worker_class():
     """RQ's forking Worker (a work horse per job, watched with heartbeats, so a killed worker's
@@ -29,8 +83,34 @@ def worker_class():
 
     from backend.telemetry import REQUEST_ID
 
+    down = _redis_down_errors()
+
     class CranfieldWorker(Worker):
         test_delay = 0.0
+        # RQ's wait for a job retries a lost connection itself: 1 s doubling to this
+        max_connection_wait_time = RECONNECT_CAP_S
+
+        def heartbeat(self, timeout=None, pipeline=None):
+            """RQ's heartbeat, riding out a Redis outage: it is sent first thing in each round
+            of waiting for a job, so an idle worker waits here for Redis to come back (RQ
+            would otherwise go round its own retry, or end its work loop)."""
+            while True:
+                try:
+                    return super().heartbeat(timeout, pipeline=pipeline)
+                except down as exc:
+                    if pipeline is not None:  # queued on a pipeline: its execute() fails
+                        raise
+                    wait_for_redis(self.connection, exc)
+
+        def maintain_heartbeats(self, job, execution):
+            """While a work horse runs: the job's heartbeats, through a Redis outage (the
+            horse goes on with the job meanwhile; RQ would end the work loop, the horse
+            left running unwatched)."""
+            while True:
+                try:
+                    return super().maintain_heartbeats(job, execution)
+                except down as exc:
+                    wait_for_redis(self.connection, exc)
 
         @property
         def dequeue_timeout(self) -> int:
@@ -91,14 +171,36 @@ def worker_class():
             failed = isinstance(result, dict) and "problem" in result
             self._job_ended(job, "failed" if failed else "finished",
                             result["problem"] if failed else None)
-            return super().handle_job_success(job, queue, *args, **kwargs)
+            return self._through_outage(lambda: super(CranfieldWorker, self).handle_job_success(
+                job, queue, *args, **kwargs))
 
         def handle_job_failure(self, job, queue, *args, **kwargs):
             retrying = job.should_retry and getattr(self, "_stopped_job_id", None) != job.id
             exc_string = kwargs.get("exc_string", args[1] if len(args) > 1 else "") or ""
             detail = exc_string.strip().splitlines()[-1:] or [None]
             self._job_ended(job, "retrying" if retrying else "failed", {"detail": detail[0]})
-            return super().handle_job_failure(job, queue, *args, **kwargs)
+            return self._through_outage(lambda: super(CranfieldWorker, self).handle_job_failure(
+                job, queue, *args, **kwargs))
+
+        def handle_execution_ended(self, job, queue, heartbeat_ttl):
+            """In the work horse, first thing once the job returned or raised: through an
+            outage too (else the horse exits, and the job waits for its heartbeat to lapse
+            to be run again)."""
+            return self._through_outage(
+                lambda: super(CranfieldWorker, self).handle_execution_ended(
+                    job, queue, heartbeat_ttl))
+
+        def _through_outage(self, store_outcome):
+            """Store a job's outcome in Redis (RQ's transaction, safe to repeat), waiting for
+            Redis (HORSE_STORE_BUDGET_S) if it is down: a job that finished during an outage
+            is not run again for want of its result being written."""
+            while True:
+                try:
+                    return store_outcome()
+                except down as exc:
+                    if not wait_for_redis(self.connection, exc,
+                                          budget_s=HORSE_STORE_BUDGET_S):
+                        raise
 
         def _job_ended(self, job, outcome: str, problem: dict | None) -> None:
             from backend.telemetry import kind_of, record_cache, record_outcome
@@ -117,6 +219,9 @@ def worker_class():
                     prefetch = getattr(self, "_prefetch_lookups", 0)
                     record_cache(self.connection, max(0, hits - mark[0] - prefetch),
                                  misses - mark[1])
+            except down:  # Redis is down: the counts are lost, never the job's outcome
+                log.warning("could not count the job's outcome: redis unreachable",
+                            extra={"job_id": job.id, "event": "metrics_lost"})
             finally:
                 fields = {"event": "job_ended", "outcome": outcome,
                           "duration_ms": round(duration * 1000, 3) if duration is not None
@@ -190,9 +295,86 @@ def run_worker(redis_url: str | None, burst: bool = False, name: str | None = No
     configure_logging(settings.log_level.upper())  # JSON lines on stderr
     preload()
     conn = redis_client(url)
-    worker = worker_class()([Queue(QUEUE, connection=conn)], connection=conn, name=name,
-                            job_monitoring_interval=monitoring_interval or MONITORING_INTERVAL,
-                            maintenance_interval=maintenance_interval or MAINTENANCE_INTERVAL)
-    worker.test_delay = settings.test_job_delay
-    worker.work(burst=burst, with_scheduler=True)
-    return 0
+    cls = worker_class()
+
+    def new_worker():
+        worker = cls([Queue(QUEUE, connection=conn)], connection=conn, name=name,
+                     job_monitoring_interval=monitoring_interval or MONITORING_INTERVAL,
+                     maintenance_interval=maintenance_interval or MAINTENANCE_INTERVAL)
+        worker.test_delay = settings.test_job_delay
+        return worker
+
+    return supervise(new_worker, conn, burst=burst)
+
+
+def supervise(new_worker, connection, *, burst: bool = False) -> int:
+    """Run RQ's work loop until asked to stop (SIGTERM/SIGINT) or, with ``burst``, until the
+    queue is empty. RQ ends its loop on an error it does not handle (Redis gone at the
+    wrong moment: between jobs, while storing an outcome; a Redis timeout) and the worker
+    process would exit with status 0 while jobs wait: here it is logged, the worker waits
+    for Redis (reconnecting with backoff, each attempt logged) and a new work loop starts."""
+    import signal
+    import threading
+
+    from rq.worker.base import StopRequested
+
+    down = _redis_down_errors()
+    stop = threading.Event()
+    restarts = 0
+    while True:
+        worker = new_worker()
+        cause: BaseException | str
+        try:
+            worker.work(burst=burst, with_scheduler=True)
+            cause = "RQ's work loop ended"
+        except down as exc:  # its teardown could not reach Redis either
+            cause = exc
+        except StopRequested:  # a signal while it tore down
+            return 0
+        if getattr(worker, "_shutdown_requested_date", None) is not None or stop.is_set():
+            return 0  # SIGTERM/SIGINT: RQ finished the job at hand
+        if burst and isinstance(cause, str):
+            return 0  # the queue is empty
+        restarts += 1
+        log.error("work loop ended unexpectedly: restarting it once Redis answers",
+                  extra={"event": "worker_restart", "restarts": restarts,
+                         "worker": worker.name, "error": cause if isinstance(cause, str)
+                         else f"{type(cause).__name__}: {cause}"})
+        # until the next work loop installs RQ's handlers, a stop request ends the wait
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        _release(worker)
+        if not wait_for_redis(connection, cause, stopping=stop.is_set):
+            return 0
+        _forget(worker)
+
+
+def _release(worker) -> None:
+    """What an ended work loop may have left: a work horse still running its job (waited
+    for: it stores its own outcome), RQ's scheduler process, the pubsub listener thread."""
+    import os
+
+    pid = getattr(worker, "_horse_pid", 0)
+    if pid:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+    scheduler = getattr(worker, "scheduler", None)
+    process = getattr(scheduler, "_process", None)
+    if process is not None and process.is_alive():
+        process.terminate()
+        process.join(10)
+    thread = getattr(worker, "pubsub_thread", None)
+    if thread is not None:
+        thread.stop()
+        thread.join(timeout=1)
+
+
+def _forget(worker) -> None:
+    """Mark the ended work loop's worker dead in Redis (its teardown could not), so the next
+    loop, which may have the same --name, registers."""
+    try:
+        worker.register_death()
+    except Exception:  # noqa: BLE001 - its key expires anyway (worker_ttl)
+        log.warning("could not mark the previous worker dead", exc_info=True)
