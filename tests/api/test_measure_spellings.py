@@ -15,6 +15,7 @@ import pytest
 SPELLINGS = ["ndcg_cut.10", "nDCG@10", "ndcg_cut_10", "NDCG@10", "ndcg@10", " ndcg_cut.10 "]
 TOPICS = [f"t{i}" for i in range(1, 13)]
 QRELS = {t: {"r1": 2, "r2": 1} for t in TOPICS}
+RESULTS_ON_POSTGRES = True  # every test here runs on SQLite and on PostgreSQL (conftest)
 
 
 def _run(night: int) -> dict:
@@ -157,3 +158,20 @@ def test_comparisons_by_ids_refuse_unknown_and_unrecorded_measures_by_name(clien
         "runs": [{"result_id": a}, {"result_id": b}], "measures": ["P.5"]}), 422)
     (message,) = body["errors"]["runs[0].result_id"]
     assert "P.5" in message and "ndcg_cut_10" in message and "map" in message
+
+
+def test_a_system_recorded_under_two_spellings_has_one_trend(client):
+    """A team that switched from ``nDCG@10`` to ``ndcg_cut.10``: one line, every night."""
+    docs = [_record(client, 0, "mixed", ["nDCG@10"]), _record(client, 1, "mixed", ["ndcg_cut.10"]),
+            _record(client, 2, "mixed", ["nDCG@10"])]
+    for spelling in ("ndcg_cut.10", "nDCG@10", "ndcg_cut_10"):
+        trend = client.get("/v1/systems/mixed/trend", query_string={"measure": spelling}
+                           ).get_json()
+        assert [p["id"] for p in trend["points"]] == [d["recorded"]["id"] for d in docs]
+        assert trend["total"] == 3
+        assert [p["mean"] for p in trend["points"]] == [pytest.approx(
+            next(iter(v for k, v in d["aggregate"].items() if "10" in k)), rel=1e-12)
+            for d in docs]
+        newest = client.get("/v1/systems/mixed/trend", query_string={
+            "measure": spelling, "limit": 2}).get_json()
+        assert [p["id"] for p in newest["points"]] == [d["recorded"]["id"] for d in docs[1:]]
