@@ -102,15 +102,27 @@ def list_systems():
 @bp.get("/systems/<path:name>/results")
 def list_results(name: str):
     """A page of the system's results, newest first; filters: since, until, tag,
-    qrels_version."""
+    qrels_version and measure (recorded with it, in any spelling the registry resolves)."""
     _known_system(name)
     offset, limit = page()
     since, until = _time("since"), _time("until")
-    filters = {k: request.args[k] for k in ("since", "until", "tag", "qrels_version")
-               if k in request.args}
-    items, total = results_store().results(
-        current_tenant(), name, since=since, until=until, tag=filters.get("tag"),
-        qrels_version=filters.get("qrels_version"), offset=offset, limit=limit)
+    filters = {k: request.args[k] for k in ("since", "until", "tag", "qrels_version",
+                                            "measure") if k in request.args}
+    store, tenant = results_store(), current_tenant()
+    window = {"since": since, "until": until, "tag": filters.get("tag"),
+              "qrels_version": filters.get("qrels_version")}
+    if "measure" not in filters:
+        items, total = store.results(tenant, name, offset=offset, limit=limit, **window)
+    else:
+        measure = filters["measure"]
+        if not measure.strip() or len(measure) > MAX_NAME:
+            raise bad_parameter("measure", "a measure name (ndcg_cut.10, nDCG@10, "
+                                "ndcg_cut_10, map...)")
+        keys = set(_recorded_keys(store, tenant, name, measure))
+        # the summaries carry their measures: one read of the window's, filtered here
+        every, _ = store.results(tenant, name, offset=0, limit=2**31 - 1, **window)
+        having = [r for r in every if keys.intersection(r["measures"])]
+        items, total = having[offset:offset + limit], len(having)
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
                   "next": next_page(f"/v1/systems/{quote(name, safe='')}/results", filters,
                                 offset, limit, total)})

@@ -175,3 +175,22 @@ def test_a_system_recorded_under_two_spellings_has_one_trend(client):
         newest = client.get("/v1/systems/mixed/trend", query_string={
             "measure": spelling, "limit": 2}).get_json()
         assert [p["id"] for p in newest["points"]] == [d["recorded"]["id"] for d in docs[1:]]
+
+
+def test_the_results_filter_by_measure_takes_every_spelling(client, nights):
+    docs, others = nights
+    _record(client, 1, "other", ["map"])  # one night of "other" without nDCG@10
+    newest_first = [d["recorded"]["id"] for d in reversed(others)]
+    for spelling in ("ndcg_cut.10", "nDCG@10", "ndcg_cut_10"):
+        listed = client.get("/v1/systems/other/results",
+                            query_string={"measure": spelling}).get_json()
+        assert [r["id"] for r in listed["items"]] == newest_first and listed["total"] == 2
+        page = client.get("/v1/systems/other/results",
+                          query_string={"measure": spelling, "limit": 1}).get_json()
+        assert [r["id"] for r in page["items"]] == newest_first[:1] and page["total"] == 2
+        assert "measure=" in page["next"]
+    assert client.get("/v1/systems/other/results").get_json()["total"] == 3
+    body = _problem(client.get("/v1/systems/other/results?measure=ndgc@10"), 422)
+    assert "nDCG@10" in body["suggestions"]
+    body = _problem(client.get("/v1/systems/search/results?measure=P.5"), 404)
+    assert body["recorded_measures"] == ["map", "ndcg_cut_10"]
