@@ -437,3 +437,20 @@ def test_history_of_an_unknown_system_is_exit_6(service, capsys):
                                                               "no system 'nope'")
     assert main(["history", "nope", "--server", url]) == 6
     assert capsys.readouterr().err == "cranfield: HTTP 404: no system 'nope'\n"
+
+
+def test_eval_on_a_service_starts_light():
+    """``cranfield eval --server`` imports none of the engine's heavier parts (pyarrow,
+    scipy, pandas, numba) nor the service's; tqdm only with a terminal."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom cranfield.cli import main\n"
+            f"main(['eval', '--server', 'http://127.0.0.1:9', '--qrels-id', 'x', '-', "
+            f"{str(DATA / 'results.test')!r}])\n"
+            "print(sorted(m for m in ('pyarrow', 'scipy', 'pandas', 'numba', 'tqdm', 'flask', "
+            "'sqlalchemy') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert done.stderr.startswith("cranfield: cannot reach http://127.0.0.1:9")
