@@ -25,6 +25,7 @@ keys the cache uses) into the database once, at service start.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import zlib
 from collections.abc import Callable
@@ -254,17 +255,37 @@ def _view(qrels_id: str, entry: Entry | None, version: str | None) -> dict:
     return dict(metas[version], versions=list(order), latest=order[-1])
 
 
+class Prepare:
+    """A step the store takes before its first use (the one-shot import), once it succeeds:
+    one that failed (Redis unreachable at start) is tried again on the next use, which
+    fails as it fails (a 503), rather than answering from a database that lacks the ids."""
+
+    def __init__(self, step: Callable[[], object] | None = None):
+        self._step = step
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        if self._step is None:
+            return
+        with self._lock:
+            if self._step is not None:
+                self._step()
+                self._step = None
+
+
 class DurableStore:
     """Stored qrels in the database, cached in ``cache`` (a ``RedisStore`` or a
     ``MemoryStore``, which also keeps the run blobs). ``database``: a
     :class:`QrelsDatabase`, or a function that opens one, called on the first write or
-    cache miss (so a worker whose qrels are cached evaluates while the database is down)."""
+    cache miss (so a worker whose qrels are cached evaluates while the database is down).
+    ``prepare``: what to do before the first use (:class:`Prepare`)."""
 
     def __init__(self, database: QrelsDatabase | Callable[[], QrelsDatabase], cache,
-                 tenant: str | None = None):
+                 tenant: str | None = None, prepare: Prepare | None = None):
         self._database = database
         self.cache = cache
         self.tenant = tenant
+        self.prepare = prepare or Prepare()
 
     @property
     def database(self) -> QrelsDatabase:
@@ -276,7 +297,8 @@ class DurableStore:
         """The store as ``tenant`` sees it: its own qrels (see RedisStore.scoped)."""
         if tenant is None:
             return self
-        return DurableStore(lambda: self.database, self.cache.scoped(tenant), tenant)
+        return DurableStore(lambda: self.database, self.cache.scoped(tenant), tenant,
+                            self.prepare)
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels, if_match: str | None = None,
@@ -284,6 +306,7 @@ class DurableStore:
         text = canonical_text(qrels, diversity)
         meta = describe(qrels, text, diversity)
         blob = zlib.compress(text, 6)
+        self.prepare()
         # dropped before as well as after: were the cache unreachable, nothing is written
         self.cache.cache_drop(qrels_id)
         entry, created = self.database.put(self.tenant, qrels_id, meta, blob, if_match)
@@ -305,6 +328,7 @@ class DurableStore:
         return entry
 
     def _entry(self, qrels_id: str) -> Entry | None:
+        self.prepare()
         cached = self.cache.cached_entry(qrels_id)
         return cached if cached is not None else self._fill(qrels_id)
 
@@ -332,6 +356,7 @@ class DurableStore:
                 meta)
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
+        self.prepare()
         items, total = self.database.list(self.tenant, offset, limit)
         out = []
         for qrels_id, entry in items:
@@ -342,6 +367,7 @@ class DurableStore:
         return out, total
 
     def delete_qrels(self, qrels_id: str) -> None:
+        self.prepare()
         self.cache.cache_drop(qrels_id)
         versions = self.database.delete(self.tenant, qrels_id)
         if versions is None:

@@ -4,6 +4,7 @@ else in this process (the embedded default). Routes see one interface."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 import uuid
@@ -412,10 +413,18 @@ def make_backend(config: dict, results=None):
     url = config.get("REDIS_URL")
     backend = RedisBackend(url, config) if url else MemoryBackend(config)
     if results is not None:
-        from .qrels_db import DurableStore, QrelsDatabase, import_redis_qrels
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        from .qrels_db import DurableStore, Prepare, QrelsDatabase, import_redis_qrels
 
         database = QrelsDatabase(results.engine)
-        if url:
-            import_redis_qrels(backend.redis, database)
-        backend.store = DurableStore(database, backend.store)
+        prepare = Prepare((lambda: import_redis_qrels(backend.redis, database)) if url else None)
+        backend.store = DurableStore(database, backend.store, prepare=prepare)
+        try:
+            prepare()
+        except (RedisConnectionError, RedisTimeoutError) as exc:  # the service starts anyway
+            logging.getLogger("cranfield.qrels").warning(
+                "cannot import the qrels kept in Redis yet (%s); trying again at first use",
+                exc.__class__.__name__)
     return backend

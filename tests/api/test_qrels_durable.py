@@ -397,3 +397,27 @@ def test_the_service_imports_at_start(redis_server, redis_conn, results_database
     assert doc["provenance"]["qrels_version"].startswith("legacy@")
     assert doc["aggregate"]["map"] == pytest.approx(
         cranfield.evaluate(cranfield.read_run(RUN), QRELS_A, ["map"]).aggregate["map"])
+
+
+def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database, caplog):
+    """The service starts without Redis (its routes answer 503 meanwhile); the import is done
+    by the first use that reaches Redis, before that use reads anything."""
+    from servers import free_port
+
+    require_redis_server()
+    server = RedisServer(port=free_port())
+    with caplog.at_level(logging.WARNING, logger="cranfield.qrels"):
+        app = create_app({"TESTING": True, "REDIS_URL": server.url})
+    assert "cannot import the qrels kept in Redis yet (ConnectionError)" in caplog.text
+    client = ContractClient(app.test_client())
+    assert client.get("/v1/qrels/legacy").status_code == 503
+    server.start()
+    try:
+        conn = redis_client(server.url)
+        old, _ = RedisStore(conn).put_qrels("legacy", QRELS_A)  # kept by an earlier version
+        listing = client.get("/v1/qrels").get_json()
+        assert [m["id"] for m in listing["items"]] == ["legacy"]  # read from the database
+        conn.flushall()
+        assert client.get("/v1/qrels/legacy").get_json()["version"] == old["version"]
+    finally:
+        server.stop()
