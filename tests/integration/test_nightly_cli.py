@@ -391,7 +391,7 @@ def test_the_nightly_job_with_the_cranfield_command_alone(service, database, nig
 
     # what the results database keeps: three results of queued, sharded jobs, the first
     # pinned, the third gated FAIL
-    rows = _rows(database, "SELECT r.id, r.label, r.commit, r.qrels_version, r.job_id, "
+    rows = _rows(database, "SELECT r.id, r.label, r.\"commit\", r.qrels_version, r.job_id, "
                  "r.document FROM results r JOIN systems s ON s.pk = r.system_pk "
                  "WHERE s.name = :name ORDER BY r.pk", name=SYSTEM)
     assert [tuple(r[:4]) for r in rows] == [
