@@ -367,12 +367,15 @@ def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         # pre-ping: a pooled connection the server dropped (a restart, an outage) is replaced
-        # before use, so the first record after an outage does not fail on it; a connection
-        # attempt to a server that does not answer gives up after 5 s (libpq waits forever),
-        # so a queued record's retries (CRANFIELD_DB_RETRY_S) keep their pace
-        timeout = ({"connect_timeout": 5} if parsed.get_backend_name() == "postgresql"
-                   and "connect_timeout" not in parsed.query else {})
-        return create_engine(url, pool_pre_ping=True, connect_args=timeout)
+        # before use, so the first record after an outage does not fail on it. libpq waits
+        # forever for a server that does not answer: a connection attempt gives up after
+        # 5 s, and a connection whose data goes unacknowledged for 15 s (the server or the
+        # network gone without a reset) is dropped, so a queued record's retries
+        # (CRANFIELD_DB_RETRY_S) keep their pace instead of hanging the job
+        timeouts = {"connect_timeout": 5, "tcp_user_timeout": 15_000}
+        options = ({k: v for k, v in timeouts.items() if k not in parsed.query}
+                   if parsed.get_backend_name() == "postgresql" else {})
+        return create_engine(url, pool_pre_ping=True, connect_args=options)
     if parsed.database and parsed.database != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
     # several threads (gunicorn's) write: wait for the lock rather than fail at once

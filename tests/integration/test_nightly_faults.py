@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -110,6 +111,172 @@ def stop_worker(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             pass
     stop(proc)
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL refusing connections for 5 s during 20 queued records
+# --------------------------------------------------------------------------------------------
+
+class OutageProxy:
+    """A TCP proxy on a free loopback port to ``target`` (PostgreSQL), with a switch: while
+    :meth:`cut`, the port refuses connections (nothing listens) and every connection open
+    through it is reset (SO_LINGER 0), as when the server goes away; :meth:`restore`
+    listens again on the same port."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target = target
+        self.port = 0
+        self.lock = threading.Lock()
+        self.open: set[socket.socket] = set()
+        self.listener: socket.socket | None = None
+        self.connections = 0  # accepted so far
+        self.restore()
+
+    def restore(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        with self.lock:
+            listener, self.listener = self.listener, None
+            doomed, self.open = list(self.open), set()
+        if listener is not None:
+            listener.close()
+        for sock in doomed:
+            _reset(sock)
+
+    def close(self) -> None:
+        self.cut()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # closed by cut()
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                _reset(client)
+                continue
+            with self.lock:
+                if self.listener is not listener:  # cut meanwhile
+                    _reset(client)
+                    _reset(upstream)
+                    return
+                self.open.update((client, upstream))
+                self.connections += 1
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        with self.lock:
+            self.open.discard(source)
+            self.open.discard(sink)
+        _reset(source)
+        _reset(sink)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close ``sock`` with a reset (RST), not an orderly FIN: the peer sees the connection
+    dropped."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # wakes the pump thread blocked in recv() on it (close() alone would not, and the
+        # kernel would keep the connection open, answering the peer, until it returns)
+        sock.shutdown(socket.SHUT_RD)
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
+
+
+DB_OUTAGE_S = 5
+QUEUED_RECORDS = 20
+
+
+def test_a_database_outage_during_20_queued_records_loses_none_and_doubles_none(
+        redis_server, results_postgres, require, tmp_path):
+    """Two workers record through a proxy to PostgreSQL (each job 0.4 s long, so the 20
+    records spread over ~5 s); once the first result is in, the proxy refuses connections
+    and resets the open ones for 5 s. Every job finishes, and the database (read directly)
+    holds exactly 20 results, one per job id, with 20 distinct labels; the workers' logs
+    show records that retried through the outage."""
+    from sqlalchemy import create_engine, make_url, text
+
+    from backend.results import migrate
+
+    require(results_postgres is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+    url = make_url(results_postgres)
+    migrate(results_postgres)
+    proxy = OutageProxy((url.host or "127.0.0.1", url.port or 5432))
+    through_proxy = url.set(port=proxy.port).render_as_string(hide_password=False)
+    database = create_engine(results_postgres)
+    logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
+    env = {"CRANFIELD_DATABASE_URL": through_proxy, "CRANFIELD_TEST_JOB_DELAY": "0.4",
+           "CRANFIELD_DB_RETRY_S": "30"}
+
+    def recorded() -> int:
+        with database.connect() as connection:
+            return connection.execute(text("SELECT count(*) FROM results")).scalar_one()
+
+    try:
+        with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "1",
+                               "CRANFIELD_DATABASE_URL": results_postgres}) as api:
+            workers = [start_worker(redis_server.url, log, env) for log in logs]
+            try:
+                locations = {}
+                for i in range(QUEUED_RECORDS):
+                    label = f"night-{i:02d}"
+                    body = dict(BODY, record={"system": "nightly", "label": label})
+                    status, headers, job = call(api, "POST", "/v1/evaluations", body,
+                                                {"Prefer": "respond-async"})
+                    assert status == 202, job
+                    locations[headers["Location"]] = label
+                wait_until(lambda: recorded() >= 1, 180, "the first result to be recorded")
+                proxy.cut()
+                time.sleep(DB_OUTAGE_S)  # the outage under test
+                proxy.restore()
+
+                ended = wait_all_ended(api, list(locations), 180)
+                job_ids = set()
+                for location, job in ended.items():
+                    assert job["status"] == "finished", (location, job)
+                    assert job["result"]["recorded"]["label"] == locations[location]
+                    assert round(job["result"]["aggregate"]["map"], 4) == MAP
+                    job_ids.add(job["id"])
+                for proc, log in zip(workers, logs, strict=True):
+                    assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+            finally:
+                for proc in workers:
+                    stop_worker(proc)
+        with database.connect() as connection:
+            rows = connection.execute(text(
+                "SELECT r.id, r.label, r.job_id FROM results r JOIN systems s "
+                "ON s.pk = r.system_pk WHERE s.name = 'nightly'")).all()
+        assert len(rows) == QUEUED_RECORDS == recorded()
+        assert sorted(label for _, label, _ in rows) == sorted(locations.values())
+        assert {job_id for _, _, job_id in rows} == job_ids
+        by_job = {job["id"]: job["result"]["recorded"]["id"] for job in ended.values()}
+        assert {job_id: result_id for result_id, _, job_id in rows} == by_job
+        retries = [e for log in logs for e in log_events(log) if e.get("event") == "db_retry"]
+        assert retries, "no record met the outage: it tested nothing"
+    finally:
+        proxy.close()
+        database.dispose()
 
 
 # --------------------------------------------------------------------------------------------
