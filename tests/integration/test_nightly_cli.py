@@ -306,6 +306,7 @@ def test_the_nightly_job_with_the_cranfield_command_alone(service, database, nig
         found = re.search(rf"recorded as (\S+) \({SYSTEM}, night-{night}\)", done.stderr)
         assert found, done.stderr
         recorded[night] = found.group(1)
+        assert "\r" not in done.stderr   # no progress bar when stderr is not a terminal
         assert _uploads(service) - before == 1        # one upload, never re-sent
         summary = {f[0]: f[2] for f in map(str.split, done.stdout.splitlines())
                    if len(f) == 3 and f[1] == "all"}    # trec_eval's text, as asked
