@@ -15,6 +15,11 @@ log = logging.getLogger("cranfield.worker")
 MONITORING_INTERVAL = 10
 HEARTBEAT_GRACE = 20
 MAINTENANCE_INTERVAL = 10
+#: the documented bound (docs/queue-and-workers.md) on how long a killed (SIGKILL) or frozen
+#: (SIGSTOP) worker's job waits before another worker starts it again, on these defaults;
+#: tests/integration/test_nightly_faults.py measures both against it
+TAKE_OVER_S = MONITORING_INTERVAL + HEARTBEAT_GRACE + MAINTENANCE_INTERVAL \
+    + MAINTENANCE_INTERVAL // 2
 
 # A worker rides out a Redis outage: wherever it notices (waiting for a job, a heartbeat, its
 # work loop), it reconnects with backoff, RECONNECT_FIRST_S doubling to RECONNECT_CAP_S

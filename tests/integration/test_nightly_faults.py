@@ -326,3 +326,68 @@ def test_workers_ride_out_a_redis_outage_and_every_queued_job_finishes(persisten
         finally:
             for proc in workers:
                 stop_worker(proc)
+
+
+# --------------------------------------------------------------------------------------------
+# A killed or frozen worker's job is taken over within the documented bound
+# --------------------------------------------------------------------------------------------
+
+def _started_at(log: Path, job_id: str) -> float | None:
+    """When ``log``'s worker started ``job_id`` (its job_started line's time, epoch s)."""
+    from datetime import datetime
+
+    for event in log_events(log):
+        if event.get("event") == "job_started" and event.get("job_id") == job_id:
+            return datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def _listening(log: Path) -> bool:
+    return any("Listening on" in e.get("message", "") for e in log_events(log))
+
+
+@pytest.mark.parametrize("fault", ["SIGKILL", "SIGSTOP"])
+def test_a_killed_or_frozen_workers_job_is_taken_over_within_the_documented_bound(
+        redis_server, tmp_path, fault):
+    """On the default intervals: the first worker takes a job (its work horse then waits
+    10 minutes, a job still running), a second worker waits idle; the first is killed
+    (SIGKILL) or frozen (SIGSTOP), work horse and all. The second starts the job within
+    TAKE_OVER_S (docs/queue-and-workers.md) of the fault, and not before the heartbeat's
+    grace (it is the heartbeat's lapse that hands the job over), and finishes it."""
+    from worker.cli import HEARTBEAT_GRACE, TAKE_OVER_S
+
+    database = {"CRANFIELD_DATABASE_URL": f"sqlite:///{tmp_path}/results.db"}
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "1"}) as api:
+        first = start_worker(redis_server.url, logs[0],
+                             dict(database, CRANFIELD_TEST_JOB_DELAY="600"))
+        second = None
+        try:
+            status, headers, job = call(api, "POST", "/v1/evaluations", BODY,
+                                        {"Prefer": "respond-async"})
+            assert status == 202, job
+            job_id = job["id"]
+            wait_until(lambda: _started_at(logs[0], job_id), 120, "the first worker's start")
+            second = start_worker(redis_server.url, logs[1], database)
+            wait_until(lambda: _listening(logs[1]), 120, "the second worker to listen")
+
+            os.killpg(first.pid, getattr(signal, fault))
+            faulted = time.time()
+            taken = wait_until(lambda: _started_at(logs[1], job_id), TAKE_OVER_S + 60,
+                               "the second worker to take the job over")
+            took = taken - faulted
+            print(f"{fault}: job taken over after {took:.1f} s (bound {TAKE_OVER_S} s)")
+            assert HEARTBEAT_GRACE - 1 <= took <= TAKE_OVER_S, took
+            done = wait_until(lambda: (lambda j: j if j and j["status"] in (
+                "finished", "failed") else None)(job_state(api, headers["Location"])),
+                120, "the job to finish")
+            assert done["status"] == "finished", done
+            assert round(done["result"]["aggregate"]["map"], 4) == MAP
+        finally:
+            try:  # the first worker's process group: worker, frozen horse, scheduler
+                os.killpg(first.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            first.wait(timeout=10)
+            if second is not None:
+                stop_worker(second)
