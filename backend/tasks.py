@@ -181,7 +181,7 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
         run, run_digest = _read_stored_run(run_bytes, job.run_format, "run", job.run_sha256,
                                            bounds_for(job.table_bounds, "run"))
-        topics = len(getattr(run, "topics", None) or ())
+        topics = len(run.topics)
         _tell(progress, stage="evaluating", topics_total=topics)
         ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
         _tell(progress, topics_done=topics)

@@ -576,7 +576,7 @@ class Client:
 
     history = results
 
-    def pin_baseline(self, system: str, result_id: str | None = None, *,
+    def pin_baseline(self, system: str, result_id: str | None = None,
                      latest: bool = False) -> dict:
         """Pin ``result_id`` (or with ``latest`` the system's newest result) as ``system``'s
         accepted baseline: the pinned result's summary."""
