@@ -284,6 +284,14 @@ def test_the_client_reports_progress_and_raises_one_error_type(service, files, q
 
     job = api.job(api.evaluate(files["good"], qrels_id=qrels_id, wait=False)["id"])
     assert set(job["progress"]) >= {"stage", "topics_done", "topics_total"}
+    # a run sent as a mapping is one job on one worker (no shards): its topics too
+    unsharded: list[dict] = []
+    mapping = {t: {f"d{t}-0": 2.0, f"d{t}-1": 1.0} for t in TOPICS[:7]}
+    doc = api.evaluate(mapping, qrels_id=qrels_id, measures=["map"], prefer_async=True,
+                       progress=unsharded.append)
+    assert doc["provenance"].get("shards") is None and doc["aggregate"]["map"] == 1.0
+    assert unsharded[-1]["progress"] == {"stage": "done", "topics_done": 7,
+                                         "topics_total": 7}
     first = {"run": files["good"].read_text(), "name": "good"}
     second = {"run": files["bad"].read_text(), "name": "bad"}
     compared = []
