@@ -30,6 +30,7 @@ TAKE_OVER_S = MONITORING_INTERVAL + HEARTBEAT_GRACE + MAINTENANCE_INTERVAL \
 RECONNECT_FIRST_S = 0.5
 RECONNECT_CAP_S = 5.0
 HORSE_STORE_BUDGET_S = 120.0
+RESTART_CAP_S = 30.0  # the most a work loop that ended with Redis up waits to start again
 
 
 def _redis_down_errors() -> tuple[type[BaseException], ...]:
@@ -349,8 +350,14 @@ def supervise(new_worker, connection, *, burst: bool = False) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         _release(worker)
-        if not wait_for_redis(connection, cause, stopping=stop.is_set):
-            return 0
+        try:
+            connection.ping()
+        except down:
+            if not wait_for_redis(connection, cause, stopping=stop.is_set):
+                return 0
+        else:  # Redis answers: not an outage; a loop that keeps ending is not restarted hot
+            if stop.wait(min(RECONNECT_FIRST_S * 2 ** (restarts - 1), RESTART_CAP_S)):
+                return 0
         _forget(worker)
 
 

@@ -391,3 +391,89 @@ def test_a_killed_or_frozen_workers_job_is_taken_over_within_the_documented_boun
             first.wait(timeout=10)
             if second is not None:
                 stop_worker(second)
+
+
+# --------------------------------------------------------------------------------------------
+# The supervision loop itself, on fakes (no servers): what ends a worker and what does not
+# --------------------------------------------------------------------------------------------
+
+class FakeRedis:
+    """A connection whose PING fails ``down`` times, then answers."""
+
+    def __init__(self, down: int):
+        self.down, self.pings = down, 0
+
+    def ping(self):
+        from redis.exceptions import ConnectionError as RedisConnectionError
+
+        self.pings += 1
+        if self.pings <= self.down:
+            raise RedisConnectionError("Error 111 connecting. Connection refused.")
+        return True
+
+
+class FakeWorker:
+    """RQ's worker as supervise() sees it: ``work()`` plays the next scripted ending."""
+
+    def __init__(self, ending):
+        self.ending, self.name = ending, "fake"
+        self.deaths = 0
+
+    def work(self, burst=False, with_scheduler=False):
+        if self.ending == "stop":  # SIGTERM: RQ notes when, and its loop returns
+            self._shutdown_requested_date = object()
+        elif self.ending == "burst":
+            pass
+        elif isinstance(self.ending, BaseException):
+            raise self.ending
+        return True
+
+    def register_death(self):
+        self.deaths += 1
+
+
+def test_a_worker_restarts_its_loop_after_redis_went_away_and_ends_only_when_asked(
+        monkeypatch, caplog):
+    import logging
+
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    import worker.cli as cli
+
+    monkeypatch.setattr(cli, "RECONNECT_FIRST_S", 0.01)
+    monkeypatch.setattr(cli, "RECONNECT_CAP_S", 0.02)
+    endings = iter([RedisConnectionError("Connection refused."), "loop ended", "stop"])
+    made: list[FakeWorker] = []
+
+    def new_worker():
+        made.append(FakeWorker(next(endings)))
+        return made[-1]
+
+    redis = FakeRedis(down=3)
+    with caplog.at_level(logging.INFO, logger="cranfield.worker"):
+        assert cli.supervise(new_worker, redis) == 0
+    assert [w.ending for w in made][2] == "stop" and len(made) == 3
+    assert [w.deaths for w in made] == [1, 1, 0]  # the ended loops' workers marked dead
+    events = [getattr(r, "event", None) for r in caplog.records]
+    assert events.count("worker_restart") == 2
+    reconnects = [r for r in caplog.records if getattr(r, "event", None) == "redis_reconnect"]
+    # after the outage: the loop's own PING refused, two attempts refused, the third
+    # answered; after the second ending Redis answers at once (no reconnect logged)
+    assert redis.pings == 5 and [r.attempt for r in reconnects] == [1, 2, 3]
+    assert events.count("redis_reconnected") == 1
+
+
+def test_a_burst_worker_ends_when_the_queue_is_empty():
+    import worker.cli as cli
+
+    assert cli.supervise(lambda: FakeWorker("burst"), FakeRedis(down=0), burst=True) == 0
+
+
+def test_waiting_for_redis_gives_up_after_its_budget(monkeypatch):
+    import worker.cli as cli
+
+    monkeypatch.setattr(cli, "RECONNECT_FIRST_S", 0.01)
+    redis = FakeRedis(down=10**6)
+    started = time.monotonic()
+    assert cli.wait_for_redis(redis, "down", budget_s=0.2) is False
+    assert time.monotonic() - started < 2 and redis.pings >= 3
