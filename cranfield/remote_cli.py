@@ -173,15 +173,21 @@ class ProgressBar:
 
             self.bar = tqdm(total=None, unit=" topics", file=sys.stderr, leave=False,
                             dynamic_ncols=True, desc=f"job {job.get('id', '')[:8]}")
-        total = progress.get("topics_total")
-        if total is not None and self.bar.total != total:
+        # topics done of total once the run's topics are known; before that, a sharded
+        # job's shards done of total (a shard's topics are known when it starts)
+        total, done, unit = progress.get("topics_total"), progress.get("topics_done"), \
+            " topics"
+        if total is None and progress.get("shards_total"):
+            total, done, unit = progress["shards_total"], progress.get("shards_done"), \
+                " shards"
+        self.bar.unit = unit
+        if self.bar.total != total:
             self.bar.total = total
-        done = progress.get("topics_done")
         if done is not None:
             self.bar.n = done
         stage = progress.get("stage") or status
         post = {"status": stage}
-        if progress.get("shards_total"):
+        if progress.get("shards_total") and unit == " topics":
             post["shards"] = f"{progress.get('shards_done', 0)}/{progress['shards_total']}"
         if progress.get("runs_total"):
             post["runs"] = f"{progress.get('runs_done', 0)}/{progress['runs_total']}"
