@@ -454,3 +454,16 @@ def test_eval_on_a_service_starts_light():
                           check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
     assert done.stderr.startswith("cranfield: cannot reach http://127.0.0.1:9")
+
+
+def test_the_progress_bar_counts_shards_until_the_topics_are_known(capsys):
+    bar = ProgressBar(enabled=True)
+    bar({"id": "jobid123", "status": "started", "progress": {
+        "stage": "evaluating", "topics_done": 125, "topics_total": None, "shards_done": 1,
+        "shards_total": 4}})
+    assert (bar.bar.n, bar.bar.total, bar.bar.unit) == (1, 4, " shards")
+    bar({"id": "jobid123", "status": "finished", "progress": {
+        "stage": "done", "topics_done": 500, "topics_total": 500, "shards_done": 4,
+        "shards_total": 4}})
+    assert (bar.bar.n, bar.bar.total, bar.bar.unit) == (500, 500, " topics")
+    bar.close()
