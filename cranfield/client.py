@@ -53,11 +53,14 @@ class ApiError(Exception):
     def __init__(self, status: int, problem: dict):
         self.status = status
         self.problem = problem
+        detail = str(problem.get("detail", problem.get("title", "")))
         errors = problem.get("errors") or {}
-        where = "; ".join(f"{k}: {' '.join(map(str, v)) if isinstance(v, list) else v}"
-                          for k, v in errors.items())
-        super().__init__(f"HTTP {status}: {problem.get('detail', problem.get('title', ''))}"
-                         + (f" ({where})" if where else ""))
+        said = ((k, " ".join(map(str, v)) if isinstance(v, list) else str(v))
+                for k, v in errors.items())
+        # a field's reason already in the detail (the API often says it in both) is not
+        # printed twice
+        where = "; ".join(f"{k}: {text}" for k, text in said if text not in detail)
+        super().__init__(f"HTTP {status}: {detail}" + (f" ({where})" if where else ""))
 
     @property
     def kind(self) -> str:

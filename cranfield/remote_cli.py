@@ -349,6 +349,12 @@ def _gate(args: argparse.Namespace) -> int:
             client.pin_baseline(args.system, recorded["id"])
             print(f"cranfield: {args.system} had no baseline pinned: pinned {recorded['id']} "
                   f"({label}); nothing to gate against tonight", file=sys.stderr)
+            # the reports are written all the same: a CI step that reads them finds them
+            write_verdicts(verdicts.pinned_document(args.system, dict(recorded, label=label),
+                                                    gates),
+                           args, system=args.system, github=False,
+                           step_summary=env.step_summary if env.github_actions else None,
+                           pinned=True)
             return EXIT_OK
         print(f"cranfield: {args.system} has no baseline pinned, so nothing was gated; the "
               f"result is recorded. Pin it with: cranfield baseline {args.system} "
@@ -364,35 +370,41 @@ def _gate(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     write_verdicts(comparison, args, system=args.system, github=env.github_actions,
-                   step_summary=env.step_summary)
+                   step_summary=env.step_summary if env.github_actions else None)
     return {"pass": EXIT_OK, "fail": EXIT_GATE_FAILED}.get(verdicts.verdict(comparison),
                                                           EXIT_GATE_UNDECIDED)
 
 
 def write_verdicts(doc: dict, args: argparse.Namespace, *, system: str | None,
-                   github: bool = False, step_summary: str | None = None) -> None:
+                   github: bool = False, step_summary: str | None = None,
+                   pinned: bool = False) -> None:
     """A gated comparison's verdict: ``args.format`` on standard output (text, json, junit,
     markdown), ``--junit FILE`` / ``--markdown FILE`` written as well; on GitHub Actions the
-    workflow commands on standard output and the Markdown appended to the step summary."""
+    workflow commands on standard output and the Markdown appended to the step summary
+    (``step_summary``). ``pinned``: ``doc`` is :func:`verdicts.pinned_document`, a first
+    night's report."""
     from . import verdicts
 
+    junit, markdown, text = ((verdicts.pinned_junit, verdicts.pinned_markdown,
+                              verdicts.pinned_text) if pinned else
+                             (verdicts.junit, verdicts.markdown, verdicts.text))
     fmt = args.format
     if fmt == "json":
         _dump(doc)
-    elif fmt in verdicts.RENDERERS:
-        sys.stdout.write(verdicts.RENDERERS[fmt](doc, system))
+    elif fmt in ("junit", "markdown"):
+        sys.stdout.write((junit if fmt == "junit" else markdown)(doc, system))
     else:
-        sys.stdout.write(verdicts.text(doc))
-    for path, render in ((getattr(args, "junit", None), verdicts.junit),
-                         (getattr(args, "markdown", None), verdicts.markdown)):
+        sys.stdout.write(text(doc))
+    for path, render in ((getattr(args, "junit", None), junit),
+                         (getattr(args, "markdown", None), markdown)):
         if path:
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(render(doc, system))
-    if github:
+    if github and not pinned:
         sys.stdout.write(verdicts.github_annotations(doc))
-        if step_summary:
-            with open(step_summary, "a", encoding="utf-8") as fh:
-                fh.write(verdicts.markdown(doc, system) + "\n")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as fh:
+            fh.write(markdown(doc, system) + "\n")
 
 
 # -- cranfield trend / history -------------------------------------------------------------------

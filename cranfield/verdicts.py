@@ -77,8 +77,10 @@ def _ci(ci: tuple, digits: int = 4) -> str:
 
 def _drop(check: dict) -> str:
     text = _num(check.get("drop"))
-    if check.get("relative") and check.get("relative_drop") is not None:
-        text += f" ({check['relative_drop']:.1%})"
+    relative = check.get("relative_drop")
+    if check.get("relative") and relative is not None:
+        # a drop that rounds to 0.0% is shown without the sign of its rounding error
+        text += f" ({0.0 if abs(relative) < 0.0005 else relative:.1%})"
     return text
 
 
@@ -233,3 +235,51 @@ def text(doc: dict) -> str:
 
 
 RENDERERS = {"junit": junit, "markdown": markdown}
+
+
+# -- the first night: nothing to gate against ----------------------------------------------------
+
+def pinned_document(system: str, recorded: dict, gates: list[str]) -> dict:
+    """What ``cranfield gate --pin-if-none`` reports on a system's first night, when tonight's
+    result became the baseline and nothing was gated: the gates it will hold later, the
+    result pinned. Rendered by :func:`pinned_junit`, :func:`pinned_markdown` and
+    :func:`pinned_text` (its JSON is this document)."""
+    return {"gate": None, "pinned": {"system": system, "result_id": recorded.get("id"),
+                                     "label": recorded.get("label")}, "gates": list(gates)}
+
+
+def _pinned_sentence(doc: dict) -> str:
+    pinned = doc["pinned"]
+    return (f"no baseline was pinned for {pinned['system']}: tonight's result "
+            f"{pinned['result_id']} ({pinned['label']}) is now its baseline; nothing gated")
+
+
+def pinned_junit(doc: dict, system: str | None = None) -> str:
+    """One skipped test case per gate (a CI's test report shows the gates it will hold, and
+    that they did not run tonight, rather than a missing file)."""
+    gates = doc["gates"]
+    suite = ET.Element("testsuite", {"name": SUITE, "tests": str(len(gates)), "failures": "0",
+                                     "errors": "0", "skipped": str(len(gates))})
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("verdict", "baseline-pinned"),
+                        ("baseline", doc["pinned"]["result_id"])):
+        ET.SubElement(props, "property", {"name": name, "value": str(value)})
+    for gate in gates:
+        case = ET.SubElement(suite, "testcase", {
+            "classname": f"cranfield.gate.{system or doc['pinned']['system']}", "name": gate})
+        ET.SubElement(case, "skipped", {"message": _pinned_sentence(doc)})
+    ET.indent(suite)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ET.tostring(suite, encoding="unicode") + "\n")
+
+
+def pinned_markdown(doc: dict, system: str | None = None) -> str:
+    pinned = doc["pinned"]
+    return (f"### Cranfield gate for {system or pinned['system']}: BASELINE PINNED\n\n"
+            f"No baseline was pinned: tonight's result `{pinned['result_id']}` "
+            f"(`{_cell(pinned['label'])}`) is now the baseline. Nothing was gated; the next "
+            f"night is gated against it ({_cell(', '.join(doc['gates']))}).\n")
+
+
+def pinned_text(doc: dict) -> str:
+    return f"gate: BASELINE PINNED\n  {_pinned_sentence(doc)}\n"

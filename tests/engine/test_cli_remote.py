@@ -367,12 +367,29 @@ def test_gate_without_a_baseline_records_and_says_how_to_pin(service, capsys):
     assert [s[0] for s in svc.seen] == ["POST", "GET"]  # recorded; nothing gated
 
 
-def test_gate_pin_if_none_pins_this_result(service, capsys):
+def test_gate_pin_if_none_pins_this_result(service, capsys, tmp_path, monkeypatch):
+    """The first night pins itself, and still writes the reports a CI step reads: each gate
+    a skipped test case, the Markdown (and the step summary) saying what was pinned."""
+    from xml.etree import ElementTree as ET
+
     url, svc = service
     _gate_routes(svc, None)
-    assert main([*GATE, "--server", url, "--label", "n2", "--pin-if-none"]) == 0
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit, markdown = tmp_path / "gate.xml", tmp_path / "gate.md"
+    assert main([*GATE, "--server", url, "--label", "n2", "--pin-if-none",
+                 "--junit", str(junit), "--markdown", str(markdown)]) == 0
     put = [s for s in svc.seen if s[0] == "PUT"]
     assert json.loads(put[0][3]) == {"result_id": RID}
+    out = capsys.readouterr().out
+    assert out.startswith("gate: BASELINE PINNED") and "::error" not in out
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("1", "1", "0")
+    (case,) = suite.iter("testcase")
+    assert case.get("name") == "map:0.01" and RID in case.find("skipped").get("message")
+    for page in (markdown.read_text(), summary.read_text()):
+        assert "BASELINE PINNED" in page and f"`{RID}` (`n2`)" in page
 
 
 def test_gate_with_the_baseline_s_label_names_the_candidate_apart(service):
