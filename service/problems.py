@@ -90,18 +90,22 @@ def register_error_handlers(app: Flask) -> None:
     def _redis_down(exc: Exception):  # the queue and store are unavailable, not the input wrong
         log.warning("redis unavailable: %s", exc)
         return problem_response(Problem(503, "Service Unavailable",
-                                        "the job queue and qrels store (Redis) are unreachable; "
-                                        "retry shortly", kind="unavailable",
-                                        headers={"Retry-After": "5"}))
-
-    from sqlalchemy.exc import OperationalError as DatabaseUnavailable
-
-    @app.errorhandler(DatabaseUnavailable)
-    def _database_down(exc: Exception):  # the results database (issue #18) cannot be reached
-        log.warning("results database unavailable: %s", exc.__class__.__name__)
-        return problem_response(Problem(503, "Service Unavailable",
-                                        "the results database is unreachable; retry shortly",
+                                        "the job queue (Redis) is unreachable; retry shortly",
                                         kind="unavailable", headers={"Retry-After": "5"}))
+
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    @app.errorhandler(DBAPIError)
+    def _database_error(exc: DBAPIError):
+        # the database (results and stored qrels) cannot be reached: a refused connection,
+        # or one dropped mid-request (the driver may call that an InterfaceError, or any
+        # error with the connection invalidated); any other database error is a bug
+        if isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated:
+            log.warning("database unavailable: %s", exc.__class__.__name__)
+            return problem_response(Problem(503, "Service Unavailable",
+                                            "the database is unreachable; retry shortly",
+                                            kind="unavailable", headers={"Retry-After": "5"}))
+        return _unexpected(exc)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):  # a bug, never bad input: log it, answer in one shape

@@ -268,8 +268,30 @@ def test_a_synchronous_record_while_the_database_is_down_is_503_not_500(app):
             "record": {"system": "bm25", "label": "night-1"}})
         assert resp.status_code == 503
         assert resp.mimetype == "application/problem+json"
-        assert resp.get_json()["detail"] == ("the results database is unreachable; retry "
-                                             "shortly")
+        assert resp.get_json()["detail"] == "the database is unreachable; retry shortly"
         assert client.get("/v1/systems").status_code == 503
     finally:
         down.close()
+
+
+@pytest.mark.parametrize("error, status", [
+    (InterfaceError("SELECT 1", {}, Exception("the connection is closed")), 503),
+    (DataError("SELECT 1", {}, Exception("invalid input"), connection_invalidated=True), 503),
+    (DataError("SELECT 1", {}, Exception("invalid input")), 500),
+])
+def test_a_connection_dropped_mid_request_is_503_and_a_data_error_is_not(
+        app, monkeypatch, error, status):
+    """A connection lost in the middle of a request reaches the route as an InterfaceError
+    (or any error with the connection invalidated): the database is unavailable, 503, as when
+    it refuses connections. Any other database error is a bug (500), not an outage."""
+    store = app.extensions["results"]
+
+    def fails(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(store, "systems", fails)
+    resp = app.test_client().get("/v1/systems")
+    assert resp.status_code == status and resp.mimetype == "application/problem+json"
+    if status == 503:
+        assert resp.headers["Retry-After"] == "5"
+        assert resp.get_json()["detail"] == "the database is unreachable; retry shortly"
