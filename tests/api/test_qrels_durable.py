@@ -56,7 +56,8 @@ def redis_server():
 def redis_conn(redis_server):
     conn = redis_client(redis_server.url)
     conn.flushall()
-    return conn
+    yield conn
+    conn.close()  # its pooled sockets, before the server goes
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +66,22 @@ def fresh_cache(monkeypatch):
     cache = QrelsCache()
     monkeypatch.setattr(store_mod, "QRELS_CACHE", cache)
     return cache
+
+
+@pytest.fixture
+def apps():
+    """create_app for a test: each app's Redis connections closed at its end."""
+    made = []
+
+    def make(config):
+        made.append(create_app(config))
+        return made[-1]
+
+    yield make
+    for app in made:
+        redis = getattr(app.extensions["cranfield"], "redis", None)
+        if redis is not None:
+            redis.close()
 
 
 @pytest.fixture
@@ -385,10 +402,11 @@ def test_qrels_kept_in_redis_are_imported_once(redis_conn, database, caplog):
     assert [m["id"] for m in store.list_qrels(0, 10)[0]] == ["robust", "qrels", "kept"]
 
 
-def test_the_service_imports_at_start(redis_server, redis_conn, results_database, caplog):
+def test_the_service_imports_at_start(redis_server, redis_conn, results_database, caplog,
+                                      apps):
     RedisStore(redis_conn).put_qrels("legacy", QRELS_A)
     with caplog.at_level(logging.INFO, logger="cranfield.qrels"):
-        app = create_app({"TESTING": True, "REDIS_URL": redis_server.url})
+        app = apps({"TESTING": True, "REDIS_URL": redis_server.url})
     assert "imported 1 stored qrels ids" in caplog.text
     redis_conn.flushall()
     client = ContractClient(app.test_client())
@@ -399,7 +417,8 @@ def test_the_service_imports_at_start(redis_server, redis_conn, results_database
         cranfield.evaluate(cranfield.read_run(RUN), QRELS_A, ["map"]).aggregate["map"])
 
 
-def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database, caplog):
+def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database, caplog,
+                                                                apps):
     """The service starts without Redis (its routes answer 503 meanwhile); the import is done
     by the first use that reaches Redis, before that use reads anything."""
     from servers import free_port
@@ -407,7 +426,7 @@ def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database
     require_redis_server()
     server = RedisServer(port=free_port())
     with caplog.at_level(logging.WARNING, logger="cranfield.qrels"):
-        app = create_app({"TESTING": True, "REDIS_URL": server.url})
+        app = apps({"TESTING": True, "REDIS_URL": server.url})
     assert "cannot import the qrels kept in Redis yet (ConnectionError)" in caplog.text
     client = ContractClient(app.test_client())
     assert client.get("/v1/qrels/legacy").status_code == 503
@@ -419,5 +438,6 @@ def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database
         assert [m["id"] for m in listing["items"]] == ["legacy"]  # read from the database
         conn.flushall()
         assert client.get("/v1/qrels/legacy").get_json()["version"] == old["version"]
+        conn.close()
     finally:
         server.stop()
