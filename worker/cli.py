@@ -328,7 +328,12 @@ def supervise(new_worker, connection, *, burst: bool = False) -> int:
     stop = threading.Event()
     restarts = 0
     while True:
-        worker = new_worker()
+        try:
+            worker = new_worker()  # RQ names its connection at once: Redis must answer
+        except down as exc:  # Redis is down (again) before the loop could start: wait for it
+            if not wait_for_redis(connection, exc, stopping=stop.is_set):
+                return 0
+            continue
         cause: BaseException | str
         try:
             worker.work(burst=burst, with_scheduler=True)

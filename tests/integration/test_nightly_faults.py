@@ -463,6 +463,36 @@ def test_a_worker_restarts_its_loop_after_redis_went_away_and_ends_only_when_ask
     assert events.count("redis_reconnected") == 1
 
 
+def test_a_worker_that_cannot_be_made_while_redis_is_down_waits_for_it(monkeypatch, caplog):
+    """RQ's Worker names its connection when it is made (CLIENT SETNAME): a loop restarted
+    while Redis is gone again (seen in CI: the worker exited 1) waits for Redis and is then
+    made, instead of the process dying."""
+    import logging
+
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    import worker.cli as cli
+
+    monkeypatch.setattr(cli, "RECONNECT_FIRST_S", 0.01)
+    monkeypatch.setattr(cli, "RECONNECT_CAP_S", 0.02)
+    redis = FakeRedis(down=2)
+    attempts: list[str] = []
+
+    def new_worker():
+        if redis.pings < redis.down:  # Redis still refusing: so does the Worker's SETNAME
+            attempts.append("refused")
+            raise RedisConnectionError("Error 111 connecting. Connection refused.")
+        attempts.append("made")
+        return FakeWorker("stop")
+
+    with caplog.at_level(logging.INFO, logger="cranfield.worker"):
+        assert cli.supervise(new_worker, redis) == 0
+    assert attempts == ["refused", "made"]
+    events = [getattr(r, "event", None) for r in caplog.records]
+    # two attempts refused, the third answered
+    assert events.count("redis_reconnect") == 3 and events.count("redis_reconnected") == 1
+
+
 def test_a_burst_worker_ends_when_the_queue_is_empty():
     import worker.cli as cli
 
