@@ -205,7 +205,10 @@ def test_a_flushall_between_two_nights_changes_nothing(redis_server, database_ur
         # before a worker takes the jobs, the worker reads them from the database
         jobs = [submit_night(api, "robust", "night-2"), submit_night(api, "legacy", "legacy")]
         cached = conn.keys("cranfield:qrels:*")
-        assert f"cranfield:qrels:robust:v:{stored['version']}".encode() in cached
+        # the versions were refilled; the text only if the API process that answered had
+        # not decoded these qrels before (its own LRU holds them by digest): either way,
+        # everything cached is dropped before the worker starts
+        assert {b"cranfield:qrels:robust", b"cranfield:qrels:robust:order"} <= set(cached)
         conn.delete(*cached)
         with running_worker(redis_server.url, database_url):  # a worker with a cold memory
             night2, legacy_night = (finished(api, location) for location in jobs)
