@@ -57,9 +57,10 @@ class ApiError(Exception):
         errors = problem.get("errors") or {}
         said = ((k, " ".join(map(str, v)) if isinstance(v, list) else str(v))
                 for k, v in errors.items())
-        # a field's reason already in the detail (the API often says it in both) is not
-        # printed twice
-        where = "; ".join(f"{k}: {text}" for k, text in said if text not in detail)
+        # a field and reason the detail already says (the API often says them in both)
+        # are not printed twice; a field the detail does not name is ("run line 1")
+        where = "; ".join(f"{k}: {text}" for k, text in said
+                          if not (text in detail and (text == detail or k in detail)))
         super().__init__(f"HTTP {status}: {detail}" + (f" ({where})" if where else ""))
 
     @property

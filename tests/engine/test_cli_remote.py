@@ -484,3 +484,21 @@ def test_the_progress_bar_counts_shards_until_the_topics_are_known(capsys):
         "shards_total": 4}})
     assert (bar.bar.n, bar.bar.total, bar.bar.unit) == (500, 500, " topics")
     bar.close()
+
+
+@pytest.mark.parametrize("problem, said", [
+    # the field is named once; the detail's words are not repeated
+    ({"detail": "measure 'P_5' is not recorded", "errors": {"measure": [
+        "measure 'P_5' is not recorded"]}}, "HTTP 404: measure 'P_5' is not recorded"),
+    # a field the detail does not name is kept, with its reason
+    ({"detail": "run:1: score: 'x' is not a number", "errors": {"run line 1": [
+        "'x' is not a number"]}},
+     "HTTP 404: run:1: score: 'x' is not a number (run line 1: 'x' is not a number)"),
+    ({"detail": "bad request", "errors": {"measures[0]": ["unknown measure 'mapp'"]}},
+     "HTTP 404: bad request (measures[0]: unknown measure 'mapp')"),
+    ({"title": "Not Found"}, "HTTP 404: Not Found"),
+])
+def test_an_api_error_says_each_thing_once(problem, said):
+    from cranfield.client import ApiError
+
+    assert str(ApiError(404, problem)) == said
