@@ -329,7 +329,15 @@ class DurableStore:
 
     def _entry(self, qrels_id: str) -> Entry | None:
         self.prepare()
-        cached = self.cache.cached_entry(qrels_id)
+        try:
+            cached = self.cache.cached_entry(qrels_id)
+        except _cache_down() as exc:
+            # Redis is a cache: while it is unreachable, reads go to the database (writes do
+            # not: they must bump the id's generation in the cache first, else the cache
+            # would answer the old versions once it is back)
+            log.warning("qrels cache unreachable: reading the database",
+                        extra={"event": "qrels_cache_down", "error": type(exc).__name__})
+            return self.database.entry(self.tenant, qrels_id)
         return cached if cached is not None else self._fill(qrels_id)
 
     def versions(self, qrels_id: str) -> list[str]:
@@ -344,12 +352,18 @@ class DurableStore:
         meta = self.meta(qrels_id, version)
 
         def blob() -> bytes:
-            data = self.cache.cached_text(qrels_id, meta["version"], meta["sha256"])
+            try:
+                data = self.cache.cached_text(qrels_id, meta["version"], meta["sha256"])
+            except _cache_down():  # as in _entry: the database answers
+                data, cache_up = None, False
+            else:
+                cache_up = True
             if data is None:
                 data = self.database.text(self.tenant, qrels_id, meta["version"])
                 if data is None:
                     raise NotFound(f"qrels {ref!r} was deleted")
-                self.cache.cache_put_text(qrels_id, meta["version"], meta["sha256"], data)
+                if cache_up:  # a version's text never changes: refilling it is always safe
+                    self.cache.cache_put_text(qrels_id, meta["version"], meta["sha256"], data)
             return data
 
         return (cache_store.QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)),
@@ -383,6 +397,15 @@ class DurableStore:
 
     def delete_blob(self, key: str) -> None:
         self.cache.delete_blob(key)
+
+
+def _cache_down() -> tuple[type[BaseException], ...]:
+    """The errors of an unreachable cache (Redis down or timing out); a memory cache has
+    none."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return RedisConnectionError, RedisTimeoutError
 
 
 # -- the one-shot import ------------------------------------------------------------------------

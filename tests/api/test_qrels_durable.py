@@ -244,6 +244,35 @@ def test_a_cached_read_needs_no_database(database, redis_conn):
         DurableStore(down, RedisStore(redis_conn)).meta("q")
 
 
+def test_reads_go_to_the_database_while_redis_is_down_and_writes_wait(database):
+    """Redis is a cache: with it stopped, qrels are still read (versions, text) from the
+    database; a write is refused (the cache's generation cannot be bumped, and the cache
+    would answer the old versions once back), as the API's 503; with Redis back, both
+    work and the cache answers the new version."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    conn = redis_client(server.url)
+    try:
+        store = DurableStore(database, RedisStore(conn))
+        meta, _ = store.put_qrels("q", QRELS_A)
+        server.stop()
+        assert store.meta("q") == meta
+        qrels, loaded = store.load_qrels("q")
+        assert loaded == meta and canonical_text(qrels) == canonical_text(QRELS_A)
+        with pytest.raises(RedisConnectionError):
+            store.put_qrels("q", QRELS_B)
+        assert database.entry(None, "q")[0] == [meta["version"]]  # nothing was written
+        server.start()  # same port, empty: the cache refills from the database
+        m2, created = store.put_qrels("q", QRELS_B)
+        assert created and store.meta("q")["versions"] == [meta["version"], m2["version"]]
+    finally:
+        conn.close()
+        server.stop()
+
+
 def test_a_refill_read_before_a_write_is_not_kept(database, redis_conn):
     store = DurableStore(database, RedisStore(redis_conn))
     m1, _ = store.put_qrels("q", QRELS_A)
