@@ -605,17 +605,27 @@ class ResultStore:
 
     def results(self, tenant: str | None, system: str, *, since: datetime | str | None = None,
                 until: datetime | str | None = None, tag: str | None = None,
-                qrels_version: str | None = None, offset: int = 0, limit: int = 50
-                ) -> tuple[list[dict], int]:
+                qrels_version: str | None = None, measures: list[str] | None = None,
+                offset: int = 0, limit: int = 50) -> tuple[list[dict], int]:
         """A page of the system's result summaries, newest first, and how many match in
         all. ``since``/``until``: recorded at or after / at or before (datetime or ISO
-        8601; naive is UTC); ``tag``: carrying it; ``qrels_version``: against it. An unknown
-        system has no results: ``([], 0)``."""
+        8601; naive is UTC); ``tag``: carrying it; ``qrels_version``: against it;
+        ``measures``: recorded with one of these keys. An unknown system has no results:
+        ``([], 0)``."""
         with self.sessions() as session:
             owner = self._system(session, tenant, system)
             if owner is None:
                 return [], 0
             where = [Result.system_pk == owner.pk, *_window(since, until)]
+            if measures is not None:
+                # matched exactly against each distinct measure list (few: a system's results
+                # share them), so the page and the count are the database's, not a scan of
+                # every result (LIKE on the JSON text is case-insensitive on SQLite)
+                wanted = set(measures)
+                lists = [text_ for text_ in session.scalars(
+                    select(Result.measures).where(Result.system_pk == owner.pk).distinct())
+                    if wanted.intersection(json.loads(text_))]
+                where.append(Result.measures.in_(lists))
             if qrels_version is not None:
                 where.append(Result.qrels_version == qrels_version)
             if tag is not None:

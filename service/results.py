@@ -118,11 +118,9 @@ def list_results(name: str):
         if not measure.strip() or len(measure) > MAX_NAME:
             raise bad_parameter("measure", "a measure name (ndcg_cut.10, nDCG@10, "
                                 "ndcg_cut_10, map...)")
-        keys = set(_recorded_keys(store, tenant, name, measure))
-        # the summaries carry their measures: one read of the window's, filtered here
-        every, _ = store.results(tenant, name, offset=0, limit=2**31 - 1, **window)
-        having = [r for r in every if keys.intersection(r["measures"])]
-        items, total = having[offset:offset + limit], len(having)
+        keys = _recorded_keys(store, tenant, name, measure)
+        items, total = store.results(tenant, name, measures=keys, offset=offset, limit=limit,
+                                     **window)
     return _json({"items": items, "total": total, "offset": offset, "limit": limit,
                   "next": next_page(f"/v1/systems/{quote(name, safe='')}/results", filters,
                                 offset, limit, total)})

@@ -194,3 +194,26 @@ def test_the_results_filter_by_measure_takes_every_spelling(client, nights):
     assert "nDCG@10" in body["suggestions"]
     body = _problem(client.get("/v1/systems/search/results?measure=P.5"), 404)
     assert body["recorded_measures"] == ["map", "ndcg_cut_10"]
+
+
+def test_the_results_filter_by_measure_reads_one_page_not_every_result(client, nights,
+                                                                        monkeypatch):
+    """A system with years of nightly results: the filter asks the database for the page
+    (and a count), never for every summary of the system to filter in memory."""
+    from backend.results import ResultStore
+
+    docs, _ = nights
+    _record(client, 3, "search", ["map"])  # the newest without nDCG@10: filtered out
+    asked = []
+    results = ResultStore.results
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("limit"))
+        return results(self, *args, **kwargs)
+
+    monkeypatch.setattr(ResultStore, "results", spy)
+    page = client.get("/v1/systems/search/results",
+                      query_string={"measure": "nDCG@10", "limit": 1, "offset": 1}).get_json()
+    assert [r["id"] for r in page["items"]] == [docs[1]["recorded"]["id"]]
+    assert page["total"] == 3
+    assert asked == [1]
