@@ -153,24 +153,46 @@ TEXT_PART = "text/plain; charset=utf-8"
 
 class Part:
     """One file part of a multipart body: its bytes, or a file on disk streamed in
-    :data:`CHUNK` pieces (``path``)."""
+    :data:`CHUNK` pieces (``path``), as it was when the part was made: its size is the
+    Content-Length sent, so a file that changes while it is sent (a run still being written)
+    is an :class:`~cranfield.errors.InputError` before its last piece goes, rather than a
+    body shorter than announced (the server waits for the rest) or a truncated run."""
 
     def __init__(self, name: str, filename: str, content_type: str, *, data: bytes = b"",
                  path: str | None = None):
         self.name, self.filename, self.content_type = name, filename, content_type
         self.data, self.path = data, path
+        self._stat = os.stat(path) if path is not None else None
 
     @property
     def size(self) -> int:
-        return os.path.getsize(self.path) if self.path is not None else len(self.data)
+        return self._stat.st_size if self._stat is not None else len(self.data)
 
     def chunks(self) -> Iterator[bytes]:
         if self.path is None:
             yield self.data
             return
+        left = self.size
         with open(self.path, "rb") as fh:
-            while block := fh.read(CHUNK):
+            while True:
+                block = fh.read(min(CHUNK, left))
+                left -= len(block)
+                if left == 0 or not block:
+                    # the last piece is held back until the file is known to be as it was
+                    now = os.fstat(fh.fileno())
+                    if left or fh.read(1) or now.st_mtime_ns != self._stat.st_mtime_ns:
+                        self._changed(now.st_size)
+                    if block:
+                        yield block
+                    return
                 yield block
+
+    def _changed(self, size: int) -> None:
+        from .errors import InputError
+
+        raise InputError(self.path, f"changed while it was being sent ({self.size} bytes "
+                         f"when the upload began, {size} now): send it once it is "
+                         "completely written")
 
 
 class MultipartBody:
@@ -331,8 +353,9 @@ class Client:
     def request(self, method: str, path: str, body: Any = None, *, headers: dict | None = None,
                 content_type: str = "application/json") -> tuple[int, dict, bytes]:
         """(status, headers, body bytes) of one request; ``body``: bytes, a
-        :class:`MultipartBody` (streamed), a readable file (streamed; its size must be
-        known) or anything JSON encodes. A problem answer raises :class:`ApiError`."""
+        :class:`MultipartBody` or a file :class:`Part` (streamed), a readable file
+        (streamed; its size must be known) or anything JSON encodes. A problem answer
+        raises :class:`ApiError`."""
         data: Any = None
         hdrs = {"Accept": "application/json", **(headers or {})}
         if self.api_key:
@@ -341,6 +364,10 @@ class Client:
             data = iter(body)
             hdrs["Content-Type"] = body.content_type
             hdrs["Content-Length"] = str(body.length)
+        elif isinstance(body, Part):  # one file as the whole body, streamed
+            data = body.chunks()
+            hdrs["Content-Type"] = content_type
+            hdrs["Content-Length"] = str(body.size)
         elif hasattr(body, "read"):
             data = body
             hdrs["Content-Type"] = content_type
@@ -528,9 +555,9 @@ class Client:
         path = _path_of(qrels)
         if path is not None:
             query = "?diversity=true" if diversity else ""
-            with open(path, "rb") as fh:
-                return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}{query}", fh,
-                                  headers=headers, content_type="text/plain")
+            return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}{query}",
+                              Part("qrels", os.path.basename(path), TEXT_PART, path=path),
+                              headers=headers, content_type="text/plain")
         body = {"qrels": _text_or_mapping(qrels), "diversity": diversity}
         return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
 
