@@ -12,6 +12,7 @@ gate`` renders a service's document without the engine's numerics.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -162,8 +163,22 @@ MARKDOWN_HEAD = ("measure", "baseline mean", "candidate mean", "drop",
                  "95% CI of the difference", "p (adjusted)", "verdict")
 
 
+# what Markdown would read as markup in a name or topic id (a table's pipe, a backslash that
+# would escape it, HTML, a link, emphasis, a code span): each backslash-escaped, so a run
+# file's or a record's text reads as it is and cannot reshape the table
+_MARKUP = re.compile(r"([\\`*\[\]<>&|~])")
+
+
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return _MARKUP.sub(r"\\\1", str(text)).replace("\r", " ").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span whatever backticks it holds (a longer fence)."""
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown(doc: dict, system: str | None = None) -> str:
@@ -173,8 +188,8 @@ def markdown(doc: dict, system: str | None = None) -> str:
     items = checks(doc)
     overall = verdict(doc)
     pairs = sorted({(c["candidate"], c["baseline"]) for c in items})
-    against = "; ".join(f"`{c}` vs baseline `{b}`" for c, b in pairs)
-    lines = [f"### Cranfield gate{f' for {system}' if system else ''}: "
+    against = "; ".join(f"{_code(c)} vs baseline {_code(b)}" for c, b in pairs)
+    lines = [f"### Cranfield gate{f' for {_cell(system)}' if system else ''}: "
              f"{VERDICT_WORDS.get(overall, 'no gate')}", ""]
     if against:
         lines += [against, ""]
@@ -186,7 +201,8 @@ def markdown(doc: dict, system: str | None = None) -> str:
         measure = f"{c['measure']} ({c['candidate']})" if several else c["measure"]
         row = (measure, _num(c.get("mean_baseline")), _num(c.get("mean_candidate")),
                _drop(c), _ci(c["ci"]), _p(c.get("p_adjusted")), c.get("verdict", ""))
-        lines.append("| " + " | ".join(_cell(x) for x in row) + " |")
+        # the numbers are ours (digits, an interval's brackets): only the names escaped
+        lines.append("| " + " | ".join([_cell(row[0]), *row[1:6], _cell(row[6])]) + " |")
     for c in items:
         if c.get("verdict") == "pass":
             continue
@@ -275,9 +291,9 @@ def pinned_junit(doc: dict, system: str | None = None) -> str:
 
 def pinned_markdown(doc: dict, system: str | None = None) -> str:
     pinned = doc["pinned"]
-    return (f"### Cranfield gate for {system or pinned['system']}: BASELINE PINNED\n\n"
-            f"No baseline was pinned: tonight's result `{pinned['result_id']}` "
-            f"(`{_cell(pinned['label'])}`) is now the baseline. Nothing was gated; the next "
+    return (f"### Cranfield gate for {_cell(system or pinned['system'])}: BASELINE PINNED\n\n"
+            f"No baseline was pinned: tonight's result {_code(pinned['result_id'])} "
+            f"({_code(pinned['label'])}) is now the baseline. Nothing was gated; the next "
             f"night is gated against it ({_cell(', '.join(doc['gates']))}).\n")
 
 

@@ -204,3 +204,50 @@ def test_compare_junit_needs_a_gate(tmp_path, capsys):
     assert code == 1
     assert capsys.readouterr().err == ("cranfield: --format junit renders a gate's verdict: "
                                        "give --gate\n")
+
+
+# names and topic ids as a run file or a record may spell them: markup in every format
+HOSTILE_BASE, HOSTILE_CAND = 'base <b>&"\'|\\', "cand `x` [link](https://e.example) *b*"
+HOSTILE_TOPICS = {t: f"{t}\\|<img/src=x>" if i % 2 else f"{t}&amp;" for i, t in
+                  enumerate(TOPICS)}
+
+
+@pytest.fixture(scope="module")
+def hostile() -> dict:
+    def renamed(run):
+        return {HOSTILE_TOPICS[t]: docs for t, docs in run.items()}
+
+    return compare({HOSTILE_BASE: renamed(BASE), HOSTILE_CAND: renamed(CAND)},
+                   renamed(QRELS), ["map"], baseline=HOSTILE_BASE, gate=["map:0.01"])
+
+
+def _gfm_cells(line: str) -> list[str]:
+    """A table row's cells as GitHub's Markdown splits them (cmark-gfm: a cell is escaped
+    characters or anything but a pipe), backslash escapes then undone."""
+    cells = re.findall(r"((?:\\.|[^|\\])*)\|", line.strip()[1:])
+    return [re.sub(r"\\(.)", r"\1", c).strip() for c in cells]
+
+
+def test_junit_of_hostile_names_is_well_formed_xml_saying_them(hostile):
+    suite = ET.fromstring(verdicts.junit(hostile, 'sys <&">').encode())
+    [case] = suite.findall("testcase")
+    assert case.get("classname") == 'cranfield.gate.sys <&">'
+    assert case.get("name") == f"map: {HOSTILE_CAND} vs {HOSTILE_BASE}"
+    failure = case.find("failure").text
+    assert f"{TOPICS[1]}\\|<img/src=x>" in failure  # said as it is
+    assert "t26&amp; " in failure  # not read as the entity
+
+
+def test_markdown_of_hostile_names_keeps_the_table_and_renders_no_markup(hostile):
+    text = verdicts.markdown(hostile, "sys <b>")
+    rows = [_gfm_cells(line) for line in text.splitlines() if line.startswith("|")]
+    assert all(len(r) == len(rows[0]) for r in rows[:3]), rows
+    topics = rows[5:]  # the offending topics' table: topic, baseline, candidate, drop
+    assert topics and all(len(r) == 4 for r in topics), topics
+    assert {r[0] for r in topics} <= set(HOSTILE_TOPICS.values())
+    # no raw HTML, link or emphasis a renderer would act on: each is backslash-escaped or
+    # inside a code span
+    outside_code = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
+    for markup in ("<b>", "<img", "](", "*b*"):
+        assert markup not in outside_code.replace("\\<", "").replace("\\]", "").replace(
+            "\\*", ""), markup
