@@ -420,6 +420,19 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
     if stem in REGISTRY and REGISTRY[stem].kind in ("cutoffs", "fcutoffs") and suffix:
         m = REGISTRY[stem]
         return [(m, _check_value(m, _parse_value(m, suffix, name), name), suffix)]
+    # the printed form of the other parameterised measures (set_F_0.5, utility_1,-1,0,0,
+    # ndcg_rel_0=0,1=1): what a result was recorded under reads back as that measure; the
+    # longest measure name before an underscore (ndcg_rel, not ndcg) whose parameters read
+    # (else the name is unknown, with suggestions: ndcg_cut10 is not ndcg's)
+    for i in sorted((i for i, ch in enumerate(name) if ch == "_"), reverse=True):
+        m = REGISTRY.get(name[:i])
+        if m is not None and m.kind not in ("none", "kw", "cutoffs", "fcutoffs") \
+                and name[i + 1:]:
+            text = name[i + 1:]
+            try:
+                return [(m, _check_value(m, _parse_value(m, text, name), name), text)]
+            except MeasureError:
+                continue
     raise _unknown(name)
 
 
@@ -667,18 +680,31 @@ def recorded_keys(name: str, keys, profile: str = DEFAULT_PROFILE) -> list[str]:
     that stands for several measures (a nickname, a cutoff list)."""
     keys = list(dict.fromkeys(keys))
     name = name.strip() if isinstance(name, str) else name
-    instances = parse_measure(name, profile)
+    try:
+        instances = parse_measure(name, profile)
+    except MeasureError:
+        # trec_eval prints some parameterised measures as keys the registry cannot read
+        # back (set_F_0.5, utility_1,-1,0,0, ndcg_0=0,1=1): a recorded key finds itself
+        if name in keys:
+            return [name]
+        raise
     if len(instances) != 1:
+        if name in keys:
+            return [name]
         shown = ", ".join(i.key for i in instances[:5]) + (" …" if len(instances) > 5 else "")
         raise MeasureError(name, f"stands for {len(instances)} measures ({shown}); name one")
-    wanted = _meaning(instances[0])
+    wanted, printed = _meaning(instances[0]), instances[0].key
     found = [name] if name in keys else []
     for key in keys:
         if key in found:
             continue
         try:
             meant = [_meaning(i) for i in parse_measure(key, profile)]
-        except MeasureError:  # a key no spelling of the registry reads: only itself finds it
+        except MeasureError:
+            # a key no spelling reads back: found by the name that prints as it (set_F.0.5
+            # prints as set_F_0.5), and by itself
+            if key == printed:
+                found.append(key)
             continue
         if meant == [wanted]:
             found.append(key)
