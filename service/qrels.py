@@ -36,7 +36,8 @@ def _json(doc, status=200, headers=None) -> Response:
 
 
 def _check_id(qrels_id: str) -> None:
-    if not ID_PATTERN.match(qrels_id):
+    # fullmatch: "$" alone lets a trailing newline through (kept, then a 500 on Location)
+    if not ID_PATTERN.fullmatch(qrels_id):
         raise Problem(422, "Invalid qrels id", f"{qrels_id!r} is not a valid qrels id",
                       kind="invalid-request", errors={"qrels_id": [
                           "1-128 characters: letters, digits, '.', '_', '-'"]})

@@ -470,3 +470,15 @@ def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database
         conn.close()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("method", ["put", "get", "delete"])
+def test_an_id_ending_in_a_newline_is_refused_and_not_kept(client, method):
+    """``$`` matched before a trailing newline: ``PUT /v1/qrels/dev%0A`` kept the id in the
+    database, then failed with a 500 writing it into the Location header."""
+    kwargs = {"data": "1 0 d1 1\n", "content_type": "text/plain"} if method == "put" else {}
+    resp = getattr(client, method)("/v1/qrels/dev%0A", **kwargs)
+    assert resp.status_code == 422, resp.get_data(as_text=True)
+    assert resp.mimetype == "application/problem+json"
+    assert list(resp.get_json()["errors"]) == ["qrels_id"]
+    assert client.get("/v1/qrels").get_json()["total"] == 0
