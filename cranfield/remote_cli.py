@@ -122,6 +122,9 @@ def run_command(handler: Handler, args: argparse.Namespace) -> int:
         print(f"cranfield: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:
+        if exc.filename is not None:  # a local file (a report it writes), not the service
+            print(f"cranfield: {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return EXIT_INPUT
         reason = getattr(exc, "reason", None) or exc
         print(f"cranfield: cannot reach {args.server}: {reason}", file=sys.stderr)
         return EXIT_INPUT

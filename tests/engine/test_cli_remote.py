@@ -502,3 +502,17 @@ def test_an_api_error_says_each_thing_once(problem, said):
     from cranfield.client import ApiError
 
     assert str(ApiError(404, problem)) == said
+
+
+def test_a_report_that_cannot_be_written_is_said_as_such_not_as_an_unreachable_service(
+        service, capsys, tmp_path):
+    """The service answered; the file -o names cannot be written (no such folder): exit 2
+    saying the file, not 'cannot reach' the service."""
+    url, svc = service
+    svc.routes[("GET", "/v1/systems/s/trend")] = (200, "<html>trend</html>",
+                                                  {"Content-Type": "text/html"})
+    page = tmp_path / "missing" / "page.html"
+    assert main(["trend", "s", "--measure", "map", "-o", str(page), "--server", url]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach" not in err
+    assert err == f"cranfield: {page}: No such file or directory\n"
