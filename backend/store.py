@@ -314,15 +314,53 @@ class RedisStore:
         self.redis.delete(keys.blob(key))
 
 
+class TextCache:
+    """Compressed qrels texts by content hash, the least recently used dropped once they
+    hold more than ``max_bytes``: the database's texts as this process caches them without
+    Redis. Bounded, as a cache must be: every version put or read stays otherwise, and a
+    service that takes a new version each night grows until it is killed."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, sha256: str) -> bytes | None:
+        blob = self._items.get(sha256)
+        if blob is not None:
+            self._items.move_to_end(sha256)
+        return blob
+
+    def put(self, sha256: str, blob: bytes) -> None:
+        old = self._items.pop(sha256, None)
+        self._bytes -= len(old) if old is not None else 0
+        if len(blob) > self.max_bytes:
+            return  # larger than the whole cache: read from the database each time
+        self._items[sha256] = blob
+        self._bytes += len(blob)
+        while self._bytes > self.max_bytes:
+            _, dropped = self._items.popitem(last=False)
+            self._bytes -= len(dropped)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+
 class MemoryStore:
     """The same interface in process memory: the embedded default when no REDIS_URL is set
     (``make run`` needs nothing else). Not shared between processes."""
+
+    #: what the texts cached for the database may hold (``cached_text``), compressed
+    TEXT_CACHE_BYTES = 256 << 20
 
     def __init__(self, parent: MemoryStore | None = None):
         self._lock = parent._lock if parent else threading.Lock()
         self._qrels: dict[str, dict[str, dict]] = {}
         self._order: dict[str, list[str]] = {}
         self._texts: dict[str, bytes] = parent._texts if parent else {}
+        self._cached: TextCache = (parent._cached if parent
+                                   else TextCache(self.TEXT_CACHE_BYTES))
         self._blobs: dict[str, tuple[float, bytes]] = parent._blobs if parent else {}
         self._tenants: dict[str, MemoryStore] = {}
 
@@ -398,11 +436,11 @@ class MemoryStore:
 
     def cached_text(self, qrels_id: str, version: str, sha256: str) -> bytes | None:
         with self._lock:
-            return self._texts.get(sha256)
+            return self._cached.get(sha256)
 
     def cache_put_text(self, qrels_id: str, version: str, sha256: str, blob: bytes) -> None:
         with self._lock:
-            self._texts[sha256] = blob
+            self._cached.put(sha256, blob)
 
     def put_blob(self, key: str, data: bytes, ttl: int) -> str:
         with self._lock:

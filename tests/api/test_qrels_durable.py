@@ -482,3 +482,26 @@ def test_an_id_ending_in_a_newline_is_refused_and_not_kept(client, method):
     assert resp.mimetype == "application/problem+json"
     assert list(resp.get_json()["errors"]) == ["qrels_id"]
     assert client.get("/v1/qrels").get_json()["total"] == 0
+
+
+def test_the_memory_cache_of_texts_is_bounded_and_refills_from_the_database(database,
+                                                                             monkeypatch):
+    """Without Redis, this process caches the texts the database keeps: a new version each
+    night must not grow it without end; a text dropped from it is read from the database."""
+    monkeypatch.setattr(MemoryStore, "TEXT_CACHE_BYTES", 300, raising=False)
+    cache = MemoryStore()
+    store = DurableStore(database, cache)
+    nights = [cranfield.read_qrels("".join(f"{t} 0 d{n}x{t} 1\n" for t in range(1, 30)))
+              for n in range(12)]
+    metas = [store.put_qrels("nightly", q)[0] for q in nights]
+    assert len({m["version"] for m in metas}) == 12
+
+    def held() -> list[bytes]:
+        return [b for m in metas if (b := cache.cached_text("nightly", m["version"],
+                                                             m["sha256"])) is not None]
+
+    assert held() and sum(map(len, held())) <= 300 and len(held()) < 12
+    for meta, qrels in zip(metas, nights, strict=True):
+        loaded, read = store.load_qrels(f"nightly@{meta['version']}")
+        assert read["version"] == meta["version"] and loaded.topics == qrels.topics
+        assert sum(map(len, held())) <= 300
