@@ -107,40 +107,57 @@ def run_names(labels: list[str | None]) -> list[str]:
     (1-based), as an unnamed run of a JSON request."""
     from pathlib import PurePath
 
-    # per run, for each number of folders kept in front of its file's name: (the suffix with
-    # the name's stem, with the whole name); a path with fewer folders keeps its longest
-    forms: list[list[tuple[str, str]]] = []
+    # per run, its path's parts and its file's stem: for each number of folders kept in front
+    # of its file's name, (the suffix with the name's stem, with the whole name), made only
+    # when needed (a path with fewer folders keeps its longest)
+    paths: list[tuple[list[str], str]] = []
     for i, label in enumerate(labels):
         if label in (None, "", "-"):
-            fixed = "stdin" if label == "-" else f"run{i + 1}"
-            forms.append([(fixed, fixed)])
+            paths.append(([], "stdin" if label == "-" else f"run{i + 1}"))
             continue
         path = PurePath(label)
         parts = [p for p in path.parts if p not in (path.anchor, ".")] or [label]
-        name = parts[-1]
-        stem = PurePath(name).stem or name
-        forms.append([("/".join([*parts[len(parts) - 1 - d:-1], stem]),
-                       "/".join(parts[len(parts) - 1 - d:])) for d in range(len(parts))])
+        paths.append((parts, PurePath(parts[-1]).stem or parts[-1]))
 
-    def at(form: list[tuple[str, str]], depth: int) -> tuple[str, str]:
-        return form[min(depth, len(form) - 1)]
+    def depths(i: int) -> int:
+        return max(1, len(paths[i][0]))
 
-    out = [f[0][0] for f in forms]
-    clashing = Counter(out)
-    for i, f in enumerate(forms):
-        if clashing[f[0][0]] < 2:
+    def at(i: int, depth: int) -> tuple[str, str]:
+        parts, stem = paths[i]
+        if not parts:
+            return stem, stem
+        d = min(depth, len(parts) - 1)
+        return ("/".join([*parts[len(parts) - 1 - d:-1], stem]),
+                "/".join(parts[len(parts) - 1 - d:]))
+
+    out = [at(i, 0)[0] for i in range(len(labels))]
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(out):
+        groups.setdefault(name, []).append(i)
+    # each clashing run takes the shallowest form no other run of its group has at that
+    # depth: counted once per depth over the group (a request's thousand same-named parts
+    # cost a thousand forms per depth, not a thousand rivals each)
+    for members in groups.values():
+        if len(members) < 2:
             continue
-        rivals = [g for j, g in enumerate(forms) if j != i and g[0][0] == f[0][0]]
-        out[i] = f[-1][1]  # nothing tells it apart: its whole path (numbered below)
-        for depth in range(max(len(g) for g in [f, *rivals])):
-            mine = at(f, depth)
-            theirs = [at(g, depth) for g in rivals]
-            if all(mine[0] != t[0] for t in theirs):
-                out[i] = mine[0]
+        for i in members:  # nothing tells it apart: its whole path (numbered below)
+            out[i] = at(i, depths(i) - 1)[1]
+        left = members
+        for depth in range(max(depths(i) for i in members)):
+            if not left:
                 break
-            if all(mine[1] != t[1] for t in theirs):
-                out[i] = mine[1]
-                break
+            forms = {i: at(i, depth) for i in members}
+            stems, names = Counter(f[0] for f in forms.values()), Counter(
+                f[1] for f in forms.values())
+            still = []
+            for i in left:
+                if stems[forms[i][0]] == 1:
+                    out[i] = forms[i][0]
+                elif names[forms[i][1]] == 1:
+                    out[i] = forms[i][1]
+                else:
+                    still.append(i)
+            left = still
     # the same path twice: numbered; linear in the labels (a request's file names), each
     # name resuming its numbering where it stopped
     unique: list[str] = []

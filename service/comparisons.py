@@ -233,13 +233,20 @@ _OPTION_KEYS = ("profile", "relevance_level", "judged_only", "complete_topics",
                 "collection_size")
 
 
-def _form_request(option_keys=_OPTION_KEYS) -> dict:
+def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict:
     """multipart/form-data: repeated ``runs`` files (named by their file names), a ``qrels``
-    file, and the other fields as text (lists repeated or comma-separated)."""
+    file, and the other fields as text (lists repeated or comma-separated). More than
+    ``max_runs`` files are refused before anything is done with them (naming them compares
+    every file name with the others)."""
     form, files = form_parts()
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
-    names = run_names(files.filenames.getlist("runs"))  # the CLI's rule: ql.txt -> ql
+    filenames = files.filenames.getlist("runs")
+    if max_runs is not None and len(filenames) > max_runs:
+        reason = f"Length must be between 1 and {max_runs}."
+        raise Problem(422, "Invalid request", f"runs: {len(filenames)} files; {reason}",
+                      kind="invalid-request", errors={"runs": [reason]})
+    names = run_names(filenames)  # the CLI's rule: ql.txt -> ql
     runs = [{"name": n, "run": data} for n, data in zip(
         names, file_parts(files, "runs", lambda i: f"runs[{i}]"), strict=True)]
     runs += [{"run": text} for text in form.getlist("runs")]
@@ -290,7 +297,9 @@ def load_runs_body(schema: Schema, option_keys=_OPTION_KEYS) -> dict:
     multipart/form-data with repeated ``runs`` files named by their file names, a ``qrels``
     file and the other fields as text; ``option_keys``: the form fields that go into
     ``options``."""
-    return load_body(schema, lambda: _form_request(option_keys))
+    most = next((v.max for v in schema.fields["runs"].validators
+                 if isinstance(v, validate.Length)), None)
+    return load_body(schema, lambda: _form_request(option_keys, most))
 
 
 def _bad_input(problem: dict) -> Problem:

@@ -200,3 +200,31 @@ def test_the_budget_is_a_positive_integer_setting(monkeypatch):
     monkeypatch.setenv("CRANFIELD_MAX_COMPARISON_WORK", "lots")
     with pytest.raises(ConfigError, match="CRANFIELD_MAX_COMPARISON_WORK must be an integer"):
         create_app({"TESTING": True})
+
+
+# --------------------------------------------------------------------------------------------
+# Issue #25's run names: too many uploaded runs are refused before they are named
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path, most", [("/v1/comparisons", 50), ("/v1/pools", 200)])
+def test_more_run_files_than_allowed_are_refused_before_they_are_named(client, monkeypatch,
+                                                                       path, most):
+    """Naming runs compares each file name with the others (shortest telling path): a form
+    of a thousand same-named deep paths cost minutes of CPU before the schema refused it.
+    Refused first, naming ``runs``, with the schema's words."""
+    import io
+
+    import service.comparisons as comparisons
+
+    named = []
+    monkeypatch.setattr(comparisons, "run_names",
+                        lambda labels: named.append(len(labels)) or list(labels))
+    deep = "/".join(["a"] * 40) + "/run.txt"
+    text = "q0 Q0 d0 1 1.0 r\n"
+    data = {"runs": [(io.BytesIO(text.encode()), deep) for _ in range(most + 1)],
+            "qrels": (io.BytesIO(b"q0 0 d0 1\n"), "qrels.txt"), "depth": "5"}
+    resp = client.post(path, data=data, content_type="multipart/form-data")
+    assert resp.status_code == 422, resp.get_data(as_text=True)[:300]
+    assert resp.mimetype == PROBLEM
+    assert resp.get_json()["errors"] == {"runs": [f"Length must be between 1 and {most}."]}
+    assert named == []
