@@ -6,6 +6,7 @@ and hands both to ``backend.tasks``, where the work is. Nothing else lives here.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from backend.contract import CombineJob, ComparisonJob, EvaluationJob, ShardJob, SpecError
@@ -17,12 +18,29 @@ def _unreadable(exc: SpecError) -> dict:
     return {"problem": {"status": 422, "title": "Unreadable job", "detail": str(exc)}}
 
 
+log = logging.getLogger("cranfield.worker")
+
+
+def _save_meta(job) -> None:
+    """The job's meta (its progress) written to Redis, if Redis answers: a progress note is
+    not worth the work it describes, so a Redis blip (the note raised before the result was
+    recorded, and the job's evaluation was lost with it) is logged and the work goes on."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    try:
+        job.save_meta()
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        log.warning("progress not reported: Redis unreachable", extra={
+            "event": "progress_not_saved", "job_id": job.id, "error": type(exc).__name__})
+
+
 def _reporter(job):
     """``progress(**fields)`` for ``backend.tasks``: the fields join the job's meta
     ("progress"), where the API reads them (``RedisBackend.job``)."""
     def report(**fields) -> None:
         job.meta.setdefault("progress", {}).update(fields)
-        job.save_meta()
+        _save_meta(job)
 
     return report
 
@@ -54,7 +72,7 @@ def evaluate_shard_job(wire: dict[str, Any]) -> dict:
 
     def report(topics: int) -> None:
         job.meta["topics"] = topics
-        job.save_meta()
+        _save_meta(job)
 
     return run_shard(qrels_store(job.connection), spec, on_topics=report)
 

@@ -98,3 +98,29 @@ def test_a_comparison_job_reports_progress_and_renders_as_text(client):
     assert text.get_data() == sync.get_data()
     csv = client.get(queued.headers["Location"], headers={"Accept": "text/csv"})
     assert csv.status_code == 406
+
+
+def test_a_progress_note_redis_cannot_take_does_not_fail_the_job(caplog):
+    """worker.jobs' progress reporter: Redis refusing the note (a blip during the job) is
+    logged; the job goes on to its result (the note raised out of backend.tasks.execute
+    before it recorded the result, losing the evaluation)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from worker.jobs import _reporter
+
+    class Job:
+        id, meta, saved = "f" * 32, {}, 0
+
+        def save_meta(self):
+            type(self).saved += 1
+            if type(self).saved == 2:
+                raise RedisConnectionError("Connection refused")
+
+    job = Job()
+    report = _reporter(job)
+    report(stage="evaluating", topics_total=3)
+    report(stage="recording")  # Redis down for this one
+    report(stage="done")
+    assert job.meta["progress"] == {"stage": "done", "topics_total": 3}
+    assert Job.saved == 3
+    assert any(getattr(r, "event", None) == "progress_not_saved" for r in caplog.records)
