@@ -118,6 +118,21 @@ def message(check: dict, doc: dict) -> str:
 
 # -- JUnit XML ----------------------------------------------------------------------------------
 
+# characters XML 1.0 cannot carry, even escaped (a run named by a file name may hold them):
+# ElementTree writes them as they are and every JUnit reader then refuses the whole report
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(suite: ET.Element) -> str:
+    for element in suite.iter():
+        if element.text:
+            element.text = _NOT_XML.sub("\ufffd", element.text)
+        for key, value in element.attrib.items():
+            element.attrib[key] = _NOT_XML.sub("\ufffd", value)
+    ET.indent(suite)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            + ET.tostring(suite, encoding="unicode") + "\n")
+
 def junit(doc: dict, system: str | None = None) -> str:
     """The gate as one JUnit ``<testsuite name="cranfield gate">``: a ``<testcase>`` per
     check (classname ``cranfield.gate.<system, else the candidate>``, name
@@ -152,9 +167,7 @@ def junit(doc: dict, system: str | None = None) -> str:
             lines += [f"  {t['topic']} {_num(t.get('baseline'))} {_num(t.get('candidate'))} "
                       f"{_num(t.get('drop'))}" for t in topics]
         failure.text = "\n".join(lines)
-    ET.indent(suite)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            + ET.tostring(suite, encoding="unicode") + "\n")
+    return _xml(suite)
 
 
 # -- Markdown -----------------------------------------------------------------------------------
@@ -284,9 +297,7 @@ def pinned_junit(doc: dict, system: str | None = None) -> str:
         case = ET.SubElement(suite, "testcase", {
             "classname": f"cranfield.gate.{system or doc['pinned']['system']}", "name": gate})
         ET.SubElement(case, "skipped", {"message": _pinned_sentence(doc)})
-    ET.indent(suite)
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            + ET.tostring(suite, encoding="unicode") + "\n")
+    return _xml(suite)
 
 
 def pinned_markdown(doc: dict, system: str | None = None) -> str:

@@ -251,3 +251,15 @@ def test_markdown_of_hostile_names_keeps_the_table_and_renders_no_markup(hostile
     for markup in ("<b>", "<img", "](", "*b*"):
         assert markup not in outside_code.replace("\\<", "").replace("\\]", "").replace(
             "\\*", ""), markup
+
+
+def test_junit_of_a_run_named_with_control_characters_is_still_xml():
+    """``cranfield compare --gate --format junit`` names runs by their files: a file name
+    may hold characters XML 1.0 cannot carry (an ESC); the report stays readable, the
+    character replaced."""
+    doc = compare({"base": BASE, "cand\x1b[1m": CAND}, QRELS, ["map"], baseline="base",
+                  gate=["map:0.01"])
+    suite = ET.fromstring(verdicts.junit(doc, "sys").encode())
+    [case] = suite.findall("testcase")
+    assert case.get("name") == "map: cand\ufffd[1m vs base"
+    assert "cand\ufffd[1m" in case.find("failure").get("message")
