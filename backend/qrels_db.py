@@ -25,6 +25,7 @@ keys the cache uses) into the database once, at service start.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 import zlib
@@ -51,7 +52,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from . import keys
 from . import store as cache_store
 from .results import SHARED, Base
-from .store import NotFound, canonical_text, check_if_match, describe, split_ref
+from .store import Busy, NotFound, canonical_text, check_if_match, describe, split_ref
 
 log = logging.getLogger("cranfield.qrels")
 
@@ -172,8 +173,10 @@ class QrelsDatabase:
                     return self._entry(conn, pk, created), True
             except IntegrityError:  # another put of this id came first: read it and go again
                 if attempt == PUT_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.002 * (attempt + 1))
+                    raise Busy(f"qrels {qrels_id!r} is being written by too many requests "
+                               f"at once; retry shortly") from None
+                # a random share of a growing pause, so racing writers fall out of step
+                time.sleep(random.uniform(0.5, 1.0) * 0.002 * (attempt + 1))
         raise AssertionError("unreachable")
 
     def text(self, tenant: str | None, qrels_id: str, version: str) -> bytes | None:

@@ -42,6 +42,13 @@ class VersionMismatch(StoreError):
     status = 412
 
 
+class Busy(StoreError):
+    """Too many writes of one id at once to land this one now (SQLite only: its writers
+    race for the next position): the client is told to retry, never a 500."""
+
+    status = 503
+
+
 # The first line of every canonical text: the format's version and the qrels' kind. It is a
 # comment to the reader, and part of the digest, so ad hoc and subtopic readings of the same
 # lines are different versions.

@@ -44,10 +44,11 @@ def _check_id(qrels_id: str) -> None:
 
 
 def _store_error(exc: StoreError) -> Problem:
-    titles = {404: "Not Found", 412: "Precondition Failed"}
+    titles = {404: "Not Found", 412: "Precondition Failed", 503: "Service Unavailable"}
     return Problem(exc.status, titles.get(exc.status, "Bad Request"), str(exc),
-                   kind={404: "not-found", 412: "precondition-failed"}.get(exc.status,
-                                                                          "bad-request"))
+                   kind={404: "not-found", 412: "precondition-failed",
+                         503: "unavailable"}.get(exc.status, "bad-request"),
+                   headers={"Retry-After": "1"} if exc.status == 503 else None)
 
 
 def _body_qrels() -> tuple[object, bool]:

@@ -327,6 +327,32 @@ def test_concurrent_puts_of_one_id_all_land(store, database):
     assert store.meta("hot")["versions"] == database.entry(None, "hot")[0]
 
 
+def test_a_put_that_keeps_losing_the_race_is_a_503_to_retry(results_database, monkeypatch):
+    """On SQLite racing writers of one id retry on the key conflict; one that loses every
+    attempt (more writers of one id at once than PUT_ATTEMPTS) is told to retry (503,
+    Retry-After), never a 500, and nothing of it is kept."""
+    from sqlalchemy.exc import IntegrityError
+
+    import backend.qrels_db as qrels_db
+
+    client = ContractClient(create_app({"TESTING": True}).test_client())
+    v1 = client.put("/v1/qrels/hot", json={"qrels": {"1": {"d1": 1}}}).get_json()["version"]
+    attempts = []
+
+    def always_beaten(*args, **kwargs):  # another writer took the position every time
+        attempts.append(1)
+        raise IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed"))
+
+    monkeypatch.setattr(qrels_db.QrelsDatabase, "_set", staticmethod(always_beaten))
+    resp = client.put("/v1/qrels/hot", json={"qrels": {"1": {"d2": 1}}})
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "1"
+    assert resp.get_json()["detail"] == ("qrels 'hot' is being written by too many requests "
+                                         "at once; retry shortly")
+    assert len(attempts) == qrels_db.PUT_ATTEMPTS
+    monkeypatch.undo()
+    assert client.get("/v1/qrels/hot").get_json()["versions"] == [v1]
+
+
 def test_concurrent_puts_with_the_same_if_match_one_wins(store):
     base, _ = store.put_qrels("gate", QRELS_A)
     outcomes = []
