@@ -26,6 +26,11 @@ from cranfield import Qrels
 from . import keys
 
 VERSION_CHARS = 16
+# A refill of an id's cached versions lasts this long: the generation guard keeps a reader's
+# stale refill out while a write runs, but a writer that died between its database commit
+# and its own refresh leaves no later bump; the cache then answers the older versions at
+# most this long before the database is read again
+CACHED_VERSIONS_TTL_S = 300
 
 
 class StoreError(Exception):
@@ -248,12 +253,15 @@ class RedisStore:
     end
     redis.call('DEL', KEYS[2], KEYS[3])
     local n = tonumber(ARGV[4])
+    local ttl = tonumber(ARGV[5])
     for i = 0, n - 1 do
-        redis.call('HSET', KEYS[2], ARGV[5 + 2 * i], ARGV[6 + 2 * i])
+        redis.call('HSET', KEYS[2], ARGV[6 + 2 * i], ARGV[7 + 2 * i])
     end
-    for i = 5 + 2 * n, #ARGV do
+    for i = 6 + 2 * n, #ARGV do
         redis.call('RPUSH', KEYS[3], ARGV[i])
     end
+    redis.call('EXPIRE', KEYS[2], ttl)
+    redis.call('EXPIRE', KEYS[3], ttl)
     redis.call('ZADD', KEYS[4], 'NX', ARGV[3], ARGV[2])
     return 1
     """
@@ -284,7 +292,7 @@ class RedisStore:
                                  keys.qrels_order(self.prefix, qrels_id),
                                  keys.qrels_index(self.prefix)],
                            args=[token, qrels_id, repr(float(created)), len(metas),
-                                 *pairs, *order]))
+                                 CACHED_VERSIONS_TTL_S, *pairs, *order]))
 
     def cache_drop(self, qrels_id: str, versions=(), forget: bool = False) -> None:
         """Bump the id's generation and drop its metadata and order; ``forget`` (the id was

@@ -13,6 +13,7 @@ import logging
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -285,6 +286,26 @@ def test_a_refill_read_before_a_write_is_not_kept(database, redis_conn):
     assert store.meta("q") == m2 and m2["versions"] == [m1["version"], m2["version"]]
     token = cache.cache_token("q")
     assert cache.cache_fill("q", token, database.entry(None, "q")) is True
+
+
+def test_a_stale_refill_left_by_a_dead_writer_expires(database, redis_conn):
+    """A writer that died between its database commit and its own refresh leaves a stale
+    refill no later write bumps: every refill of an id's versions expires
+    (CACHED_VERSIONS_TTL_S), after which the database is read again."""
+    store = DurableStore(database, RedisStore(redis_conn))
+    m1, _ = store.put_qrels("q", QRELS_A)
+    cache = store.cache
+    cache.cache_drop("q")                  # the writer bumps the generation ...
+    token = cache.cache_token("q")         # ... a reader takes it and reads the database
+    stale = database.entry(None, "q")
+    text = canonical_text(QRELS_B)  # the writer commits, then dies before its refresh
+    database.put(None, "q", store_mod.describe(QRELS_B, text), zlib.compress(text), None)
+    assert cache.cache_fill("q", token, stale) is True  # nothing bumped since: kept
+    assert store.meta("q")["versions"] == [m1["version"]]  # stale, for now
+    for key in ("cranfield:qrels:q", "cranfield:qrels:q:order"):
+        assert 0 < redis_conn.ttl(key) <= store_mod.CACHED_VERSIONS_TTL_S
+    redis_conn.expire("cranfield:qrels:q", 0)  # the refill's time is up
+    assert len(store.meta("q")["versions"]) == 2  # read from the database again
 
 
 def test_a_delete_clears_the_cache(store, database):
