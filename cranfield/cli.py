@@ -77,16 +77,6 @@ def _profile(text: str) -> str:
     return profile
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
 def _probability(text: str) -> float:
     try:
         value = float(text)
@@ -218,10 +208,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     cmp.add_argument("--alpha", type=_probability, default=0.05,
                      help="significance level (default %(default)s); confidence intervals are "
                           "at 1 - ALPHA and not adjusted for multiple comparisons")
-    cmp.add_argument("--permutations", type=_positive_int, default=10000, metavar="N",
+    cmp.add_argument("--permutations", type=remote_cli.positive_int, default=10000, metavar="N",
                      help="randomization test sign vectors (default %(default)s; exact for "
                           "16 topics or fewer)")
-    cmp.add_argument("--bootstrap", type=_positive_int, default=10000, metavar="N",
+    cmp.add_argument("--bootstrap", type=remote_cli.positive_int, default=10000, metavar="N",
                      help="bootstrap resamples (default %(default)s)")
     cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     cmp.add_argument("--tests", type=_tests_arg, default=None, metavar="T,...",
@@ -274,7 +264,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         description="Pool RUNs at depth k (trec_eval's ranking order), minus "
                                     "documents already judged in --judged.")
     pl.add_argument("runs", metavar="RUN", nargs="+", help="run files")
-    pl.add_argument("-k", type=_positive_int, required=True, dest="depth", metavar="DEPTH",
+    pl.add_argument("-k", type=remote_cli.positive_int, required=True, dest="depth",
+                    metavar="DEPTH",
                     help="pool depth: each run's first DEPTH documents per topic")
     pl.add_argument("--judged", default=None, metavar="QRELS",
                     help="leave out documents these qrels already judge")

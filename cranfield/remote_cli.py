@@ -465,7 +465,7 @@ def _history(args: argparse.Namespace) -> int:
 
 # -- parsers -------------------------------------------------------------------------------------
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -579,7 +579,7 @@ def register(sub) -> None:
     tr.add_argument("--format", choices=("table", "json", "html"), default="table")
     tr.add_argument("-o", dest="output", default=None, metavar="FILE",
                     help="save the trend page (the service's text/html) to FILE")
-    tr.add_argument("--limit", type=_positive_int, default=None, help="the newest N results")
+    tr.add_argument("--limit", type=positive_int, default=None, help="the newest N results")
     tr.add_argument("--since", default=None, metavar="T", help="recorded at or after (ISO 8601)")
     tr.add_argument("--until", default=None, metavar="T", help="recorded at or before")
     add_server_options(tr)
@@ -592,7 +592,7 @@ def register(sub) -> None:
     hs.add_argument("system", metavar="SYSTEM")
     hs.add_argument("--measure", default=None, metavar="M",
                     help="a measure in any spelling (ndcg_cut.10, nDCG@10, ndcg_cut_10)")
-    hs.add_argument("--limit", type=_positive_int, default=None,
+    hs.add_argument("--limit", type=positive_int, default=None,
                     help="the newest this many (default: 20 results; with --measure, as many "
                          "points as the service gives)")
     hs.add_argument("--since", default=None, metavar="WHEN",
