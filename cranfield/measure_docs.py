@@ -7,6 +7,7 @@ Flask-free (the service wraps these documents in HTTP; the CLI prints them).
 
 from __future__ import annotations
 
+import re
 import textwrap
 from functools import lru_cache
 
@@ -111,11 +112,18 @@ def _param_text(p: dict) -> str:
         bits.append(f">= {p['minimum']}")
     if "maximum" in p and p["maximum"] < 2 ** 63 - 1:
         bits.append(f"<= {p['maximum']}")
-    return f"{p['name']} ({'; '.join(bits)}): {p['description']}"
+    return f"{p['name']} ({'; '.join(bits)}): {plain(p['description'])}"
+
+
+def plain(text: str) -> str:
+    """A docstring's words as a terminal shows them: RST's inline literals (``ERR@k``)
+    without their backticks."""
+    return re.sub(r"``([^`]+)``", r"\1", text)
 
 
 def format_measure(d: dict) -> str:
-    """One measure's full description, the fields of :func:`describe` as text."""
+    """One measure's full description, the fields of :func:`describe` as plain text."""
+    d = {k: plain(v) if isinstance(v, str) else v for k, v in d.items()}
     lines = [f"{d['name']}  [{d['family']}]  {d['summary']}"]
     if d["aliases"]:
         lines += _wrap("names:", ", ".join(d["aliases"]))
@@ -136,7 +144,7 @@ def format_list(doc: dict) -> str:
     """The registry as a table: name, family, summary (what trec_eval's -h lists)."""
     rows = doc["measures"]
     width = max((len(d["name"]) for d in rows), default=4)
-    out = [f"{d['name']:<{width}}  {d['family']:<9}  {d['summary']}" for d in rows]
+    out = [f"{d['name']:<{width}}  {d['family']:<9}  {plain(d['summary'])}" for d in rows]
     out.append("")
     out.append("`cranfield measures NAME` describes one (any accepted spelling: trec_eval's "
                "P.10, ir_measures' P@10, ranx's precision@10).")

@@ -570,7 +570,7 @@ def register(sub) -> None:
     add_server_options(gt)
 
     tr = _sub(sub, "trend", _trend, "a measure's mean and CI over a system's recorded results",
-              "SYSTEM's recorded results, oldest first: MEASURE's mean and 95%% CI, topics, "
+              "SYSTEM's recorded results, oldest first: MEASURE's mean and 95% CI, topics, "
               "latest gate verdict, the pinned baseline marked. -o FILE saves the trend page "
               "(HTML).")
     tr.add_argument("system", metavar="SYSTEM")
@@ -588,7 +588,7 @@ def register(sub) -> None:
               "newest first, or one measure's trend",
               "List SYSTEM's recorded results (cranfield eval --server ... --record "
               "system=SYSTEM,...) on the service, or with --measure the measure's mean and "
-              "95%% CI per result, oldest first.")
+              "95% CI per result, oldest first.")
     hs.add_argument("system", metavar="SYSTEM")
     hs.add_argument("--measure", default=None, metavar="M",
                     help="a measure in any spelling (ndcg_cut.10, nDCG@10, ndcg_cut_10)")
