@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import math
 import os
 import threading
@@ -77,6 +78,8 @@ from sqlalchemy.orm import (
 )
 
 from .store import NotFound
+
+log = logging.getLogger("cranfield.results")
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
 SHARED = ""  # the tenant None (no API keys) in the database
@@ -328,22 +331,46 @@ def migrate(url_or_engine: str | Engine, revision: str = "head") -> None:
     Processes starting together (gunicorn's, the workers) migrate one at a time: an advisory
     lock on PostgreSQL, a lock file next to a SQLite file (and threads of one process one at
     a time: Alembic's context is global); the others then find it done."""
-    from alembic import command
-    from alembic.config import Config
-
     engine = make_engine(url_or_engine) if isinstance(url_or_engine, str) else url_or_engine
-    config = Config()
-    config.set_main_option("script_location", MIGRATIONS)
     try:
-        with _MIGRATING, _file_lock(engine), engine.begin() as connection:
+        # Alembic's own INFO lines (its plugins, its context, each step: a dozen at every
+        # start of every process) held back: the one line below says what happened
+        with _MIGRATING, _quiet("alembic"), _file_lock(engine), \
+                engine.begin() as connection:
+            from alembic import command
+            from alembic.config import Config
+            from alembic.runtime.migration import MigrationContext
+
+            config = Config()
+            config.set_main_option("script_location", MIGRATIONS)
             if connection.dialect.name == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                                    {"key": _MIGRATION_LOCK})
             config.attributes["connection"] = connection
+            before = MigrationContext.configure(connection).get_current_revision()
             command.upgrade(config, revision)
+            after = MigrationContext.configure(connection).get_current_revision()
+            # one line a start: where the database is, and what this start changed
+            log.info("database at revision %s%s", after,
+                     " (up to date)" if before == after else
+                     f" (migrated from {before or 'an empty database'})",
+                     extra={"event": "database_migrated", "revision": after,
+                            "from_revision": before})
     finally:
         if isinstance(url_or_engine, str):
             engine.dispose()
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str, level: int = logging.WARNING):
+    """``logger_name``'s INFO lines held back for the duration (its warnings still pass)."""
+    logger = logging.getLogger(logger_name)
+    was = logger.level
+    logger.setLevel(max(level, was))
+    try:
+        yield
+    finally:
+        logger.setLevel(was)
 
 
 @contextlib.contextmanager

@@ -519,3 +519,21 @@ def test_systems_pages_and_one_system(store):
     assert store.system("acme", "a")["results"] == 2
     assert store.system("acme", "a")["baseline"] is None
     assert store.system(None, "a") is None and store.system("acme", "z") is None
+
+
+def test_a_migration_logs_one_line_and_alembic_none(tmp_path, caplog):
+    """Alembic's INFO lines (plugins, context, each step: a dozen per process at every start)
+    are held back; one line says where the database is and what this start changed. Its
+    warnings still pass (the logger is set back after)."""
+    import logging
+
+    url = f"sqlite:///{tmp_path}/results.db"
+    head = ScriptDirectory(MIGRATIONS).get_current_head()
+    with caplog.at_level(logging.INFO):
+        migrate(url)
+        migrate(url)
+    assert [r.name for r in caplog.records if r.name.startswith("alembic")] == []
+    said = [r.getMessage() for r in caplog.records if r.name == "cranfield.results"]
+    assert said == [f"database at revision {head} (migrated from an empty database)",
+                    f"database at revision {head} (up to date)"]
+    assert logging.getLogger("alembic").level == logging.NOTSET
