@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, redirect, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
 
@@ -21,6 +21,13 @@ def _openapi_path() -> Path:
 OPENAPI_PATH = _openapi_path()
 
 bp = Blueprint("contract", __name__)
+
+
+@bp.get("/")
+def root():
+    """A person who opens the service's address finds its documentation (302, not a 404
+    problem); relative to where the API is mounted."""
+    return redirect(f"{request.script_root}/docs/", code=302)
 
 
 @bp.get("/openapi.yaml")

@@ -74,3 +74,10 @@ def test_docs_are_served_offline(client):
     asset = client.get("/docs/swagger-ui-bundle.js", check=False)
     assert asset.status_code == 200 and len(asset.get_data()) > 100_000
     asset.close()
+
+
+def test_the_root_redirects_to_the_docs(client):
+    """``GET /``: 302 to the documentation, not a 404 problem (issue #26)."""
+    resp = client.get("/")
+    assert resp.status_code == 302 and resp.headers["Location"] == "/docs/"
+    assert client.get(resp.headers["Location"]).status_code == 200
