@@ -81,3 +81,10 @@ def test_the_root_redirects_to_the_docs(client):
     resp = client.get("/")
     assert resp.status_code == 302 and resp.headers["Location"] == "/docs/"
     assert client.get(resp.headers["Location"]).status_code == 200
+
+
+def test_the_contract_describes_the_service_serving_it(client):
+    """``servers`` is relative: the document a service serves names that service, on any
+    host and port (Swagger's "Try it out" goes to it), not one fixed address."""
+    spec = yaml.safe_load(client.get("/openapi.yaml").get_data())
+    assert [s["url"] for s in spec["servers"]] == ["/"]
