@@ -342,6 +342,33 @@ def _started_at(log: Path, job_id: str) -> float | None:
     return None
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc's parent links). RQ's work horse makes a
+    session of its own (os.setsid), so signalling the worker's process group misses it."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
 def _listening(log: Path) -> bool:
     return any("Listening on" in e.get("message", "") for e in log_events(log))
 
@@ -371,7 +398,9 @@ def test_a_killed_or_frozen_workers_job_is_taken_over_within_the_documented_boun
             second = start_worker(redis_server.url, logs[1], database)
             wait_until(lambda: _listening(logs[1]), 120, "the second worker to listen")
 
+            first_processes = [first.pid, *_descendants(first.pid)]  # its horse included
             os.killpg(first.pid, getattr(signal, fault))
+            _signal_all(first_processes, getattr(signal, fault))
             faulted = time.time()
             taken = wait_until(lambda: _started_at(logs[1], job_id), TAKE_OVER_S + 60,
                                "the second worker to take the job over")
@@ -384,10 +413,14 @@ def test_a_killed_or_frozen_workers_job_is_taken_over_within_the_documented_boun
             assert done["status"] == "finished", done
             assert round(done["result"]["aggregate"]["map"], 4) == MAP
         finally:
-            try:  # the first worker's process group: worker, frozen horse, scheduler
+            # the first worker's process group (worker, scheduler) and its work horse, which
+            # has a session of its own: none outlives the test
+            stray = _descendants(first.pid)
+            try:
                 os.killpg(first.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            _signal_all(stray, signal.SIGKILL)
             first.wait(timeout=10)
             if second is not None:
                 stop_worker(second)
