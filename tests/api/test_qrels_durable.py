@@ -70,6 +70,23 @@ def fresh_cache(monkeypatch):
 
 
 @pytest.fixture
+def ticking(monkeypatch):
+    """The stores' clock advances a second at every reading: creation times differ without
+    the test waiting on the real clock (and a returning version given a new time shows)."""
+    import itertools
+    import types
+
+    import backend.qrels_db as qrels_db
+
+    ticks = itertools.count(1_800_000_000)
+    clock = types.SimpleNamespace(time=lambda: float(next(ticks)), sleep=time.sleep,
+                                  monotonic=time.monotonic)
+    for module in (qrels_db, store_mod):
+        monkeypatch.setattr(module, "time", clock)
+    return clock
+
+
+@pytest.fixture
 def apps():
     """create_app for a test: each app's Redis connections closed at its end."""
     made = []
@@ -123,7 +140,7 @@ def count_rows(database, table: str) -> int:
 # The store's answers, as the Redis and memory stores give them
 # ----------------------------------------------------------------------------------------------
 
-def test_versions_if_match_and_a_returning_version(store):
+def test_versions_if_match_and_a_returning_version(store, ticking):
     m1, created = store.put_qrels("q", QRELS_A)
     assert created is True and m1["versions"] == [m1["version"]] and m1["id"] == "q"
     assert (m1["topics"], m1["judgments"], m1["judgments_per_grade"]) == (
@@ -133,7 +150,6 @@ def test_versions_if_match_and_a_returning_version(store):
     with pytest.raises(VersionMismatch, match=f"qrels 'q' is at version '{m1['version']}', "
                                               "not 'nope'"):
         store.put_qrels("q", QRELS_B, if_match="nope")
-    time.sleep(0.002)
     m2, created = store.put_qrels("q", QRELS_B, if_match=f'"{m1["version"]}"')
     assert created is True and m2["versions"] == [m1["version"], m2["version"]]
     m3, created = store.put_qrels("q", QRELS_A)
@@ -152,10 +168,9 @@ def test_versions_if_match_and_a_returning_version(store):
     assert store.versions("n") == []
 
 
-def test_list_pages_and_delete(store, database):
+def test_list_pages_and_delete(store, database, ticking):
     for name in ("one", "two", "three"):
         store.put_qrels(name, QRELS_B if name == "two" else QRELS_A)
-        time.sleep(0.002)
     store.put_qrels("one", QRELS_B)  # a new version keeps the id's place
     items, total = store.list_qrels(0, 10)
     assert total == 3 and [m["id"] for m in items] == ["one", "two", "three"]
@@ -448,10 +463,9 @@ def test_a_new_app_on_the_same_database_has_the_qrels(results_database):
 # The one-shot import of qrels kept in Redis by an earlier version
 # ----------------------------------------------------------------------------------------------
 
-def test_qrels_kept_in_redis_are_imported_once(redis_conn, database, caplog):
+def test_qrels_kept_in_redis_are_imported_once(redis_conn, database, caplog, ticking):
     old = RedisStore(redis_conn)  # what an earlier version wrote: Redis alone
     m1, _ = old.put_qrels("robust", QRELS_A)
-    time.sleep(0.002)
     m2, _ = old.put_qrels("robust", QRELS_B)
     old.put_qrels("robust", QRELS_A)
     old.put_qrels("qrels", QRELS_B)  # an id whose hash key looks like a tenant's index
