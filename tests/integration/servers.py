@@ -54,20 +54,31 @@ def start_gunicorn(extra_env: dict | None = None) -> tuple[str, subprocess.Popen
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=fd)
     os.close(fd)  # the child has its own copy
     url = f"http://127.0.0.1:{port}"
+    wait_healthy(url, proc, Path(log_path), "gunicorn")
+    return url, proc
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, log_path: Path, what: str,
+                 kill=None) -> None:
+    """Poll ``url``'s /healthz until it answers 200; if ``proc`` exits first or
+    START_TIMEOUT passes, ``kill`` it (default: SIGKILL, waited for) and raise with its
+    log."""
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         try:
             with urllib.request.urlopen(url + "/healthz", timeout=5) as resp:
                 if resp.status == 200:
-                    break
+                    return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait(timeout=10)
-                raise RuntimeError(f"gunicorn did not start in {START_TIMEOUT:g} s: " +
-                                   Path(log_path).read_text(errors="replace")) from None
+                if kill is not None:
+                    kill(proc)
+                else:
+                    proc.kill()
+                    proc.wait(timeout=10)
+                raise RuntimeError(f"{what} did not start in {START_TIMEOUT:g} s: " +
+                                   log_path.read_text(errors="replace")) from None
             time.sleep(0.2)
-    return url, proc
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10) -> None:

@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,11 +26,11 @@ from servers import (
     CRANFIELD,
     DATA,
     ROOT,
-    START_TIMEOUT,
     call,
     free_port,
     running_gunicorn,
     running_worker,
+    wait_healthy,
     wait_job,
 )
 
@@ -56,18 +55,8 @@ def serve(port: int, data_dir: Path, log: Path) -> subprocess.Popen:
     with open(log, "ab") as out:
         proc = subprocess.Popen([CRANFIELD, "serve", "--port", str(port)], cwd=ROOT, env=env,
                                 stdout=out, stderr=out, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                kill(proc)
-                raise RuntimeError("cranfield serve did not start: "
-                                   + log.read_text()) from None
-            time.sleep(0.1)
+    wait_healthy(f"http://127.0.0.1:{port}", proc, log, "cranfield serve", kill=kill)
+    return proc
 
 
 def kill(proc: subprocess.Popen) -> None:
