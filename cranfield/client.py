@@ -570,12 +570,7 @@ class Client:
 
     def all_qrels(self) -> list[dict]:
         """Every stored qrels' latest version (page after page)."""
-        out, path = [], "/v1/qrels?limit=1000"
-        while path:
-            page = self._json("GET", path)
-            out += page["items"]
-            path = page.get("next")
-        return out
+        return self._every_page("/v1/qrels?limit=1000")
 
     def delete_qrels(self, qrels_id: str) -> None:
         self.request("DELETE", f"/v1/qrels/{_quoted(qrels_id)}")
@@ -586,7 +581,11 @@ class Client:
     # -- recorded results -------------------------------------------------------------------
     def systems(self) -> list[dict]:
         """Every system with recorded results (``GET /v1/systems``, page after page)."""
-        out, path = [], "/v1/systems?limit=1000"
+        return self._every_page("/v1/systems?limit=1000")
+
+    def _every_page(self, path: str | None) -> list[dict]:
+        """The items of a paged listing, following each page's ``next`` link."""
+        out = []
         while path:
             page = self._json("GET", path)
             out += page["items"]
