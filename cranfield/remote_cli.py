@@ -579,9 +579,7 @@ def register(sub) -> None:
     tr.add_argument("--format", choices=("table", "json", "html"), default="table")
     tr.add_argument("-o", dest="output", default=None, metavar="FILE",
                     help="save the trend page (the service's text/html) to FILE")
-    tr.add_argument("--limit", type=positive_int, default=None, help="the newest N results")
-    tr.add_argument("--since", default=None, metavar="T", help="recorded at or after (ISO 8601)")
-    tr.add_argument("--until", default=None, metavar="T", help="recorded at or before")
+    _window_options(tr, "the newest N results")
     add_server_options(tr)
 
     hs = _sub(sub, "history", _history, "a system's recorded results on a Cranfield service, "
@@ -592,14 +590,19 @@ def register(sub) -> None:
     hs.add_argument("system", metavar="SYSTEM")
     hs.add_argument("--measure", default=None, metavar="M",
                     help="a measure in any spelling (ndcg_cut.10, nDCG@10, ndcg_cut_10)")
-    hs.add_argument("--limit", type=positive_int, default=None,
-                    help="the newest this many (default: 20 results; with --measure, as many "
-                         "points as the service gives)")
-    hs.add_argument("--since", default=None, metavar="WHEN",
-                    help="recorded at or after (ISO 8601: 2026-11-01, 2026-11-01T06:00:00Z)")
-    hs.add_argument("--until", default=None, metavar="WHEN", help="recorded at or before")
+    _window_options(hs, "the newest this many (default: 20 results; with --measure, as many "
+                        "points as the service gives)")
     hs.add_argument("--format", choices=("table", "json"), default="table")
     add_server_options(hs)
+
+
+def _window_options(parser: argparse.ArgumentParser, limit_help: str) -> None:
+    """--limit, --since and --until: which recorded results a listing covers."""
+    parser.add_argument("--limit", type=positive_int, default=None, help=limit_help)
+    parser.add_argument("--since", default=None, metavar="WHEN",
+                        help="recorded at or after (ISO 8601: 2026-11-01, "
+                             "2026-11-01T06:00:00Z)")
+    parser.add_argument("--until", default=None, metavar="WHEN", help="recorded at or before")
 
 
 REMOTE_COMMANDS = ("qrels", "baseline", "gate", "trend", "history")
