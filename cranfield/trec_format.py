@@ -4,6 +4,7 @@ and CSV / JSON renderings of the same numbers (the JSON is the API's evaluation 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from .evaluate import Evaluation
@@ -23,20 +24,110 @@ def _value_text(measure, value: Any) -> str:
 
 def format_trec(ev: Evaluation, per_topic: bool = False, summary: bool = True) -> str:
     """The text ``trec_eval [-q] [-n]`` prints: ``%-22s\\t%s\\t<value>`` lines, topics in
-    strcmp order, measures in measures.c order, then the ``all`` block."""
+    strcmp order, measures in measures.c order, then the ``all`` block. A trec_eval measure
+    asked for by another name (``nDCG@10``, ``AP``, ``P@5``) is printed as trec_eval prints
+    it (``ndcg_cut_10``, ``map``, ``P_5``: :func:`printed_lines`)."""
     out: list[str] = []
+    lines = printed_lines(ev.instances)
     if per_topic:
         for topic, row in ev.per_topic.items():
-            for inst in ev.instances:
+            for name, inst in lines:
                 if inst.measure.per_topic:
-                    out.append("%-22s\t%s\t%s\n" % (inst.key, topic,
+                    out.append("%-22s\t%s\t%s\n" % (name, topic,
                                                     _value_text(inst.measure, row[inst.key])))
     if summary:
-        for inst in ev.instances:
+        for name, inst in lines:
             if inst.key in ev.aggregate:
-                out.append("%-22s\tall\t%s\n" % (inst.key, _value_text(inst.measure,
-                                                                      ev.aggregate[inst.key])))
+                out.append("%-22s\tall\t%s\n" % (name, _value_text(inst.measure,
+                                                                   ev.aggregate[inst.key])))
     return "".join(out)
+
+
+def printed_lines(instances) -> list[tuple[str, Any]]:
+    """(the name a line prints, the instance whose values it prints) for each measure of an
+    evaluation, as trec_eval would print them had every measure been asked for by its
+    trec_eval name: a measure trec_eval has, asked for in ir_measures' or ranx's spelling
+    (``nDCG@10``, ``AP``, ``P@5``, ``mrr``), prints under trec_eval's name (``ndcg_cut_10``,
+    ``map``, ``P_5``, ``recip_rank``) among the trec_eval measures, in trec_eval's order; a
+    measure named two ways (``nDCG@10`` and ``ndcg_cut.10``) prints once. Measures trec_eval
+    lacks (``ERR@20``, ``RR@10``, ``P(rel=2)@5``: no per-measure relevance level in
+    trec_eval) keep their key and come last, in the order asked. An evaluation of trec_eval
+    names only prints exactly as its instances are ordered."""
+    spelled = [(inst, _trec_spelling(inst.key)) for inst in instances]
+    if all(s is None or s[0] == inst.key for inst, s in spelled):
+        return [(inst.key, inst) for inst in instances]
+    last = float("inf")
+
+    def position(item: tuple[int, tuple]) -> tuple:
+        index, (inst, s) = item
+        return (s[2], index) if s is not None else ((last, 0), index)
+
+    out: list[tuple[str, Any]] = []
+    names: set[str] = set()
+    meanings: set[tuple] = set()
+    for _, (inst, s) in sorted(enumerate(spelled), key=position):
+        name = s[0] if s is not None else inst.key
+        renamed = s is not None and name != inst.key
+        # a renamed measure already printed under another spelling is not printed twice
+        if renamed and (name in names or s[1] in meanings):
+            continue
+        names.add(name)
+        if s is not None and s[1] is not None:
+            meanings.add(s[1])
+        out.append((name, inst))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
+    """(the name trec_eval prints for the measure reported under ``key``, that measure's
+    meaning (:func:`cranfield.names._meaning`; None when the key does not read back), its
+    place in trec_eval's order: (registry order, cutoff)); None for a measure trec_eval
+    lacks. A key in trec_eval's spelling is its own name; another spelling is given
+    trec_eval's only when that name reads back as the very same measure."""
+    from .errors import MeasureError
+    from .names import _meaning, parse_ir_name, parse_measure
+
+    try:
+        ir = parse_ir_name(key)
+    except MeasureError:
+        return None
+    if ir is None:  # trec_eval's own spelling (or a recorded key the registry cannot read)
+        try:
+            back = parse_measure(key)
+        except MeasureError:
+            return None
+        if len(back) != 1 or not back[0].measure.all_trec:
+            return None
+        return key, _meaning(back[0]), _place(back[0])
+    m = ir.measure
+    if not m.all_trec or ir.rel_level is not None or ir.options:
+        return None
+    if m.kind == "none":
+        name = m.name
+    elif m.kind == "cutoffs":
+        name = f"{m.name}_{ir.value}"
+    elif m.kind == "fcutoffs":
+        name = f"{m.name}_{ir.value:3.2f}"
+    elif m.kind == "gains":
+        name = m.name + ("_" + ",".join(f"{g}={v:g}" for g, v in sorted(ir.value.items()))
+                         if ir.value else "")
+    elif m.kind == "float":
+        name = m.name if ir.value == m.defaults[0] else f"{m.name}_{ir.value:g}"
+    else:
+        return None
+    try:
+        back = parse_measure(name)
+    except MeasureError:
+        return None
+    if len(back) != 1 or back[0].key != name or _meaning(back[0]) != _meaning(ir):
+        return None
+    return name, _meaning(ir), _place(ir)
+
+
+def _place(inst) -> tuple:
+    cutoff = inst.value if inst.measure.kind in ("cutoffs", "fcutoffs") else 0
+    return (inst.measure.order, cutoff)
 
 
 def format_json(ev: Evaluation, run_sha256: str, qrels_sha256: str, per_topic: bool = True,
