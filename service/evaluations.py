@@ -79,7 +79,9 @@ class EvaluationRequestSchema(Schema):
         error="must be a stored qrels id, optionally @version"))
     measures = NameList(max_names=200, load_default=None)
     options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
-    per_topic = strict_bool(load_default=True)
+    # None: not given; load_request makes it true, or false for trec_eval's text (which,
+    # like trec_eval without -q, is the summary unless per-topic values are asked for)
+    per_topic = strict_bool(load_default=None, allow_none=False)
     details = strict_bool(load_default=False)
     details_depth = fields.Integer(load_default=10, strict=True,
                                    validate=validate.Range(min=1, max=1000))
@@ -104,9 +106,15 @@ class EvaluationRequestSchema(Schema):
 _REQUEST_SCHEMA = EvaluationRequestSchema()
 
 
-def load_request() -> dict:
-    """The evaluation request, read and validated (:func:`service.evaluation_request.load_body`)."""
-    return load_body(_REQUEST_SCHEMA, form_body)
+def load_request(fmt: str = "application/json") -> dict:
+    """The evaluation request, read and validated (:func:`service.evaluation_request.load_body`),
+    to be answered as ``fmt``: ``per_topic`` not given is true, except for ``text/plain``,
+    which prints what ``cranfield eval`` (trec_eval) prints without ``-q``: the summary. A
+    queued job keeps the value, so its text is the synchronous answer's."""
+    req = load_body(_REQUEST_SCHEMA, form_body)
+    if req["per_topic"] is None:
+        req["per_topic"] = fmt != "text/plain"
+    return req
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +157,7 @@ def create_evaluation():
     fmt = negotiate(["application/json", "text/plain", "text/csv", "text/html"],
                     "application/json, text/plain (trec_eval's text), text/csv or text/html "
                     "(a report page)")
-    req = load_request()
+    req = load_request(fmt)
     if wants_async():
         with timed("enqueue"):
             return enqueue_evaluation(req)

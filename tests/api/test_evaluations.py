@@ -42,7 +42,8 @@ def test_api_numbers_equal_the_cli_on_conformance_data(client, capsys):
 
     qrels, run = (DATA / "qrels.rel_level").read_text(), (DATA / "results.test").read_text()
     resp = post(client, {"run": run, "qrels": qrels, "measures": ["all_trec"],
-                         "options": {"relevance_level": 2, "profile": "trec_eval-10"}},
+                         "options": {"relevance_level": 2, "profile": "trec_eval-10"},
+                         "per_topic": True},  # -q (text/plain is the summary by default)
                 headers={"Accept": "text/plain"})
     assert resp.status_code == 200 and resp.mimetype == "text/plain"
     assert main(["eval", "-q", "-l2", "--profile", "10", "-m", "all_trec",
