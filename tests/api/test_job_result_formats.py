@@ -41,6 +41,42 @@ def test_a_queued_result_as_text_is_the_sync_answer_byte_for_byte(client, accept
     assert len(sync) > 100
 
 
+@pytest.mark.parametrize("per_topic", [None, False, True])
+def test_queued_as_text_plain_follows_the_sync_rule_for_per_topic(client, per_topic):
+    """Issue #26: text/plain is the summary unless per_topic is asked for (like cranfield
+    eval without -q), queued or not: a job POSTed as text/plain keeps what its request
+    meant, and its text is the synchronous answer, names as trec_eval prints them."""
+    body = {"run": RUN, "qrels": QRELS, "measures": ["nDCG@10", "map"],
+            **({} if per_topic is None else {"per_topic": per_topic})}
+    sync = client.post("/v1/evaluations", json=body, headers={"Accept": "text/plain"})
+    queued = client.post("/v1/evaluations", json=body,
+                         headers={"Accept": "text/plain", **ASYNC})
+    assert queued.status_code == 202
+    job = finished_job(client, queued.headers["Location"])
+    assert ("per_topic" in job["result"]) is bool(per_topic)
+    text = client.get(queued.headers["Location"], headers={"Accept": "text/plain"})
+    assert text.get_data() == sync.get_data()
+    summary = b"map                   \tall\t0.1785\nndcg_cut_10           \tall\t0.3016\n"
+    if per_topic:
+        assert text.get_data().endswith(summary) and text.get_data().count(b"\n") == 8
+    else:
+        assert text.get_data() == summary
+
+
+def test_a_job_queued_as_json_prints_the_per_topic_values_its_result_holds(client):
+    """A job keeps what its POST asked: as JSON, per_topic not given is true, so the
+    job's result holds per-topic values and its text prints them (-q's text); a job
+    POSTed as text/plain without per_topic holds the summary only (above)."""
+    body = {"run": RUN, "qrels": QRELS, "measures": ["map"]}
+    queued = client.post("/v1/evaluations", json=body, headers=ASYNC)
+    job = finished_job(client, queued.headers["Location"])
+    assert "per_topic" in job["result"]
+    text = client.get(queued.headers["Location"], headers={"Accept": "text/plain"})
+    sync = client.post("/v1/evaluations", json=dict(body, per_topic=True),
+                       headers={"Accept": "text/plain"})
+    assert text.get_data() == sync.get_data() and sync.get_data().count(b"\n") == 4
+
+
 def test_a_recorded_queued_result_as_text_names_the_result(client):
     body = {"run": RUN, "qrels": QRELS, "measures": ["map"], "per_topic": False,
             "record": {"system": "fmt", "label": "n1"}}
