@@ -352,7 +352,7 @@ def run_eval(args: argparse.Namespace) -> int:
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation)
     if args.format == "json":  # the API's evaluation document; warnings are in it
-        text = format_json(ev, _sha256(run_source), _sha256(qrels_source),
+        text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
     else:
         if args.format == "csv":
@@ -382,10 +382,16 @@ def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
                                      "(cranfield eval QRELS RUN)") from None
 
 
-def _sha256(source) -> str:
-    """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text."""
+def _sha256(source, read=None) -> str:
+    """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text;
+    of a Parquet or Arrow file's columns (``read``: the run or qrels read from it), as the
+    API digests such an upload (by content: the same as the same data sent as a mapping)."""
     import hashlib
 
+    if read is not None and _is_table_file(source):
+        from .json_body import columns_sha256
+
+        return columns_sha256(read)
     if isinstance(source, bytes):
         return hashlib.sha256(source).hexdigest()
     digest = hashlib.sha256()
@@ -393,6 +399,21 @@ def _sha256(source) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _is_table_file(source) -> bool:
+    """Whether a file (a path, or standard input's bytes) is a Parquet or Arrow IPC file, by
+    its magic bytes, as the readers tell it (:func:`cranfield.columnar.sniff`)."""
+    from .columnar import sniff
+
+    if isinstance(source, bytes):
+        return sniff(source) is not None
+    with open(source, "rb") as fh:
+        head = fh.read(12)
+        if not head.startswith((b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")):
+            return False
+        fh.seek(-4, os.SEEK_END)
+        return sniff(head + fh.read(4)) is not None
 
 
 def _print_warnings(warnings: list[dict]) -> None:

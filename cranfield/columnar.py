@@ -32,6 +32,7 @@ from . import io as _io
 from .errors import InputError
 from .io import Qrels, Run, in_strcmp_order
 from .io import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
+from .settings import SETTINGS
 
 RUN_COLUMNS = ("topic", "docid", "score")
 QRELS_COLUMNS = ("topic", "docid", "grade")
@@ -39,6 +40,13 @@ ARROW_STREAM_TYPE = "application/vnd.apache.arrow.stream"
 ARROW_FILE_TYPE = "application/vnd.apache.arrow.file"
 PARQUET_TYPE = "application/vnd.apache.parquet"
 CONTENT_TYPES = {ARROW_STREAM_TYPE: "arrow", ARROW_FILE_TYPE: "arrow", PARQUET_TYPE: "parquet"}
+
+# The bounds of a file the library or the CLI reads (a path, bytes, a binary file object):
+# a run's rows and any file's uncompressed bytes, None for none. Their defaults are the
+# service's (MAX_TOPICS x MAX_DOCS_PER_TOPIC, MAX_CONTENT_LENGTH), so that a file is taken
+# or refused alike everywhere (cranfield.settings: CRANFIELD_TABLE_MAX_ROWS / _BYTES).
+MAX_ROWS = SETTINGS.table_max_rows
+MAX_BYTES = SETTINGS.table_max_bytes
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,6 +549,24 @@ def _batch_header_bounds(message) -> tuple[int, int]:
         else:
             total += max(length, 0)
     return rows, total
+
+
+def local_bounds(kind: str) -> dict[str, int | None]:
+    """The bounds a file of ``kind`` (``run``/``qrels``) read by the library or the CLI is
+    held to (:data:`MAX_ROWS`, :data:`MAX_BYTES`): as the service's, qrels' rows are not
+    limited."""
+    return {"max_rows": MAX_ROWS if kind == "run" else None, "max_bytes": MAX_BYTES}
+
+
+def read_file_bytes(data, kind: str, label: str, diversity: bool = False,
+                    fmt: str | None = None) -> Run | Qrels:
+    """A run or qrels (``kind``) from the bytes of an Arrow IPC or Parquet file that the
+    library or the CLI was given (a path, bytes, a binary file object), read as the service
+    reads an upload of the same bytes: within :func:`local_bounds`, errors naming
+    ``label``."""
+    if kind == "run":
+        return read_run_bytes(data, label, fmt=fmt, **local_bounds(kind))
+    return read_qrels_bytes(data, label, diversity, fmt=fmt, **local_bounds(kind))
 
 
 def read_run_bytes(data, label: str = "run", *, check=None, **bounds) -> Run:

@@ -308,7 +308,10 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     """Read a run: a path, TREC run text (``qid iter docno rank score runid [...]``), a binary
     or text file object, a ``{topic: {docid: score}}`` mapping, columns (a pyarrow Table or
     RecordBatch, a pandas or polars DataFrame: ``topic``, ``docid``, ``score``; see
-    :mod:`cranfield.columnar`), or a :class:`Run`.
+    :mod:`cranfield.columnar`), or a :class:`Run`. A path, bytes or binary file object
+    holding a Parquet file or an Arrow IPC file or stream (told by its magic bytes, not its
+    name) is read as those columns, with the service's checks and bounds
+    (:func:`cranfield.columnar.read_file_bytes`).
 
     Following trec_eval, ``iter`` and ``rank`` are ignored, fields after the runid are
     ignored, blank lines and lines starting with ``#`` are skipped, and the runid is taken from
@@ -326,12 +329,18 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     path = _as_path(source, name)
     if path is not None:
         label = name or path
+        table = _table_file(path, label, "run")
+        if table is not None:
+            return table
         run = None
         if os.path.getsize(path) >= FAST_READER_MIN_BYTES:
             run = _fast_run(path, label)
             release_memory()  # (once the reader's locals are gone)
         return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
     data, label = _load_bytes(source, name, "run")
+    table = _table_data(source, data, label, "run")
+    if table is not None:
+        return table
     run = None
     if len(data) >= FAST_READER_MIN_BYTES:
         run = _fast_run(data, label)
@@ -342,8 +351,9 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
 def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
     """Read qrels: a path, TREC qrels text (``qid iter docno grade``; for ndeval's diversity
     qrels the second field is the subtopic), a file object, a ``{topic: {docid: grade}}``
-    mapping, columns (``topic``, ``docid``, ``grade``; see :mod:`cranfield.columnar`), or a
-    :class:`Qrels`.
+    mapping, columns (``topic``, ``docid``, ``grade``, and ``iteration`` for subtopics; see
+    :mod:`cranfield.columnar`), or a :class:`Qrels`. A Parquet or Arrow IPC file (a path,
+    bytes, a binary file object) is read as those columns, told by its magic bytes.
 
     Lines must have exactly four fields; the grade must be an integer (trec_eval would read
     ``1.7`` as 1 and ``x`` as 0 without a word). Lines starting with ``#`` are comments. A docid
@@ -358,12 +368,19 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
 
         return qrels_from_table(source, name=name, diversity=diversity)
     path = _as_path(source, name)
+    if path is not None:
+        table = _table_file(path, name or path, "qrels", diversity)
+        if table is not None:
+            return table
     if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
         release_memory()  # (once the reader's locals are gone)
         if qrels is not None:
             return qrels
     data, label = _load_bytes(source, name, "qrels")
+    table = _table_data(source, data, label, "qrels", diversity) if path is None else None
+    if table is not None:
+        return table
     if path is None and len(data) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(data, label, diversity)
         release_memory()
@@ -376,6 +393,38 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
 # --------------------------------------------------------------------------------------------
 # Input plumbing
 # --------------------------------------------------------------------------------------------
+
+# The first bytes of an Arrow IPC file ("ARROW1"), an IPC stream (its continuation marker)
+# and a Parquet file ("PAR1"): a file starting otherwise is TREC text, without reading on
+_TABLE_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")
+
+
+def _table_file(path: str, label: str, kind: str, diversity: bool = False):
+    """The run or qrels (``kind``) in the Arrow IPC or Parquet file at ``path``, told by its
+    magic bytes (never its name) and read as the service reads the same bytes uploaded
+    (:func:`cranfield.columnar.read_file_bytes`); None when the file is not one (text)."""
+    try:
+        with open(path, "rb") as fh:
+            if not fh.read(8).startswith(_TABLE_MAGIC):
+                return None
+            fh.seek(0)
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(label, f"cannot read file: {exc.strerror}") from exc
+    return _table_data(None, data, label, kind, diversity)
+
+
+def _table_data(source: Source, data, label: str, kind: str, diversity: bool = False):
+    """The run or qrels held by ``data`` (the bytes of a path, bytes or a binary file
+    object: never text given as a str) when its magic bytes make it an Arrow IPC or Parquet
+    file; else None."""
+    if isinstance(source, str) or not bytes(data[:8]).startswith(_TABLE_MAGIC):
+        return None
+    from .columnar import read_file_bytes, sniff
+
+    fmt = sniff(data)
+    return read_file_bytes(data, kind, label, diversity, fmt) if fmt is not None else None
+
 
 def _as_path(source: Source, name: str | None = None) -> str | None:
     """The file path ``source`` names: any PathLike, or a one-line str naming an existing

@@ -9,7 +9,15 @@ variable                                  default   what
 ``CRANFIELD_READ_THREADS``                0         1: pyarrow parses with threads (~15% more
                                                     memory in flight)
 ``CRANFIELD_FAST_JSON_MIN_BYTES``         1 MiB     JSON bodies this large go to the compiled scan
+``CRANFIELD_TABLE_MAX_ROWS``              10^9      rows of a Parquet / Arrow run file (0: none)
+``CRANFIELD_TABLE_MAX_BYTES``             512 MiB   uncompressed bytes of a Parquet / Arrow file
+                                                    (0: none)
 ========================================  ========  ==============================================
+
+The two table bounds are checked from a file's metadata before anything is decompressed, as
+the service checks an upload (their defaults are the service's MAX_TOPICS x
+MAX_DOCS_PER_TOPIC and MAX_CONTENT_LENGTH): a file the service takes, the library and the
+CLI take, and one it refuses they refuse with the same sentence.
 
 The ``cranfield`` command's server commands read theirs when they run (:class:`CliEnvironment`:
 ``CRANFIELD_SERVER``, ``CRANFIELD_API_KEY`` and the CI's variables), not at import.
@@ -32,6 +40,10 @@ class Settings:
     read_threads: bool = False
     # Below this size orjson is faster than the compiled JSON scan's fixed costs
     fast_json_min_bytes: int = 1 << 20
+    # Parquet / Arrow files read by path, bytes or file object (cranfield.columnar's
+    # local_bounds): None is no bound; a compressed file may decode to far more than its size
+    table_max_rows: int | None = 100_000 * 10_000
+    table_max_bytes: int | None = 512 * 1024 * 1024
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -42,7 +54,24 @@ class Settings:
             read_threads=environ.get("CRANFIELD_READ_THREADS", "0") == "1",
             fast_json_min_bytes=int(environ.get("CRANFIELD_FAST_JSON_MIN_BYTES",
                                                 default.fast_json_min_bytes)),
+            table_max_rows=_bound(environ, "CRANFIELD_TABLE_MAX_ROWS", default.table_max_rows),
+            table_max_bytes=_bound(environ, "CRANFIELD_TABLE_MAX_BYTES",
+                                   default.table_max_bytes),
         )
+
+
+def _bound(environ: Mapping[str, str], name: str, default: int | None) -> int | None:
+    """A bound from the environment: a positive integer, 0 for none (None)."""
+    text = environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer (0: no bound), got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be 0 (no bound) or more, got {text!r}")
+    return value or None
 
 
 SETTINGS = Settings.from_environ()
