@@ -152,8 +152,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                          "P.5,10, ndcg_cut.10, all_trec, or ir_measures names such as nDCG@10")
     ev.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
-    ev.add_argument("--format", choices=("trec", "json", "csv"), default="trec",
-                    help="output format (default trec: trec_eval's text)")
+    ev.add_argument("--format", choices=("trec", "json", "csv", "jsonl"), default="trec",
+                    help="output format (default trec: trec_eval's text); jsonl: a JSON "
+                         "object per line as ir_measures' --output_format jsonl prints "
+                         "them ({\"measure\", \"value\"}; with -q {\"query_id\", "
+                         "\"measure\", \"value\"} per topic and measure, then query_id "
+                         "all)")
     ev.add_argument("--no-warnings", action="store_true",
                     help="do not print the input lint (topics missing from the run, unjudged "
                          "documents, ties at a cutoff...) on standard error; with --format "
@@ -357,6 +361,10 @@ def run_eval(args: argparse.Namespace) -> int:
     else:
         if args.format == "csv":
             text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        elif args.format == "jsonl":
+            from .jsonl import format_jsonl
+
+            text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
         else:
             text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
         if not args.no_warnings:

@@ -226,7 +226,9 @@ def _eval(args: argparse.Namespace) -> int:
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,
                "aggregation": args.aggregation}
-    accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json"}[args.format]
+    # jsonl: the evaluation document, printed as the local command prints it
+    accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json",
+              "jsonl": "application/json"}[args.format]
     bar = ProgressBar()
     with ExitStack() as stack:
         if args.run == "-" and args.qrels == "-" and not args.qrels_id:
@@ -241,6 +243,13 @@ def _eval(args: argparse.Namespace) -> int:
             bar.close()
     if isinstance(out, dict):
         _recorded_line(out.get("recorded") if isinstance(out.get("recorded"), dict) else None)
+        if args.format == "jsonl":
+            from .jsonl import format_jsonl
+            from .trec_format import document_evaluation
+
+            sys.stdout.write(format_jsonl(document_evaluation(out), per_topic=args.per_topic,
+                                          summary=not args.no_summary))
+            return EXIT_OK
         if isinstance(out.get("warnings"), list):
             out["warnings"] = warnings_for_interface(out["warnings"], "cli")
         _dump(out)
