@@ -183,7 +183,7 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
                                            bounds_for(job.table_bounds, "run"))
         topics = len(run.topics)
         _tell(progress, stage="evaluating", topics_total=topics)
-        ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
+        ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
         _tell(progress, topics_done=topics)
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
@@ -273,7 +273,7 @@ def run_shard(store, job: ShardJob, on_topics=None) -> dict:
         if on_topics is not None:
             on_topics(len(run.topics))
         qrels, _, _ = _load_qrels(store, job)
-        ev = cranfield.evaluate(run, qrels.subset(run.topics), job.measures,
+        ev = cranfield.evaluate(qrels.subset(run.topics), run, job.measures,
                                 require_overlap=False, **job.options)
     except NotFound as exc:
         return {"problem": _missing(exc)}
@@ -309,7 +309,7 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
         if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
             whole = b"".join(store.get_blob(k) for k in job.shard_keys)
             run = cranfield.read_run(whole, name="run")
-            ev = cranfield.evaluate(run, qrels, job.measures, **job.options)
+            ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
             details = details_for(ev, run, qrels, job.details_depth) if job.details else None
         else:
             parts = [o["evaluation"] for o in shards if len(o["evaluation"].topic_order)]
@@ -407,7 +407,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                                          "sha256": prov.get("run_sha256")}
             continue
         try:
-            evaluations[name] = cranfield.evaluate(entry["run"], qrels, measures, **job.options)
+            evaluations[name] = cranfield.evaluate(qrels, entry["run"], measures, **job.options)
         except cranfield.MeasureError as exc:
             raise BadInput(_problem(exc)) from None
         except cranfield.CranfieldError as exc:

@@ -173,15 +173,15 @@ def main() -> int:
     def fresh(r):  # a new Run each time: nothing the engine keeps on one is reused
         return cranfield.Run(r.topics, r.topic_index, r.docids, r.scores, r.runid, r.source)
 
-    engine = median_of(lambda: cranfield.evaluate(fresh(run), qrels, MEASURES).per_topic,
+    engine = median_of(lambda: cranfield.evaluate(qrels, fresh(run), MEASURES).per_topic,
                        args.repeat)
     text_read = median_of(lambda: cranfield.read_run(str(ds.run_path)), args.repeat)
     from_table = median_of(lambda: columnar.run_from_table(run_t), args.repeat)
     print(f"  engine only (evaluate, inputs already read)       median {engine:.3f} s")
     print(f"  TREC text file -> Run (read_run)                  median {text_read:.3f} s")
     print(f"  Arrow table -> Run (columnar.run_from_table)      median {from_table:.3f} s")
-    engine_total = median_of(lambda: cranfield.evaluate(columnar.run_from_table(run_t),
-                                                        columnar.qrels_from_table(qrels_t),
+    engine_total = median_of(lambda: cranfield.evaluate(columnar.qrels_from_table(qrels_t),
+                                                        columnar.run_from_table(run_t),
                                                         MEASURES).per_topic, args.repeat)
     print(f"  engine from Arrow tables (read + evaluate)        median {engine_total:.3f} s")
     if args.json:

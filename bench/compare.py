@@ -308,7 +308,7 @@ def run_shape(shape: dict, seed: int = 0) -> dict:
     qrels, runs = make_data(shape["runs"], shape["topics"], seed,
                             shape.get("docs", DOCS_PER_TOPIC))
     qrels_obj = cranfield.read_qrels(qrels)
-    evaluations = {name: cranfield.evaluate(run, qrels_obj, measures)
+    evaluations = {name: cranfield.evaluate(qrels_obj, run, measures)
                    for name, run in runs.items()}
     del qrels, runs, qrels_obj
     _trim()
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     can_reset = _reset_peak()
     started = time.perf_counter()
     qrels_obj = cranfield.read_qrels(qrels)
-    evaluations = {name: cranfield.evaluate(run, qrels_obj, MEASURES)
+    evaluations = {name: cranfield.evaluate(qrels_obj, run, MEASURES)
                    for name, run in runs.items()}
     evaluate = time.perf_counter() - started
     peak_eval = _rss_mb("VmHWM")

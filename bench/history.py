@@ -87,7 +87,7 @@ class Nights:
         self.qrels = cranfield.read_qrels(qrels)
         self.run = next(iter(runs.values()))
         self.seed = seed
-        ev = cranfield.evaluate(self.run, self.qrels, MEASURES)
+        ev = cranfield.evaluate(self.qrels, self.run, MEASURES)
         digest = hashlib.sha256(b"qrels").hexdigest()
         self.base = evaluation_document(ev, {"per_topic": True}, "0" * 64, digest, None,
                                         "bench-qrels@1")
@@ -99,7 +99,7 @@ class Nights:
 
     def evaluate(self):
         """The anchor: evaluating the run once, as a recording's evaluation does."""
-        return cranfield.evaluate(self.run, self.qrels, MEASURES)
+        return cranfield.evaluate(self.qrels, self.run, MEASURES)
 
     def document(self, night: int) -> dict:
         rng = np.random.default_rng((self.seed, night))

@@ -168,7 +168,7 @@ def large(ports: dict[str, int], repeat: int) -> None:
     engine = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        ev = cranfield.evaluate(run, qrels, MEASURES)
+        ev = cranfield.evaluate(qrels, run, MEASURES)
         _ = ev.per_topic
         engine.append(time.perf_counter() - t0)
     engine_s = statistics.median(engine)

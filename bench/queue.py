@@ -359,8 +359,8 @@ def reference(data: Path, options: dict) -> dict:
     import cranfield
 
     known = inspect.signature(cranfield.evaluate).parameters
-    ev = cranfield.evaluate(cranfield.read_run(data / "run.txt"),
-                            cranfield.read_qrels(data / "qrels.txt"), MEASURES,
+    ev = cranfield.evaluate(cranfield.read_qrels(data / "qrels.txt"),
+                            cranfield.read_run(data / "run.txt"), MEASURES,
                             **{k: v for k, v in options.items() if k in known})
     return {"aggregate": dict(ev.aggregate), "per_topic": ev.per_topic,
             "run_sha256": hashlib.sha256((data / "run.txt").read_bytes()).hexdigest()}

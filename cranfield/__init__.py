@@ -1,7 +1,7 @@
 """Cranfield: search-engine evaluation with trec_eval's semantics, as a library.
 
     >>> import cranfield
-    >>> ev = cranfield.evaluate({"q1": {"d1": 2.0, "d2": 1.0}}, {"q1": {"d2": 1}}, ["map", "P.1"])
+    >>> ev = cranfield.evaluate({"q1": {"d2": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}}, ["map", "P.1"])
     >>> ev.aggregate["map"], ev.per_topic["q1"]["P_1"]
     (0.5, 0.0)
 

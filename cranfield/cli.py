@@ -351,7 +351,7 @@ def run_eval(args: argparse.Namespace) -> int:
     except InputError:
         _raise_if_swapped(qrels_source, qrels_name, run_source)
         raise
-    ev = evaluate(run, qrels, args.measures, profile=args.profile,
+    ev = evaluate(qrels, run, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation)
@@ -487,7 +487,7 @@ def run_compare(args: argparse.Namespace) -> int:
     tests = list(args.tests or ("t", "randomization", "bootstrap"))
     if args.wilcoxon and "wilcoxon" not in tests:
         tests.append("wilcoxon")
-    doc = compare(runs, _source(args.qrels)[0], args.measures, baseline=args.baseline,
+    doc = compare(_source(args.qrels)[0], runs, args.measures, baseline=args.baseline,
                   tests=tuple(tests), correction=args.correction, alpha=args.alpha,
                   n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
                   gate=args.gate or None, profile=args.profile,
@@ -570,11 +570,11 @@ def main(argv: list[str] | None = None) -> int:
 
             qrels, run = _file_bytes(args.qrels), _file_bytes(args.run)
             if args.command == "ndeval":
-                result = webtrack.ndeval(run, qrels, alpha=args.alpha, beta=args.beta,
+                result = webtrack.ndeval(qrels, run, alpha=args.alpha, beta=args.beta,
                                          traditional=args.traditional,
                                          complete=args.complete, max_depth=args.depth)
             else:
-                result = webtrack.gdeval(run, qrels, k=args.k, complete=args.complete)
+                result = webtrack.gdeval(qrels, run, k=args.k, complete=args.complete)
             sys.stdout.write(result.csv())
             return 0
         if args.command == "compare":

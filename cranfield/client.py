@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .io import is_columns  # (columns, told from paths and text without importing pyarrow)
+from .swapped import check_order
 
 #: the media types ``evaluate``'s ``accept`` takes
 TEXT_FORMATS = ("text/plain", "text/csv")
@@ -395,8 +396,9 @@ class Client:
         return json.loads(raw) if raw else {}
 
     # -- evaluations --------------------------------------------------------------------------
-    def evaluate(self, run: Any, qrels: Any = None, *, qrels_id: str | None = None,
-                 measures: list[str] | None = None, options: dict | None = None,
+    def evaluate(self, qrels: Any = None, run: Any = None,
+                 measures: list[str] | None = None, *, qrels_id: str | None = None,
+                 options: dict | None = None,
                  per_topic: bool = True, details: bool = False, prefer_async: bool = False,
                  accept: str = "application/json", wait: bool = True,
                  record: dict | None = None, progress: Progress | None = None,
@@ -413,6 +415,7 @@ class Client:
         A path or bytes goes as a multipart file part (a path streamed from disk), as does
         TREC text beside one; two mappings (or texts) as a JSON body; a pyarrow Table or
         pandas/polars DataFrame as an Arrow IPC stream part."""
+        check_order("evaluate", qrels, run, qrels_id)
         fields: dict[str, Any] = {"per_topic": per_topic}
         if qrels_id is not None:
             fields["qrels_id"] = qrels_id
@@ -503,7 +506,8 @@ class Client:
             delay = min(delay * 2, max_delay)
 
     # -- comparisons and gates ----------------------------------------------------------------
-    def compare(self, runs: list[dict], *, qrels: Any = None, qrels_id: str | None = None,
+    def compare(self, qrels: Any = None, runs: list[dict] | None = None, *,
+                qrels_id: str | None = None,
                 measures: list[str] | None = None, baseline: str | dict | None = None,
                 gate: Any = None, accept: str = "application/json",
                 prefer_async: bool = False, progress: Progress | None = None,
@@ -514,6 +518,7 @@ class Client:
         CLI's ``MEASURE:MAX_DROP[%][@ALPHA]`` texts or objects; ``settings`` the request's
         other members (tests, correction, alpha, permutations...). Returns the comparison
         document (or the text/page ``accept`` asks for); a queued comparison is waited for."""
+        check_order("compare", qrels, runs, qrels_id)
         body: dict[str, Any] = {"runs": [dict(r, run=_text_or_mapping(r["run"]))
                                          if "run" in r else dict(r) for r in runs]}
         if qrels is not None:
@@ -541,7 +546,7 @@ class Client:
         service). ``name``: the candidate's name in the document (default: its
         ``system@label``). An ApiError of kind ``no-baseline`` when none is pinned."""
         run = {"result_id": result_id, **({"name": name} if name else {})}
-        return self.compare([run], measures=measures, baseline={"system": system}, gate=gate,
+        return self.compare(runs=[run], measures=measures, baseline={"system": system}, gate=gate,
                             progress=progress, **settings)
 
     # -- stored qrels -------------------------------------------------------------------------

@@ -57,7 +57,7 @@ BOOTSTRAP_MIN_TOPICS = 30
 # compare
 # --------------------------------------------------------------------------------------------
 
-def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None = None, *,
+def compare(qrels: Any, runs: dict[str, Any], measures: list[str] | str | None = None, *,
             baseline: str | None = None, tests=("t", "randomization", "bootstrap"),
             wilcoxon: bool = False, correction: str = "holm", alpha: float = 0.05,
             n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
@@ -88,7 +88,7 @@ def compare(runs: dict[str, Any], qrels: Any, measures: list[str] | str | None =
         [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES),
         gates, profile)
     qrels_obj = read_qrels(qrels, diversity=needs_subtopics(names, profile))
-    evaluations = {name: evaluate(run, qrels_obj, names, **eval_options)
+    evaluations = {name: evaluate(qrels_obj, run, names, **eval_options)
                    for name, run in runs.items()}
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
                                per_topic=per_topic, curves=curves, max_work=max_work,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .errors import EvaluationError
-from .io import Qrels, Run, read_qrels, read_run
+from .io import Qrels, Run, arrow_strings, read_qrels, read_run
 from .measures import DEFAULT_PROFILE, PROFILES, Context
 from .measures.context import no_topics
 from .measures.registry import INT64_MAX, INT64_MIN
@@ -91,15 +91,96 @@ class Evaluation:
     def profile(self) -> str:
         return self.options["profile"]
 
+    def to_arrow(self, per_topic: bool = True, summary: bool = True):
+        """The numbers as a pyarrow Table in long form, one row per topic and measure, as
+        ir_measures' ``Metric`` (and its ``--output_format jsonl``) names them: ``query_id``
+        (string), ``measure`` (string: the key of :attr:`per_topic` / :attr:`aggregate`, the
+        name as asked), ``value`` (float64; counts such as ``num_rel`` exact up to 2^53, a
+        0/0 stays NaN). The topics of :attr:`per_topic` come first, in its (strcmp) order,
+        each with its measures in the evaluation's order; then, with ``summary``, the
+        aggregate as rows whose ``query_id`` is ``all``, as trec_eval prints them (``num_q``
+        and the other summary-only measures appear there only). Text values are not numbers
+        and are left out: ``runid`` (:attr:`runid`) and ``relstring``.
 
-def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
+        ``ev.to_arrow().to_pandas().pivot(index="query_id", columns="measure",
+        values="value")`` is the wide table (a topic per row)."""
+        try:
+            import pyarrow as pa
+        except ImportError:  # pragma: no cover - pyarrow is a dependency of the engine
+            raise ImportError("Evaluation.to_arrow needs pyarrow (pip install pyarrow)") \
+                from None
+        topics: list[np.ndarray] = []
+        measures: list[np.ndarray] = []
+        parts: list[np.ndarray] = []
+        if per_topic:
+            rows = self.printed.nonzero()[0]
+            keys, columns = [], []
+            for inst in self.instances:
+                if inst.measure.per_topic and _numeric(self.values[inst.key]):
+                    keys.append(inst.key)
+                    columns.append(np.asarray(self.values[inst.key])[rows].astype(np.float64))
+            if keys and len(rows):
+                # topic-major, as trec_eval -q prints: each topic's measures together
+                parts.append(np.stack(columns, axis=1).ravel())
+                order = _objects([self.topic_order[r] for r in rows.tolist()])
+                topics.append(np.repeat(order, len(keys)))
+                measures.append(np.tile(_objects(keys), len(order)))
+        if summary:
+            keys = [i.key for i in self.instances if i.key in self.aggregate and
+                    _numeric(self.aggregate[i.key])]
+            parts.append(np.asarray([float(self.aggregate[k]) for k in keys], np.float64))
+            topics.append(_objects(["all"] * len(keys)))
+            measures.append(_objects(keys))
+
+        def column(pieces: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(pieces) if pieces else np.zeros(0, dtype)
+
+        # built from buffers: pa.array and pa.table import pandas (~0.3 s) to look at a list
+        values = np.ascontiguousarray(column(parts, np.float64), np.float64)
+        return pa.Table.from_arrays(
+            [arrow_strings(column(topics, object)), arrow_strings(column(measures, object)),
+             pa.Array.from_buffers(pa.float64(), len(values), [None, pa.py_buffer(values)])],
+            names=["query_id", "measure", "value"])
+
+    def to_pandas(self, per_topic: bool = True, summary: bool = True):
+        """:meth:`to_arrow` as a pandas DataFrame (columns ``query_id``, ``measure``,
+        ``value``; NaN where trec_eval prints ``-nan``). pandas is optional: imported only
+        here."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise ImportError("Evaluation.to_pandas needs pandas, which Cranfield does not "
+                              "install (pip install pandas); Evaluation.to_arrow() gives "
+                              "the same table as a pyarrow Table without it") from None
+        return self.to_arrow(per_topic=per_topic, summary=summary).to_pandas()
+
+
+def _objects(strings: list[str]) -> np.ndarray:
+    out = np.empty(len(strings), dtype=object)
+    out[:] = strings
+    return out
+
+
+def _numeric(values: Any) -> bool:
+    """Whether a measure's value (or per-topic column) is a number, not text (``runid``,
+    ``relstring``)."""
+    if isinstance(values, np.ndarray):
+        if values.dtype != object:
+            return values.dtype.kind in "biuf"
+        return not any(isinstance(v, str) for v in values.tolist())
+    return isinstance(values, int | float | np.integer | np.floating) and \
+        not isinstance(values, bool)
+
+
+def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
              profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
              aggregation: str = "macro", require_overlap: bool = True) -> Evaluation:
-    """Evaluate ``run`` against ``qrels`` with trec_eval's semantics.
+    """Evaluate ``run`` against ``qrels`` with trec_eval's semantics: the qrels come
+    first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
-    ``run``/``qrels``: a path, TREC text, a file object, a mapping, or what
+    ``qrels``/``run``: a path, TREC text, a file object, a mapping, or what
     :func:`read_run`/:func:`read_qrels` return. ``measures``: names as trec_eval's ``-m`` or
     ir_measures-style (default: trec_eval's ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
@@ -134,7 +215,7 @@ def evaluate(run: Any, qrels: Any, measures: list[str] | str | None = None, *,
                "aggregation": aggregation}
     instances = resolve(measures, profile)
     if any(i.measure.family == "diversity" for i in instances):
-        return _evaluate_diversity(run, qrels, instances, options, require_overlap)
+        return _evaluate_diversity(qrels, run, instances, options, require_overlap)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
     if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
@@ -316,7 +397,7 @@ def evaluate_missing_topics(qrels: Qrels, topics: list[str], measures, **options
     """The per-topic values complete_topics gives qrels topics a run lacks (to combine with
     the shards of that run)."""
     empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
-    return evaluate(empty, qrels.subset(topics), measures, require_overlap=False,
+    return evaluate(qrels.subset(topics), empty, measures, require_overlap=False,
                     **dict(options, complete_topics=True))
 
 
@@ -362,7 +443,7 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
                    dict(parts[0].options))
 
 
-def _evaluate_diversity(run, qrels, instances, options: dict,
+def _evaluate_diversity(qrels, run, instances, options: dict,
                         require_overlap: bool) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
     with measures that read ordinary qrels (runid and num_q can)."""

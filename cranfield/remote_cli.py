@@ -236,7 +236,7 @@ def _eval(args: argparse.Namespace) -> int:
         run = _file_or_stdin(args.run, stack)
         qrels = None if args.qrels_id else _file_or_stdin(args.qrels, stack)
         try:
-            out = client.evaluate(run, qrels, qrels_id=args.qrels_id, measures=args.measures,
+            out = client.evaluate(qrels, run, qrels_id=args.qrels_id, measures=args.measures,
                                   options=options, per_topic=args.per_topic, accept=accept,
                                   record=args.record, progress=bar)
         finally:
@@ -344,7 +344,7 @@ def _gate(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         run = _file_or_stdin(args.run, stack)
         try:
-            doc = client.evaluate(run, qrels_id=args.qrels_id, measures=measures,
+            doc = client.evaluate(run=run, qrels_id=args.qrels_id, measures=measures,
                                   per_topic=False, record=record, progress=bar)
         finally:
             bar.close()

@@ -146,7 +146,7 @@ def _read_subtopic_qrels(data) -> tuple[dict[tuple[int, str], list[int]], dict[i
 # ndeval
 # --------------------------------------------------------------------------------------------
 
-def ndeval(run, qrels, *, alpha: float = 0.5, beta: float = 0.5, traditional: bool = False,
+def ndeval(qrels, run, *, alpha: float = 0.5, beta: float = 0.5, traditional: bool = False,
            complete: bool = False, max_depth: int | None = None) -> WebTrackResult:
     """ndeval 4.5: diversity measures from subtopic qrels (``topic subtopic docno judgment``).
 
@@ -358,7 +358,7 @@ def _perl_number(text: str) -> float:
     return float(match.group(0)) if match else 0.0
 
 
-def gdeval(run, qrels, *, k: int = 20, complete: bool = False) -> WebTrackResult:
+def gdeval(qrels, run, *, k: int = 20, complete: bool = False) -> WebTrackResult:
     """gdeval 1.3: nDCG@k with exponential gain and ERR@k, as the TREC Web track computed them.
 
     Formula: ndcg@k = sum_{i<=k} (2^{g_i} - 1)/log2(i+1) / the same over the topic's positive

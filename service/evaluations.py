@@ -126,7 +126,7 @@ def run_evaluation(req: dict):
     Returns the evaluation, the inputs as read and their SHA-256 digests."""
     run, qrels, run_digest, qrels_digest = read_inputs(req)
     try:
-        ev = cranfield.evaluate(run, qrels, req["measures"], **req["options"])
+        ev = cranfield.evaluate(qrels, run, req["measures"], **req["options"])
     except CranfieldError as exc:
         raise engine_problem(exc, req["measures"]) from None
     return ev, run, qrels, (run_digest.result(), qrels_digest)

@@ -278,7 +278,7 @@ def preload() -> None:
         log.warning("cannot open the results database yet", exc_info=True)
     run = warm_up_columnar_reader()  # TREC runs: pyarrow imported, its first read paid
     if run is not None:
-        cranfield.evaluate(run, {"q1": {"d1": 1}}, ["map", "ndcg_cut.10"])
+        cranfield.evaluate({"q1": {"d1": 1}}, run, ["map", "ndcg_cut.10"])
 
 
 def run_worker(redis_url: str | None, burst: bool = False, name: str | None = None,

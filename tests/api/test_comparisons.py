@@ -37,8 +37,8 @@ def test_comparison_numbers_equal_the_engine_and_scipy(client):
     resp = client.post("/v1/comparisons", json=body(options={"complete_topics": True}))
     assert resp.status_code == 200 and resp.mimetype == "application/json"
     doc = resp.get_json()
-    full = cranfield.evaluate(FULL, QRELS, ["map", "P.10"], complete_topics=True)
-    trunc = cranfield.evaluate(TRUNC, QRELS, ["map", "P.10"], complete_topics=True)
+    full = cranfield.evaluate(QRELS, FULL, ["map", "P.10"], complete_topics=True)
+    trunc = cranfield.evaluate(QRELS, TRUNC, ["map", "P.10"], complete_topics=True)
     assert doc["topics"] == ["301", "302", "303"]
     # with complete_topics a topic the run lacks counts 0 (trec_eval -c)
     a, b = (np.array([dict(zip(ev.topic_order, ev.values["map"], strict=True))[t]
@@ -69,7 +69,7 @@ def test_comparison_equals_the_library(client):
         "measures": ["map"], "baseline": "A", "seed": 3, "permutations": 500})
     assert resp.status_code == 200
     doc = resp.get_json()
-    lib = compare({"A": A, "B": B}, SMALL_QRELS, ["map"], baseline="A", seed=3,
+    lib = compare(SMALL_QRELS, {"A": A, "B": B}, ["map"], baseline="A", seed=3,
                   n_permutations=500, per_topic=True, curves=True)
     pair, lib_pair = doc["pairs"][0], lib["pairs"][0]
     for key in ("mean_diff", "ci_low", "ci_high", "wins", "ties", "losses", "largest_losses",

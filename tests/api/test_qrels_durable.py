@@ -504,7 +504,7 @@ def test_the_service_imports_at_start(redis_server, redis_conn, results_database
                                                "measures": ["map"]}).get_json()
     assert doc["provenance"]["qrels_version"].startswith("legacy@")
     assert doc["aggregate"]["map"] == pytest.approx(
-        cranfield.evaluate(cranfield.read_run(RUN), QRELS_A, ["map"]).aggregate["map"])
+        cranfield.evaluate(QRELS_A, cranfield.read_run(RUN), ["map"]).aggregate["map"])
 
 
 def test_redis_down_at_start_the_import_waits_for_the_first_use(results_database, caplog,

@@ -72,7 +72,7 @@ def evaluation_doc(warned: bool = False) -> dict:
     if warned:
         qrels = "".join(line for line in (DATA / "qrels.test").read_text().splitlines(True)
                         if not line.startswith("303 "))
-    ev = cranfield.evaluate(str(DATA / "results.test"), qrels)
+    ev = cranfield.evaluate(qrels, str(DATA / "results.test"))
     return evaluation_document(ev, {"per_topic": True, "curves": True}, "0" * 64, "f" * 64, None)
 
 

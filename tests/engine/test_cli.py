@@ -88,13 +88,13 @@ def test_curves_micro_and_new_measures_from_the_command_line(capsys):
     code, out, _ = cli(capsys, "eval", "--format", "json", "--curves", "-q", "-m", "map",
                        "-m", "IAP11", qrels, run)
     doc = json.loads(out)
-    ev = cranfield.evaluate(run, qrels, ["map", "IAP11"])
+    ev = cranfield.evaluate(qrels, run, ["map", "IAP11"])
     assert code == 0 and doc["curves"] == json.loads(json.dumps(precision_recall(ev)))
     assert doc["aggregate"]["IAP11"] == pytest.approx(
         sum(doc["curves"]["mean_interpolated_precision"]) / 11)
     code, out, _ = cli(capsys, "eval", "--micro", "-m", "set_P", "-m", "nDCG(gain=exp)@10",
                        qrels, run)
-    micro = cranfield.evaluate(run, qrels, ["set_P"], aggregation="micro").aggregate["set_P"]
+    micro = cranfield.evaluate(qrels, run, ["set_P"], aggregation="micro").aggregate["set_P"]
     assert code == 0 and f"set_P                 \tall\t{micro:.4f}" in out
     assert "nDCG(gain=exp)@10" in out
 

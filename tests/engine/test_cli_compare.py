@@ -49,8 +49,8 @@ def test_compare_json_carries_the_engine_numbers(capsys):
     assert doc["topics"] == ["301", "302", "303"]
     # 3 topics: the bootstrap's small-sample warning, after each run's input lint
     assert [w["code"] for w in doc["warnings"] if "run" not in w] == ["bootstrap-few-topics"]
-    a = cranfield.evaluate(TEST, QRELS, ["map"], complete_topics=True).values["map"]
-    b = cranfield.evaluate(TRUNC, QRELS, ["map"], complete_topics=True).values["map"]
+    a = cranfield.evaluate(QRELS, TEST, ["map"], complete_topics=True).values["map"]
+    b = cranfield.evaluate(QRELS, TRUNC, ["map"], complete_topics=True).values["map"]
     pair = [p for p in doc["pairs"] if p["measure"] == "map"][0]
     assert (pair["a"], pair["b"]) == ("results.test", "results.trunc")
     assert pair["mean_diff"] == pytest.approx(float(np.mean(b - a)))

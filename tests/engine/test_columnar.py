@@ -122,8 +122,8 @@ FORMS = forms()
 @pytest.mark.parametrize("name, run, qrels", FORMS[1:], ids=[f[0] for f in FORMS[1:]])
 def test_every_form_gives_the_text_numbers(name, run, qrels):
     _, text_run_obj, text_qrels_obj = FORMS[0]
-    ref = cranfield.evaluate(text_run_obj, text_qrels_obj, MEASURES)
-    ev = cranfield.evaluate(run, qrels, MEASURES)
+    ref = cranfield.evaluate(text_qrels_obj, text_run_obj, MEASURES)
+    ev = cranfield.evaluate(qrels, run, MEASURES)
     assert ev.aggregate == {**ref.aggregate, "runid": ev.aggregate["runid"]}
     assert ev.per_topic == {t: {**v, "runid": ev.per_topic[t].get("runid")} if "runid" in v
                             else v for t, v in ref.per_topic.items()}
@@ -156,9 +156,9 @@ def test_other_column_types_read_as_the_same_data():
     })
     dict_enc = pa.table({"topic": base.column("topic").dictionary_encode(),
                          "docid": base.column("docid"), "score": base.column("score")})
-    ref = cranfield.evaluate(columnar.run_from_table(base), mapping(QRELS), ["map", "P.10"])
+    ref = cranfield.evaluate(mapping(QRELS), columnar.run_from_table(base), ["map", "P.10"])
     for table in (variants, dict_enc):
-        ev = cranfield.evaluate(columnar.run_from_table(table), mapping(QRELS), ["map", "P.10"])
+        ev = cranfield.evaluate(mapping(QRELS), columnar.run_from_table(table), ["map", "P.10"])
         assert ev.aggregate == {**ref.aggregate}
     grades = qrels_table(QRELS)
     as_float = grades.set_column(2, "grade", grades.column("grade").cast(pa.float64()))
@@ -296,9 +296,9 @@ def _evaluate_takes_tables() -> bool:
 @pytest.mark.skipif(not _evaluate_takes_tables(), reason="cranfield.io.read_run does not "
                     "dispatch tables to cranfield.columnar yet")
 def test_evaluate_takes_tables_and_frames():
-    ref = cranfield.evaluate(text_run(RUN), text_qrels(QRELS), MEASURES)
+    ref = cranfield.evaluate(text_qrels(QRELS), text_run(RUN), MEASURES)
     for _name, run, qrels in [("table", run_table(RUN), qrels_table(QRELS))]:
-        ev = cranfield.evaluate(run, qrels, MEASURES)
+        ev = cranfield.evaluate(qrels, run, MEASURES)
         assert ev.aggregate == ref.aggregate and ev.per_topic == ref.per_topic
 
 

@@ -66,7 +66,7 @@ def pair_of(doc, measure, a, b):
 
 @pytest.fixture(scope="module")
 def doc():
-    return compare(RUNS, QRELS, ["map", "P.1"], baseline="A")
+    return compare(QRELS, RUNS, ["map", "P.1"], baseline="A")
 
 
 def _own(doc: dict) -> list[dict]:
@@ -100,7 +100,7 @@ def test_mean_diff_wins_ties_losses_and_largest_losses(doc):
     assert [x["topic"] for x in losses] == ["t2", "t3", "t5"]
     assert [x["diff"] for x in losses] == pytest.approx([-0.5, -0.25, -1 / 6])
     assert (losses[0]["a"], losses[0]["b"]) == (0.5, 0.0)
-    short = compare(RUNS, QRELS, ["map"], baseline="A", largest_losses=2)
+    short = compare(QRELS, RUNS, ["map"], baseline="A", largest_losses=2)
     assert [x["topic"] for x in pair_of(short, "map", "A", "C")["largest_losses"]] == ["t2", "t3"]
 
 
@@ -125,7 +125,7 @@ def test_randomization_is_exact_for_five_topics_with_hand_worked_p(doc):
 
 
 def test_holm_hand_worked_for_a_family_of_two():
-    one = compare(RUNS, QRELS, ["map"], baseline="A")
+    one = compare(QRELS, RUNS, ["map"], baseline="A")
     assert one["correction"] == {"method": "holm",
                                  "family_size": {"t": 2, "randomization": 2, "bootstrap": 2}}
     ab = pair_of(one, "map", "A", "B")["randomization"]
@@ -133,17 +133,17 @@ def test_holm_hand_worked_for_a_family_of_two():
     assert ab["p_adjusted"] == pytest.approx(0.125)
     assert ac["p_adjusted"] == pytest.approx(0.75)
     assert not ab["significant"]  # 0.125 ≥ 0.05
-    loose = compare(RUNS, QRELS, ["map"], baseline="A", alpha=0.2)
+    loose = compare(QRELS, RUNS, ["map"], baseline="A", alpha=0.2)
     assert pair_of(loose, "map", "A", "B")["randomization"]["significant"]
-    bonf = compare(RUNS, QRELS, ["map"], baseline="A", correction="bonferroni")
+    bonf = compare(QRELS, RUNS, ["map"], baseline="A", correction="bonferroni")
     assert pair_of(bonf, "map", "A", "C")["randomization"]["p_adjusted"] == 1.0
-    none = compare(RUNS, QRELS, ["map"], baseline="A", correction="none")
+    none = compare(QRELS, RUNS, ["map"], baseline="A", correction="none")
     assert pair_of(none, "map", "A", "B")["randomization"]["p_adjusted"] == pytest.approx(0.0625)
 
 
 @pytest.mark.parametrize("method", ["holm", "bonferroni", "bh"])
 def test_correction_covers_every_measure_and_pair_per_test(method):
-    doc = compare(RUNS, QRELS, ["map", "P.1", "recip_rank"], correction=method, wilcoxon=True)
+    doc = compare(QRELS, RUNS, ["map", "P.1", "recip_rank"], correction=method, wilcoxon=True)
     assert len(doc["pairs"]) == 9  # 3 measures × 3 pairs
     for test in ("t_test", "randomization", "bootstrap", "wilcoxon"):
         raw = np.array([p[test]["p_value"] for p in doc["pairs"]])
@@ -155,7 +155,7 @@ def test_correction_covers_every_measure_and_pair_per_test(method):
 
 def test_wilcoxon_only_when_asked_and_equal_to_scipy(doc):
     assert "wilcoxon" not in pair_of(doc, "map", "A", "C")
-    with_w = compare(RUNS, QRELS, ["map"], baseline="A", wilcoxon=True)
+    with_w = compare(QRELS, RUNS, ["map"], baseline="A", wilcoxon=True)
     diff = np.subtract(AP["C"], AP["A"])
     # C − A = (.5, −.5, −.25, 0, −1/6): the zero is dropped and ±.5 tie, so Cranfield's method
     # is the normal approximation with tie correction (p 0.5807; scipy 1.17's automatic choice
@@ -178,11 +178,11 @@ def test_bootstrap_and_effect_size_match_stats(doc):
 
 
 def test_pairs_with_baseline_and_all_pairs():
-    with_base = compare(RUNS, QRELS, ["map"], baseline="B", tests=["t"])
+    with_base = compare(QRELS, RUNS, ["map"], baseline="B", tests=["t"])
     assert [(p["a"], p["b"]) for p in with_base["pairs"]] == [("B", "A"), ("B", "C")]
     assert with_base["baseline"] == "B"
     assert "randomization" not in with_base["pairs"][0]
-    all_pairs = compare(RUNS, QRELS, ["map"], tests=["t"])
+    all_pairs = compare(QRELS, RUNS, ["map"], tests=["t"])
     assert [(p["a"], p["b"]) for p in all_pairs["pairs"]] == [("A", "B"), ("A", "C"),
                                                              ("B", "C")]
     assert all_pairs["baseline"] is None
@@ -191,7 +191,7 @@ def test_pairs_with_baseline_and_all_pairs():
 
 def test_topics_missing_from_a_run_are_dropped_with_a_warning():
     runs = dict(RUNS, D=run_with([1, 1, 1, 1], TOPICS[:4]))
-    doc = compare(runs, QRELS, ["map"], baseline="A", tests=["t"])
+    doc = compare(QRELS, runs, ["map"], baseline="A", tests=["t"])
     assert doc["topics"] == TOPICS[:4]
     (warning,) = _own(doc)
     assert warning["code"] == "topics-not-in-all-runs" and warning["topics"] == ["t5"]
@@ -204,7 +204,7 @@ def test_topics_missing_from_a_run_are_dropped_with_a_warning():
 
 def test_complete_topics_scores_missing_topics_zero():
     runs = {"A": RUNS["A"], "D": run_with([1, 1, 1, 1], TOPICS[:4])}
-    doc = compare(runs, QRELS, ["map"], complete_topics=True, tests=["t"], per_topic=True)
+    doc = compare(QRELS, runs, ["map"], complete_topics=True, tests=["t"], per_topic=True)
     assert doc["topics"] == TOPICS and _own(doc) == []
     assert doc["per_topic"]["D"]["t5"] == {"map": 0.0}
     assert doc["summary"]["map"]["D"]["mean"] == pytest.approx(0.8)
@@ -215,34 +215,34 @@ def test_complete_topics_scores_missing_topics_zero():
 
 def test_errors():
     with pytest.raises(EvaluationError, match="at least two runs"):
-        compare({"A": RUNS["A"]}, QRELS)
+        compare(QRELS, {"A": RUNS["A"]})
     with pytest.raises(InputError, match="'Z' is not one of the runs") as info:
-        compare(RUNS, QRELS, baseline="Z")
+        compare(QRELS, RUNS, baseline="Z")
     assert info.value.field == "baseline" and info.value.location == "baseline"
     with pytest.raises(MeasureError, match="no per-topic values to compare"):
-        compare(RUNS, QRELS, ["map", "gm_map"])
+        compare(QRELS, RUNS, ["map", "gm_map"])
     with pytest.raises(MeasureError, match="no numeric per-topic values"):
-        compare(RUNS, QRELS, ["relstring"])
+        compare(QRELS, RUNS, ["relstring"])
     with pytest.raises(InputError, match="unknown method"):
-        compare(RUNS, QRELS, correction="sidak")
+        compare(QRELS, RUNS, correction="sidak")
     with pytest.raises(InputError, match="unknown test"):
-        compare(RUNS, QRELS, tests=["z"])
+        compare(QRELS, RUNS, tests=["z"])
     with pytest.raises(TypeError, match="unexpected option"):
-        compare(RUNS, QRELS, relevance=2)
-    a = cranfield.evaluate(RUNS["A"], QRELS, ["map"])
-    b = cranfield.evaluate(RUNS["B"], QRELS, ["map"], relevance_level=2)
+        compare(QRELS, RUNS, relevance=2)
+    a = cranfield.evaluate(QRELS, RUNS["A"], ["map"])
+    b = cranfield.evaluate(QRELS, RUNS["B"], ["map"], relevance_level=2)
     with pytest.raises(EvaluationError, match="different relevance_level"):
         compare_evaluations({"A": a, "B": b})
-    c = cranfield.evaluate(run_with([1], ["t9"]), qrels_for(["t9"]), ["map"])
+    c = cranfield.evaluate(qrels_for(["t9"]), run_with([1], ["t9"]), ["map"])
     with pytest.raises(EvaluationError, match="no topic was evaluated for every run"):
         compare_evaluations({"A": a, "C": c})
     with pytest.raises(MeasureError, match="was not evaluated for run 'A'"):
-        compare_evaluations({"A": a, "B": cranfield.evaluate(RUNS["B"], QRELS, ["map"])},
+        compare_evaluations({"A": a, "B": cranfield.evaluate(QRELS, RUNS["B"], ["map"])},
                             ["P.5"])
 
 
 def test_nicknames_skip_what_cannot_be_compared():
-    doc = compare(RUNS, QRELS, ["official"], baseline="A", tests=["t"])
+    doc = compare(QRELS, RUNS, ["official"], baseline="A", tests=["t"])
     keys = [m["key"] for m in doc["measures"]]
     assert "map" in keys and "P_5" in keys
     assert not {"runid", "num_q", "gm_map"} & set(keys)
@@ -251,7 +251,7 @@ def test_nicknames_skip_what_cannot_be_compared():
 
 
 def test_compare_evaluations_matches_measures_by_canonical_name():
-    evs = {name: cranfield.evaluate(run, QRELS, ["map", "P.1"]) for name, run in RUNS.items()}
+    evs = {name: cranfield.evaluate(QRELS, run, ["map", "P.1"]) for name, run in RUNS.items()}
     doc = compare_evaluations(evs, ["AP"], baseline="A")
     assert [m["key"] for m in doc["measures"]] == ["map"]
     assert pair_of(doc, "map", "A", "C")["randomization"]["p_value"] == pytest.approx(0.75)
@@ -271,9 +271,9 @@ def test_monte_carlo_is_reproducible_for_a_seed():
     rng = np.random.default_rng(5)
     runs = {n: run_with(rng.integers(1, 5, 20).tolist(), topics) for n in "ABC"}
     qrels = qrels_for(topics)
-    one = compare(runs, qrels, ["map"], seed=7, n_permutations=2000, n_samples=2000)
-    two = compare(runs, qrels, ["map"], seed=7, n_permutations=2000, n_samples=2000)
-    other = compare(runs, qrels, ["map"], seed=8, n_permutations=2000, n_samples=2000)
+    one = compare(qrels, runs, ["map"], seed=7, n_permutations=2000, n_samples=2000)
+    two = compare(qrels, runs, ["map"], seed=7, n_permutations=2000, n_samples=2000)
+    other = compare(qrels, runs, ["map"], seed=8, n_permutations=2000, n_samples=2000)
     assert one == two
     p = [x["randomization"]["p_value"] for x in one["pairs"]]
     assert p != [x["randomization"]["p_value"] for x in other["pairs"]]
@@ -283,7 +283,7 @@ def test_monte_carlo_is_reproducible_for_a_seed():
 
 
 def test_document_is_json_and_nan_becomes_none():
-    evs = {name: cranfield.evaluate(run, QRELS, ["map", "P.1"]) for name, run in RUNS.items()}
+    evs = {name: cranfield.evaluate(QRELS, run, ["map", "P.1"]) for name, run in RUNS.items()}
     evs["C"].values["P_1"] = evs["C"].values["P_1"].astype(float)
     evs["C"].values["P_1"][2] = np.nan  # a 0/0 on t3
     doc = compare_evaluations(evs, baseline="A", per_topic=True, curves=True)
@@ -305,7 +305,7 @@ def test_document_is_json_and_nan_becomes_none():
 
 def test_constant_difference_gives_none_not_infinity():
     topics, runs = _many_topics(20)
-    doc = compare(runs, qrels_for(topics), ["map"], tests=["t"])
+    doc = compare(qrels_for(topics), runs, ["map"], tests=["t"])
     pair = doc["pairs"][0]
     assert pair["mean_diff"] == -0.5
     assert pair["t_test"]["statistic"] is None and pair["effect_size"]["cohens_dz"] is None
@@ -327,7 +327,7 @@ def test_gate_passes_when_nothing_drops(doc):
 
 def test_gate_fails_on_a_large_significant_drop():
     topics, runs = _many_topics(25)  # AP 1 -> 0.5 on every topic
-    doc = compare(runs, qrels_for(topics), ["map"], baseline="base",
+    doc = compare(qrels_for(topics), runs, ["map"], baseline="base",
                   gate=Gate("map", max_drop=0.1))
     result = doc["gate"]
     assert result["verdict"] == "fail"
@@ -368,7 +368,7 @@ def test_gate_large_drop_the_test_cannot_detect_is_undecided(doc):
 def test_gate_relative_and_one_check_per_candidate():
     topics, runs = _many_topics(20, drop_every=2)  # 10 topics 1 -> .5: mean 1 -> .75
     runs["same"] = runs["base"]
-    doc = compare(runs, qrels_for(topics), ["map", "P.1"], baseline="base", per_topic=True)
+    doc = compare(qrels_for(topics), runs, ["map", "P.1"], baseline="base", per_topic=True)
     result = gate(doc, measure="map", max_drop=0.2, relative=True, test="t")
     assert [c["candidate"] for c in result["checks"]] == ["worse", "same"]
     assert result["verdict"] == "fail"  # 25% > 20%, t p_adj tiny
@@ -383,7 +383,7 @@ def test_gate_relative_and_one_check_per_candidate():
 
 
 def test_gate_reads_pairs_in_either_order():
-    doc = compare(RUNS, QRELS, ["map"])  # all pairs: (A, B) is stored as b − a = B − A
+    doc = compare(QRELS, RUNS, ["map"])  # all pairs: (A, B) is stored as b − a = B − A
     check = gate(doc, measure="map", max_drop=0.1, baseline="B", candidate="A")["checks"][0]
     assert check["drop"] == pytest.approx(0.5)
     assert check["mean_baseline"] == pytest.approx(0.9)
@@ -397,11 +397,11 @@ def test_gate_errors(doc):
     with pytest.raises(InputError, match="max_drop"):
         gate(doc, measure="map", max_drop=-1)
     with pytest.raises(InputError, match="not among the tests run"):
-        compare(RUNS, QRELS, ["map"], tests=["t"], gate={"measure": "map", "max_drop": 0.1})
+        compare(QRELS, RUNS, ["map"], tests=["t"], gate={"measure": "map", "max_drop": 0.1})
 
 
 def test_compare_adds_the_gated_measure():
-    doc = compare(RUNS, QRELS, ["map"], baseline="A", gate=parse_gate("P.1:0.5"))
+    doc = compare(QRELS, RUNS, ["map"], baseline="A", gate=parse_gate("P.1:0.5"))
     assert [m["key"] for m in doc["measures"]] == ["map", "P_1"]
     assert doc["gate"]["checks"][0]["measure"] == "P_1"
 

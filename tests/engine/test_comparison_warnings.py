@@ -65,14 +65,14 @@ def _check_text_and_page(doc: dict) -> None:
 
 
 def test_runs_evaluated_here_carry_their_lint_into_the_comparison():
-    doc = compare({"clean": CLEAN, "holes": HOLES, "tied": TIED}, QRELS, ["map", "P.10"],
+    doc = compare(QRELS, {"clean": CLEAN, "holes": HOLES, "tied": TIED}, ["map", "P.10"],
                   baseline="clean", tests=["t", "randomization"], gate="map:0.01")
     _check(doc)
     _check_text_and_page(doc)
 
 
 def test_the_cli_spells_options_its_way_in_the_runs_lint():
-    doc = compare({"clean": CLEAN, "holes": HOLES}, QRELS, ["map"], tests=["t"],
+    doc = compare(QRELS, {"clean": CLEAN, "holes": HOLES}, ["map"], tests=["t"],
                   interface="cli")
     assert "(-J drops them instead)" in _lint(doc, "holes")["unjudged-in-top-10"]["message"]
 
@@ -82,7 +82,7 @@ def test_evaluations_read_back_from_documents_keep_their_lint(interface):
     """As the service compares finished jobs and recorded results: from their documents."""
     evaluations = {}
     for name, run in (("clean", CLEAN), ("holes", HOLES), ("tied", TIED)):
-        ev = cranfield.evaluate(run, QRELS, ["map", "P.10"])
+        ev = cranfield.evaluate(QRELS, run, ["map", "P.10"])
         document = evaluation_document(ev, {"per_topic": True}, "r", "q", None)
         evaluations[name] = evaluation_from_document(document)
         assert evaluations[name].lint == document["warnings"]

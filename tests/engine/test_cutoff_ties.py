@@ -37,12 +37,12 @@ def test_ties_at_cutoffs_equal_a_direct_check(seed, profile):
     if not run:
         run["t0"] = {"d0": 1.0}
     ks = [1, 3, 5, 10]
-    ev = cranfield.evaluate(run, qrels, ["P.1,3,5,10"], profile=profile)
+    ev = cranfield.evaluate(qrels, run, ["P.1,3,5,10"], profile=profile)
     want = expected_ties(run, ev.ranked.topics, ks, float32=profile != "trec_eval-10")
     got = {k: [bool(x) for x in v] for k, v in ev.cutoff_ties.items()}
     assert got == want
     # the same from TREC text, whose rows come in file order (not score order)
     text = "".join(f"{t} Q0 {d} 0 {s!r} r\n" for t, docs in run.items()
                    for d, s in docs.items())
-    from_text = cranfield.evaluate(text, qrels, ["P.1,3,5,10"], profile=profile)
+    from_text = cranfield.evaluate(qrels, text, ["P.1,3,5,10"], profile=profile)
     assert {k: [bool(x) for x in v] for k, v in from_text.cutoff_ties.items()} == want

@@ -16,8 +16,8 @@ QRELS = "q1 0 d1 1\n"
 
 def _error(run: str, qrels: str, measures=("map",)) -> CranfieldError:
     with pytest.raises(CranfieldError) as info:
-        cranfield.evaluate(cranfield.read_run(run.encode(), name="run"),
-                           cranfield.read_qrels(qrels.encode(), name="qrels"), list(measures))
+        cranfield.evaluate(cranfield.read_qrels(qrels.encode(), name="qrels"),
+                           cranfield.read_run(run.encode(), name="run"), list(measures))
     return info.value
 
 

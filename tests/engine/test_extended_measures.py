@@ -28,7 +28,7 @@ def graded(grades_by_rank: list[int], judged: list[int] | None = None):
 
 
 def value(run, qrels, name: str, **options) -> float:
-    ev = cranfield.evaluate({"t": run}, {"t": qrels}, [name], **options)
+    ev = cranfield.evaluate({"t": qrels}, {"t": run}, [name], **options)
     (inst,) = ev.instances
     return ev.per_topic["t"][inst.key]
 
@@ -244,8 +244,8 @@ def test_micro_averaging_sums_the_contingency_table_worked_example():
         qrels[f"t{t}"] = {"d0": 1}
     names = ["set_P", "set_recall", "set_F", "F(beta=2)", "FDR", "Fallout(N=1000)",
              "Specificity(N=1000)", "NPV(N=1000)", "SetAccuracy(N=1000)", "map"]
-    macro = cranfield.evaluate(run, qrels, names)
-    micro = cranfield.evaluate(run, qrels, names, aggregation="micro")
+    macro = cranfield.evaluate(qrels, run, names)
+    micro = cranfield.evaluate(qrels, run, names, aggregation="micro")
     assert macro.aggregate["set_P"] == pytest.approx((5 * 1 + 5 / 99) / 10)
     a, b, c = 10.0, 490.0, 0.0
     d = 10 * 1000 - a - b - c
@@ -271,7 +271,7 @@ def test_precision_recall_curves_worked_example():
 
     run_a, q_a = topic([1, 3, 4, 5, 6, 10], 10, 6)
     run_c, q_c = topic([1, 6, 10], 10, 3)
-    ev = cranfield.evaluate({"A": run_a, "C": run_c}, {"A": q_a, "C": q_c}, ["map", "IAP11"])
+    ev = cranfield.evaluate({"A": q_a, "C": q_c}, {"A": run_a, "C": run_c}, ["map", "IAP11"])
     pr = precision_recall(ev)
     a = pr["per_topic"]["A"]
     assert a["interpolated_precision"] == pytest.approx([1, 1] + [5 / 6] * 7 + [0.6, 0.6])
@@ -283,7 +283,7 @@ def test_precision_recall_curves_worked_example():
     assert sum(pr["mean_interpolated_precision"]) / 11 == pytest.approx(ev.aggregate["IAP11"])
     assert pr["recall_levels"][3] == 0.3 and pr["topics_averaged"] == 2
     # a topic without a relevant document retrieved: an empty curve, zero precision
-    ev = cranfield.evaluate({"A": run_a, "Z": {"x": 1.0}}, {"A": q_a, "Z": {"y": 1}}, ["map"])
+    ev = cranfield.evaluate({"A": q_a, "Z": {"y": 1}}, {"A": run_a, "Z": {"x": 1.0}}, ["map"])
     z = precision_recall(ev)["per_topic"]["Z"]
     assert z["recall"] == [] and z["interpolated_precision"] == [0.0] * 11
 
@@ -333,7 +333,7 @@ def test_alpha_ndcg_novelty_gain_worked_example():
     alpha-DCG@3 over its ideal-ideal normaliser S (1-alpha)^{r-1}/log2(r+1), S = 3."""
     qrels = "q 1 d1 1\nq 2 d1 1\nq 1 d2 1\nq 1 d3 1\nq 3 d3 1\n"
     run = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
-    ev = cranfield.evaluate(run, qrels, ["alpha_DCG(alpha=0.5)@3"])
+    ev = cranfield.evaluate(qrels, run, ["alpha_DCG(alpha=0.5)@3"])
     dcg = 2 + 0.5 / math.log2(3) + 1.25 / math.log2(4)
     ideal_ideal = 3 * (1 + 0.5 / math.log2(3) + 0.25 / math.log2(4))
     assert ev.per_topic["q"]["alpha_DCG(alpha=0.5)@3"] == pytest.approx(dcg / ideal_ideal)
@@ -345,7 +345,7 @@ def test_intent_aware_precision_worked_example():
     (2 * 3)."""
     qrels = "q 1 d1 1\nq 2 d1 1\nq 1 d2 1\nq 1 d3 1\nq 3 d3 1\n"
     run = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
-    ev = cranfield.evaluate(run, qrels, ["P_IA@2", "strec@2"])
+    ev = cranfield.evaluate(qrels, run, ["P_IA@2", "strec@2"])
     assert ev.per_topic["q"]["P_IA@2"] == pytest.approx(3 / 6)
     assert ev.per_topic["q"]["strec@2"] == pytest.approx(2 / 3)
 
@@ -357,10 +357,10 @@ def test_zero_over_zero_cases_of_specificity_and_the_diversity_measures():
     # except nNRBP, which is NaN as in ndeval (and JSON shows null)
     names = ["alpha_nDCG@5", "alpha_DCG@5", "ERR_IA@5", "nERR_IA@5", "P_IA@5", "strec@5",
              "NRBP", "MAP_IA", "nNRBP"]
-    ev = cranfield.evaluate({"q": {"a": 1.0}, "r": {"b": 1.0}}, "q 1 a 0\nr 1 b 1\n", names)
+    ev = cranfield.evaluate("q 1 a 0\nr 1 b 1\n", {"q": {"a": 1.0}, "r": {"b": 1.0}}, names)
     row = ev.per_topic["q"]
     assert all(row[n] == 0.0 for n in names[:-1]) and math.isnan(row["nNRBP"])
     assert ev.per_topic["r"]["alpha_nDCG@5"] == 1.0 and math.isnan(ev.aggregate["nNRBP"])
     # nothing relevant retrieved although S > 0: all zeros, nNRBP 0
-    ev = cranfield.evaluate({"r": {"x": 1.0}}, "r 1 b 1\n", names)
+    ev = cranfield.evaluate("r 1 b 1\n", {"r": {"x": 1.0}}, names)
     assert all(ev.per_topic["r"][n] == 0.0 for n in names)

@@ -44,7 +44,7 @@ def _run(topics, relevant_in_top10):
 def _p10_doc(base, cand, n=30, **kwargs):
     topics = _topics(n)
     runs = {"base": _run(topics, [base] * n), "cand": _run(topics, [cand] * n)}
-    return compare(runs, _qrels(topics), ["P.10"], baseline="base", per_topic=True, **kwargs)
+    return compare(_qrels(topics), runs, ["P.10"], baseline="base", per_topic=True, **kwargs)
 
 
 # ---- the threshold: decided at a stated tolerance -------------------------------------------
@@ -79,8 +79,8 @@ def test_relative_drop_of_exactly_max_drop_passes():
 def test_a_gated_measure_without_values_is_undecided_not_a_pass():
     topics = _topics(30)
     qrels = _qrels(topics)
-    evs = {"base": evaluate(_run(topics, [5] * 30), qrels, ["P.10"]),
-           "cand": evaluate(_run(topics, [2] * 30), qrels, ["P.10"])}
+    evs = {"base": evaluate(qrels, _run(topics, [5] * 30), ["P.10"]),
+           "cand": evaluate(qrels, _run(topics, [2] * 30), ["P.10"])}
     evs["cand"].values["P_10"][3] = np.nan  # a measure's 0/0 on one topic
     doc = compare_evaluations(evs, ["P.10"], baseline="base", gate="P.10:0.01")
     result = doc["gate"]
@@ -134,8 +134,8 @@ def _five_topic_runs():
 def test_an_ungated_measure_does_not_change_the_verdict():
     runs, qrels = _five_topic_runs()
     # B → A drops MAP by 0.5 on all 5 topics: exact randomization p = 2/32 = 0.0625
-    alone = compare(runs, qrels, ["map"], baseline="B", gate="map:0.1@0.1")
-    more = compare(runs, qrels, ["map", "recip_rank"], baseline="B", gate="map:0.1@0.1")
+    alone = compare(qrels, runs, ["map"], baseline="B", gate="map:0.1@0.1")
+    more = compare(qrels, runs, ["map", "recip_rank"], baseline="B", gate="map:0.1@0.1")
     for doc in (alone, more):
         (check,) = doc["gate"]["checks"]
         assert doc["gate"]["verdict"] == "fail"
@@ -158,7 +158,7 @@ def test_gate_family_is_the_gated_measures_and_equals_statsmodels(method):
     runs = {"base": _run(topics, base.tolist()),
             "c1": _run(topics, np.clip(base - rng.integers(0, 3, 40), 0, 10).tolist()),
             "c2": _run(topics, np.clip(base - rng.integers(-1, 2, 40), 0, 10).tolist())}
-    doc = compare(runs, _qrels(topics), ["P.10", "P.5", "recip_rank", "map"], baseline="base",
+    doc = compare(_qrels(topics), runs, ["P.10", "P.5", "recip_rank", "map"], baseline="base",
                   correction=method, gate=["P.10:0.0@0.5", "P.5:0.0@0.5"])
     checks = doc["gate"]["checks"]
     assert doc["gate"]["correction"]["family_size"] == 4  # 2 gated measures × 2 candidates
@@ -218,7 +218,7 @@ def test_intervals_are_at_one_minus_alpha_and_say_they_are_not_adjusted():
     topics = _topics(12)
     a, b = rng.integers(0, 11, 12), rng.integers(0, 11, 12)
     runs = {"a": _run(topics, a.tolist()), "b": _run(topics, b.tolist())}
-    doc = compare(runs, _qrels(topics), ["P.10"], alpha=0.1, tests=["t", "bootstrap"])
+    doc = compare(_qrels(topics), runs, ["P.10"], alpha=0.1, tests=["t", "bootstrap"])
     assert doc["ci"]["level"] == pytest.approx(0.9) and doc["ci"]["adjusted"] is False
     x = a / 10
     low, high = scipy.stats.t.interval(0.9, len(x) - 1, loc=x.mean(), scale=scipy.stats.sem(x))
@@ -271,12 +271,12 @@ def test_the_gate_decides_on_adjusted_not_raw_p_values():
     cand = np.clip(base - rng.integers(-1, 2, 25), 0, 10)
     # c1 ranks fewer relevant documents in P_5's top 5 than base does: a drop of 0.064
     runs = {"base": _run(topics, cand.tolist()), "c1": _run(topics, base.tolist())}
-    both = compare(runs, _qrels(topics), ["P.10", "P.5"], baseline="base", n_permutations=2000,
+    both = compare(_qrels(topics), runs, ["P.10", "P.5"], baseline="base", n_permutations=2000,
                    gate=["P.10:0.0", "P.5:0.0"])
     (p5,) = [c for c in both["gate"]["checks"] if c["measure"] == "P_5"]
     assert p5["p_value"] < 0.05 <= p5["p_adjusted"]
     assert p5["verdict"] == "pass" and both["gate"]["verdict"] == "pass"
-    alone = compare(runs, _qrels(topics), ["P.5"], baseline="base", n_permutations=2000,
+    alone = compare(_qrels(topics), runs, ["P.5"], baseline="base", n_permutations=2000,
                     gate=["P.5:0.0"])
     (check,) = alone["gate"]["checks"]
     assert check["p_adjusted"] == check["p_value"] < 0.05

@@ -67,7 +67,7 @@ def test_a_no_break_space_is_part_of_an_id_on_every_reader(reader):
     """The line reader split on U+00A0 (docid 'd', a wrong answer), pyarrow did not."""
     run = read_run("q1 Q0 d\u00a0x 1 2.0 sys\nq1 Q0 e 2 1.0 sys\n".encode())
     assert run.to_dict() == {"q1": {"d\u00a0x": 2.0, "e": 1.0}}
-    ev = cranfield.evaluate(run, {"q1": {"d\u00a0x": 1}}, ["map", "num_rel_ret"])
+    ev = cranfield.evaluate({"q1": {"d\u00a0x": 1}}, run, ["map", "num_rel_ret"])
     assert ev.aggregate["map"] == 1.0 and ev.aggregate["num_rel_ret"] == 1
 
 

@@ -51,7 +51,7 @@ def _evaluate(run_text: str, qrels_text: str, columnar: bool, profile: str):
     finally:
         cranfield.io.FAST_READER_MIN_BYTES = saved
     assert isinstance(run.docids, np.ndarray) != columnar
-    return cranfield.evaluate(run, qrels, MEASURES, profile=profile)
+    return cranfield.evaluate(qrels, run, MEASURES, profile=profile)
 
 
 def _same(a, b) -> None:
@@ -115,10 +115,10 @@ def test_a_collision_across_sides_is_no_match(monkeypatch):
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
     run = cranfield.read_run("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\n")
     qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d2 0\n")
-    ev = cranfield.evaluate(run, qrels, ["num_rel_ret", "num_rel", "map"])
+    ev = cranfield.evaluate(qrels, run, ["num_rel_ret", "num_rel", "map"])
     assert ev.aggregate == {"num_rel_ret": 0, "num_rel": 1, "map": 0.0}
     qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d1 2\n")  # both, on one side: shared key
-    ev = cranfield.evaluate(run, qrels, ["num_rel_ret", "num_rel", "ndcg"])
+    ev = cranfield.evaluate(qrels, run, ["num_rel_ret", "num_rel", "ndcg"])
     assert ev.aggregate["num_rel_ret"] == 1 and ev.aggregate["num_rel"] == 2
 
 
@@ -188,11 +188,11 @@ def test_columnar_qrels_match_the_same_after_their_docids_are_read_or_replaced(m
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
     run = cranfield.read_run("q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\n")
     qrels = cranfield.read_qrels("q1 0 a 1\nq1 0 z 1\n")
-    first = cranfield.evaluate(run, qrels, ["num_rel_ret", "map"]).aggregate
+    first = cranfield.evaluate(qrels, run, ["num_rel_ret", "map"]).aggregate
     assert qrels.docids.tolist() == ["a", "z"]
-    assert cranfield.evaluate(run, qrels, ["num_rel_ret", "map"]).aggregate == first
+    assert cranfield.evaluate(qrels, run, ["num_rel_ret", "map"]).aggregate == first
     qrels.docids = np.asarray(["b", "c"], dtype=object)
-    assert cranfield.evaluate(run, qrels, ["num_rel_ret"]).aggregate == {"num_rel_ret": 2}
+    assert cranfield.evaluate(qrels, run, ["num_rel_ret"]).aggregate == {"num_rel_ret": 2}
 
 
 def _evaluate_mixed(run_text: str, qrels_text: str, columnar_run: bool, profile: str):
@@ -207,7 +207,7 @@ def _evaluate_mixed(run_text: str, qrels_text: str, columnar_run: bool, profile:
     finally:
         cranfield.io.FAST_READER_MIN_BYTES = saved
     assert isinstance(run.docids, np.ndarray) != columnar_run
-    return cranfield.evaluate(run, qrels, MEASURES, profile=profile)
+    return cranfield.evaluate(qrels, run, MEASURES, profile=profile)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -134,7 +134,7 @@ def parse(text: str) -> Page:
 
 
 def real_document(**req):
-    ev = cranfield.evaluate(str(DATA / "results.test"), str(DATA / "qrels.test"))
+    ev = cranfield.evaluate(str(DATA / "qrels.test"), str(DATA / "results.test"))
     return evaluation_document(ev, {"per_topic": True, "curves": True, **req},
                                "ab" * 32, "cd" * 32, None)
 
@@ -181,7 +181,7 @@ def test_real_evaluation_page():
 
 
 def test_evaluation_without_curves_or_per_topic_has_no_charts():
-    ev = cranfield.evaluate(str(DATA / "results.test"), str(DATA / "qrels.test"), ["map"])
+    ev = cranfield.evaluate(str(DATA / "qrels.test"), str(DATA / "results.test"), ["map"])
     doc = evaluation_document(ev, {"per_topic": False}, "x", "y", None)
     page = parse(render_evaluation(doc, title="Mine <b>"))
     assert not page.charts("chart")
@@ -191,7 +191,7 @@ def test_evaluation_without_curves_or_per_topic_has_no_charts():
 def test_hostile_topic_ids_and_run_names_are_escaped():
     run = {HOSTILE: {"d1": 2.0, "d2": 1.0}, AMP: {"d1": 1.0, "d3": 0.5}}
     qrels = {HOSTILE: {"d2": 1}, AMP: {"d1": 1}, "q'3": {"d9": 1}}
-    ev = cranfield.evaluate(run, qrels, ["map", "P.5"])
+    ev = cranfield.evaluate(qrels, run, ["map", "P.5"])
     doc = evaluation_document(ev, {"per_topic": True, "curves": True}, "s", "t", None)
     doc["provenance"]["runid"] = AMP
     html = render_evaluation(doc)
@@ -397,7 +397,7 @@ def warned_document() -> dict:
     missing from it."""
     run = {"a": {"d1": 2.0, "d2": 1.0}, "b": {"d1": 1.0}}
     qrels = {"a": {"d2": 1}, "c": {"d9": 1}}
-    ev = cranfield.evaluate(run, qrels, ["map", "P.5"])
+    ev = cranfield.evaluate(qrels, run, ["map", "P.5"])
     return evaluation_document(ev, {"per_topic": True, "curves": True}, "s", "t", None)
 
 

@@ -78,10 +78,10 @@ def test_qrels_errors_name_line_field_and_reason(bad, field, reason):
 
 def test_mapping_errors_name_the_path():
     with pytest.raises(InputError) as info:
-        cranfield.evaluate({"q1": {"d1": 1.0, "d3": math.inf}}, {"q1": {"d1": 1}})
+        cranfield.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0, "d3": math.inf}})
     assert info.value.location == "run.q1.d3"
     with pytest.raises(InputError) as info:
-        cranfield.evaluate({"q1": {"d1": 1.0}}, {"q1": {"d1": 1.5}})
+        cranfield.evaluate({"q1": {"d1": 1.5}}, {"q1": {"d1": 1.0}})
     assert info.value.location == "qrels.q1.d1"
 
 
@@ -103,13 +103,13 @@ def test_missing_file_is_a_clear_error(tmp_path):
 
 
 def test_topic_ids_are_opaque_strings():
-    ev = cranfield.evaluate("01 Q0 a 1 1.0 s\n1 Q0 a 1 1.0 s\n", "1 0 a 1\n", ["num_ret"])
+    ev = cranfield.evaluate("1 0 a 1\n", "01 Q0 a 1 1.0 s\n1 Q0 a 1 1.0 s\n", ["num_ret"])
     assert ev.topics.evaluated == ["1"] and ev.topics.run_only == ["01"]
 
 
 def test_no_common_topic_is_an_evaluation_error():
     with pytest.raises(cranfield.EvaluationError, match="no topic has both"):
-        cranfield.evaluate(RUN, "q9 0 d1 1\n")
+        cranfield.evaluate("q9 0 d1 1\n", RUN)
 
 
 def test_diversity_qrels_keep_subtopics_and_allow_a_docid_per_subtopic():
@@ -131,14 +131,14 @@ def test_line_reader_names_the_first_repeat_of_a_docid():
 def test_a_mapping_topic_with_no_documents_is_evaluated_as_empty():
     """Found by schemathesis: an empty {docid: score} dict used to break topic grouping."""
     run = {"q2": {}, "q1": {"d1": 1.0, "d3": 3.0}}
-    ev = cranfield.evaluate(run, {"q1": {"d1": 1, "d3": 2}, "q2": {"x": 1}},
+    ev = cranfield.evaluate({"q1": {"d1": 1, "d3": 2}, "q2": {"x": 1}}, run,
                             ["map", "num_ret"])
     assert ev.per_topic["q2"] == {"num_ret": 0, "map": 0.0}
     assert ev.per_topic["q1"] == {"num_ret": 2, "map": 1.0}
     assert ev.aggregate["map"] == 0.5
     # an empty topic id is not an id (docs/inputs.md), with or without documents
     with pytest.raises(cranfield.InputError, match="may not be empty") as err:
-        cranfield.evaluate(dict(run, **{"": {}}), {"q1": {"d1": 1}}, ["map"])
+        cranfield.evaluate({"q1": {"d1": 1}}, dict(run, **{"": {}}), ["map"])
     assert err.value.field == "run."
 
 

@@ -178,7 +178,7 @@ def providers():
 
 def cranfield_per_topic(data: Data, names: list[str], diversity: bool = False) -> dict:
     qrels = cranfield.read_qrels(data.sub_text, diversity=True) if diversity else data.qrels
-    ev = cranfield.evaluate(data.run, qrels, names)
+    ev = cranfield.evaluate(qrels, data.run, names)
     assert sorted(ev.per_topic) == sorted(data.run)
     return ev.per_topic
 
@@ -266,7 +266,7 @@ def test_err_and_gdeval_ndcg_match_gdeval_per_topic(data, k):
 def test_num_q_matches_as_a_summary(data):
     measure = ir_measures.parse_measure("NumQ")
     theirs = ir_measures.pytrec_eval.calc_aggregate([measure], data.qrels, data.ordered_run)
-    ev = cranfield.evaluate(data.run, data.qrels, ["NumQ"])
+    ev = cranfield.evaluate(data.qrels, data.run, ["NumQ"])
     assert ev.aggregate["NumQ"] == theirs[measure] == len(data.run)
 
 
@@ -378,7 +378,7 @@ def test_accuracy_zero_over_zero_rules():
     for)."""
     run = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
     qrels = {"q": {"a": 1, "b": 2, "c": 0}}
-    ev = cranfield.evaluate(run, qrels, ["Accuracy@2", "Accuracy", "Accuracy(rel=3)"])
+    ev = cranfield.evaluate(qrels, run, ["Accuracy@2", "Accuracy", "Accuracy(rel=3)"])
     assert ev.per_topic["q"] == {"Accuracy@2": 1.0, "Accuracy": 1.0, "Accuracy(rel=3)": 0.0}
     measure = ir_measures.parse_measure("Accuracy@2")
     with pytest.raises(ZeroDivisionError):

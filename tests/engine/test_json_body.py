@@ -77,8 +77,8 @@ def test_fast_path_reads_what_orjson_reads(run, indent, pieces, monkeypatch_modu
     assert fast_q.topics == slow_q.topics and fast_q.to_dict() == slow_q.to_dict()
     assert columns_sha256(fast_q) == columns_sha256(slow_q) == mapping_sha256(qrels)
     if any(run.values()):
-        a = evaluate(body["run"].value, fast_q, MEASURES)
-        b = evaluate(run, qrels, MEASURES)
+        a = evaluate(fast_q, body["run"].value, MEASURES)
+        b = evaluate(qrels, run, MEASURES)
         assert a.per_topic == b.per_topic and a.aggregate == b.aggregate
 
 
@@ -194,7 +194,7 @@ def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
     calls = []
     monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)
     monkeypatch.setattr(ranking, "fnv1a_hashes", lambda s: calls.append(1) or fnv1a_hashes(s))
-    a = evaluate(fast, qrels, ["all_trec"])
-    b = evaluate(run, qrels, ["all_trec"])
+    a = evaluate(qrels, fast, ["all_trec"])
+    b = evaluate(qrels, run, ["all_trec"])
     assert a.per_topic == b.per_topic and a.aggregate == b.aggregate
     assert calls  # the prefilter ran

@@ -144,9 +144,9 @@ def test_evaluations_give_the_same_numbers(seed, profile, monkeypatch):
     scores beyond a C float (the 9.0.8 profile reads them as float32), topics on one side."""
     run, qrels = _evaluation_pair(seed)
     measures = ["all_trec", "ndcg_cut.3", "P.2", "success.1"]
-    compiled = cranfield.evaluate(run, qrels, measures, profile=profile)
+    compiled = cranfield.evaluate(qrels, run, measures, profile=profile)
     _python_path(monkeypatch)
-    python = cranfield.evaluate(run, qrels, measures, profile=profile)
+    python = cranfield.evaluate(qrels, run, measures, profile=profile)
     assert compiled.per_topic == python.per_topic
     assert compiled.aggregate == python.aggregate
 
@@ -365,11 +365,11 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
                     mp.setattr(cranfield.ranking, "_mapscan", None)
                 try:
                     run = cranfield.read_run(run_text)
-                    ev = cranfield.evaluate(run, cranfield.read_qrels(adhoc_text),
+                    ev = cranfield.evaluate(cranfield.read_qrels(adhoc_text), run,
                                             ["all_trec", "P.2", "ndcg_cut.3"])
                     # subtopic qrels: one docid on several rows of a topic
-                    div = cranfield.evaluate(run, cranfield.read_qrels(qrels_text,
-                                                                       diversity=True),
+                    div = cranfield.evaluate(cranfield.read_qrels(qrels_text,
+                                                                       diversity=True), run,
                                              ["alpha_nDCG@5", "P_IA@3", "strec@5"])
                     answers.append((ev.per_topic, ev.aggregate, div.per_topic, div.aggregate))
                 except InputError as exc:
@@ -390,12 +390,12 @@ def test_qrels_read_from_a_mapping_are_not_searched_for_repeats_again(compiled, 
     qrels = cranfield.read_qrels({"q1": {"a": 1, "b": 0}, "q2": {"a": 2}})
     run = cranfield.read_run({"q1": {"a": 1.0, "b": 2.0}, "q2": {"c": 1.0, "a": 0.5}})
     assert qrels.unique_judgments
-    want = cranfield.evaluate(run, qrels, ["map", "ndcg", "P.1"]).per_topic
+    want = cranfield.evaluate(qrels, run, ["map", "ndcg", "P.1"]).per_topic
 
     def searched(*args):
         raise AssertionError("searched for repeats again")
     monkeypatch.setattr(diversity, "docid_codes", searched)
-    assert cranfield.evaluate(run, qrels, ["map", "ndcg", "P.1"]).per_topic == want
+    assert cranfield.evaluate(qrels, run, ["map", "ndcg", "P.1"]).per_topic == want
     assert want["q1"]["map"] == pytest.approx(0.5) and want["q2"]["P_1"] == 0.0
 
 
@@ -417,8 +417,8 @@ def test_pairs_of_hashes_that_collide_on_purpose_go_to_the_sorting_path(monkeypa
     got = _read_text(run_text, monkeypatch, compiled=True)
     want = _read_text(run_text, monkeypatch, compiled=False)
     measures = ["map", "ndcg", "P.10", "num_rel_ret"]
-    assert cranfield.evaluate(got, qrels_text, measures).aggregate == \
-        cranfield.evaluate(want, qrels_text, measures).aggregate
+    assert cranfield.evaluate(qrels_text, got, measures).aggregate == \
+        cranfield.evaluate(qrels_text, want, measures).aggregate
 
 
 @needs_ext
@@ -483,9 +483,9 @@ def test_number_subclasses_read_alike(monkeypatch):
     run = {"q": {"a": Odd(1), "b": 2.5}}
     qrels = {"q": {"a": 1, "b": 0}}
     compiled = cranfield.read_run(run)
-    got = cranfield.evaluate(run, qrels, ["map", "recip_rank"]).aggregate
+    got = cranfield.evaluate(qrels, run, ["map", "recip_rank"]).aggregate
     _python_path(monkeypatch)
     python = cranfield.read_run(run)
     assert compiled.scores.tolist() == python.scores.tolist() == [99.0, 2.5]
-    assert cranfield.evaluate(run, qrels, ["map", "recip_rank"]).aggregate == got
+    assert cranfield.evaluate(qrels, run, ["map", "recip_rank"]).aggregate == got
     assert got["recip_rank"] == 1.0  # a (99.0) ranks first

@@ -32,13 +32,13 @@ def test_names_resolve_to_keys(name, keys):
 
 
 def test_trec_and_ir_names_give_identical_numbers():
-    ev = cranfield.evaluate(f"{DATA}/results.test", f"{DATA}/qrels.rel_level",
+    ev = cranfield.evaluate(f"{DATA}/qrels.rel_level", f"{DATA}/results.test",
                             ["ndcg_cut.10", "nDCG@10", "map", "AP", "map_cut.100", "AP@100",
                              "recall.1000", "R@1000", "P(rel=2)@5", "recip_rank", "RR"])
     for a, b in [("ndcg_cut_10", "nDCG@10"), ("map", "AP"), ("map_cut_100", "AP@100"),
                  ("recall_1000", "R@1000"), ("recip_rank", "RR")]:
         assert ev.aggregate[a] == ev.aggregate[b]
-    strict = cranfield.evaluate(f"{DATA}/results.test", f"{DATA}/qrels.rel_level", ["P.5"],
+    strict = cranfield.evaluate(f"{DATA}/qrels.rel_level", f"{DATA}/results.test", ["P.5"],
                                 relevance_level=2)
     assert ev.aggregate["P(rel=2)@5"] == strict.aggregate["P_5"]
     assert ev.measures["P(rel=2)@5"]["canonical"] == "P(k=5,rel=2,profile=trec_eval-9.0.8)"
@@ -47,14 +47,14 @@ def test_trec_and_ir_names_give_identical_numbers():
 def test_rr_at_k_cuts_off_and_judged_counts_judged_documents():
     run = {"q": {"a": 5.0, "b": 4.0, "c": 3.0}}
     qrels = {"q": {"c": 1, "a": 0}}
-    ev = cranfield.evaluate(run, qrels, ["RR@2", "RR@3", "Judged@2", "Judged@10"])
+    ev = cranfield.evaluate(qrels, run, ["RR@2", "RR@3", "Judged@2", "Judged@10"])
     row = ev.per_topic["q"]
     assert row["RR@2"] == 0.0 and row["RR@3"] == pytest.approx(1 / 3)
     assert row["Judged@2"] == 0.5 and row["Judged@10"] == pytest.approx(2 / 3)
 
 
 def test_canonical_names_make_every_parameter_explicit():
-    ev = cranfield.evaluate(f"{DATA}/results.test", f"{DATA}/qrels.test",
+    ev = cranfield.evaluate(f"{DATA}/qrels.test", f"{DATA}/results.test",
                             ["ndcg.1=3,2=9", "set_F.0.25", "iprec_at_recall..5"],
                             profile="trec_eval-10", judged_only=True, depth=100)
     canon = {k: v["canonical"] for k, v in ev.measures.items()}

@@ -22,7 +22,7 @@ QRELS, TEST, TRUNC = (str(DATA / n) for n in ("qrels.test", "results.test", "res
 
 
 def one(run, qrels, name, **options):
-    ev = cranfield.evaluate({"q": run}, {"q": qrels}, [name], **options)
+    ev = cranfield.evaluate({"q": qrels}, {"q": run}, [name], **options)
     return ev.per_topic["q"][ev.instances[0].key]
 
 
@@ -53,7 +53,7 @@ def test_judged_counts_a_negative_grade_as_judged():
     assert one(run, qrels, "Judged") == pytest.approx(4 / 5)
     assert one(run, qrels, "Judged@2") == 1.0
     # trec_eval 10's unj keeps trec_eval's meaning: -2 and -1 are unjudged there
-    ev = cranfield.evaluate({"q": run}, {"q": qrels}, ["unj.5"], profile="trec_eval-10")
+    ev = cranfield.evaluate({"q": qrels}, {"q": run}, ["unj.5"], profile="trec_eval-10")
     assert ev.per_topic["q"]["unj_5"] == pytest.approx(3 / 5)
 
 
@@ -65,7 +65,7 @@ def test_rbp_is_ir_measures_rbp_and_rbp_stays_trec_evals():
     # graded: grade / the topic's largest grade
     assert one(run, qrels, "RBP") == pytest.approx(0.2 * (0.5 + 0.8 ** 2) / horizon)
     assert one(run, qrels, "RBP@2") == pytest.approx(0.2 * 0.5 / horizon)
-    ev = cranfield.evaluate({"q": run}, {"q": qrels}, ["rbp"], profile="trec_eval-10")
+    ev = cranfield.evaluate({"q": qrels}, {"q": run}, ["rbp"], profile="trec_eval-10")
     assert ev.per_topic["q"]["rbp"] == pytest.approx(0.1 * (0.5 + 0.9 ** 2))
 
 
@@ -121,7 +121,7 @@ def test_a_ranx_spelling_that_is_a_trec_eval_name_keeps_trec_evals_meaning(name)
 def test_ranx_and_ir_measures_spellings_give_the_same_numbers():
     names = ["nDCG@10", "ndcg@10", "AP@100", "map@100", "R@1000", "recall@1000", "RR",
              "mrr", "Success@5", "hit_rate@5", "P@5", "precision@5", "Rprec", "r-precision"]
-    ev = cranfield.evaluate(TEST, QRELS, names)
+    ev = cranfield.evaluate(QRELS, TEST, names)
     for a, b in zip(names[::2], names[1::2], strict=True):
         assert ev.aggregate[a] == ev.aggregate[b], (a, b)
 
@@ -158,7 +158,7 @@ def test_repeating_a_measure_with_other_parameters_evaluates_all_of_them():
     assert [i.key for i in resolve(["P", "P.5"], "trec_eval-9.0.8")] == ["P_5"]
     assert [i.key for i in resolve(["P.5", "P_5", "P.5,10"], "trec_eval-9.0.8")] == \
         ["P_5", "P_10"]
-    ev = cranfield.evaluate(TEST, QRELS, ["P.10", "P.5"])
+    ev = cranfield.evaluate(QRELS, TEST, ["P.10", "P.5"])
     assert set(ev.aggregate) == {"P_5", "P_10"}
 
 
@@ -167,10 +167,10 @@ def test_compare_with_a_repeated_family_and_a_gate_on_another_parameter():
     from cranfield.gate import parse_gate
 
     runs = {"test": TEST, "trunc": TRUNC}
-    doc = compare(runs, QRELS, ["P.10", "P.5"], complete_topics=True, n_permutations=100,
+    doc = compare(QRELS, runs, ["P.10", "P.5"], complete_topics=True, n_permutations=100,
                   n_samples=100)
     assert [m["key"] for m in doc["measures"]] == ["P_10", "P_5"]
-    doc = compare(runs, QRELS, ["P.20"], gate=[parse_gate("P.10:0.5")], complete_topics=True,
+    doc = compare(QRELS, runs, ["P.20"], gate=[parse_gate("P.10:0.5")], complete_topics=True,
                   n_permutations=100, n_samples=100)
     # the gate's verdict on 3 topics is the statistics' business; here: P_10 was evaluated
     # and gated (before: "measure 'P_10' was not evaluated")

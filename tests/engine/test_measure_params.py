@@ -74,7 +74,7 @@ def test_out_of_range_parameters_are_refused(name, message):
 def test_rbp_p_2_no_longer_gives_a_negative_number_on_any_path(tmp_path, capsys):
     # before: RBP(p=2) evaluated to (1 - 2) * sum 2^(i-1) g_i < 0
     with pytest.raises(MeasureError, match=r"p=2 of RBP is out of range"):
-        cranfield.evaluate(RUN, QRELS, ["RBP(p=2)"])
+        cranfield.evaluate(QRELS, RUN, ["RBP(p=2)"])
     (tmp_path / "q").write_text(QRELS)
     (tmp_path / "r").write_text(RUN)
     code = main(["eval", "-m", "RBP(p=2)", str(tmp_path / "q"), str(tmp_path / "r")])
@@ -98,12 +98,12 @@ def test_rbp_p_2_no_longer_gives_a_negative_number_on_any_path(tmp_path, capsys)
 def test_rel_is_refused_by_measures_without_a_relevance_level(name, message):
     # before: accepted and silently ignored (ERR(rel=2)@5 equalled ERR@5)
     with pytest.raises(MeasureError) as info:
-        cranfield.evaluate(RUN, QRELS, [name])
+        cranfield.evaluate(QRELS, RUN, [name])
     assert message in str(info.value)
 
 
 def test_rel_still_sets_the_level_of_measures_that_use_one():
-    ev = cranfield.evaluate(RUN, QRELS, ["P(rel=0)@5", "P@5", "F(rel=2)", "F", "AP(rel=2)",
+    ev = cranfield.evaluate(QRELS, RUN, ["P(rel=0)@5", "P@5", "F(rel=2)", "F", "AP(rel=2)",
                                          "AP"])
     t1 = ev.per_topic["1"]  # retrieved: d1 (grade 2), d2 (0), x (not judged), d4 (-1)
     assert t1["P@5"] == pytest.approx(1 / 5)
@@ -157,7 +157,7 @@ def test_extreme_in_range_parameters_work_without_overflow():
              f"P(rel={M})@5", f"P(rel={INT64_MIN})@5", "utility.1e100,-1e100,1e100,-1e100",
              "set_F.1e300", "SetF(beta=1e100)"]
     for profile in ("trec_eval-9.0.8", "trec_eval-10"):
-        ev = cranfield.evaluate(RUN, QRELS, names, profile=profile, collection_size=M)
+        ev = cranfield.evaluate(QRELS, RUN, names, profile=profile, collection_size=M)
         for key, v in ev.aggregate.items():
             assert isinstance(v, str) or math.isfinite(v), (profile, key, v)
     t1 = ev.per_topic["1"]  # retrieved: d1 (grade 2), d2 (0), x (not judged), d4 (-1)
@@ -175,11 +175,11 @@ def test_extreme_diversity_cutoff_and_weights_work():
     run = "1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n1 Q0 d3 3 1 r\n"
     names = ["alpha_nDCG(alpha=0)@1000000", "alpha_DCG(alpha=1)@1000000", "P_IA@1000000",
              "NRBP(alpha=0,beta=0)", "nNRBP(alpha=1,beta=1)", "alpha_nDCG@20"]
-    ev = cranfield.evaluate(run, qrels, names, depth=M)
+    ev = cranfield.evaluate(qrels, run, names, depth=M)
     t = ev.per_topic["1"]
     # three subtopics; the run covers 2 with d1 and the third with d3: the ideal is d1, d3
     assert t["P_IA@1000000"] == pytest.approx(3 / (1000000 * 3))
     assert t["NRBP(alpha=0,beta=0)"] == pytest.approx(2 / 3)  # only rank 1 counts: g = 2
     assert np.isfinite(t["alpha_nDCG(alpha=0)@1000000"])
-    assert t["alpha_nDCG@20"] == cranfield.evaluate(run, qrels, ["alpha_nDCG@20"]
+    assert t["alpha_nDCG@20"] == cranfield.evaluate(qrels, run, ["alpha_nDCG@20"]
                                                     ).per_topic["1"]["alpha_nDCG@20"]

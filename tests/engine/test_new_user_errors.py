@@ -96,14 +96,14 @@ def test_client_refuses_a_missing_file_before_sending(tmp_path):
     api = Client("http://127.0.0.1:9")  # nothing listens: no request may be made
     missing = tmp_path / "missing.txt"
     with pytest.raises(InputError) as exc:
-        api.evaluate(str(missing), "301 0 d1 1\n")
+        api.evaluate("301 0 d1 1\n", str(missing))
     assert str(exc.value) == f"{missing}: no such file"
     with pytest.raises(InputError, match=r"missing\.txt: no such file$"):
-        api.evaluate("missing.txt", "301 0 d1 1\n")
+        api.evaluate("301 0 d1 1\n", "missing.txt")
     with pytest.raises(InputError, match=r"missing\.txt: no such file$"):
-        api.evaluate(missing, "301 0 d1 1\n")  # a PathLike
+        api.evaluate("301 0 d1 1\n", missing)  # a PathLike
     with pytest.raises(InputError, match=r"qrels\.txt: no such file$"):
-        api.evaluate("301 Q0 d1 1 1.0 r\n", "qrels.txt")
+        api.evaluate("qrels.txt", "301 Q0 d1 1 1.0 r\n")
     with pytest.raises(InputError, match=r": is a directory$"):
         api.put_qrels("q", str(tmp_path))
 
@@ -116,13 +116,13 @@ def test_client_reads_files_and_keeps_text(tmp_path, monkeypatch):
                         sent.append(body) or (200, {}, b"{}"))
     copy = tmp_path / "run.txt"
     shutil.copy(RUN, copy)
-    Client("http://x").evaluate(str(copy), "301 0 d1 1")
+    Client("http://x").evaluate("301 0 d1 1", str(copy))
     body = sent[-1].read_all()  # a path goes as a file part, streamed from disk
     assert Path(RUN).read_bytes() in body
     assert b'name="qrels"; filename="qrels.txt"' in body
     assert b"\r\n\r\n301 0 d1 1\r\n" in body  # one line of 4 fields: TREC text
     assert len(body) == sent[-1].length
-    Client("http://x").evaluate("301 Q0 d1 1 1.0 r\n", "301 0 d1 1")
+    Client("http://x").evaluate("301 0 d1 1", "301 Q0 d1 1 1.0 r\n")
     assert sent[-1]["run"] == "301 Q0 d1 1 1.0 r\n"  # two texts: a JSON body
     assert sent[-1]["qrels"] == "301 0 d1 1"
     assert client._text_or_mapping("301 Q0 d1 1 1.0 r") == "301 Q0 d1 1 1.0 r"

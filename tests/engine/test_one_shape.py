@@ -54,7 +54,7 @@ def test_the_cli_json_is_the_api_document(capsys, files, flags):
                          "-m", "IAP11", *flags, qrels, run)
     assert code == 0 and err == ""
     doc = json.loads(out)
-    ev = cranfield.evaluate(run, qrels, ["map", "P.5", "IAP11"], complete_topics="-c" in flags)
+    ev = cranfield.evaluate(qrels, run, ["map", "P.5", "IAP11"], complete_topics="-c" in flags)
     digest = {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in files}
     want = evaluation_document(ev, {"per_topic": "-q" in flags, "curves": "--curves" in flags},
                                digest[run], digest[qrels], None, interface="cli")
@@ -95,7 +95,7 @@ def test_option_names_per_interface():
 @pytest.mark.parametrize("complete", [False, True])
 def test_a_warning_names_complete_topics_as_each_interface_does(files, complete):
     qrels, run = files
-    ev = cranfield.evaluate(run, qrels, ["map"], complete_topics=complete)
+    ev = cranfield.evaluate(qrels, run, ["map"], complete_topics=complete)
     api = {w["code"]: w for w in warnings_for(ev, "api")}
     cli_ = {w["code"]: w for w in warnings_for(ev, "cli")}
     assert api.keys() == cli_.keys()
@@ -116,7 +116,7 @@ def test_a_warning_names_complete_topics_as_each_interface_does(files, complete)
 def test_other_options_are_named_per_interface_too(tmp_path):
     qrels = "q1 0 dA 1\nq1 0 dB 0\nq2 0 x 1\n"
     run = "q1 Q0 dA 1 2 r\nq1 Q0 dZ 2 1 r\nq2 Q0 x 1 1 r\n"
-    ev = cranfield.evaluate(run, qrels, ["map"], relevance_level=2)
+    ev = cranfield.evaluate(qrels, run, ["map"], relevance_level=2)
     by = {i: {w["code"]: w for w in warnings_for(ev, i)} for i in ("api", "cli")}
     assert "(grade >= 2, -l)" in by["cli"]["topics-without-relevant"]["message"]
     assert "(grade >= 2, options.relevance_level)" in by["api"]["topics-without-relevant"][
@@ -150,7 +150,7 @@ def test_the_curve_averages_the_topics_the_table_averages(files, complete, topic
     """Without -c the table averages q1 (the run's topic), with -c q1 and q2 (q2 scoring 0);
     the mean curve averages the same topics, so IAP11 is the mean of its 11 points."""
     qrels, run = files
-    ev = cranfield.evaluate(run, qrels, ["IAP11", "num_q"], complete_topics=complete)
+    ev = cranfield.evaluate(qrels, run, ["IAP11", "num_q"], complete_topics=complete)
     curve = precision_recall(ev)
     assert curve["topics_averaged"] == ev.aggregate["num_q"] == topics
     assert curve["mean_interpolated_precision"] == pytest.approx(
@@ -166,7 +166,7 @@ def test_the_curve_can_average_a_comparisons_common_topics():
     curve averaged q1 and q2 (values halved where q2 scores 0)."""
     qrels = "q1 0 d1 1\nq1 0 d2 1\nq2 0 e1 1\n"
     a = "q1 Q0 d1 1 2 a\nq1 Q0 x 2 1 a\nq2 Q0 z 1 1 a\n"
-    ev = cranfield.evaluate(a, qrels, ["IAP11"])
+    ev = cranfield.evaluate(qrels, a, ["IAP11"])
     own = precision_recall(ev, per_topic=False)
     common = precision_recall(ev, per_topic=False, topics=["q1"])
     # q1: d1 at rank 1 (recall 1/2, precision 1), d2 never retrieved
@@ -183,7 +183,7 @@ def test_a_comparisons_curves_average_its_common_topics():
     qrels = "q1 0 d1 1\nq1 0 d2 1\nq2 0 e1 1\n"
     runs = {"a": "q1 Q0 d1 1 2 a\nq1 Q0 x 2 1 a\nq2 Q0 z 1 1 a\n",
             "b": "q1 Q0 d2 1 2 b\nq1 Q0 d1 2 1 b\n"}
-    doc = compare(runs, qrels, ["map"], curves=True)
+    doc = compare(qrels, runs, ["map"], curves=True)
     assert doc["topics"] == ["q1"]
     assert doc["curves"]["a"]["topics_averaged"] == 1
     assert doc["curves"]["a"]["mean_interpolated_precision"] == pytest.approx(
@@ -195,7 +195,7 @@ def test_the_curve_is_labelled_not_iprec_at_recall(files):
     iprec_at_recall_0.40 is 1.0 where the textbook curve (recall >= 1.2 documents) has 2/3:
     the document says which one the curve is."""
     qrels, run = files
-    ev = cranfield.evaluate(run, qrels, ["iprec_at_recall"], profile="trec_eval-10")
+    ev = cranfield.evaluate(qrels, run, ["iprec_at_recall"], profile="trec_eval-10")
     curve = precision_recall(ev)
     assert ev.aggregate["iprec_at_recall_0.40"] == pytest.approx(1.0)
     assert curve["mean_interpolated_precision"][4] == pytest.approx(2 / 3)
@@ -207,7 +207,7 @@ def test_the_report_pages_label_the_curves(files):
     from cranfield.html_report import render_evaluation
 
     qrels, run = files
-    ev = cranfield.evaluate(run, qrels, ["map"])
+    ev = cranfield.evaluate(qrels, run, ["map"])
     page = render_evaluation(evaluation_document(ev, {"per_topic": True, "curves": True},
                                                  "0" * 64, "0" * 64, None))
     assert "the topics the measures above average" in page
@@ -220,7 +220,7 @@ def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
     qrels = "q1 0 d1 1\nq2 0 e1 1\n"
     runs = {"a": "q1 Q0 d1 1 2 a\nq2 Q0 e1 1 1 a\n", "b": "q1 Q0 d1 1 2 b\n"}
     for interface, spelled in (("api", "options.complete_topics"), ("cli", "-c")):
-        doc = compare(runs, qrels, ["map"], interface=interface)
+        doc = compare(qrels, runs, ["map"], interface=interface)
         (warning,) = [w for w in doc["warnings"] if w["code"] == "topics-not-in-all-runs"]
         assert warning["option"] == "complete_topics" and f"use {spelled} " in warning["message"]
         assert warning["topics"] == ["q2"]

@@ -29,11 +29,11 @@ def inputs():
 @pytest.mark.parametrize("asked", ASKED)
 def test_each_printed_key_reads_back_as_its_measure(inputs, asked):
     run, qrels = inputs
-    ev = cranfield.evaluate(run, qrels, [asked])
+    ev = cranfield.evaluate(qrels, run, [asked])
     keys = [i.key for i in ev.instances]
     for key in keys:
         assert [i.key for i in parse_measure(key)] == [key]
-        again = cranfield.evaluate(run, qrels, [key])
+        again = cranfield.evaluate(qrels, run, [key])
         value, first = again.aggregate.get(key), ev.aggregate.get(key)  # none: relstring
         assert value == first or (value != value and first != first)  # NaN both
         assert recorded_keys(key, keys)[0] == key

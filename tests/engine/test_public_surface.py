@@ -19,7 +19,7 @@ def test_public_names_are_pinned():
         "evaluate", "read_run", "read_qrels", "parse_measure", "REGISTRY", "Evaluation",
         "InputError", "MeasureError", "EvaluationError", "CranfieldError",
     }
-    ev = cranfield.evaluate(str(DATA / "results.trunc"), str(DATA / "qrels.test"),
+    ev = cranfield.evaluate(str(DATA / "qrels.test"), str(DATA / "results.trunc"),
                             ["map", "P.5"], complete_topics=True)
     assert isinstance(ev, cranfield.Evaluation)
     assert set(ev.per_topic) == {"301", "303"}
@@ -70,8 +70,8 @@ def test_every_measure_documents_formula_zero_rule_and_reference(name):
 def test_mapping_and_file_inputs_agree():
     run = cranfield.read_run(DATA / "results.test")
     qrels = cranfield.read_qrels(DATA / "qrels.rel_level")
-    from_files = cranfield.evaluate(run, qrels, ["all_trec"], relevance_level=2)
-    from_maps = cranfield.evaluate(run.to_dict(), qrels.to_dict(), ["all_trec"],
+    from_files = cranfield.evaluate(qrels, run, ["all_trec"], relevance_level=2)
+    from_maps = cranfield.evaluate(qrels.to_dict(), run.to_dict(), ["all_trec"],
                                    relevance_level=2)
     assert from_files.per_topic == from_maps.per_topic
     assert from_files.aggregate.keys() == from_maps.aggregate.keys()
@@ -97,13 +97,13 @@ def test_shards_of_a_run_combine_to_the_unsharded_evaluation(profile, complete, 
     pieces = split_trec_text(text, parts)
     assert len(pieces) >= 2
     runs = [cranfield.read_run(p) for p in pieces]
-    evs = [cranfield.evaluate(r, qrels.subset(r.topics), ["all_trec"], **opts) for r in runs]
+    evs = [cranfield.evaluate(qrels.subset(r.topics), r, ["all_trec"], **opts) for r in runs]
     covered = {t for r in runs for t in r.topics}
     missing = [t for t in qrels.topics if t not in covered]
     if complete and missing:
         evs.append(evaluate_missing_topics(qrels, missing, ["all_trec"], **opts))
     combined = combine(evs, qrels, sorted(covered), runs[-1].runid)
-    whole = cranfield.evaluate(whole_run, qrels, ["all_trec"], **opts)
+    whole = cranfield.evaluate(qrels, whole_run, ["all_trec"], **opts)
     assert combined.per_topic == whole.per_topic
     assert combined.aggregate == whole.aggregate
     assert combined.topics == whole.topics
@@ -115,11 +115,11 @@ def test_evaluations_pickle_with_every_kind_of_measure():
     import pickle
 
     run = {"q1": {"d1": 2.0, "d2": 1.0}}
-    ev = cranfield.evaluate(run, {"q1": {"d1": 1, "d2": 2}},
+    ev = cranfield.evaluate({"q1": {"d1": 1, "d2": 2}}, run,
                             ["all_trec", "nDCG(gain=exp)@10", "F(beta=2)", "GAP", "FDR"],
                             aggregation="micro")
     back = pickle.loads(pickle.dumps(ev))
     assert back.per_topic == ev.per_topic and back.aggregate == ev.aggregate
     assert back.instances[0].measure is cranfield.REGISTRY[ev.instances[0].measure.name]
-    div = cranfield.evaluate(run, "q1 1 d1 1\nq1 2 d2 1\n", ["alpha_nDCG@10", "NRBP"])
+    div = cranfield.evaluate("q1 1 d1 1\nq1 2 d2 1\n", run, ["alpha_nDCG@10", "NRBP"])
     assert pickle.loads(pickle.dumps(div)).per_topic == div.per_topic

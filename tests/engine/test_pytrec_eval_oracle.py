@@ -203,8 +203,8 @@ def check_against_oracle(
     oracle_run = run if depth is None else truncate_run(run, depth)
     expected = oracle(oracle_run, qrels, relevance_level, judged_only)
     evaluation = cranfield.evaluate(
-        run,
         qrels,
+        run,
         MEASURES if measures is None else measures,
         profile=PROFILE,
         relevance_level=relevance_level,

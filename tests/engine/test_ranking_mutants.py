@@ -237,7 +237,7 @@ def test_ties_are_broken_by_docno_descending():
         r = rank_run(reader, read_qrels(qrels), float32_scores=False)
         assert list(zip(r.hit_rank.tolist(), r.hit_label.tolist(), strict=True)) == \
             [(2, 0), (4, 1)]
-        ev = cranfield.evaluate(reader, qrels, ["P.1,4", "recip_rank", "relstring"])
+        ev = cranfield.evaluate(qrels, reader, ["P.1,4", "recip_rank", "relstring"])
         row = ev.per_topic["t"]
         assert (row["P_1"], row["P_4"], row["recip_rank"], row["relstring"]) == \
             (0.0, 0.25, 0.25, "-0-1")
@@ -255,9 +255,9 @@ def test_a_tie_in_float32_only_is_a_tie_for_9_0_8_and_not_for_10():
         {1: 0, 2: 1, 3: 0}
     assert dict(zip(r9.hit_rank.tolist(), r9.hit_label.tolist(), strict=True)) == \
         {1: 0, 2: 0, 3: 1}
-    assert cranfield.evaluate(run, qrels, ["recip_rank"], profile="trec_eval-10"
+    assert cranfield.evaluate(qrels, run, ["recip_rank"], profile="trec_eval-10"
                               ).per_topic["10"]["recip_rank"] == 0.5
-    assert cranfield.evaluate(run, qrels, ["recip_rank"], profile="trec_eval-9.0.8"
+    assert cranfield.evaluate(qrels, run, ["recip_rank"], profile="trec_eval-9.0.8"
                               ).per_topic["10"]["recip_rank"] == pytest.approx(1 / 3)
 
 

@@ -213,7 +213,7 @@ def test_comparison_work_is_the_documented_formula():
 
 
 def test_over_budget_raises_before_anything_is_allocated(monkeypatch):
-    evs = {name: cranfield.evaluate(run, QRELS, ["map", "P.5"]) for name, run in RUNS.items()}
+    evs = {name: cranfield.evaluate(QRELS, run, ["map", "P.5"]) for name, run in RUNS.items()}
     work = comparison_work(3, 2, 20, ("t", "randomization", "bootstrap"), 500, 400).total
 
     def boom(*args, **kwargs):
@@ -237,12 +237,12 @@ def test_work_budget_holds_comparisons_inside_it():
     kwargs = {"n_permutations": 200, "n_samples": 200}
     work = comparison_work(3, 1, 20, ("t", "randomization", "bootstrap"), 200, 200).total
     with work_budget(work) as budget:
-        compare(RUNS, QRELS, ["map"], **kwargs)
+        compare(QRELS, RUNS, ["map"], **kwargs)
         assert budget.work.total == work and budget.exceeded is None
     with work_budget(work - 1) as budget, pytest.raises(WorkBudgetError):
-        compare(RUNS, QRELS, ["map"], **kwargs)
+        compare(QRELS, RUNS, ["map"], **kwargs)
     assert budget.exceeded is not None and budget.exceeded.budget == work - 1
     # an explicit max_work wins; outside the block there is no budget
     with work_budget(1):
-        compare(RUNS, QRELS, ["map"], max_work=work, **kwargs)
-    compare(RUNS, QRELS, ["map"], **kwargs)
+        compare(QRELS, RUNS, ["map"], max_work=work, **kwargs)
+    compare(QRELS, RUNS, ["map"], **kwargs)

@@ -141,7 +141,7 @@ def test_web2012_p10_rm_vs_ql_is_the_tie_corrected_value():
     # the example: unguarded, W 30 and p 0.7895; with ties found, W 32, p 0.9278
     runs = {"ql": str(WEB / "runs" / "ql" / "results-cata-filtered.txt"),
             "rm": str(WEB / "runs" / "rm" / "results-cata-filtered.txt")}
-    doc = compare(runs, str(WEB / "qrels.adhoc.txt"), ["P.10"], baseline="ql",
+    doc = compare(str(WEB / "qrels.adhoc.txt"), runs, ["P.10"], baseline="ql",
                   tests=["t"], wilcoxon=True)
     (pair,) = doc["pairs"]
     w = pair["wilcoxon"]

@@ -113,7 +113,7 @@ def inputs():
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_value_trec_eval_printed(case, inputs):
     profile, qrels, run, expected, measures, options = CASES[case]
-    ev = cranfield.evaluate(inputs(run, "run"), inputs(qrels, "qrels"), measures,
+    ev = cranfield.evaluate(inputs(qrels, "qrels"), inputs(run, "run"), measures,
                             profile=profile, **options)
     rows = ev.per_topic
     wrong, absent = {}, []
@@ -177,7 +177,7 @@ HAND = [  # options, measure, value for topic "t" (None: the aggregate), hand co
                          ids=[f"{m}-{'-'.join(o) or 'plain'}-{i}"
                               for i, (o, m, _, _) in enumerate(HAND)])
 def test_hand_computed(options, measure, want, why):
-    ev = cranfield.evaluate(RUN, QRELS, ["all_trec", "ndcg_cut.2", "P.10"],
+    ev = cranfield.evaluate(QRELS, RUN, ["all_trec", "ndcg_cut.2", "P.10"],
                             profile=V10, **options)
     if measure is None:
         measure, want = want
@@ -193,7 +193,7 @@ def test_hand_computed(options, measure, want, why):
 
 def test_a_score_tie_is_ranked_by_docno_descending():
     # a and b both score 1: trec_eval ranks b first, so relevant a is at rank 2
-    ev = cranfield.evaluate({"t": {"a": 1.0, "b": 1.0}}, {"t": {"a": 1, "b": 0}},
+    ev = cranfield.evaluate({"t": {"a": 1, "b": 0}}, {"t": {"a": 1.0, "b": 1.0}},
                             ["recip_rank", "map", "P.1"], profile=V10)
     assert ev.per_topic["t"] == {"recip_rank": 0.5, "map": 0.5, "P_1": 0.0}
 
@@ -205,7 +205,7 @@ def test_graded_gains_reach_the_ranking_side(measure):
     # ndcg_rel = mean over the two relevant of DCG@r / IDCG@r; Rndcg averages the same two
     # ratios (the ideal gain changes after position 1, and position 2 = L). Both:
     want = (2 / 4 + (2 + 4 / L3) / (4 + 2 / L3)) / 2          # 0.679859...
-    ev = cranfield.evaluate({"t": {"b": 3.0, "a": 2.0}}, {"t": {"a": 1, "b": 2}},
+    ev = cranfield.evaluate({"t": {"a": 1, "b": 2}}, {"t": {"b": 3.0, "a": 2.0}},
                             [measure], profile=V10)
     key = measure.replace(".", "_")
     assert key in ev.per_topic["t"]
@@ -217,23 +217,23 @@ def test_rbp_persistence_parameter():
     # (1 - p) * (1 + 0 * p + 1 * p^2) = 0.5 * 1.25 = 0.625; the default p = 0.9 gives
     # 0.1 * (1 + 0.81) = 0.181
     run, qrels = {"t": {"a": 3.0, "b": 2.0, "c": 1.0}}, {"t": {"a": 1, "b": 0, "c": 1}}
-    ev = cranfield.evaluate(run, qrels, ["rbp.p=0.5"], profile=V10)
+    ev = cranfield.evaluate(qrels, run, ["rbp.p=0.5"], profile=V10)
     assert ev.per_topic["t"]["rbp_p=0.5"] == pytest.approx(0.625, abs=1e-12)
-    ev = cranfield.evaluate(run, qrels, ["rbp"], profile=V10)
+    ev = cranfield.evaluate(qrels, run, ["rbp"], profile=V10)
     assert ev.per_topic["t"]["rbp"] == pytest.approx(0.181, abs=1e-12)
 
 
 def test_no_positive_grade_anywhere_gives_zero_not_an_error():
     # no qrels document has a positive gain: the ideal ranking is empty; by trec_eval's
     # definitions ndcg_rel (a non-positive sum) and Rndcg (R = 0) are 0
-    ev = cranfield.evaluate({"t": {"a": 1.0}}, {"t": {"a": 0}}, ["ndcg_rel", "Rndcg", "ndcg"],
+    ev = cranfield.evaluate({"t": {"a": 0}}, {"t": {"a": 1.0}}, ["ndcg_rel", "Rndcg", "ndcg"],
                             profile=V10)
     assert ev.per_topic["t"] == {"ndcg_rel": 0.0, "Rndcg": 0.0, "ndcg": 0.0}
 
 
 def test_no_evaluated_topic_when_overlap_is_not_required():
     # a shard whose topics are all missing from the qrels: nothing per topic, zeros overall
-    ev = cranfield.evaluate({"x": {"a": 1.0}}, {"t": {"a": 1}},
+    ev = cranfield.evaluate({"t": {"a": 1}}, {"x": {"a": 1.0}},
                             ["iprec_at_recall", "ndcg_rel", "Rndcg", "map"],
                             require_overlap=False)
     assert ev.per_topic == {}

@@ -24,7 +24,7 @@ CAND = {t: ({"c": 3.0, "x": 2.0, "a": 1.0} if t in LOST else dict(BASE[t])) for 
 @pytest.fixture(scope="module")
 def failed() -> dict:
     """base vs cand: map and P.5 fail (a drop on ten topics), recip_rank passes (allowed)."""
-    return compare({"base": BASE, "cand": CAND}, QRELS, ["map", "P.5", "recip_rank"],
+    return compare(QRELS, {"base": BASE, "cand": CAND}, ["map", "P.5", "recip_rank"],
                    baseline="base", gate=["map:0.01", "P.5:0.01", "recip_rank:0.5"])
 
 
@@ -34,8 +34,8 @@ def undecided() -> dict:
     few = TOPICS[:5]
     cand = {t: ({"c": 3.0, "x": 2.0, "a": 1.0} if i < 4 else dict(BASE[t]))
             for i, t in enumerate(few)}
-    return compare({"base": {t: BASE[t] for t in few}, "cand": cand},
-                   {t: QRELS[t] for t in few}, ["map"], baseline="base", gate=["map:0.01"])
+    return compare({t: QRELS[t] for t in few},
+                   {"base": {t: BASE[t] for t in few}, "cand": cand}, ["map"], baseline="base", gate=["map:0.01"])
 
 
 def _checks(doc: dict) -> dict:
@@ -140,7 +140,7 @@ def test_markdown_heads_with_the_verdict_and_tabulates_every_check(failed):
 
 
 def test_a_relative_gate_shows_the_relative_drop():
-    doc = compare({"base": BASE, "cand": CAND}, QRELS, ["map"], baseline="base",
+    doc = compare(QRELS, {"base": BASE, "cand": CAND}, ["map"], baseline="base",
                   gate=["map:2%"])
     [row] = _table(verdicts.markdown(doc))[1:]
     check = doc["gate"]["checks"][0]
@@ -166,7 +166,7 @@ def test_text_says_the_verdict_then_each_check(failed):
 
 
 def test_no_gate_renders_as_no_verdict():
-    doc = compare({"base": BASE, "cand": CAND}, QRELS, ["map"], baseline="base")
+    doc = compare(QRELS, {"base": BASE, "cand": CAND}, ["map"], baseline="base")
     assert verdicts.verdict(doc) is None
     assert ET.fromstring(verdicts.junit(doc).encode()).get("tests") == "0"
 
@@ -217,8 +217,8 @@ def hostile() -> dict:
     def renamed(run):
         return {HOSTILE_TOPICS[t]: docs for t, docs in run.items()}
 
-    return compare({HOSTILE_BASE: renamed(BASE), HOSTILE_CAND: renamed(CAND)},
-                   renamed(QRELS), ["map"], baseline=HOSTILE_BASE, gate=["map:0.01"])
+    return compare(renamed(QRELS),
+                   {HOSTILE_BASE: renamed(BASE), HOSTILE_CAND: renamed(CAND)}, ["map"], baseline=HOSTILE_BASE, gate=["map:0.01"])
 
 
 def _gfm_cells(line: str) -> list[str]:
@@ -257,7 +257,7 @@ def test_junit_of_a_run_named_with_control_characters_is_still_xml():
     """``cranfield compare --gate --format junit`` names runs by their files: a file name
     may hold characters XML 1.0 cannot carry (an ESC); the report stays readable, the
     character replaced."""
-    doc = compare({"base": BASE, "cand\x1b[1m": CAND}, QRELS, ["map"], baseline="base",
+    doc = compare(QRELS, {"base": BASE, "cand\x1b[1m": CAND}, ["map"], baseline="base",
                   gate=["map:0.01"])
     suite = ET.fromstring(verdicts.junit(doc, "sys").encode())
     [case] = suite.findall("testcase")

@@ -24,7 +24,7 @@ def _run(name: str) -> bytes:
 ])
 def test_ndeval_csv(run, setting, kwargs):
     expected = (WEB / "expected" / f"ndeval-4.5.c.{setting}.{run}.csv").read_text()
-    got = ndeval(_run(run), (WEB / "qrels-for-ndeval.txt").read_bytes(), complete=True,
+    got = ndeval((WEB / "qrels-for-ndeval.txt").read_bytes(), _run(run), complete=True,
                  **kwargs).csv()
     assert got == expected
 
@@ -33,7 +33,7 @@ def test_ndeval_csv(run, setting, kwargs):
 @pytest.mark.parametrize("k", [10, 20])
 def test_gdeval_csv(run, k):
     expected = (WEB / "expected" / f"gdeval-1.3.c.k{k}.{run}.csv").read_text()
-    got = gdeval(_run(run), (WEB / "qrels.adhoc.txt").read_bytes(), k=k, complete=True).csv()
+    got = gdeval((WEB / "qrels.adhoc.txt").read_bytes(), _run(run), k=k, complete=True).csv()
     assert got == expected
 
 
@@ -59,7 +59,7 @@ def test_ndeval_edge_cases_by_hand():
     run = "1 Q0 b 1 3 r\n1 Q0 a 2 2 r\n1 Q0 c 3 1 r\n2 Q0 x 1 1 r\n3 Q0 z 1 1 r\n"
     import math
 
-    res = ndeval(run, qrels, complete=True)
+    res = ndeval(qrels, run, complete=True)
     row = res.per_topic["1"]
     # g(1) = 1 (b: subtopic 2 first seen); g(2) = 1 (subtopic 1) + 0.5 (subtopic 2 seen once)
     dcg_run = 1 + 1.5 / math.log2(3)
@@ -80,7 +80,7 @@ def test_ndeval_edge_cases_by_hand():
 def test_gdeval_edge_cases_by_hand():
     qrels = "1 0 a 4\n1 0 b 1\n1 0 c -2\n2 0 x 0\n"
     run = "1 Q0 c 1 3 r\n1 Q0 a 2 2 r\n1 Q0 b 3 2 r\n2 Q0 x 1 1 r\n"
-    res = gdeval(run, qrels, k=20, complete=True)
+    res = gdeval(qrels, run, k=20, complete=True)
     import math
 
     assert list(res.per_topic) == ["1"]  # topic 2 has no positive judgment: not "seen"
@@ -91,7 +91,7 @@ def test_gdeval_edge_cases_by_hand():
     assert res.per_topic["1"]["err@20"] == pytest.approx(r1 / 2 + (1 - r1) * r2 / 3)
     from cranfield import InputError
     with pytest.raises(InputError, match="exceeds 4"):
-        gdeval(run, "1 0 a 5\n")
+        gdeval("1 0 a 5\n", run)
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -103,8 +103,8 @@ def test_registry_measures_equal_gdeval_on_its_topics(run, k):
     import cranfield
 
     rows = (WEB / "expected" / f"gdeval-1.3.c.k{k}.{run}.csv").read_text().splitlines()[1:-1]
-    ev = cranfield.evaluate(WEB / "runs" / run / "results-cata-filtered.txt",
-                            WEB / "qrels.adhoc.txt",
+    ev = cranfield.evaluate(WEB / "qrels.adhoc.txt",
+                            WEB / "runs" / run / "results-cata-filtered.txt",
                             [f"nDCG(gain=exp)@{k}", f"ERR(max_grade=4)@{k}"])
     assert len(rows) == 50
     for line in rows:
@@ -132,8 +132,8 @@ def test_registry_diversity_measures_equal_ndeval(run, alpha, beta, setting):
     names.update({f"alpha_DCG{a}@20": "alpha-DCG@20", f"ERR_IA{a}@20": "ERR-IA@20",
                   f"nERR_IA{a}@10": "nERR-IA@10", "P_IA@5": "P-IA@5", "strec@20": "strec@20",
                   f"NRBP{ab}": "NRBP", f"nNRBP{ab}": "nNRBP", "MAP_IA": "MAP-IA"})
-    ev = cranfield.evaluate(WEB / "runs" / run / "results-cata-filtered.txt",
-                            WEB / "qrels-for-ndeval.txt", list(names), complete_topics=True)
+    ev = cranfield.evaluate(WEB / "qrels-for-ndeval.txt",
+                            WEB / "runs" / run / "results-cata-filtered.txt", list(names), complete_topics=True)
     for line in lines[1:]:
         row = dict(zip(header, line.split(","), strict=True))
         got = ev.aggregate if row["topic"] == "amean" else ev.per_topic[row["topic"]]
@@ -149,8 +149,8 @@ def test_diversity_measures_need_subtopic_qrels_and_their_own_evaluation():
 
     run = {"1": {"a": 2.0, "b": 1.0}}
     with pytest.raises(cranfield.InputError, match="subtopic qrels"):
-        cranfield.evaluate(run, {"1": {"a": 1}}, ["alpha_nDCG@10"])
+        cranfield.evaluate({"1": {"a": 1}}, run, ["alpha_nDCG@10"])
     with pytest.raises(cranfield.MeasureError, match="together with diversity"):
-        cranfield.evaluate(run, "1 1 a 1\n", ["alpha_nDCG@10", "map"])
-    ev = cranfield.evaluate(run, "1 1 a 1\n1 2 b 1\n", ["alpha_nDCG@10", "runid", "num_q"])
+        cranfield.evaluate("1 1 a 1\n", run, ["alpha_nDCG@10", "map"])
+    ev = cranfield.evaluate("1 1 a 1\n1 2 b 1\n", run, ["alpha_nDCG@10", "runid", "num_q"])
     assert ev.aggregate["num_q"] == 1 and ev.per_topic["1"]["alpha_nDCG@10"] == 1.0

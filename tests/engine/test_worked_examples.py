@@ -26,7 +26,7 @@ def topic(relevant_ranks: list[int], depth: int, num_rel: int | None = None):
 def evaluate_topics(topics: dict, measures):
     run = {t: r for t, (r, _) in topics.items()}
     qrels = {t: q for t, (_, q) in topics.items()}
-    return cranfield.evaluate(run, qrels, measures)
+    return cranfield.evaluate(qrels, run, measures)
 
 
 AP_EXAMPLES = [  # name, relevant ranks, depth, R, AP
@@ -85,5 +85,5 @@ def test_mean_reciprocal_rank_worked_example(name, first_relevant, expected):
 
 def test_reciprocal_rank_is_zero_without_a_relevant_document_worked_example():
     run = {"t": {"a": 3.0, "b": 2.0}}
-    ev = cranfield.evaluate(run, {"t": {"a": 0, "zz": 1}}, ["recip_rank"])
+    ev = cranfield.evaluate({"t": {"a": 0, "zz": 1}}, run, ["recip_rank"])
     assert ev.per_topic["t"]["recip_rank"] == 0.0

@@ -136,7 +136,7 @@ def test_a_queued_eval_prints_what_a_sync_eval_prints_after_one_upload(
     assert queued.out == sync.out
     local = cli("eval", "--format", fmt, *flags, qrels, run)
     assert queued.out == local.out
-    job = Client(service).evaluate(run, qrels, measures=["map"], wait=False)
+    job = Client(service).evaluate(qrels, run, measures=["map"], wait=False)
     assert job["status"] in ("queued", "started")  # it was queued indeed
 
 
@@ -268,7 +268,7 @@ def test_gate_exit_5_when_the_test_cannot_decide(service):
 def test_the_client_reports_progress_and_raises_one_error_type(service, files, qrels_id):
     api = Client(service)
     states: list[dict] = []
-    doc = api.evaluate(files["good"], qrels_id=qrels_id, measures=["map"],
+    doc = api.evaluate(run=files["good"], qrels_id=qrels_id, measures=["map"],
                        progress=states.append)
     assert doc["aggregate"]["map"] == 1.0
     assert states and states[-1]["status"] == "finished"
@@ -278,16 +278,16 @@ def test_the_client_reports_progress_and_raises_one_error_type(service, files, q
     assert final["shards_done"] == final["shards_total"] == 2
     assert all(s["progress"]["stage"] in ("queued", "reading", "evaluating", "combining",
                                           "recording", "done") for s in states)
-    text = api.evaluate(files["good"], qrels_id=qrels_id, measures=["map"], per_topic=False,
+    text = api.evaluate(run=files["good"], qrels_id=qrels_id, measures=["map"], per_topic=False,
                         accept="text/plain")
     assert text == "map                   \tall\t1.0000\n" and text.job is not None
 
-    job = api.job(api.evaluate(files["good"], qrels_id=qrels_id, wait=False)["id"])
+    job = api.job(api.evaluate(run=files["good"], qrels_id=qrels_id, wait=False)["id"])
     assert set(job["progress"]) >= {"stage", "topics_done", "topics_total"}
     # a run sent as a mapping is one job on one worker (no shards): its topics too
     unsharded: list[dict] = []
     mapping = {t: {f"d{t}-0": 2.0, f"d{t}-1": 1.0} for t in TOPICS[:7]}
-    doc = api.evaluate(mapping, qrels_id=qrels_id, measures=["map"], prefer_async=True,
+    doc = api.evaluate(run=mapping, qrels_id=qrels_id, measures=["map"], prefer_async=True,
                        progress=unsharded.append)
     assert doc["provenance"].get("shards") is None and doc["aggregate"]["map"] == 1.0
     assert unsharded[-1]["progress"] == {"stage": "done", "topics_done": 7,
@@ -295,14 +295,14 @@ def test_the_client_reports_progress_and_raises_one_error_type(service, files, q
     first = {"run": files["good"].read_text(), "name": "good"}
     second = {"run": files["bad"].read_text(), "name": "bad"}
     compared = []
-    comparison = api.compare([first, second], qrels_id=qrels_id, measures=["map"],
+    comparison = api.compare(runs=[first, second], qrels_id=qrels_id, measures=["map"],
                              baseline="good", prefer_async=True, progress=compared.append,
                              permutations=1000, bootstrap_samples=1000)
     assert comparison["summary"]
     assert compared[-1]["progress"] == {"stage": "done", "topics_done": 0,
                                         "topics_total": None, "runs_done": 2, "runs_total": 2}
     with pytest.raises(ApiError) as info:
-        api.evaluate(files["good"], qrels_id="no-such-qrels", measures=["map"])
+        api.evaluate(run=files["good"], qrels_id="no-such-qrels", measures=["map"])
     assert info.value.status == 422 and info.value.kind == "unknown-qrels"
     with pytest.raises(ApiError) as info:
         api.baseline("no-such-system")

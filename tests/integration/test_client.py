@@ -36,16 +36,16 @@ def test_client_evaluates_stores_qrels_and_raises_problems(live_server):
     api = Client(live_server)
     meta = api.put_qrels("client-test", DATA / "qrels.test")
     assert meta["judgments"] == 3681
-    doc = api.evaluate(DATA / "results.test", qrels_id="client-test", measures=["map", "P.5"])
+    doc = api.evaluate(run=DATA / "results.test", qrels_id="client-test", measures=["map", "P.5"])
     assert round(doc["aggregate"]["map"], 4) == 0.1785
-    queued = api.evaluate(DATA / "results.test", qrels_id="client-test", measures=["map"],
+    queued = api.evaluate(run=DATA / "results.test", qrels_id="client-test", measures=["map"],
                           prefer_async=True)
     assert queued["aggregate"]["map"] == doc["aggregate"]["map"]
-    text = api.evaluate(DATA / "results.test", DATA / "qrels.test", per_topic=False,
+    text = api.evaluate(DATA / "qrels.test", DATA / "results.test", per_topic=False,
                         accept="text/plain")
     assert text == (DATA / "v9.0.8" / "out.test").read_text()
     with pytest.raises(ApiError) as info:
-        api.evaluate({"q": {"d": 1.0}}, {"q": {"d": 1}}, measures=["mapp"])
+        api.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, measures=["mapp"])
     assert info.value.status == 422 and "measures[0]" in info.value.problem["errors"]
     api.delete_qrels("client-test")
     with pytest.raises(ApiError) as info:
@@ -59,13 +59,13 @@ def test_a_queued_text_evaluation_is_sent_once_and_fetched_as_text(live_server):
     from test_cli_nightly_commands import uploads
 
     api = Client(live_server)
-    sync = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/plain",
+    sync = api.evaluate(DATA / "qrels.test", DATA / "results.test", accept="text/plain",
                         per_topic=True, measures=["all_trec"])
     before = uploads(live_server)
-    queued = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/plain",
+    queued = api.evaluate(DATA / "qrels.test", DATA / "results.test", accept="text/plain",
                           per_topic=True, measures=["all_trec"], prefer_async=True)
     assert uploads(live_server) - before == 1
     assert queued == sync and queued.job is not None
-    csv = api.evaluate(DATA / "results.test", DATA / "qrels.test", accept="text/csv",
+    csv = api.evaluate(DATA / "qrels.test", DATA / "results.test", accept="text/csv",
                        prefer_async=True, measures=["map"])
     assert csv.splitlines()[0] == "topic,map" and csv.splitlines()[-1].startswith("all,0.1785")

@@ -35,12 +35,12 @@ def test_client_sends_frames_as_arrow(live_server, kind):
         pytest.skip(f"{kind} is not installed")
     run, qrels = available[kind]
     api = Client(live_server)
-    text = api.evaluate(DATA / "results.test", DATA / "qrels.test", measures=MEASURES)
-    doc = api.evaluate(run, qrels, measures=MEASURES, options={"relevance_level": 1})
+    text = api.evaluate(DATA / "qrels.test", DATA / "results.test", measures=MEASURES)
+    doc = api.evaluate(qrels, run, measures=MEASURES, options={"relevance_level": 1})
     assert doc["aggregate"] == text["aggregate"]
     assert doc["per_topic"] == text["per_topic"]
     # a table run beside qrels as a path, and queued
-    queued = api.evaluate(run, DATA / "qrels.test", measures=MEASURES, prefer_async=True)
+    queued = api.evaluate(DATA / "qrels.test", run, measures=MEASURES, prefer_async=True)
     assert queued["aggregate"] == text["aggregate"]
 
 
@@ -48,5 +48,5 @@ def test_client_table_refusal_is_an_api_error(live_server):
     api = Client(live_server)
     bad = pa.table({"topic": ["1"], "docid": ["a b"], "score": [1.0]})
     with pytest.raises(ApiError) as err:
-        api.evaluate(bad, DATA / "qrels.test", measures=["map"])
+        api.evaluate(DATA / "qrels.test", bad, measures=["map"])
     assert err.value.status == 422 and "run.docid" in err.value.problem["errors"]

@@ -26,10 +26,10 @@ def test_queued_arrow_run_on_a_real_worker_equals_sync(api, worker):
     table, _ = arrow_tables()
     client = Client(api)
     measures = ["map", "P.10", "ndcg_cut.10", "runid"]
-    sync = client.evaluate(DATA / "results.test", DATA / "qrels.test", measures=measures)
-    queued = client.evaluate(table, DATA / "qrels.test", measures=measures,
+    sync = client.evaluate(DATA / "qrels.test", DATA / "results.test", measures=measures)
+    queued = client.evaluate(DATA / "qrels.test", table, measures=measures,
                              prefer_async=True)
     assert queued["aggregate"] == sync["aggregate"]
     assert queued["per_topic"] == sync["per_topic"]
-    same = client.evaluate(table, DATA / "qrels.test", measures=measures)
+    same = client.evaluate(DATA / "qrels.test", table, measures=measures)
     assert queued["provenance"]["run_sha256"] == same["provenance"]["run_sha256"]

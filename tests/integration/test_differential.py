@@ -176,7 +176,7 @@ def ok(aggregate: dict, per_topic: dict) -> tuple:
 
 def by_library(run, qrels) -> tuple:
     try:
-        ev = cranfield.evaluate(run, qrels, MEASURES)
+        ev = cranfield.evaluate(qrels, run, MEASURES)
     except (cranfield.InputError, cranfield.EvaluationError) as exc:
         return ("refused", str(exc))
     return ok(ev.aggregate, ev.per_topic)

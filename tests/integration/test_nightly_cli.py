@@ -152,7 +152,7 @@ def _local(lines: np.ndarray, qrels_path: Path) -> dict:
         t, _, d, g = line.split()
         if t in REGRESSED:
             qrels.setdefault(t, {})[d] = int(g)
-    ev = cranfield.evaluate(_mapping(lines, REGRESSED), qrels, list(MEASURES))
+    ev = cranfield.evaluate(qrels, _mapping(lines, REGRESSED), list(MEASURES))
     return ev.per_topic
 
 

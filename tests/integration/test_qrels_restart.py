@@ -39,7 +39,7 @@ import cranfield
 QRELS_TEXT = (DATA / "qrels.test").read_text()
 RUN_TEXT = (DATA / "results.test").read_text()
 MEASURES = ["map", "ndcg_cut.10", "P.10", "recip_rank"]
-EXPECTED = cranfield.evaluate(str(DATA / "results.test"), str(DATA / "qrels.test"),
+EXPECTED = cranfield.evaluate(str(DATA / "qrels.test"), str(DATA / "results.test"),
                               MEASURES).aggregate
 
 

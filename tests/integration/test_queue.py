@@ -223,7 +223,7 @@ def test_worker_killed_mid_job_the_job_finishes_once_on_another_worker(api, redi
                         connection=Redis.from_url(redis_server.url))
         successes = [r for r in job.results() if r.type == Result.Type.SUCCESSFUL]
         assert len(successes) == 1
-        expected = cranfield.evaluate(run, qrels, ["all_trec"])
+        expected = cranfield.evaluate(qrels, run, ["all_trec"])
         for key, value in expected.aggregate.items():
             if key != "runid":
                 assert done["result"]["aggregate"][key] == pytest.approx(value, abs=1e-12), key

@@ -60,7 +60,7 @@ def test_record_three_nights_and_read_the_history(live_server, nights):
                           "map", "--format", "json")
     assert trend.returncode == 0, trend.stderr
     points = json.loads(trend.stdout)["points"]
-    expected = [cranfield.evaluate(str(run), qrels, ["map"]).aggregate["map"]
+    expected = [cranfield.evaluate(qrels, str(run), ["map"]).aggregate["map"]
                 for run in nights]
     assert [p["label"] for p in points] == ["night-0", "night-1", "night-2"]
     assert [p["mean"] for p in points] == pytest.approx(expected, abs=1e-12)
