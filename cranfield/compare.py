@@ -31,6 +31,7 @@ from .io import read_qrels
 from .measures import DEFAULT_PROFILE
 from .measures.registry import NICKNAMES
 from .names import Instance, needs_subtopics, resolve
+from .swapped import refuse_swapped_runs
 
 DEFAULT_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.1000", "recip_rank"]
 TESTS = ("t", "randomization", "bootstrap", "wilcoxon")
@@ -74,6 +75,7 @@ def compare(qrels: Any, runs: dict[str, Any], measures: list[str] | str | None =
     ``complete_topics``, ``collection_size``. Everything else (``max_work`` too), and the
     document returned, is as :func:`compare_evaluations`.
     """
+    refuse_swapped_runs(qrels, runs)  # code written for the old order (runs first)
     unknown = sorted(set(eval_options) - set(EVAL_OPTIONS))
     if unknown:
         raise TypeError(f"compare() got unexpected option(s) {unknown}; evaluation options "

@@ -16,6 +16,7 @@ from .measures.context import no_topics
 from .measures.registry import INT64_MAX, INT64_MIN
 from .names import Instance, resolve
 from .ranking import Ranked, rank_run
+from .swapped import refuse_swapped
 
 MIN_GEO_MEAN = 1e-5  # trec_eval.h: values are floored here before the geometric mean
 AGGREGATIONS = ("macro", "micro")
@@ -202,6 +203,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     (topic, docid) once, with its highest grade across the subtopics. Qrels text with a
     docid twice in a topic stays an error for ordinary measures, as in trec_eval.
     """
+    refuse_swapped(qrels, run)  # code written for the old order (run first)
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
     if aggregation not in AGGREGATIONS:

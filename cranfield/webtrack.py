@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import InputError
 from .ranking import within_topic_index
+from .swapped import refuse_swapped
 
 NDEVAL_DEPTHS = (5, 10, 20)
 GDEVAL_MAX_JUDGMENT = 4
@@ -163,6 +164,7 @@ def ndeval(qrels, run, *, alpha: float = 0.5, beta: float = 0.5, traditional: bo
     topics). Reference: Clarke et al. 2008 (alpha-nDCG), Chapelle et al. 2011 (ERR-IA),
     Clarke et al. 2009 (NRBP); ndeval.c 4.5, TREC Web track.
     """
+    refuse_swapped(qrels, run, "cranfield.webtrack.ndeval", "ndeval(qrels, run, ...)")
     ranked = _read_ndeval_run(run, traditional, max_depth)
     judged, _ = _read_subtopic_qrels(qrels)
     qrels_topics = sorted({t for t, _ in judged})
@@ -369,6 +371,7 @@ def gdeval(qrels, run, *, k: int = 20, complete: bool = False) -> WebTrackResult
     not seen print no row; ``complete`` divides by all seen topics.
     Reference: Chapelle et al. 2009 (ERR); gdeval.pl 1.3, TREC Web track.
     """
+    refuse_swapped(qrels, run, "cranfield.webtrack.gdeval", "gdeval(qrels, run, ...)")
     grades: dict[int, dict[str, int]] = {}
     for i, (t, it, d, j) in enumerate(_lines(qrels, "qrels", 4), 1):
         topic = _natural(t.rsplit("-", 1)[-1], "qrels", i, "topic")
