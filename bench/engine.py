@@ -2,8 +2,8 @@
 
 For each scale (see ``datagen.py``) and measure set it times, from one seeded dataset:
 
-1. ``cranfield-files``: ``cranfield.evaluate(cranfield.read_run(p), cranfield.read_qrels(p), m)``
-2. ``cranfield-maps``: ``cranfield.evaluate(run_dict, qrels_dict, m)``
+1. ``cranfield-files``: ``cranfield.evaluate(cranfield.read_qrels(p), cranfield.read_run(p), m)``
+2. ``cranfield-maps``: ``cranfield.evaluate(qrels_dict, run_dict, m)``
 3. ``pytrec-maps``: ``pytrec_eval.RelevanceEvaluator(qrels_dict, m).evaluate(run_dict)``
 4. ``pytrec-files``: ``pytrec_eval.parse_run``/``parse_qrel`` on open files, then evaluate
 5. ``ranx``: ``ranx.evaluate(Qrels(qrels_dict), Run(run_dict), m)`` after a numba warm-up
@@ -239,8 +239,8 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
         base = _current_rss_mb()
         started = time.perf_counter()
         result = cranfield.evaluate(
-            cranfield.read_run(run_path),
             cranfield.read_qrels(qrels_path, diversity=measure_set == "diversity"),
+            cranfield.read_run(run_path),
             measures,
         )
         _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
@@ -254,7 +254,7 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
         qrels = _load_pickle(paths["qrels_pickle"])
         base = _current_rss_mb()
         started = time.perf_counter()
-        result = cranfield.evaluate(run, qrels, measures)
+        result = cranfield.evaluate(qrels, run, measures)
         _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
         seconds = time.perf_counter() - started
         extra["map"] = _cranfield_mean_map(result)

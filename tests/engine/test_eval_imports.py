@@ -52,11 +52,11 @@ def test_library_paths_import_no_pandas(tmp_path, fast_min):
 import cranfield
 run = cranfield.read_run({str(tmp_path / 'run')!r})
 qrels = cranfield.read_qrels({str(tmp_path / 'qrels')!r})
-cranfield.evaluate(run, qrels, ["all_trec"]).per_topic
-cranfield.evaluate(run.to_dict(), qrels.to_dict(), ["map", "P.5"]).per_topic
-cranfield.evaluate(run, qrels.to_dict(), ["map", "ndcg"]).per_topic
+cranfield.evaluate(qrels, run, ["all_trec"]).per_topic
+cranfield.evaluate(qrels.to_dict(), run.to_dict(), ["map", "P.5"]).per_topic
+cranfield.evaluate(qrels.to_dict(), run, ["map", "ndcg"]).per_topic
 sub = cranfield.read_qrels({str(tmp_path / 'sub')!r}, diversity=True)
-cranfield.evaluate(run, sub, ["map"]).per_topic
-cranfield.evaluate(run, sub, ["alpha_nDCG@20", "ERR_IA@20"]).per_topic
+cranfield.evaluate(sub, run, ["map"]).per_topic
+cranfield.evaluate(sub, run, ["alpha_nDCG@20", "ERR_IA@20"]).per_topic
 """
     assert _modules_after(code, fast_min) == []
