@@ -4,7 +4,7 @@ uses, typed.
     from cranfield.client import Client
     api = Client("http://127.0.0.1:8000")
     api.put_qrels("msmarco-dev", "qrels.dev.tsv")
-    doc = api.evaluate("run.txt", qrels_id="msmarco-dev", measures=["RR@10", "nDCG@10"],
+    doc = api.evaluate(run="run.txt", qrels_id="msmarco-dev", measures=["RR@10", "nDCG@10"],
                        record={"system": "bm25", "label": "nightly-42"})
     doc["aggregate"]["RR@10"], doc["recorded"]["id"]
     api.pin_baseline("bm25", latest=True)
@@ -414,7 +414,12 @@ class Client:
 
         A path or bytes goes as a multipart file part (a path streamed from disk), as does
         TREC text beside one; two mappings (or texts) as a JSON body; a pyarrow Table or
-        pandas/polars DataFrame as an Arrow IPC stream part."""
+        pandas/polars DataFrame as an Arrow IPC stream part.
+
+        The qrels come first, as :func:`cranfield.evaluate` and trec_eval take them:
+        ``evaluate(qrels, run, measures)``, or ``evaluate(run=..., qrels_id=...)``. A run
+        missing is a TypeError; inputs that look swapped (a run's text, a float mapping or a
+        Run as qrels; qrels' text or a Qrels as the run) an InputError naming the order."""
         check_order("evaluate", qrels, run, qrels_id)
         fields: dict[str, Any] = {"per_topic": per_topic}
         if qrels_id is not None:
@@ -517,7 +522,13 @@ class Client:
         ``{"system": NAME}`` (the system's pinned baseline joins the runs), ``gate`` the
         CLI's ``MEASURE:MAX_DROP[%][@ALPHA]`` texts or objects; ``settings`` the request's
         other members (tests, correction, alpha, permutations...). Returns the comparison
-        document (or the text/page ``accept`` asks for); a queued comparison is waited for."""
+        document (or the text/page ``accept`` asks for); a queued comparison is waited for.
+        The qrels (or ``qrels_id``) come first, then the runs: ``compare(qrels, runs)``,
+        ``compare(runs=..., qrels_id=...)``; a list given alone is the runs (recorded results
+        need no qrels)."""
+        if runs is None and isinstance(qrels, list | tuple):
+            # a list alone is the runs, never qrels (recorded results need no qrels)
+            qrels, runs = None, qrels
         check_order("compare", qrels, runs, qrels_id)
         body: dict[str, Any] = {"runs": [dict(r, run=_text_or_mapping(r["run"]))
                                          if "run" in r else dict(r) for r in runs]}

@@ -197,14 +197,14 @@ def refuse_swapped_runs(qrels: Any, runs: Any, call: str = "cranfield.compare.co
 def check_order(method: str, qrels: Any, run: Any, qrels_id: str | None) -> None:
     """The client's ``evaluate``/``compare`` (``method``): a TypeError naming the call when
     the run(s) are missing (``client.evaluate(run, qrels_id=...)``, written for the old order,
-    gives the run as qrels), an InputError when the inputs look swapped."""
+    gives the run as qrels), an InputError when the qrels and the run look swapped."""
     runs = "runs" if method == "compare" else "run"
     form = f"{method}(qrels, {runs}, ...)"
     if run is None:
-        if qrels is not None and (qrels_id is not None or method == "compare"):
+        if qrels is not None and qrels_id is not None:
             raise TypeError(f"Client.{method} takes the qrels first, then the {runs}: with "
                             f"qrels_id, give the {runs} by keyword — "
-                            f"{method}({runs}=..., qrels_id=...); else {form}")
+                            f"{method}({runs}=..., qrels_id=...)")
         raise TypeError(f"Client.{method}() needs the {runs}: {form} or "
                         f"{method}({runs}=..., qrels_id=...)")
     if method == "evaluate" and qrels_id is None:
