@@ -125,8 +125,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         description="Evaluate RUN against QRELS. Output is trec_eval's text by "
                                     "default.", epilog=EVAL_EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ev.add_argument("qrels", metavar="QRELS", help="qrels file ('-' reads standard input)")
-    ev.add_argument("run", metavar="RUN", help="run file ('-' reads standard input)")
+    ev.add_argument("qrels", metavar="QRELS", help="qrels file: TREC text, Parquet or Arrow "
+                                                   "IPC ('-' reads standard input)")
+    ev.add_argument("run", metavar="RUN", help="run file: TREC text, Parquet or Arrow IPC "
+                                               "('-' reads standard input)")
     ev.add_argument("-q", action="store_true", dest="per_topic",
                     help="print per-topic values as well as the summary")
     ev.add_argument("-c", action="store_true", dest="complete",
