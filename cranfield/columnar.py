@@ -1,6 +1,9 @@
 """Runs and qrels from columns: a pyarrow Table or RecordBatch, a pandas or polars DataFrame,
 any object exporting an Arrow C stream (``__arrow_c_stream__``), or the bytes of an Apache
-Arrow IPC stream / file or a Parquet file (what the API takes as an upload).
+Arrow IPC stream / file or a Parquet file: what the API takes as an upload, and what
+:func:`cranfield.read_run` / :func:`cranfield.read_qrels` (so the library and the CLI) find
+in a path, bytes or binary file object by its magic bytes (:func:`read_file_bytes`: the
+same reader, within :func:`local_bounds`).
 
 A run has the columns ``topic``, ``docid``, ``score`` (and optionally ``runid``, as trec_eval's
 sixth field: the last row's is the run's; ``iteration`` and ``rank`` are ignored, as trec_eval
