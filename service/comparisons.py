@@ -229,8 +229,10 @@ _FORM_SCALARS = {"alpha": float, "permutations": int, "bootstrap_samples": int, 
                  "collection_size": int}
 _FORM_BOOLEANS = ("per_topic", "curves", "judged_only", "complete_topics")
 _FORM_LISTS = ("measures", "tests", "gate")
-_OPTION_KEYS = ("profile", "relevance_level", "judged_only", "complete_topics",
+_OPTION_KEYS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
                 "collection_size")
+# fields naming runs that are not uploaded (repeated): runs[].result_id, runs[].evaluation_id
+_FORM_RUN_IDS = ("result_id", "evaluation_id")
 
 
 def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict:
@@ -250,16 +252,18 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
     runs = [{"name": n, "run": data} for n, data in zip(
         names, file_parts(files, "runs", lambda i: f"runs[{i}]"), strict=True)]
     runs += [{"run": text} for text in form.getlist("runs")]
+    runs += [{key: value} for key in _FORM_RUN_IDS for value in form.getlist(key)]
     if runs:
         body["runs"] = runs
     if "qrels" in files:
         body["qrels"] = file_parts(files, "qrels")[0]
     for key in form:
-        if key == "runs":
+        if key == "runs" or key in _FORM_RUN_IDS:
             continue
         values = form.getlist(key)
         if key in _FORM_LISTS:
-            items = [v.strip() for value in values for v in
+            items = [v.strip() if key != "gate" else _json_object(v.strip())
+                     for value in values for v in
                      (value.split(",") if key != "gate" else [value]) if v.strip()]
             if not items:  # an empty field: as if the list were empty (the schema decides)
                 body[key] = [] if key != "gate" else ""
@@ -274,6 +278,8 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
                 parsed: Any = value.lower() in ("true", "1", "yes")
             elif key in _FORM_SCALARS:
                 parsed = _FORM_SCALARS[key](value)
+            elif key == "baseline":
+                parsed = _json_object(value)
             else:
                 parsed = value
         except ValueError:
@@ -290,6 +296,20 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
         raise Problem(422, "Invalid request", "some form fields are invalid",
                       kind="invalid-request", errors=errors)
     return body
+
+
+def _json_object(value: str):
+    """A form value that is a JSON object (``{"system": NAME}`` as ``baseline``, a gate as an
+    object) as that object, as the JSON body carries it; any other value as it is (a run's
+    name, a MEASURE:MAX_DROP gate: neither starts with a brace and is a JSON object)."""
+    if value.startswith("{"):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        if isinstance(parsed, dict):
+            return parsed
+    return value
 
 
 def load_runs_body(schema: Schema, option_keys=_OPTION_KEYS) -> dict:

@@ -69,7 +69,7 @@ def _json_body() -> dict:
 
 
 # form fields whose value is JSON, validated as the JSON body's member of that name is
-JSON_FIELDS = frozenset({"record"})
+JSON_FIELDS = frozenset({"record", "latency_ms"})
 
 _BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -128,8 +128,9 @@ def file_parts(files: multipart.Uploads, name: str, label=None) -> list:
 
 def form_body() -> dict:
     """multipart/form-data: ``run`` and ``qrels`` files (or fields), ``measures`` (repeated or
-    comma-separated), options as plain fields, ``record`` a field whose value is the JSON
-    body's ``record`` object as JSON text (the schema validates it as it does that one)."""
+    comma-separated), options as plain fields, ``record`` and ``latency_ms`` fields whose
+    values are the JSON body's members as JSON text (the schema validates them as it does
+    those); every other member (``qrels_id``...) a plain field."""
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     form, files = form_parts()

@@ -74,11 +74,14 @@ def _body_qrels() -> tuple[object, bool]:
                           errors={"qrels": ["is empty"]})
         return data, request.args.get("diversity", "false").lower() == "true"
     if mimetype == "multipart/form-data":
+        # a file part, or a plain field (the text itself), as an evaluation's qrels part
         upload = request.files.get("qrels")
-        if upload is None:
+        field = request.form.get("qrels")
+        if upload is None and not field:
             raise Problem(422, "Invalid request", "no qrels file", kind="invalid-request",
                           errors={"qrels": ["Missing data"]})
-        return upload.read(), request.form.get("diversity", "false").lower() == "true"
+        data = upload.read() if upload is not None else field.encode()
+        return data, request.form.get("diversity", "false").lower() == "true"
     raise Problem(415, "Unsupported Media Type", "send application/json, text/plain or "
                   "multipart/form-data", kind="unsupported-media-type")
 
