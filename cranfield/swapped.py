@@ -69,12 +69,10 @@ def _mapping_kind(mapping: Mapping) -> tuple[str, str] | None:
 
 
 def _text_kind(source) -> tuple[str, str] | None:
-    from .io import _as_path
-
     if isinstance(source, bytes | bytearray | memoryview):
         head = bytes(source[:HEAD])
     else:
-        path = _as_path(source)
+        path = _path_of(source)
         if path is not None:
             with open(path, "rb") as fh:
                 head = fh.read(HEAD)
@@ -95,6 +93,18 @@ def _text_kind(source) -> tuple[str, str] | None:
             return QRELS, f"its line {number} has 4 fields"
         return None
     return None
+
+
+def _path_of(source) -> str | None:
+    """The file ``source`` names (a PathLike, or a one-line str naming a file), as the readers
+    tell paths from text; None for text (a directory is the reader's to refuse)."""
+    if isinstance(source, os.PathLike):
+        path = os.fspath(source)
+    elif isinstance(source, str) and "\n" not in source and len(source) < 4096:
+        path = source
+    else:
+        return None
+    return path if os.path.isfile(path) else None
 
 
 def _columns_kind(table) -> tuple[str, str] | None:

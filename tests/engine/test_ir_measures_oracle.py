@@ -423,7 +423,7 @@ def test_the_engine_never_imports_the_oracles():
     import sys
 
     code = ("import sys, cranfield, cranfield.cli, cranfield.compare; "
-            "cranfield.evaluate({'q': {'d': 1.0}}, {'q': {'d': 1}}, ['RBP', 'BPM(max_rel=2)@5', "
+            "cranfield.evaluate({'q': {'d': 1}}, {'q': {'d': 1.0}}, ['RBP', 'BPM(max_rel=2)@5', "
             "'Compat', 'ERR@5']); "
             "bad = [m for m in ('ir_measures', 'pyndeval', 'cwl', 'pytrec_eval') "
             "if m in sys.modules]; print(bad)")

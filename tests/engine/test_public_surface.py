@@ -35,7 +35,7 @@ def test_engine_imports_no_service_stack():
     (until a TREC file is read) pyarrow."""
     code = (
         "import sys, json, cranfield\n"
-        "cranfield.evaluate({'q': {'a': 1.0}}, {'q': {'a': 1}}, ['map'])\n"
+        "cranfield.evaluate({'q': {'a': 1}}, {'q': {'a': 1.0}}, ['map'])\n"
         "print(json.dumps(sorted(m for m in ('flask', 'redis', 'rq', 'marshmallow', "
         "'pyarrow', 'werkzeug') if m in sys.modules)))\n"
     )
