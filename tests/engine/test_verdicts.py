@@ -35,7 +35,8 @@ def undecided() -> dict:
     cand = {t: ({"c": 3.0, "x": 2.0, "a": 1.0} if i < 4 else dict(BASE[t]))
             for i, t in enumerate(few)}
     return compare({t: QRELS[t] for t in few},
-                   {"base": {t: BASE[t] for t in few}, "cand": cand}, ["map"], baseline="base", gate=["map:0.01"])
+                   {"base": {t: BASE[t] for t in few}, "cand": cand}, ["map"], baseline="base",
+                   gate=["map:0.01"])
 
 
 def _checks(doc: dict) -> dict:
@@ -218,7 +219,8 @@ def hostile() -> dict:
         return {HOSTILE_TOPICS[t]: docs for t, docs in run.items()}
 
     return compare(renamed(QRELS),
-                   {HOSTILE_BASE: renamed(BASE), HOSTILE_CAND: renamed(CAND)}, ["map"], baseline=HOSTILE_BASE, gate=["map:0.01"])
+                   {HOSTILE_BASE: renamed(BASE), HOSTILE_CAND: renamed(CAND)}, ["map"],
+                   baseline=HOSTILE_BASE, gate=["map:0.01"])
 
 
 def _gfm_cells(line: str) -> list[str]:

@@ -133,7 +133,8 @@ def test_registry_diversity_measures_equal_ndeval(run, alpha, beta, setting):
                   f"nERR_IA{a}@10": "nERR-IA@10", "P_IA@5": "P-IA@5", "strec@20": "strec@20",
                   f"NRBP{ab}": "NRBP", f"nNRBP{ab}": "nNRBP", "MAP_IA": "MAP-IA"})
     ev = cranfield.evaluate(WEB / "qrels-for-ndeval.txt",
-                            WEB / "runs" / run / "results-cata-filtered.txt", list(names), complete_topics=True)
+                            WEB / "runs" / run / "results-cata-filtered.txt", list(names),
+                            complete_topics=True)
     for line in lines[1:]:
         row = dict(zip(header, line.split(","), strict=True))
         got = ev.aggregate if row["topic"] == "amean" else ev.per_topic[row["topic"]]
