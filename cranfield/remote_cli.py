@@ -144,6 +144,20 @@ def _num(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _refuse_swapped_files(qrels_name: str, qrels: str | None, run: str) -> None:
+    """QRELS holding a run's lines and RUN qrels' (their first lines): the local command's
+    message (the client's would name its Python call), before anything is sent."""
+    from .errors import InputError
+    from .swapped import QRELS, RUN, kind_of
+
+    if qrels is None:
+        return
+    q, r = kind_of(qrels), kind_of(run)
+    if q and r and (q[0], r[0]) == (RUN, QRELS):
+        raise InputError(qrels_name, "looks like a run file; trec_eval takes QRELS first "
+                                     "(cranfield eval QRELS RUN)")
+
+
 def _file_or_stdin(path: str, stack: ExitStack) -> str:
     """A path to read; ``-`` is standard input copied to a temporary file first (in pieces:
     the upload is then streamed from disk like any file)."""
@@ -235,6 +249,7 @@ def _eval(args: argparse.Namespace) -> int:
             raise UsageError("QRELS and RUN cannot both be standard input")
         run = _file_or_stdin(args.run, stack)
         qrels = None if args.qrels_id else _file_or_stdin(args.qrels, stack)
+        _refuse_swapped_files(args.qrels, qrels, run)
         try:
             out = client.evaluate(qrels, run, qrels_id=args.qrels_id, measures=args.measures,
                                   options=options, per_topic=args.per_topic, accept=accept,

@@ -335,3 +335,21 @@ def test_client_compare_takes_the_qrels_first(sent):
     assert json.loads(json.dumps(sent[-1][2])) == {
         "runs": [{"result_id": "r9"}], "measures": ["map"], "baseline": {"system": "bm25"},
         "gate": ["map:0.01"]}
+
+
+# -- the command line: QRELS RUN, as before; swapped files refused before anything is sent -----
+
+@pytest.mark.parametrize("server", [[], ["--server", "http://127.0.0.1:9"]],
+                         ids=["local", "remote"])
+def test_the_command_line_keeps_qrels_run(files, capsys, server):
+    from cranfield.cli import main
+
+    qrels, run = files
+    # nothing listens on port 9: the remote command must refuse before any request
+    assert main(["eval", *server, "-m", "map", str(run), str(qrels)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"cranfield: {run}: looks like a run file; trec_eval takes "
+                              "QRELS first (cranfield eval QRELS RUN)\n")
+    if not server:
+        assert main(["eval", "-m", "map", str(qrels), str(run)]) == 0
+        assert capsys.readouterr().out.split() == ["map", "all", "0.8333"]
