@@ -182,8 +182,11 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
     ``qrels``/``run``: a path, TREC text, a file object, a mapping, or what
-    :func:`read_run`/:func:`read_qrels` return. ``measures``: names as trec_eval's ``-m`` or
-    ir_measures-style (default: trec_eval's ``official`` set). Options are trec_eval's:
+    :func:`read_qrels`/:func:`read_run` return; given the other way round (a run's text, a
+    mapping of scores or a Run as qrels; qrels' text or a Qrels as the run), an
+    :class:`InputError` says so and names the order (:mod:`cranfield.swapped`).
+    ``measures``: names as trec_eval's ``-m`` or ir_measures-style (default: trec_eval's
+    ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
     ``collection_size`` (-N). ``profile`` is ``trec_eval-9.0.8`` (default; float32 scores,
     ``+0.9`` recall cutoffs) or ``trec_eval-10``. ``aggregation="micro"`` averages the set
