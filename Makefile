@@ -3,7 +3,8 @@
 #   make run                 serve the API: installs only what serving needs (`pip install -e .`)
 #   make run PORT=8001       another port; CRANFIELD_BIND=HOST:PORT make run another address
 #                            (the service's address setting, as gunicorn reads it; PORT wins)
-#   make test                lint and every test: installs the test tools as well (`.[test]`)
+#   make test                lint and every test: installs the test tools as well (`.[test]`,
+#                            and tests/package.json's with npm ci)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -49,7 +50,16 @@ browser:
 	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
 	  echo "could not install chromium: the browser tests will skip (fail with CI=true)"; }
 
-test: $(STAMP) lint browser
+# The generated-client test's TypeScript tools (tests/package.json, versions locked in
+# tests/package-lock.json), installed once per lock file. Without npm the install is left
+# out: that test skips, or fails under CI=true, naming what is missing.
+NPM_STAMP := tests/node_modules/.installed
+$(NPM_STAMP): tests/package.json tests/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix tests --no-audit --no-fund --loglevel=error && touch $(NPM_STAMP); \
+	else echo "npm not found: the generated TypeScript client test will skip (fail with CI=true)"; fi
+
+test: $(STAMP) $(NPM_STAMP) lint browser
 	$(BIN)/python -m pytest -q
 
 # the address: CRANFIELD_BIND (default 127.0.0.1:8000, read by `cranfield serve`), its port
@@ -114,4 +124,4 @@ mutation: $(STAMP)
 	) || status=1; done; exit $$status
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis tests/node_modules
