@@ -95,21 +95,19 @@ def tool(path: Path | None, what: str, require) -> str:
 
 
 @pytest.fixture(scope="module")
-def service():
+def service(tmp_path_factory):
     """gunicorn queueing on a private redis-server, with a worker, both recording in one
-    SQLite file: the base URL."""
+    SQLite file of this module's: the base URL."""
     require_redis_server()
     redis = RedisServer()
     redis.start()
-    folder = Path(os.environ.get("TMPDIR", "/tmp"))
-    database = f"sqlite:///{folder}/cranfield-generated-{os.getpid()}.db"
+    database = f"sqlite:///{tmp_path_factory.mktemp('generated-clients')}/results.db"
     try:
         with running_gunicorn({"REDIS_URL": redis.url, "CRANFIELD_DATABASE_URL": database}) \
                 as url, running_worker(redis.url, database):
             yield url
     finally:
         redis.stop()
-        Path(database.removeprefix("sqlite:///")).unlink(missing_ok=True)
 
 
 def test_python_client_from_openapi_python_client(service, tmp_path, require):
