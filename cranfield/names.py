@@ -664,7 +664,7 @@ def _merge(measure: Measure, given: list[tuple[Any, str | None]]) -> list[Instan
     return [i for v, t in explicit for i in _expand(measure, v, t)]
 
 
-def _meaning(inst: Instance) -> tuple:
+def measure_meaning(inst: Instance) -> tuple:
     """What a reported number is, whatever the spelling that asked for it: ``ndcg_cut.10``,
     ``ndcg_cut_10`` and ``nDCG@10`` mean the same."""
     return (inst.measure.name, repr(inst.value), inst.rel_level,
@@ -693,13 +693,13 @@ def recorded_keys(name: str, keys, profile: str = DEFAULT_PROFILE) -> list[str]:
             return [name]
         shown = ", ".join(i.key for i in instances[:5]) + (" …" if len(instances) > 5 else "")
         raise MeasureError(name, f"stands for {len(instances)} measures ({shown}); name one")
-    wanted, printed = _meaning(instances[0]), instances[0].key
+    wanted, printed = measure_meaning(instances[0]), instances[0].key
     found = [name] if name in keys else []
     for key in keys:
         if key in found:
             continue
         try:
-            meant = [_meaning(i) for i in parse_measure(key, profile)]
+            meant = [measure_meaning(i) for i in parse_measure(key, profile)]
         except MeasureError:
             # a key no spelling reads back: found by the name that prints as it (set_F.0.5
             # prints as set_F_0.5), and by itself

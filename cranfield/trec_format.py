@@ -81,12 +81,12 @@ def printed_lines(instances) -> list[tuple[str, Any]]:
 @lru_cache(maxsize=4096)
 def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
     """(the name trec_eval prints for the measure reported under ``key``, that measure's
-    meaning (:func:`cranfield.names._meaning`; None when the key does not read back), its
+    meaning (:func:`cranfield.names.measure_meaning`; None when the key does not read back), its
     place in trec_eval's order: (registry order, cutoff)); None for a measure trec_eval
     lacks. A key in trec_eval's spelling is its own name; another spelling is given
     trec_eval's only when that name reads back as the very same measure."""
     from .errors import MeasureError
-    from .names import _meaning, parse_ir_name, parse_measure
+    from .names import measure_meaning, parse_ir_name, parse_measure
 
     try:
         ir = parse_ir_name(key)
@@ -99,7 +99,7 @@ def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
             return None
         if len(back) != 1 or not back[0].measure.all_trec:
             return None
-        return key, _meaning(back[0]), _place(back[0])
+        return key, measure_meaning(back[0]), _place(back[0])
     m = ir.measure
     if not m.all_trec or ir.rel_level is not None or ir.options:
         return None
@@ -120,9 +120,9 @@ def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
         back = parse_measure(name)
     except MeasureError:
         return None
-    if len(back) != 1 or back[0].key != name or _meaning(back[0]) != _meaning(ir):
+    if len(back) != 1 or back[0].key != name or measure_meaning(back[0]) != measure_meaning(ir):
         return None
-    return name, _meaning(ir), _place(ir)
+    return name, measure_meaning(ir), _place(ir)
 
 
 def _place(inst) -> tuple:
