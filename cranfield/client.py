@@ -317,7 +317,8 @@ def form_measures(measures: list[str] | None) -> list[str] | None:
 def _form_fields(fields: dict[str, Any]) -> list[tuple[str, Any]]:
     """An evaluation's JSON fields as form fields (measures repeated, options one field each,
     ``record`` as JSON text)."""
-    form: list[tuple[str, Any]] = [("per_topic", _form_value(fields["per_topic"]))]
+    form: list[tuple[str, Any]] = ([("per_topic", _form_value(fields["per_topic"]))]
+                                   if "per_topic" in fields else [])
     if "qrels_id" in fields:
         form.append(("qrels_id", fields["qrels_id"]))
     form += [("measures", m) for m in fields.get("measures", ())]
@@ -399,8 +400,8 @@ class Client:
     def evaluate(self, qrels: Any = None, run: Any = None,
                  measures: list[str] | None = None, *, qrels_id: str | None = None,
                  options: dict | None = None,
-                 per_topic: bool = True, details: bool = False, prefer_async: bool = False,
-                 accept: str = "application/json", wait: bool = True,
+                 per_topic: bool | None = None, details: bool = False,
+                 prefer_async: bool = False, accept: str = "application/json", wait: bool = True,
                  record: dict | None = None, progress: Progress | None = None,
                  timeout: float | None = None) -> Any:
         """Evaluate ``run`` (a path, a mapping, TREC text or bytes, a table) against
@@ -421,7 +422,9 @@ class Client:
         missing is a TypeError; inputs that look swapped (a run's text, a float mapping or a
         Run as qrels; qrels' text or a Qrels as the run) an InputError naming the order."""
         check_order("evaluate", qrels, run, qrels_id)
-        fields: dict[str, Any] = {"per_topic": per_topic}
+        # per_topic unsaid is the service's default for the answer's format: per-topic values
+        # in JSON and CSV, the summary in text/plain (as cranfield eval without -q)
+        fields: dict[str, Any] = {} if per_topic is None else {"per_topic": per_topic}
         if qrels_id is not None:
             fields["qrels_id"] = qrels_id
         if measures is not None:

@@ -44,6 +44,11 @@ def test_client_evaluates_stores_qrels_and_raises_problems(live_server):
     text = api.evaluate(DATA / "qrels.test", DATA / "results.test", per_topic=False,
                         accept="text/plain")
     assert text == (DATA / "v9.0.8" / "out.test").read_text()
+    # per_topic unsaid: text/plain is cranfield eval's answer without -q, queued or not
+    for prefer_async in (False, True):
+        unsaid = api.evaluate(DATA / "qrels.test", DATA / "results.test", accept="text/plain",
+                              prefer_async=prefer_async)
+        assert unsaid == text
     with pytest.raises(ApiError) as info:
         api.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, measures=["mapp"])
     assert info.value.status == 422 and "measures[0]" in info.value.problem["errors"]
