@@ -15,6 +15,7 @@ import cranfield
 from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
+from .limits import check_qrels
 from .paging import next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
@@ -94,6 +95,8 @@ def put_qrels(qrels_id: str):
     if len(qrels) == 0:
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})
+    # held to MAX_TOPICS now, with the 413 every evaluation using them would otherwise give
+    check_qrels(qrels, "qrels", current_app.config)
     try:
         meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
                                           diversity=diversity)
