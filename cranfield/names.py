@@ -171,10 +171,13 @@ def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) 
             continue
         text = given.pop(p.name)
         try:
-            value: Any = (int(text) if p.type == "integer" else float(text)
+            value: Any = (ascii_int(text) if p.type == "integer" else ascii_float(text)
                           if p.type == "number" else _boolean(text)
                           if p.type == "boolean" else _gains_value(text, name)
                           if p.type.startswith("mapping") else text)
+        except _BadToken as bad:
+            raise MeasureError(name, bad.why(f"parameter {p.name} of {measure.name}")) \
+                from None
         except ValueError:
             what = {"integer": "an integer", "number": "a number",
                     "boolean": "true or false"}.get(p.type, p.type)
@@ -226,9 +229,9 @@ def _check_value(measure: Measure, value: Any, name: str) -> Any:
 
 def _number(text: str, what: str, name: str) -> float:
     try:
-        return float(text)
-    except ValueError:
-        raise MeasureError(name, f"{what} must be a number, got {text!r}") from None
+        return ascii_float(text)
+    except _BadToken as bad:
+        raise MeasureError(name, bad.why(f"parameter {what}")) from None
 
 
 def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
@@ -241,9 +244,9 @@ def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
         raise MeasureError(name, f"{measure.name} takes no parameter rel: it does not use a "
                                  "relevance level")
     try:
-        level = int(text)
-    except ValueError:
-        raise MeasureError(name, f"rel must be an integer grade, got {text!r}") from None
+        level = ascii_int(text)
+    except _BadToken as bad:
+        raise MeasureError(name, bad.why(f"parameter rel of {measure.name}")) from None
     return REL.check(level, measure.name, name)
 
 
@@ -338,12 +341,42 @@ def _is_trec(name: str) -> bool:
     return name in REGISTRY and REGISTRY[name].kind != "kw"
 
 
-def _atol(text: str) -> int:
-    """C's atol: leading sign and digits, the rest ignored (so ``23.4`` is 23)."""
-    m = re.match(r"\s*([+-]?\d+)", text)
-    if not m:
-        raise ValueError(text)
-    return int(m.group(1))
+# Numbers in measure names are ASCII, whole token (issue #27): trec_eval reads cutoffs with C's
+# atol and floats with atof, so ``ndcg_cut.1e3`` is @1 and ``P.10abc`` @10, and Python's int()
+# and float() take fullwidth digits (``P.５``), underscores (``1_0``), a '+' and surrounding
+# spaces. Each of those is one input read silently as another: refused, naming the token.
+_INT_TOKEN = re.compile(r"-?[0-9]+")
+_FLOAT_TOKEN = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                          r"|-?(?:inf|infinity|nan)", re.IGNORECASE)
+
+
+class _BadToken(ValueError):
+    """A number that is not written as ASCII decimal, whole token."""
+
+    def __init__(self, token: str, integer: bool):
+        super().__init__(token)
+        self.token, self.integer = token, integer
+
+    def why(self, what: str) -> str:
+        kind = ("an integer in ASCII decimal digits" if self.integer else
+                "a number in ASCII (digits, '.', an exponent)")
+        return f"cannot read {what}: it must be {kind}, whole token; got {self.token!r}"
+
+
+def ascii_int(text: str) -> int:
+    """``text`` as an integer when it is ASCII decimal (an optional '-', digits) and nothing
+    else; :class:`ValueError` otherwise (no '+', space, '_', exponent, fullwidth digit)."""
+    if not isinstance(text, str) or not _INT_TOKEN.fullmatch(text):
+        raise _BadToken(str(text), True)
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """``text`` as a float when it is an ASCII number (``0.8``, ``.25``, ``1e-3``, ``-1``,
+    ``inf``, ``nan``) and nothing else; :class:`ValueError` otherwise."""
+    if not isinstance(text, str) or not _FLOAT_TOKEN.fullmatch(text):
+        raise _BadToken(str(text), False)
+    return float(text)
 
 
 def _parse_value(measure: Measure, text: str, name: str) -> Any:
@@ -351,15 +384,15 @@ def _parse_value(measure: Measure, text: str, name: str) -> Any:
     items = [s for s in text.split(",")]
     try:
         if measure.kind == "cutoffs":
-            return tuple(sorted({_atol(s) for s in items}))
+            return tuple(sorted({ascii_int(s) for s in items}))
         if measure.kind == "fcutoffs":
-            return tuple(sorted({float(s) for s in items}))
+            return tuple(sorted({ascii_float(s) for s in items}))
         if measure.kind == "floats":
-            return tuple(float(s) for s in items)
+            return tuple(ascii_float(s) for s in items)
         if measure.kind == "float":
-            return float(text)
+            return ascii_float(text)
         if measure.kind == "int":
-            return _atol(text)
+            return ascii_int(text)
         if measure.kind in ("gains", "pair"):
             pairs = {}
             for item in items:
@@ -367,12 +400,16 @@ def _parse_value(measure: Measure, text: str, name: str) -> Any:
                 if not sep:
                     raise MeasureError(name, f"expected key=value pairs, got {item!r}")
                 if measure.kind == "gains":
-                    pairs[_atol(k)] = float(v)
+                    pairs[ascii_int(k)] = ascii_float(v)
                 else:
-                    pairs[k.strip()] = float(v)
+                    pairs[k] = ascii_float(v)
             return pairs
     except MeasureError:
         raise
+    except _BadToken as bad:
+        what = f"parameter {measure.params[0].name} of {measure.name}" if measure.params \
+            else f"a parameter of {measure.name}"
+        raise MeasureError(name, bad.why(what)) from None
     except ValueError:
         raise MeasureError(name, f"cannot read parameters {text!r} for {measure.name} "
                            f"({measure.kind})") from None
@@ -436,8 +473,13 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
     raise _unknown(name)
 
 
-_IR_RE = re.compile(r"^(?P<name>[^\W\d]\w*)(?:\((?P<args>.*)\))?(?:@(?P<k>[0-9.]+))?$")
-_RANX_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<k>[0-9]+))?$")
+# the cutoff after '@' is taken whole (whatever it holds) and read by ascii_int/ascii_float,
+# so that ``P@1_0``, ``nDCG@１`` and ``P@+5`` are refused naming the cutoff, not misread
+_IR_RE = re.compile(r"^(?P<name>[^\W\d]\w*)(?:\((?P<args>.*)\))?(?:@(?P<k>[^@()]*))?$")
+_RANX_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<k>[^@()]*))?$")
+
+
+_SEPARATOR_SPACES = re.compile(r"\s*([(),={}:])\s*")
 
 
 def _split_args(text: str, name: str) -> dict[str, str]:
@@ -471,10 +513,14 @@ def _ranx(name: str) -> str | None:
     """The ir_measures-style name a ranx spelling means, or None."""
     m = _RANX_RE.match(name)
     if not m:
-        rbp = re.fullmatch(r"rbp\.(\d+)", name)  # ranx's rbp.95: binary RBP, p = 0.95
+        rbp = re.fullmatch(r"rbp\.([0-9]+)", name)  # ranx's rbp.95: binary RBP, p = 0.95
         return f"RBP(rel=1,p=0.{rbp.group(1)})" if rbp else None
     base, k = m.group("name"), m.group("k")
     if k is not None and base in RANX_AT_K:
+        try:
+            ascii_int(k)
+        except _BadToken as bad:
+            raise MeasureError(name, bad.why(f"the cutoff of {base}")) from None
         return f"{RANX_AT_K[base]}@{k}"
     if k is None and base in RANX_BARE and base not in REGISTRY:
         return RANX_BARE[base]
@@ -484,7 +530,13 @@ def _ranx(name: str) -> str | None:
 def parse_ir_name(name: str) -> Instance | None:
     """Resolve an ir_measures-style name (or a ranx spelling); None if ``name`` is in neither
     style."""
-    name = name.replace(" ", "")
+    # spaces beside the separators of a name are dropped (``nDCG(dcg=exp-log2, gain=exp)``),
+    # not those inside a token (``RBP(p=0. 8)`` is not p=0.8) nor the cutoff's after '@':
+    # ``P@ 5`` is refused as ``P@+5`` is
+    head, at, tail = name.rpartition("@")
+    if not at or ")" in tail:
+        head, at, tail = name, "", ""
+    name = _SEPARATOR_SPACES.sub(r"\1", head).strip() + at + tail
     meant = _ranx(name)
     if meant is not None:
         inst = parse_ir_name(meant)
@@ -540,9 +592,11 @@ def parse_ir_name(name: str) -> Instance | None:
     value: Any = None
     if k is not None:
         try:
-            value = float(k) if measure.kind == "fcutoffs" else int(k)
-        except ValueError:
-            raise MeasureError(name, f"bad cutoff {k!r}") from None
+            value = ascii_float(k) if measure.kind == "fcutoffs" else ascii_int(k)
+        except _BadToken as bad:
+            what = measure.params[0].name if measure.params else "k"
+            raise MeasureError(name, bad.why(f"the cutoff ({what}) of {measure.name}")) \
+                from None
     if measure.name == "set_F":
         # ir_measures hands beta to trec_eval's set_F as it is: SetF(beta=2) is set_F.2, the
         # weight of recall (F's own beta is squared: F(beta=2) is set_F.4)
@@ -569,7 +623,7 @@ def _gains_value(text: str, name: str) -> dict:
     for item in filter(None, (x.strip() for x in body[1:-1].split(","))):
         grade, sep, gain = item.partition(":")
         try:
-            out[int(grade)] = float(gain)
+            out[ascii_int(grade.strip())] = ascii_float(gain.strip())
         except ValueError:
             raise MeasureError(name, f"gains must map integer grades to numbers, got "
                                      f"{item!r}") from None

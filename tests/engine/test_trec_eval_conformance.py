@@ -22,9 +22,11 @@ EDGE = TE / "edge_cases"
 WEB = DATA / "web2012"
 V9, V10 = "trec_eval-9.0.8", "trec_eval-10"
 
+# NIST's quicktest writes ndcg_cut.10,20,23.4 (atol reads 23): Cranfield refuses a cutoff that is
+# not ASCII decimal, whole token (issue #27), so the same command says 23
 PARAMS = ["-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m", "recall.20,2000",
           "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m", "11pt_avg..25,.5,.75",
-          "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4", "-msuccess.2,5,20"]
+          "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23", "-msuccess.2,5,20"]
 EDGE_PARAMS = ["-m", "ndcg.0=-1,1=1,2=5,3=10", "-m", "set_F.0.25", "-m", "P.1,2,3,20",
                "-m", "recall.1,2,3,20", "-m", "success.1,2,3", "-m", "map_cut.1,2,3",
                "-m", "ndcg_cut.1,2,3", "-m", "iprec_at_recall..1,.25,.33,.5",

@@ -34,7 +34,7 @@ V9, V10 = "trec_eval-9.0.8", "trec_eval-10"
 
 PARAMS = ["iprec_at_recall..10,.20,.25,.75,.50", "P.5,7,3", "recall.20,2000",
           "Rprec_mult.5.0,0.2,0.35", "utility.2,-1,0,0", "11pt_avg..25,.5,.75",
-          "ndcg.1=3,2=9,4=4.5", "ndcg_cut.10,20,23.4", "success.2,5,20"]
+          "ndcg.1=3,2=9,4=4.5", "ndcg_cut.10,20,23", "success.2,5,20"]
 EDGE_PARAMS = ["ndcg.0=-1,1=1,2=5,3=10", "set_F.0.25", "P.1,2,3,20", "recall.1,2,3,20",
                "success.1,2,3", "map_cut.1,2,3", "ndcg_cut.1,2,3",
                "iprec_at_recall..1,.25,.33,.5", "relstring.20", "utility.1,-1,0,0",
