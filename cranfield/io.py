@@ -332,6 +332,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         table = _table_file(path, label, "run")
         if table is not None:
             return table
+        _refuse_bom(path, label)
         run = None
         if os.path.getsize(path) >= FAST_READER_MIN_BYTES:
             run = _fast_run(path, label)
@@ -341,6 +342,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     table = _table_data(source, data, label, "run")
     if table is not None:
         return table
+    _refuse_bom(data, label)
     run = None
     if len(data) >= FAST_READER_MIN_BYTES:
         run = _fast_run(data, label)
@@ -372,6 +374,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         table = _table_file(path, name or path, "qrels", diversity)
         if table is not None:
             return table
+        _refuse_bom(path, name or path)
     if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
         release_memory()  # (once the reader's locals are gone)
@@ -381,6 +384,8 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     table = _table_data(source, data, label, "qrels", diversity) if path is None else None
     if table is not None:
         return table
+    if path is None:
+        _refuse_bom(data, label)
     if path is None and len(data) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(data, label, diversity)
         release_memory()
@@ -397,6 +402,29 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
 # The first bytes of an Arrow IPC file ("ARROW1"), an IPC stream (its continuation marker)
 # and a Parquet file ("PAR1"): a file starting otherwise is TREC text, without reading on
 _TABLE_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")
+
+
+# A UTF-8 byte-order mark. trec_eval splits fields on ASCII whitespace, so a file saved with
+# one has the mark glued to its first topic id, which then matches nothing, without a word.
+# Every way TREC text comes in (path, bytes, str, file object, upload, queued job) is refused
+# here, before any reader (the C and CSV fast paths included) sees it: one answer for the file.
+UTF8_BOM = b"\xef\xbb\xbf"
+BOM_REASON = ("line 1 starts with a UTF-8 byte-order mark (EF BB BF): save the file "
+              "without it")
+
+
+def _refuse_bom(data, label: str) -> None:
+    """Refuse TREC text (bytes, or the path of a file) that starts with a UTF-8 BOM."""
+    if isinstance(data, str):
+        try:
+            with open(data, "rb") as fh:
+                head = fh.read(3)
+        except OSError as exc:
+            raise InputError(label, f"cannot read file: {exc.strerror}") from exc
+    else:
+        head = bytes(data[:3])
+    if head == UTF8_BOM:
+        raise InputError(label, BOM_REASON, line=1)
 
 
 def _table_file(path: str, label: str, kind: str, diversity: bool = False):

@@ -1,0 +1,84 @@
+"""Issue 27, misread 2: TREC text starting with a UTF-8 byte-order mark.
+
+trec_eval splits its fields on ASCII whitespace (its own character loop over the line), so the
+mark EF BB BF stays glued to the first topic id: that topic then matches nothing in the
+other file, silently. Cranfield refuses such a file on every way in, with one sentence naming
+line 1, on the fast readers (C, CSV) and the line reader alike."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from cranfield import InputError, read_qrels, read_run
+from cranfield import io as cio
+
+BOM = b"\xef\xbb\xbf"
+REASON = "line 1 starts with a UTF-8 byte-order mark (EF BB BF): save the file without it"
+RUN = b"q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\nq2 Q0 d1 1 1.0 r\n"
+QRELS = b"q1 0 d1 1\nq2 0 d1 0\n"
+
+
+def _ways(data: bytes, tmp_path):
+    """The same bytes as each source the library reads: bytes, str, memoryview, a binary and
+    a text file object, a path (str and PathLike)."""
+    path = tmp_path / "input.txt"
+    path.write_bytes(data)
+    return {"bytes": data, "str": data.decode("utf-8"), "memoryview": memoryview(data),
+            "binary file": io.BytesIO(data), "text file": io.StringIO(data.decode("utf-8")),
+            "path": str(path), "pathlike": path}
+
+
+@pytest.fixture(params=["line reader", "fast reader"])
+def reader_path(request, monkeypatch):
+    """Both TREC readers: the line reader, and the fast ones (the C scan / Arrow CSV), which
+    run from FAST_READER_MIN_BYTES up."""
+    if request.param == "fast reader":
+        monkeypatch.setattr(cio, "FAST_READER_MIN_BYTES", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("way", ["bytes", "str", "memoryview", "binary file", "text file",
+                                 "path", "pathlike"])
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_bom_refused_every_way(kind, way, tmp_path, reader_path):
+    reader = read_run if kind == "run" else read_qrels
+    data = BOM + (RUN if kind == "run" else QRELS)
+    with pytest.raises(InputError) as info:
+        reader(_ways(data, tmp_path)[way], name=kind)
+    err = info.value
+    assert (err.reason, err.line, err.code, err.location) == \
+        (REASON, 1, "invalid-input", f"{kind} line 1")
+    # the same file without the mark reads, first topic id as written
+    clean = reader(_ways(data[3:], tmp_path)[way], name=kind)
+    assert clean.topics == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_bom_only_at_the_start(kind, reader_path):
+    """A mark later in the file is not at the start of the file: it is part of an id, as
+    any other non-ASCII byte (the grammar reads ids as UTF-8)."""
+    reader = read_run if kind == "run" else read_qrels
+    body = RUN if kind == "run" else QRELS
+    later = body + body.splitlines(keepends=True)[0].replace(b"q1", BOM + b"q9")
+    read = reader(later, name=kind)
+    assert "\ufeffq9" in read.topics
+
+
+def test_diversity_qrels_refused_too():
+    with pytest.raises(InputError) as info:
+        read_qrels(BOM + b"q1 1 d1 1\nq1 2 d1 0\n", name="qrels", diversity=True)
+    assert info.value.reason == REASON
+
+
+def test_cli_names_the_line(tmp_path, capsys):
+    from cranfield.cli import main
+
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_bytes(BOM + RUN)
+    qrels.write_bytes(QRELS)
+    code = main(["eval", str(qrels), str(run)])
+    assert code != 0
+    assert REASON in capsys.readouterr().err
