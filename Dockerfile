@@ -1,5 +1,5 @@
 # One image for the API and the workers; the command chooses the role:
-#   docker run -p 8000:8000 cranfield                                    # the API (default)
+#   docker run -p 127.0.0.1:8000:8000 -e CRANFIELD_API_KEYS=... cranfield  # the API (default)
 #   docker run --no-healthcheck -e REDIS_URL=redis://host:6379/0 cranfield cranfield worker
 # Checked statically by tests/deploy/test_container_files.py (and hadolint).
 
@@ -7,20 +7,33 @@
 # to a new one unnoticed (plain 3.11-slim follows Debian's current stable).
 FROM python:3.11-slim-bookworm AS builder
 
+# A C compiler, in this stage only, for cranfield/_mapscan.c (the compiled fast paths for plain
+# TREC run lines, Python mappings and per-topic joins; docs/performance.md has the figures):
+# the runtime stage gets the compiled module with /app, and no compiler.
+# Not pinned to Debian versions (hadolint's DL3008), on purpose: libc6-dev must be the exact
+# version of the libc6 the base image already has, which moves with every rebuild of
+# python:3.11-slim-bookworm, and Debian's archive keeps only the newest point release of
+# each, so a pinned `libc6-dev=2.36-9+deb12uN` stops building at the next security update.
+# The tag above fixes the release (bookworm: gcc 12); nothing from apt reaches the runtime
+# image; the build fails below if the module was not compiled.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /app
 
-# Dependencies first, from pyproject.toml alone, so that a code change does not reinstall them.
-# Every dependency ships wheels for this platform: no compiler is needed. (cranfield/_mapscan.c,
-# the optional compiled fast paths for plain TREC run lines, Python mappings and per-topic
-# joins, is skipped without one: the image runs their Python twins, with the same answers and
-# the speed they had before the extension; docs/performance.md has the figures.)
-COPY pyproject.toml README.md ./
+# Dependencies first, from pyproject.toml alone, so that a code change does not reinstall them;
+# at the versions constraints.txt pins (the ones CI tests with), so that a rebuild next month
+# runs what passed, not whatever was released since. Every dependency ships wheels for this
+# platform.
+COPY pyproject.toml README.md constraints.txt ./
 RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt \
- && pip install --no-cache-dir -r /tmp/requirements.txt
+ && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt
 
 # Where the code lives: the source tree at /app, installed in editable mode, so the one copy of
 # the code is /app whatever imports it (gunicorn started in /app, or the `cranfield` script
@@ -32,8 +45,12 @@ COPY cranfield/ cranfield/
 COPY backend/ backend/
 COPY service/ service/
 COPY worker/ worker/
+# The editable install compiles cranfield/_mapscan.c in place (/app/cranfield/_mapscan.*.so).
+# pyproject marks the extension optional, so a failed compile would only be a warning: the
+# import makes it an error here, rather than an image that quietly runs the slower paths.
 # checked-hash .pyc files stay valid whatever timestamps COPY gives the sources
 RUN pip install --no-cache-dir --no-deps --editable . \
+ && python -c "import cranfield._mapscan" \
  && python -m compileall -q --invalidation-mode checked-hash cranfield service worker
 
 
@@ -63,8 +80,10 @@ WORKDIR /app
 USER 10001:10001
 
 # Compile the large-JSON kernels into numba's cache now (as `make` does), as the user who runs
-# the service: gunicorn's master and each worker then load them in about a second.
-RUN python -c "from cranfield.json_body import warm_up; assert warm_up()"
+# the service: gunicorn's master and each worker then load them in about a second. And import
+# the compiled module here, where the service runs (no compiler in this stage): it must have
+# come with /app and load against this stage's libc.
+RUN python -c "import cranfield._mapscan; from cranfield.json_body import warm_up; assert warm_up()"
 
 EXPOSE 8000
 # Liveness of the API (no curl in the slim image): /healthz on the port of CRANFIELD_BIND.

@@ -13,24 +13,26 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
 PORT   ?=
 
-.PHONY: venv test lint browser run bench bench-http bench-queue mutation clean
+.PHONY: venv test lint browser proxy run bench bench-http bench-queue mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# -c constraints.txt: every package at the version it pins (the versions the tests passed
+# with; the Docker image installs from the same file), whatever has been released since.
 # --no-compile: pip byte-compiles every module of every wheel (scipy, pyarrow, numba…: about
 # half of the install's CPU time); Python compiles just what serving imports, on first import.
 # (Where PYTHONDONTWRITEBYTECODE is set, every start compiles what it imports: ~3 s of CPU.)
-$(RUN_STAMP): pyproject.toml cranfield/_mapscan.c | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+$(RUN_STAMP): pyproject.toml constraints.txt cranfield/_mapscan.c | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e .
 	touch $(RUN_STAMP)
 
 # the numba warm-up compiles the large-JSON kernels into numba's cache once (~20 s on two
 # cores; 2-3 s once cached), so no test pays for it; `make run` has no such step: gunicorn
 # warms up (or loads the cache) in service/gunicorn.conf.py's on_starting, before it forks
-$(STAMP): pyproject.toml cranfield/_mapscan.c | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt cranfield/_mapscan.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	$(BIN)/python -c 'from cranfield.json_body import warm_up; warm_up()'  # numba's cache
 	touch $(STAMP) $(RUN_STAMP)
 
@@ -50,6 +52,22 @@ browser:
 	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
 	  echo "could not install chromium: the browser tests will skip (fail with CI=true)"; }
 
+# The slow-client test's nginx (tests/integration/test_slow_clients.py: the recommended
+# deployment puts nginx in front of gunicorn, deploy/nginx.conf.template). One on PATH is used;
+# else Debian's package is unpacked into the virtualenv (dpkg -x: nothing installed system-wide,
+# no service started, no root needed but for a first apt-get update). Without it that test
+# skips, or fails under CI=true.
+NGINX := $(VENV)/nginx/usr/sbin/nginx
+proxy:
+	@command -v nginx >/dev/null || test -x $(NGINX) || { \
+	  echo "unpacking Debian's nginx into $(VENV)/nginx for the slow-client test"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); tmp=$$(mktemp -d); \
+	  ( cd $$tmp && { apt-get download -q nginx >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -q >/dev/null 2>&1 && apt-get download -q nginx >/dev/null 2>&1; }; } ) && \
+	  mkdir -p $(VENV)/nginx && dpkg -x $$tmp/nginx_*.deb $(VENV)/nginx && test -x $(NGINX) || \
+	  echo "could not unpack nginx: the slow-client test will skip (fail with CI=true)"; \
+	  rm -rf $$tmp; }
+
 # The generated-client test's TypeScript tools (tests/package.json, versions locked in
 # tests/package-lock.json), installed once per lock file. Without npm the install is left
 # out: that test skips, or fails under CI=true, naming what is missing.
@@ -59,7 +77,7 @@ $(NPM_STAMP): tests/package.json tests/package-lock.json
 	  npm ci --prefix tests --no-audit --no-fund --loglevel=error && touch $(NPM_STAMP); \
 	else echo "npm not found: the generated TypeScript client test will skip (fail with CI=true)"; fi
 
-test: $(STAMP) $(NPM_STAMP) lint browser
+test: $(STAMP) $(NPM_STAMP) lint browser proxy
 	$(BIN)/python -m pytest -q
 
 # the address: CRANFIELD_BIND (default 127.0.0.1:8000, read by `cranfield serve`), its port
@@ -68,14 +86,14 @@ run: $(RUN_STAMP)
 	exec $(BIN)/cranfield serve $(if $(PORT),--port $(PORT))
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/engine.py
 
 bench-http: $(STAMP)
 	$(BIN)/python bench/http.py
 
 bench-queue: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/datagen.py --scales M
 	$(BIN)/python bench/queue.py
 
@@ -98,7 +116,7 @@ MUTATION_JOBS ?= 2
 MUTATION_KEEP ?=
 mutation: $(STAMP)
 	@$(BIN)/python -c 'import mutmut' 2>/dev/null || \
-	  $(BIN)/python -m pip install --quiet -e '.[mutation]'
+	  $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[mutation]'
 	@root=$$(pwd); status=0; \
 	for spec in $(MUTATION_MODULES); do ( \
 	  set -e; module=$${spec%%:*}; tests=$$(echo "$${spec#*:}" | tr , ' '); \
