@@ -645,10 +645,13 @@ def test_compose_settings_are_cranfield_variables(compose):
             assert key == "REDIS_URL" or key in known, (
                 f"{name}: {key} is not a setting the code reads")
     # every setting of the app (service.app.DEFAULTS) can be given to the api service
-    # (CRANFIELD_REDIS_URL aside: REDIS_URL is set)
+    # (CRANFIELD_REDIS_URL aside: REDIS_URL is set; CRANFIELD_API_KEYS_FILE aside: Compose
+    # requires CRANFIELD_API_KEYS, and the service refuses a keys file beside it)
     from backend.config import APP_DEFAULTS as DEFAULTS
 
-    settings = {f"CRANFIELD_{key}" for key in DEFAULTS} - {"CRANFIELD_REDIS_URL"}
+    assert "CRANFIELD_API_KEYS_FILE" not in _env(compose["services"]["api"])
+    settings = {f"CRANFIELD_{key}" for key in DEFAULTS} - {"CRANFIELD_REDIS_URL",
+                                                           "CRANFIELD_API_KEYS_FILE"}
     missing = settings - set(_env(compose["services"]["api"]))
     assert not missing, (f"docker-compose.yml does not pass {sorted(missing)} to the api: add "
                          "`NAME:` lines (no value: taken from the shell or .env when set)")
@@ -708,8 +711,9 @@ def _interpolate(text: str, i: int, env: dict[str, str], nested: bool) -> tuple[
         elif op in (":+", "+"):
             out.append(arg if current is not None and (op == "+" or current) else "")
         else:
-            if op:
-                assert current is not None and (op == "?" or current), arg
+            if op:  # Compose's own words, so that a test can match the variable's name
+                assert current is not None and (op == "?" or current), (
+                    f"required variable {name.group()} is missing a value: {arg}")
             out.append(current or "")
         i = j + 1
     assert not nested, f"{text!r}: unclosed ${{"
@@ -722,9 +726,24 @@ def test_interpolate_as_compose_does():
     assert interpolate("${UNSET:-a}${EMPTY:-b}${EMPTY-c}${SET:-d}", env) == "abvalue"
     assert interpolate("${UNSET:-${EMPTY:-${SET}}}/${UNSET:-x${SET}y}", env) == "value/xvaluey"
     assert interpolate("$${SET} $$SET ${SET:+on}${EMPTY:+off}", env) == "${SET} $SET on"
+    assert interpolate("${SET:?no}${EMPTY?no}", env) == "value"
+    for text in ("${UNSET:?say so}", "${EMPTY:?say so}", "${UNSET?say so}"):
+        with pytest.raises(AssertionError, match=r"required variable (UNSET|EMPTY) .*: say so"):
+            interpolate(text, env)
+    # a default is interpolated whether or not it is used, as compose-go does: a required
+    # variable nested in one is required even when the outer one is set (docker-compose.yml
+    # relies on this knowledge: no "one of two variables" check is possible)
+    with pytest.raises(AssertionError, match="UNSET"):
+        interpolate("${SET:-${UNSET:?needed}}", env)
+
+
+# What docker-compose.yml requires from the shell or .env (and nothing else): with these set,
+# the whole file interpolates.
+REQUIRED = {"CRANFIELD_API_KEYS": "0" * 64 + " write search", "POSTGRES_PASSWORD": "s3cret"}
 
 
 def _database_url(compose, env: dict[str, str]) -> str:
+    env = {**REQUIRED, **env}
     urls = {name: interpolate(_env(compose["services"][name]), env).get("CRANFIELD_DATABASE_URL")
             for name in ("api", "worker")}
     assert urls["api"] == urls["worker"], "the api and the workers must share one database"
@@ -733,8 +752,8 @@ def _database_url(compose, env: dict[str, str]) -> str:
 
 def test_compose_postgres(compose):
     """A postgres service keeps the recorded results (issue #18): a named volume for its
-    data, a pg_isready health check, its user, password and database from the shell or .env
-    with defaults."""
+    data, a pg_isready health check, its user and database from the shell or .env with
+    defaults, its password from them with none (test_compose_requires_its_secrets)."""
     pg = compose["services"]["postgres"]
     image, _, tag = pg["image"].partition(":")
     assert image == "postgres" and tag.split(".")[0] in ("15", "16"), pg["image"]
@@ -744,10 +763,11 @@ def test_compose_postgres(compose):
     assert data, "PostgreSQL's data on a volume, or the recorded results go with the container"
     assert data[0] in (compose.get("volumes") or {}), f"{data[0]}: not a named volume"
     env = _env(pg)
-    defaults = interpolate(env, {})
+    defaults = interpolate(env, REQUIRED)
     for key in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB"):
-        assert defaults.get(key), f"{key}: no default"
-        assert interpolate(env, {key: "mine"})[key] == "mine", f"{key}: not overridable"
+        assert defaults.get(key), f"{key}: empty"
+        assert interpolate(env, {**REQUIRED, key: "mine"})[key] == "mine", (
+            f"{key}: not overridable")
     assert not pg.get("ports"), "the database is reached on the Compose network only"
     test = pg["healthcheck"]["test"]
     assert test[0] == "CMD-SHELL" and "pg_isready" in test[1], test
@@ -766,7 +786,7 @@ def test_compose_database_url_names_the_postgres_service(compose):
     for env in ({}, {"POSTGRES_USER": "u", "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DB": "d"},
                 {"CRANFIELD_DATABASE_URL": ""}):
         url = make_url(_database_url(compose, env))
-        pg = interpolate(_env(compose["services"]["postgres"]), env)
+        pg = interpolate(_env(compose["services"]["postgres"]), {**REQUIRED, **env})
         assert url.drivername == "postgresql+psycopg", url  # psycopg 3, a dependency
         assert url.host == "postgres" and url.host in compose["services"]
         assert url.port in (None, 5432)
@@ -851,3 +871,342 @@ def test_compose_worker_healthcheck_sees_a_registered_worker(compose, redis_url)
         assert check() == 0
         worker.register_death()
     assert check() != 0
+
+
+# --- Compose: what it exposes and what it needs to be told (issue #27) ----------------------
+
+def _published(port) -> tuple[str, str, str]:
+    """(host address, host port, container port) of a ``ports`` entry, as Compose reads its
+    short form ``[HOST:][HOST_PORT:]CONTAINER[/PROTO]`` (an IPv6 host in brackets) or its
+    long form; an empty address: every interface."""
+    if isinstance(port, dict):
+        return (str(port.get("host_ip", "")), str(port.get("published", "")),
+                str(port["target"]))
+    text = str(port).split("/")[0]
+    host = ""
+    if text.startswith("["):
+        host, _, text = text[1:].partition("]:")
+    parts = text.split(":")
+    if len(parts) == 3:
+        host, parts = parts[0], parts[1:]
+    return (host, *parts) if len(parts) == 2 else (host, parts[0], parts[0])
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ("8000:8000", ("", "8000", "8000")),
+    ("127.0.0.1:8000:8000", ("127.0.0.1", "8000", "8000")),
+    ("[::1]:8000:8000/tcp", ("::1", "8000", "8000")),
+    ("8000", ("", "8000", "8000")),
+    ({"target": 8000, "published": "8000", "host_ip": "127.0.0.1"},
+     ("127.0.0.1", "8000", "8000")),
+    ({"target": 8000, "published": "8000"}, ("", "8000", "8000")),
+])
+def test_published_reads_ports_as_compose_does(entry, expected):
+    assert _published(entry) == expected
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _ports(compose, env: dict[str, str]) -> list[tuple[str, tuple[str, str, str]]]:
+    return [(name, _published(p)) for name, service in compose["services"].items()
+            for p in interpolate(service.get("ports") or [], {**REQUIRED, **env})]
+
+
+def test_compose_publishes_on_loopback_unless_told(compose):
+    """Every published port of every service (the api's 8000, a proxy's if one is added)
+    binds to the loopback by default: an `up` on a machine with a public address does not
+    put the API there. CRANFIELD_PUBLISH names the address to publish on instead."""
+    published = _ports(compose, {})
+    assert published, "nothing is published: the API cannot be reached from the host"
+    assert any(target == "8000" for _, (_, _, target) in published), published
+    for name, (host, _, _) in published:
+        assert host in LOOPBACK, f"{name} publishes on {host or 'every interface'}"
+    for address in ("0.0.0.0", "10.1.2.3"):
+        for name, (host, _, _) in _ports(compose, {"CRANFIELD_PUBLISH": address}):
+            assert host == address, f"{name}: CRANFIELD_PUBLISH={address} is not followed"
+    # the database and Redis are never published
+    for name, _ in published:
+        assert name not in ("redis", "postgres"), name
+
+
+@pytest.mark.parametrize(("variable", "where"), [
+    ("CRANFIELD_API_KEYS", [("api", "CRANFIELD_API_KEYS")]),
+    ("POSTGRES_PASSWORD", [("postgres", "POSTGRES_PASSWORD"), ("api", "CRANFIELD_DATABASE_URL"),
+                           ("worker", "CRANFIELD_DATABASE_URL")]),
+])
+def test_compose_requires_its_secrets(compose, variable, where):
+    """API keys on, and the database's password chosen by whoever deploys: unset or empty,
+    `docker compose` stops with a message naming the variable (as its ``${VAR:?message}``
+    does) rather than starting without keys or with a password written in the file; set,
+    the value reaches the containers as given."""
+    for env in ({k: v for k, v in REQUIRED.items() if k != variable},
+                {**REQUIRED, variable: ""}):
+        for service, key in where:
+            with pytest.raises(AssertionError, match=rf"required variable {variable} .*\S"):
+                interpolate(_env(compose["services"][service]).get(key), env)
+        with pytest.raises(AssertionError, match=variable):
+            interpolate(compose, env)
+    chosen = {**REQUIRED, variable: "Chosen4Here"}
+    for service, key in where:
+        assert "Chosen4Here" in interpolate(_env(compose["services"][service])[key], chosen)
+    interpolate(compose, REQUIRED)  # and nothing else is required
+
+
+_SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|API_KEYS?$|PRIVATE", re.I)
+
+
+def _strings(value, path=()):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, (*path, str(k)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, (*path, str(i)))
+    elif value is not None:
+        yield path, str(value)
+
+
+def test_compose_writes_no_secret(compose):
+    """No password, token or key is written in the file: a setting whose name says secret is
+    passed through or required (``${VAR:?...}``), never given a value or a default, and no
+    URL carries a password of its own."""
+    for name, service in compose["services"].items():
+        for key, value in _env(service).items():
+            if not _SECRET_NAME.search(key) or value is None:
+                continue
+            assert re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*:\?[^}]*\}", str(value)), (
+                f"{name}: {key}={value!r} is written in the file (require it: ${{VAR:?...}})")
+    # every URL's password is an interpolation without a default
+    for path, text in _strings(compose):
+        for match in re.finditer(r"://[^/@\s:]*:([^@\s]+)@", text):
+            secret = match.group(1)
+            assert re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*:\?[^}]*\}", secret), (
+                f"{'.'.join(path)}: a URL with the password {secret!r} written in the file")
+    # what the containers get: exactly what the shell gave, whatever it is
+    env = {**REQUIRED, "POSTGRES_PASSWORD": "Other9Pass"}
+    for name in ("api", "worker"):
+        from sqlalchemy.engine import make_url
+
+        url = make_url(interpolate(_env(compose["services"][name]), env)
+                       ["CRANFIELD_DATABASE_URL"])
+        assert url.password == "Other9Pass", name
+
+
+def test_no_secret_check_catches_the_old_file(compose):
+    """The checks above, given the file as it was before issue #27 (8000 on every interface,
+    keys off, the password `cranfield` by default), fail: they are not vacuous."""
+    old = json.loads(json.dumps(compose))
+    old["services"]["api"]["ports"] = ["8000:8000"]
+    old["services"]["api"]["environment"]["CRANFIELD_API_KEYS"] = None
+    old["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"] = \
+        "${POSTGRES_PASSWORD:-cranfield}"
+    with pytest.raises(AssertionError, match="every interface"):
+        test_compose_publishes_on_loopback_unless_told(old)
+    with pytest.raises(AssertionError, match="written in the file"):
+        test_compose_writes_no_secret(old)
+    with pytest.raises(pytest.fail.Exception):
+        test_compose_requires_its_secrets(old, "CRANFIELD_API_KEYS",
+                                          [("api", "CRANFIELD_API_KEYS")])
+
+
+# --- the compiled extension (cranfield/_mapscan.c) --------------------------------------------
+
+_EXTENSION = "cranfield._mapscan"
+
+
+def _commands(ins: Instruction) -> list[str]:
+    return [c.strip() for c in re.split(r"&&|;|\|\|", ins.args)]
+
+
+def _installs_project(command: str) -> bool:
+    return bool(re.search(r"\bpip3?\s+install\b.*\s(-e\s+|--editable\s+)?\.(\[[^\]]*\])?$",
+                          command))
+
+
+def test_builder_stage_compiles_the_extension():
+    """A stage before the runtime installs a C compiler, installs the project (which compiles
+    cranfield/_mapscan.c, in the build context there), and imports the module: pyproject
+    marks it optional, so without that import a failed compile would only be a warning."""
+    ext = {e["name"]: e for e in PYPROJECT["tool"]["setuptools"]["ext-modules"]}
+    assert _EXTENSION in ext, "pyproject.toml no longer builds cranfield._mapscan"
+    builders = []
+    for stage in STAGES[:-1]:
+        commands = [(ins, c) for ins in stage.all("RUN") for c in _commands(ins)]
+        compiler = [c for _, c in commands if re.search(r"apt-get\s+install\b.*\bgcc\b", c)]
+        install = [(ins, c) for ins, c in commands if _installs_project(c)]
+        imports = [ins for ins, c in commands if f"import {_EXTENSION}" in c]
+        if compiler and install and imports:
+            ins = install[-1][0]
+            assert compiler and "libc6-dev" in " ".join(compiler), "no C library headers"
+            assert imports[-1].line >= ins.line, "the import comes before the install"
+            for source in ext[_EXTENSION]["sources"]:
+                found = resolve_in_image(stage, stage.workdir_at(ins) / source)
+                assert found == ROOT / source, f"{source} is not in the builder at install"
+            builders.append((stage, stage.workdir_at(ins)))
+    assert builders, ("no build stage installs gcc, installs the project and imports "
+                      f"{_EXTENSION}: the image would run the slower Python paths")
+    # the compiled module (beside its source: an editable install builds in place) reaches
+    # the runtime stage through a COPY --from of that directory
+    stage, workdir = builders[0]
+    copied = [ins for ins in FINAL.all("COPY")
+              if ins.flags.get("from") in (stage.name, str(stage.index))
+              and any(workdir == PurePosixPath(src) or PurePosixPath(src) in workdir.parents
+                      for src in (ins.exec_form() or ins.args.split())[:-1])]
+    assert copied, f"the runtime stage does not copy {workdir} from {stage.name}"
+
+
+def test_runtime_stage_has_no_compiler_and_imports_the_extension():
+    """The compiler stays in the builder. The runtime stage imports the module as the
+    service's user (after USER): it loads against the runtime's own libc, and the build
+    fails if it is missing, instead of an image that quietly runs the slower paths."""
+    for ins in FINAL.all("RUN"):
+        assert not re.search(r"\b(apt-get|apt|apk)\s+install\b", ins.args), (
+            f"line {ins.line}: the runtime stage installs system packages")
+        assert not re.search(r"\b(gcc|cc|clang|build-essential)\b", ins.args), ins.args
+    user = FINAL.last("USER")
+    imports = [ins for ins in FINAL.all("RUN")
+               if re.search(rf"\bimport {re.escape(_EXTENSION)}\b", ins.args)]
+    assert imports, f"the runtime stage never imports {_EXTENSION}"
+    assert user is not None and imports[-1].line > user.line
+    # the image's copy is the one compiled for it, never a checkout's build for its own Python
+    assert is_excluded("cranfield/_mapscan.cpython-311-x86_64-linux-gnu.so", RULES)
+
+
+def test_hadolint_ignores_are_few_and_explained():
+    """hadolint's DL3008 (pin apt versions) is the one rule the Dockerfile turns off, for the
+    compiler in the builder, with the reason written above it (libc6-dev must equal the base
+    image's libc6, and Debian's archive keeps only the newest point release)."""
+    lines = DOCKERFILE.read_text().splitlines()
+    ignores = [(n, line) for n, line in enumerate(lines) if "hadolint ignore" in line]
+    assert [re.sub(r".*ignore=", "", line).strip() for _, line in ignores] in ([], ["DL3008"])
+    for n, _ in ignores:
+        above = " ".join(lines[max(0, n - 8):n])
+        assert "libc6-dev" in above and "DL3008" in above, "an ignore without its reason"
+        after = next(line for line in lines[n + 1:] if line.strip())
+        assert after.startswith("RUN apt-get update"), after
+    # ... and only in a stage that is not the runtime
+    runtime_from = max(n for n, line in enumerate(lines) if line.startswith("FROM "))
+    assert all(n < runtime_from for n, _ in ignores)
+
+
+# --- pinned dependencies (constraints.txt) ----------------------------------------------------
+
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+def _pins() -> dict[str, tuple[str, str]]:
+    """{canonical name: (version, the line)} of constraints.txt; every line ``name==version``."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins: dict[str, tuple[str, str]] = {}
+    for number, raw in enumerate(CONSTRAINTS.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        spec = list(req.specifier)
+        assert len(spec) == 1 and spec[0].operator == "==" and "*" not in spec[0].version, (
+            f"constraints.txt line {number}: {raw!r} is not pinned with ==")
+        assert not req.url and not req.marker and not req.extras, f"line {number}: {raw!r}"
+        name = canonicalize_name(req.name)
+        assert name not in pins, f"constraints.txt pins {req.name} twice"
+        pins[name] = (spec[0].version, raw)
+    return pins
+
+
+def _closure(extras: tuple[str, ...]) -> dict[str, list]:
+    """Every distribution a clean install of the project (with ``extras``) needs, as this
+    environment resolved it: {canonical name: the requirements that ask for it}, from
+    pyproject.toml and then each installed distribution's metadata, markers evaluated here."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    def wanted(req: Requirement, active: set[str]) -> bool:
+        if req.marker is None:
+            return True
+        return any(req.marker.evaluate({"extra": e}) for e in (active or {""}))
+
+    project = PYPROJECT["project"]
+    roots = [Requirement(r) for r in project["dependencies"]]
+    for extra in extras:
+        roots += [Requirement(r) for r in project["optional-dependencies"][extra]]
+    asked: dict[str, list] = {}
+    todo = [(r, {""}) for r in roots]
+    seen: set[tuple[str, frozenset]] = set()
+    while todo:
+        req, active = todo.pop()
+        if not wanted(req, active):
+            continue
+        name = canonicalize_name(req.name)
+        asked.setdefault(name, []).append(req)
+        key = (name, frozenset(req.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = distribution(req.name)
+        except PackageNotFoundError:
+            pytest.fail(f"{req.name} (asked for by {req}) is not installed here")
+        todo += [(Requirement(r), set(req.extras) | {""}) for r in dist.requires or []]
+    return asked
+
+
+@pytest.mark.parametrize("extras", [(), ("test",)], ids=["runtime", "test"])
+def test_constraints_pin_every_dependency(extras):
+    """Every distribution that ``pip install .`` (the image) or ``pip install '.[test]'``
+    (CI) brings, direct or not, is pinned with == in constraints.txt, at a version every
+    requirement on it accepts (pyproject.toml's ranges included), and is the version this
+    environment (installed with ``-c constraints.txt``) runs."""
+    from importlib.metadata import version
+
+    pins = _pins()
+    for name, requirements in sorted(_closure(extras).items()):
+        assert name in pins, (f"{name} (asked for by {requirements[0]}) is not pinned in "
+                              "constraints.txt: regenerate it (its header says how)")
+        pinned = pins[name][0]
+        for req in requirements:
+            assert req.specifier.contains(pinned, prereleases=True), (
+                f"constraints.txt pins {pins[name][1]!r}, which {req} refuses")
+        assert version(name) == pinned or version(name.replace("-", "_")) == pinned, (
+            f"{name} {version(name)} is installed, constraints.txt pins {pinned}: "
+            "reinstall (make venv) or regenerate the file")
+
+
+def test_constraints_pin_nothing_the_project_does_not_use():
+    """No stale pins: each pinned distribution is needed by '.[test]' (pip, setuptools and
+    the project itself are not listed: pip freeze leaves them out)."""
+    from packaging.utils import canonicalize_name
+
+    needed = set(_closure(("test",)))
+    stale = set(_pins()) - needed
+    assert not stale, f"constraints.txt pins what nothing installs: {sorted(stale)}"
+    assert canonicalize_name(PYPROJECT["project"]["name"]) not in _pins()
+
+
+def test_image_and_ci_install_with_the_constraints():
+    """The image (every pip install that may bring dependencies) and the Makefile's installs
+    of the project use ``-c constraints.txt``, the file in the image where pip is run; the
+    virtualenv's stamps depend on it, so a new pin reinstalls."""
+    for stage in STAGES:
+        for ins in stage.all("RUN"):
+            for command in _commands(ins):
+                if not re.search(r"\bpip3?\s+install\b", command) or "--no-deps" in command:
+                    continue
+                words = shlex.split(command)
+                assert "-c" in words, f"line {ins.line}: {command} (no -c constraints.txt)"
+                path = stage.workdir_at(ins) / words[words.index("-c") + 1]
+                assert resolve_in_image(stage, path) == CONSTRAINTS, (
+                    f"line {ins.line}: {path} is not constraints.txt in that stage")
+    makefile = (ROOT / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines()
+                if re.search(r"pip install\b.*\s(-e\s+)?'?\.(\[[^\]]*\])?'?$", line.strip())]
+    assert installs, "the Makefile installs the project nowhere"
+    for line in installs:
+        assert "-c constraints.txt" in line, line.strip()
+    for stamp in ("$(RUN_STAMP):", "$(STAMP):"):
+        rule = next(line for line in makefile.splitlines() if line.startswith(stamp))
+        assert "constraints.txt" in rule.split("|")[0], rule
