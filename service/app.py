@@ -30,6 +30,7 @@ from . import (
 )
 from .multipart import check_boundary
 from .observability import init_app as init_observability
+from .paging import check_query
 from .problems import register_error_handlers
 from .request_body import buffer_chunked_body, discard_unread_body
 
@@ -88,6 +89,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     except auth.KeyFileError as exc:
         raise ConfigError(str(exc)) from None
     # after the API-key check: a 401 comes first
+    app.before_request(check_query)  # every query parameter, before any route reads one
     app.before_request(check_boundary)
     app.before_request(buffer_chunked_body)
     app.after_request(_discard_unread_body)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import quote, urlencode
 
 import orjson
@@ -82,10 +82,15 @@ def _time(name: str) -> datetime | None:
         raise bad_parameter(name, f"an ISO 8601 date or time of at most {MAX_TIME} "
                             "characters")
     try:
-        return datetime.fromisoformat(text)
+        value = datetime.fromisoformat(text)
     except ValueError:
         raise bad_parameter(name, "an ISO 8601 date or time (2026-11-23, "
                             "2026-11-23T06:00:00Z); no zone: UTC") from None
+    try:  # the store compares in UTC: a time at the calendar's ends may have no UTC form
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise bad_parameter(name, f"{text!r} is outside years 1-9999 once converted to UTC; "
+                            "give a time within them") from None
 
 
 @bp.get("/systems")
