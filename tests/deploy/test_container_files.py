@@ -584,12 +584,35 @@ def test_compose_api_command(compose):
     workdir = PurePosixPath(api.get("working_dir", str(FINAL.workdir_at())))
     check_gunicorn_command(command, workdir)
     assert _env(api).get("CRANFIELD_BIND", FINAL.env().get("CRANFIELD_BIND")) == "0.0.0.0:8000"
-    targets = {str(p).rsplit(":", 1)[-1] if not isinstance(p, dict) else str(p["target"])
-               for p in api.get("ports", [])}
-    assert "8000" in targets, api.get("ports")
+    # reached through the proxy only (issue #27): slow clients would hold gunicorn's threads
+    assert not api.get("ports"), "the api is published: clients could bypass the proxy"
     healthcheck = api.get("healthcheck") or {}
     assert not healthcheck.get("disable"), "the api has no health check"
     assert healthcheck.get("test") or FINAL.last("HEALTHCHECK") is not None
+
+
+def test_compose_proxy_fronts_the_api(compose):
+    """nginx, with the repository's template (the one tests/integration/test_slow_clients.py
+    runs), publishes 8000 and forwards to the api's; its body limit is the API's, the
+    default unless CRANFIELD_MAX_CONTENT_LENGTH is set (issue #27)."""
+    from backend.config import APP_DEFAULTS
+
+    proxy = compose["services"]["proxy"]
+    assert proxy["image"].split(":")[0] == "nginx"
+    assert proxy["depends_on"]["api"]["condition"] == "service_healthy"
+    assert [_published(p)[1:] for p in interpolate(proxy["ports"], REQUIRED)] == [("8000", "8000")]
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in proxy["volumes"]}
+    template = mounts["/etc/nginx/templates/default.conf.template"]
+    assert (ROOT / template).resolve() == ROOT / "deploy" / "nginx.conf.template"
+    env = _env(proxy)
+    assert env["CRANFIELD_PROXY_LISTEN"] == "8000"
+    assert env["CRANFIELD_PROXY_UPSTREAM"] == "api:8000"
+    used = set(re.findall(r"\$\{(CRANFIELD_PROXY_[A-Z_]+)\}", (ROOT / template).read_text()))
+    assert used == {k for k in env if k.startswith("CRANFIELD_PROXY_")}
+    limit = "CRANFIELD_PROXY_MAX_BODY"
+    assert interpolate(env[limit], REQUIRED) == str(APP_DEFAULTS["MAX_CONTENT_LENGTH"])
+    assert interpolate(env[limit], {**REQUIRED, "CRANFIELD_MAX_CONTENT_LENGTH": "1000"}) \
+        == "1000"
 
 
 def test_compose_worker_command_and_scaling(compose):
