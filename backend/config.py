@@ -24,6 +24,16 @@ APP_DEFAULTS: dict[str, Any] = {
     # units of work of a synchronous comparison (cranfield.compare.comparison_work); more:
     # 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
     "MAX_COMPARISON_WORK": 40_000_000_000,
+    # budgets before work (issue #27), checked before the work is done: the measure
+    # instances one evaluation's names expand to (P.1,2,…,20000 is 20,000); its values,
+    # instances × topics evaluated, synchronous and queued (5e6 values: a ~150 MB answer)
+    "MAX_MEASURE_INSTANCES": 10_000,
+    "MAX_EVALUATION_VALUES": 5_000_000,
+    "MAX_QUEUED_EVALUATION_VALUES": 20_000_000,
+    # a pool's work, runs × topics × documents pooled per topic (min(depth, the longest
+    # topic)), synchronous and queued: a larger one is 422 (cranfield.pooling.pool_work)
+    "MAX_POOL_WORK": 2_000_000,
+    "MAX_QUEUED_POOL_WORK": 20_000_000,
     "REDIS_URL": None,
     "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)
     "JOB_TIMEOUT": 3600,        # seconds a job may run
@@ -44,7 +54,9 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_PAGE_ITEMS": 1000,
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
-                 "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "ASYNC_THRESHOLD_BYTES",
+                 "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
+                 "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_POOL_WORK",
+                 "MAX_QUEUED_POOL_WORK", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -135,6 +147,14 @@ def app_settings(overrides: Mapping[str, Any] | None = None,
         if config[key] <= 0:
             raise ConfigError(f"CRANFIELD_{key} must be positive, got {config[key]}")
     return config
+
+
+def work_bounds(config: Mapping[str, Any]) -> dict[str, int | None]:
+    """``backend.contract.Job.work_bounds`` under the app's settings: the budgets a queued
+    job is held to (the queued ones; the measure instances as a synchronous request's)."""
+    return {"max_measure_instances": config.get("MAX_MEASURE_INSTANCES"),
+            "max_evaluation_values": config.get("MAX_QUEUED_EVALUATION_VALUES"),
+            "max_pool_work": config.get("MAX_QUEUED_POOL_WORK")}
 
 
 def metrics_dir(environ: Mapping[str, str] | None = None) -> str | None:

@@ -80,6 +80,10 @@ class Job:
     #: uncompressed}`` (:func:`table_bounds` of the app's limits; the queue stamps them on
     #: submission). None: unbounded (a spec built outside the queue)
     table_bounds: dict[str, int | None] | None = None
+    #: the work budgets the job is held to before it works (issue #27), stamped by the queue
+    #: on submission (``backend.config.work_bounds``): ``max_measure_instances``,
+    #: ``max_evaluation_values``, ``max_pool_work``. None: unbounded
+    work_bounds: dict[str, int | None] | None = None
     #: the id of the queued job this spec runs as (a shard's: its evaluation's), stamped by
     #: the queue on submission: what a job records is recorded once per job id, however often
     #: the recording is retried (a database outage, a worker killed after it recorded).

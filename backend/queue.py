@@ -11,6 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from . import keys
+from .config import work_bounds
 from .contract import (
     COMBINE_FUNCTION,
     COMPARE_FUNCTION,
@@ -49,6 +50,7 @@ class MemoryBackend:
         self.store = MemoryStore()
         self.result_ttl = config["RESULT_TTL"]
         self.table_bounds = table_bounds(config)  # stamped on every job (_bounded)
+        self.work_bounds = work_bounds(config)  # ... and these (issue #27)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-job")
         self._jobs: dict[str, dict] = {}
         self._reserved: dict[str, str | None] = {}  # job id -> tenant: slots not yet submitted
@@ -60,7 +62,7 @@ class MemoryBackend:
     def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
         """Queue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
         job_id = job_id or new_job_id()
-        spec = _bounded(spec, self.table_bounds, job_id)
+        spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
         with self._lock:
             self._reserved.pop(job_id, None)
             self._jobs[job_id] = {"id": job_id, "status": "queued", "kind": spec.kind,
@@ -168,6 +170,7 @@ class RedisBackend:
         self.queue = metered_queue(QUEUE, self.redis)
         self.config = config
         self.table_bounds = table_bounds(config)  # stamped on every job (_bounded)
+        self.work_bounds = work_bounds(config)  # ... and these (issue #27)
         self._reserve = self.redis.register_script(self._RESERVE)  # EVALSHA, loaded once
 
     def ping(self) -> None:
@@ -247,7 +250,7 @@ class RedisBackend:
         from rq import Retry
 
         job_id = job_id or new_job_id()
-        spec = _bounded(spec, self.table_bounds, job_id)
+        spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
         function = COMPARE_FUNCTION if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION
         self.queue.enqueue_call(
             function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
@@ -269,7 +272,7 @@ class RedisBackend:
 
         cfg = self.config
         job_id = job_id or new_job_id()
-        spec = _bounded(spec, self.table_bounds, job_id)
+        spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
         common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
                   "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
                   "retry": Retry(max=2)}
@@ -389,11 +392,13 @@ def _meta(spec: Job) -> dict:
     return {"tenant": spec.tenant, "kind": kind}
 
 
-def _bounded(spec: Job, bounds: dict, job_id: str) -> Job:
+def _bounded(spec: Job, bounds: dict, job_id: str, work: dict | None = None) -> Job:
     """``spec`` carrying the app's bounds of an Arrow or Parquet input (``table_bounds``),
     which the job's reader checks before decompressing it (backend/tasks.py), and its job
     id (what it records, it records once: ``Job.job_id``)."""
-    return dataclasses.replace(spec, table_bounds=dict(bounds), job_id=job_id)
+    # and the budgets it is held to before it works (issue #27): the app's queued ones
+    return dataclasses.replace(spec, table_bounds=dict(bounds), job_id=job_id,
+                               work_bounds=dict(work) if work is not None else None)
 
 
 def _fields(spec: EvaluationJob) -> dict:

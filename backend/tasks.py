@@ -9,11 +9,13 @@ import hashlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import cranfield
 from cranfield import columnar
+from cranfield.budget import BudgetError, check_values, evaluation_budget
 from cranfield.errors import error_report
 from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.names import needs_subtopics
@@ -118,8 +120,31 @@ def _missing(exc: Exception) -> dict:
 
 def _problem(exc: cranfield.CranfieldError) -> dict:
     """A failed job's problem for an engine error: the same mapping the API's error handler
-    and the CLI's exit codes use (``cranfield.errors.error_report``)."""
+    and the CLI's exit codes use (``cranfield.errors.error_report``); a budget's, the
+    problem the synchronous request gets (:func:`budget_problem`)."""
+    if isinstance(exc, BudgetError):
+        return budget_problem(exc)
     return error_report(exc).problem()
+
+
+def budget_problem(exc: BudgetError) -> dict:
+    """Work over a budget (issue #27) as one problem, the API's 422 and a queued job's
+    failure alike: the budget's name, its limit and the factors of the total."""
+    return {"status": 422, "title": "Over the work budget", "detail": str(exc),
+            "code": "over-budget", "errors": {exc.field: [str(exc)]},
+            "budget": {"name": exc.budget, "limit": exc.limit, "total": exc.total,
+                       "factors": dict(exc.factors)}}
+
+
+@contextmanager
+def job_budget(job: Job) -> Iterator[None]:
+    """The evaluations of a queued ``job`` held to the budgets the queue stamped on it
+    (``Job.work_bounds``; none: unbounded, as a spec built outside the queue)."""
+    bounds = job.work_bounds or {}
+    with evaluation_budget(bounds.get("max_measure_instances"),
+                           bounds.get("max_evaluation_values"),
+                           values_name="MAX_QUEUED_EVALUATION_VALUES"):
+        yield
 
 
 def _load_qrels(store, job: Job, measures: list[str] | None = None):
@@ -205,7 +230,8 @@ def execute(store, job: EvaluationJob, results=None, progress=None) -> dict:
     only once the outcome exists (and is recorded), so a worker killed mid-job, or a
     database that cannot be reached, leaves them for the retry."""
     try:
-        outcome = {"result": run_job(store, job, progress)}
+        with job_budget(job):
+            outcome = {"result": run_job(store, job, progress)}
     except BadInput as exc:
         outcome = {"problem": exc.problem}
     if job.record is not None and "result" in outcome:
@@ -273,8 +299,9 @@ def run_shard(store, job: ShardJob, on_topics=None) -> dict:
         if on_topics is not None:
             on_topics(len(run.topics))
         qrels, _, _ = _load_qrels(store, job)
-        ev = cranfield.evaluate(qrels.subset(run.topics), run, job.measures,
-                                require_overlap=False, **job.options)
+        with job_budget(job):
+            ev = cranfield.evaluate(qrels.subset(run.topics), run, job.measures,
+                                    require_overlap=False, **job.options)
     except NotFound as exc:
         return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
@@ -309,12 +336,20 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
         if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
             whole = b"".join(store.get_blob(k) for k in job.shard_keys)
             run = cranfield.read_run(whole, name="run")
-            ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
+            with job_budget(job):
+                ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
             details = details_for(ev, run, qrels, job.details_depth) if job.details else None
         else:
             parts = [o["evaluation"] for o in shards if len(o["evaluation"].topic_order)]
             covered = set(topics)
             missing = [t for t in qrels.topics if t not in covered]
+            # each shard was held to the budget on its own topics: the whole, here, before
+            # the shards' values are joined
+            if parts:
+                judged = len(qrels.topics) if job.options["complete_topics"] else \
+                    len(covered.intersection(qrels.topics))
+                with job_budget(job):
+                    check_values(len(parts[0].instances), judged)
             if job.options["complete_topics"] and missing:
                 parts.append(evaluate_missing_topics(qrels, missing, job.measures,
                                                      **job.options))

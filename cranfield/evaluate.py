@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -9,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .budget import check_instances, check_values
 from .errors import EvaluationError
 from .io import Qrels, Run, arrow_strings, read_qrels, read_run
 from .measures import DEFAULT_PROFILE, PROFILES, Context
@@ -219,6 +221,9 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                "complete_topics": complete_topics, "collection_size": collection_size,
                "aggregation": aggregation}
     instances = resolve(measures, profile)
+    # budgets before work (issue #27): the instances before any input is read, the values
+    # once the topics are known (cranfield.budget; no bound outside a budget's context)
+    check_instances(len(instances), measures, profile)
     if any(i.measure.family == "diversity" for i in instances):
         return _evaluate_diversity(qrels, run, instances, options, require_overlap)
     run_obj: Run = read_run(run)
@@ -227,6 +232,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         qrels_obj = one_judgment_per_document(qrels_obj)
     if require_overlap:
         _require_inputs(run_obj, qrels_obj)
+    check_values(len(instances), _topics_evaluated(run_obj, qrels_obj, complete_topics))
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
     if qrels_obj.topics:
@@ -260,6 +266,15 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     if missing.any():
         _fill_missing(values, instances, missing, profile)
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+
+
+def _topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:
+    """How many topics an evaluation reports (trec_eval's: the judged topics the run has,
+    or every judged topic with -c), counted before ranking: the budget's topics factor."""
+    if complete_topics:
+        return len(qrels.topics)
+    judged = set(qrels.topics)
+    return sum(1 for t in set(run.topics) if t in judged)
 
 
 def check_options(**options: Any) -> None:
@@ -353,7 +368,7 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     if PROFILES[profile].prints_topics_missing_from_run:
         printed[:] = True
     aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
-                           options["complete_topics"])
+                           options["complete_topics"], profile)
     micro = _micro(instances, ranked, options) if options.get("aggregation") == "micro" else {}
     aggregate.update(micro)
     described = {
@@ -464,6 +479,8 @@ def _evaluate_diversity(qrels, run, instances, options: dict,
     qrels_obj: Qrels = read_qrels(qrels, diversity=True)
     if require_overlap:
         _require_inputs(run_obj, qrels_obj)
+    check_values(len(instances), _topics_evaluated(run_obj, qrels_obj,
+                                                   options["complete_topics"]))
     diverse = [i for i in instances if i.measure.family == "diversity"]
     values, ranked = diversity_values(run_obj, qrels_obj, diverse, options["complete_topics"],
                                       options["depth"])
@@ -524,10 +541,18 @@ def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
 
 
 def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
-               complete_topics: bool) -> dict[str, Any]:
+               complete_topics: bool, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """trec_eval's summary (trec_eval.c, meas_acc.c, meas_avg.c): each averaged topic's
+    value added into a double in turn, in topic order (strcmp, the order of ``ranked``),
+    then divided by the topic count. The order and the one-at-a-time adds are what make its
+    last printed digit when a mean sits on x.xxxx5 (numpy's pairwise sum can print the other
+    one), so the sums here are sequential: :func:`_sequential_sum`."""
     out: dict[str, Any] = {}
     T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
     use = slice(None) if complete_topics or T == len(ranked.topics) else ranked.in_run
+    # 9.0.8 -c never evaluates a qrels topic the run lacks: gm_* adds log(1e-5) for each
+    # after the sum (meas_avg.c); 10.0 evaluates it, so its log is added in its place
+    patched = complete_topics and not PROFILES[profile].keeps_missing_topic_values
     for inst in instances:
         how = inst.measure.aggregate
         v = values[inst.key][use]
@@ -544,10 +569,24 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
             else:
                 out[inst.key] = int(v.sum())
         elif how == "gmean":
-            logs = np.log(np.maximum(v.astype(np.float64), MIN_GEO_MEAN))
-            out[inst.key] = float(np.exp(logs.sum() / T)) if T else 0.0
+            v = values[inst.key][ranked.in_run] if patched else v
+            # math.log/exp: the C library's, as trec_eval calls them (numpy's own SIMD
+            # log may differ in the last bit)
+            logs = [math.log(x) for x in np.maximum(v.astype(np.float64), MIN_GEO_MEAN)]
+            total = _sequential_sum(np.asarray(logs, np.float64))
+            if patched:
+                total += (T - len(v)) * math.log(MIN_GEO_MEAN)
+            out[inst.key] = math.exp(total / T) if T else 0.0
         else:
             v = v if v.dtype == np.float64 else v.astype(np.float64)
-            out[inst.key] = float(v.sum() / T) if T else 0.0
+            out[inst.key] = _sequential_sum(v) / T if T else 0.0
     return out
 
+
+def _sequential_sum(v: np.ndarray) -> float:
+    """v[0] + v[1] + ... one add at a time in a double, as trec_eval accumulates
+    (``accum += value`` per topic). Not ``v.sum()`` (pairwise) nor ``math.fsum`` (exact):
+    ``np.add.accumulate`` adds in order, one element after the other."""
+    if not len(v):
+        return 0.0
+    return float(np.add.accumulate(v)[-1])

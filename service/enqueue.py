@@ -12,6 +12,7 @@ from flask import Response, after_this_request, current_app, request
 
 import cranfield
 from backend.contract import EvaluationJob, QrelsInput
+from cranfield.budget import BudgetError, EvaluationBudget, check_instances
 from cranfield.io import split_trec_text
 
 from .auth import current_tenant
@@ -57,15 +58,44 @@ def wants_async() -> bool:
     return (request.content_length or 0) > current_app.config["ASYNC_THRESHOLD_BYTES"]
 
 
-def enqueue_evaluation(req: dict) -> Response:
-    """Store the inputs under their own keys and enqueue a job that carries only those keys."""
+def over_budget(exc: BudgetError, queued_limit: int | None = None,
+                queued_name: str | None = None) -> Problem:
+    """422 for work over a budget (issue #27), naming the budget and its factors: the
+    problem a queued job over its budget fails with (``backend.tasks.budget_problem``), and,
+    when the work fits ``queued_limit``, the way out."""
+    from backend.tasks import budget_problem
+
+    problem = budget_problem(exc)
+    detail = problem["detail"]
+    if queued_limit is not None and exc.total <= queued_limit:
+        detail += (f"; or ask for it to be queued with Prefer: respond-async (queued work is "
+                   f"held to {queued_name} {queued_limit:,})")
+    return Problem(422, problem["title"], detail, kind="work-over-budget",
+                   errors=problem["errors"], extra={"budget": problem["budget"]})
+
+
+def check_measure_instances(req: dict) -> None:
+    """Before any input is read: the measure names resolve (422 naming ``measures``
+    otherwise) and expand to at most MAX_MEASURE_INSTANCES instances (422 naming the
+    budget otherwise), for a request answered here and one queued alike."""
     from cranfield.names import resolve
 
-    backend = current_app.extensions["cranfield"]
+    profile = req["options"]["profile"]
     try:
-        resolve(req["measures"], req["options"]["profile"])
+        instances = resolve(req["measures"], profile)
     except cranfield.MeasureError as exc:
         raise measure_problem(exc, req["measures"]) from None
+    try:
+        check_instances(len(instances), req["measures"], profile, EvaluationBudget(
+            max_instances=current_app.config["MAX_MEASURE_INSTANCES"]))
+    except BudgetError as exc:
+        raise over_budget(exc) from None
+
+
+def enqueue_evaluation(req: dict) -> Response:
+    """Store the inputs under their own keys and enqueue a job that carries only those keys."""
+    backend = current_app.extensions["cranfield"]
+    check_measure_instances(req)
     cfg = current_app.config
     job_id, carried = submission(req)
     run_bytes, run_format = serialised(req.pop("run"), "run", "run")

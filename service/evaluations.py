@@ -19,11 +19,12 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 import cranfield
 from backend.tasks import record_evaluation
 from cranfield import CranfieldError
+from cranfield.budget import BudgetError, evaluation_budget
 from cranfield.result_document import details_for, evaluation_document
 from cranfield.trec_format import format_csv, format_trec
 
 from .auth import current_tenant
-from .enqueue import enqueue_evaluation, wants_async
+from .enqueue import check_measure_instances, enqueue_evaluation, over_budget, wants_async
 from .evaluation_request import form_body, load_body
 from .inputs import engine_problem, read_inputs
 from .negotiation import negotiate
@@ -123,10 +124,18 @@ def load_request(fmt: str = "application/json") -> dict:
 
 def run_evaluation(req: dict):
     """Read, check limits, evaluate; every engine error becomes a 4xx naming the field.
-    Returns the evaluation, the inputs as read and their SHA-256 digests."""
+    Returns the evaluation, the inputs as read and their SHA-256 digests. Budgets before
+    work (issue #27): the measures' instances before the inputs are read, instances × topics
+    once they are (MAX_MEASURE_INSTANCES, MAX_EVALUATION_VALUES: 422 naming the factors)."""
+    cfg = current_app.config
+    check_measure_instances(req)
     run, qrels, run_digest, qrels_digest = read_inputs(req)
     try:
-        ev = cranfield.evaluate(qrels, run, req["measures"], **req["options"])
+        with evaluation_budget(cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"]):
+            ev = cranfield.evaluate(qrels, run, req["measures"], **req["options"])
+    except BudgetError as exc:
+        raise over_budget(exc, cfg["MAX_QUEUED_EVALUATION_VALUES"],
+                          "MAX_QUEUED_EVALUATION_VALUES") from None
     except CranfieldError as exc:
         raise engine_problem(exc, req["measures"]) from None
     return ev, run, qrels, (run_digest.result(), qrels_digest)

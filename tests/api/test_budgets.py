@@ -1,0 +1,135 @@
+"""Budgets before work (issue #27), through the Flask test client with the bounds lowered:
+the seen requests, scaled down, are 422 naming the budget and its factors, before the work
+(an evaluation's measure instances and instances × topics; a pool's runs × topics × documents),
+and a queued job over its budget fails with the same problem. Every response is checked
+against openapi.yaml."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ContractClient, finished_job
+
+from service.app import create_app
+
+PROBLEM = "application/problem+json"
+ASYNC = {"Prefer": "respond-async"}
+
+
+def make_client(**config) -> ContractClient:
+    return ContractClient(create_app({"TESTING": True, **config}).test_client())
+
+
+def run(n_topics: int, n_docs: int, shift: int = 0) -> dict:
+    return {f"q{t}": {f"d{(d + shift) % n_docs}": float(n_docs - d) for d in range(n_docs)}
+            for t in range(n_topics)}
+
+
+def qrels(n_topics: int) -> dict:
+    return {f"q{t}": {"d0": 1, "d1": 0} for t in range(n_topics)}
+
+
+def cutoffs(n: int) -> str:
+    return "P." + ",".join(str(k) for k in range(1, n + 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluations: "measures": ["P.1,2,…,20000"], scaled down
+# --------------------------------------------------------------------------------------------
+
+def test_one_name_over_the_instance_budget_is_422_before_the_inputs_are_read():
+    client = make_client(MAX_MEASURE_INSTANCES=50)
+    # the run is not even valid: the budget refuses before anything is read
+    resp = client.post("/v1/evaluations", json={"run": {"q0": {"d0": "x"}}, "qrels": qrels(1),
+                                                "measures": [cutoffs(200)]})
+    assert resp.status_code == 422 and resp.mimetype == PROBLEM
+    body = resp.get_json()
+    assert body["type"].endswith("/work-over-budget")
+    assert body["budget"] == {"name": "MAX_MEASURE_INSTANCES", "limit": 50, "total": 200,
+                              "factors": {"instances": 200}}
+    assert "200 instances, over MAX_MEASURE_INSTANCES 50" in body["detail"]
+    assert "alone expands to 200" in body["detail"]
+    assert list(body["errors"]) == ["measures"]
+
+
+def test_instances_summed_over_names_count_against_the_budget():
+    client = make_client(MAX_MEASURE_INSTANCES=50)
+    resp = client.post("/v1/evaluations", json={"run": run(2, 3), "qrels": qrels(2),
+                                                "measures": [cutoffs(30), "ndcg_cut.1,2,3,4,"
+                                                             + ",".join(map(str, range(5, 26)))]})
+    assert resp.status_code == 422
+    assert resp.get_json()["budget"]["total"] == 55
+
+
+def test_instances_times_topics_over_the_value_budget_is_422_naming_the_factors():
+    client = make_client(MAX_EVALUATION_VALUES=1000, MAX_QUEUED_EVALUATION_VALUES=10_000)
+    resp = client.post("/v1/evaluations", json={"run": run(40, 3), "qrels": qrels(40),
+                                                "measures": [cutoffs(30)]})
+    assert resp.status_code == 422 and resp.mimetype == PROBLEM
+    body = resp.get_json()
+    assert body["budget"] == {"name": "MAX_EVALUATION_VALUES", "limit": 1000, "total": 1200,
+                              "factors": {"instances": 30, "topics": 40}}
+    assert ("measures expand to 30 instances × 40 topics = 1,200 values, over "
+            "MAX_EVALUATION_VALUES 1,000") in body["detail"]
+    # within the queued budget: the way out is said
+    assert "Prefer: respond-async" in body["detail"]
+    assert "MAX_QUEUED_EVALUATION_VALUES 10,000" in body["detail"]
+
+
+def test_the_topics_factor_is_the_topics_evaluated():
+    # 40 run topics, 10 of them judged: 30 × 10 = 300 values, within 1,000
+    client = make_client(MAX_EVALUATION_VALUES=1000)
+    resp = client.post("/v1/evaluations", json={"run": run(40, 3), "qrels": qrels(10),
+                                                "measures": [cutoffs(30)]})
+    assert resp.status_code == 200
+    assert len(resp.get_json()["per_topic"]) == 10
+    # complete_topics: every judged topic is evaluated
+    resp = client.post("/v1/evaluations", json={"run": run(5, 3), "qrels": qrels(40),
+                                                "measures": [cutoffs(30)],
+                                                "options": {"complete_topics": True}})
+    assert resp.status_code == 422
+    assert resp.get_json()["budget"]["factors"] == {"instances": 30, "topics": 40}
+
+
+def test_at_the_value_budget_passes():
+    client = make_client(MAX_EVALUATION_VALUES=1200)
+    resp = client.post("/v1/evaluations", json={"run": run(40, 3), "qrels": qrels(40),
+                                                "measures": [cutoffs(30)]})
+    assert resp.status_code == 200
+    assert resp.get_json()["aggregate"]["P_30"] == pytest.approx(1 / 30)
+
+
+def test_a_queued_evaluation_over_the_instance_budget_is_refused_at_submission():
+    client = make_client(MAX_MEASURE_INSTANCES=50)
+    resp = client.post("/v1/evaluations", json={"run": run(2, 3), "qrels": qrels(2),
+                                                "measures": [cutoffs(200)]}, headers=ASYNC)
+    assert resp.status_code == 422
+    assert resp.get_json()["budget"]["name"] == "MAX_MEASURE_INSTANCES"
+
+
+def test_a_queued_evaluation_over_the_queued_budget_fails_with_the_same_problem():
+    client = make_client(MAX_EVALUATION_VALUES=100, MAX_QUEUED_EVALUATION_VALUES=1000)
+    body = {"run": run(40, 3), "qrels": qrels(40), "measures": [cutoffs(30)]}
+    resp = client.post("/v1/evaluations", json=body, headers=ASYNC)
+    assert resp.status_code == 202
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "failed"
+    problem = job["problem"]
+    assert problem["status"] == 422 and problem["code"] == "over-budget"
+    assert problem["detail"].startswith(
+        "measures expand to 30 instances × 40 topics = 1,200 values, over "
+        "MAX_QUEUED_EVALUATION_VALUES 1,000")
+    assert list(problem["errors"]) == ["measures"]
+    # within the queued budget, the same request queued runs (and is 422 synchronously)
+    body["run"], body["qrels"] = run(30, 3), qrels(30)
+    assert client.post("/v1/evaluations", json=body).status_code == 422
+    resp = client.post("/v1/evaluations", json=body, headers=ASYNC)
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished"
+    assert len(job["result"]["per_topic"]) == 30
+
+
+def test_the_library_and_cli_have_no_budget_by_default():
+    import cranfield
+
+    ev = cranfield.evaluate(qrels(3), run(3, 3), [cutoffs(20_000)])
+    assert len(ev.instances) == 20_000
