@@ -240,7 +240,7 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
     file, and the other fields as text (lists repeated or comma-separated). More than
     ``max_runs`` files are refused before anything is done with them (naming them compares
     every file name with the others)."""
-    form, files = form_parts()
+    form, files = form_parts(repeatable=frozenset({"runs", *_FORM_RUN_IDS, *_FORM_LISTS}))
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     filenames = files.filenames.getlist("runs")

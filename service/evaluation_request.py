@@ -78,9 +78,16 @@ _BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no":
 FAST_MULTIPART_MIN_BYTES = 1 << 20
 
 
-def form_parts():
+def form_parts(repeatable: frozenset[str] = frozenset()):
     """(form fields, files as bytes with their file names: :class:`multipart.Uploads`) of a
-    multipart body."""
+    multipart body; 422 for a part without a name, or a name outside ``repeatable`` given
+    more than once (:func:`multipart.check_parts`)."""
+    form, files = _form_parts()
+    multipart.check_parts(form, files, repeatable)
+    return form, files
+
+
+def _form_parts():
     if (request.content_length or 0) >= FAST_MULTIPART_MIN_BYTES:
         with timed("read"):
             raw = read_body()
@@ -133,7 +140,7 @@ def form_body() -> dict:
     those); every other member (``qrels_id``...) a plain field."""
     body: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
-    form, files = form_parts()
+    form, files = form_parts(repeatable=frozenset({"measures"}))
     for name in ("run", "qrels"):
         if name in files:  # bytes: the engine reads them without a decode
             body[name] = file_parts(files, name)[0]

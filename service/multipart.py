@@ -58,7 +58,7 @@ def parse(body: bytes, boundary: str, max_field_bytes: int | None):
     fields: MultiDict = MultiDict()
     files = Uploads()
     view = memoryview(body)
-    for _ in range(MAX_PARTS + 1):
+    for number in range(1, MAX_PARTS + 2):
         after = pos + len(delimiter)
         tail = body[after:after + 2]
         if tail == b"--":
@@ -82,6 +82,9 @@ def parse(body: bytes, boundary: str, max_field_bytes: int | None):
         if disposition is None:
             return None
         name, filename, content_type = disposition
+        if not name:
+            raise nameless(f"part {number}" + ("" if filename is None else
+                                              f" (filename {filename!r})"))
         if filename is not None:
             files.add_file(name, filename, view[head_end + 4:end], content_type)
         else:
@@ -95,6 +98,50 @@ def parse(body: bytes, boundary: str, max_field_bytes: int | None):
                 return None
         pos = end + 2
     return None  # more parts than werkzeug would take: it says so
+
+
+def nameless(part: str) -> Problem:
+    """422 naming a part without a field name (``part 2 (filename 'r.txt')``): werkzeug
+    files it under None (or ""), where no route looks for it, and a problem keyed by None
+    could not be encoded (a 500, issue #27)."""
+    sentence = ("no name: every part needs Content-Disposition: form-data; name=\"...\" "
+                "(run, qrels, measures...)")
+    return Problem(422, "Invalid request", f"{part}: {sentence}", kind="invalid-request",
+                   errors={part: [sentence]})
+
+
+def check_parts(form: MultiDict, files, repeatable: frozenset[str] | set[str] = (),
+                known: frozenset[str] | set[str] | None = None) -> None:
+    """422 unless every part of a parsed form has a name, each name not in ``repeatable``
+    comes once, as a field or as a file (a second ``run`` file was ignored and a repeated
+    ``run`` field had one of its values used, silently: issue #27), and, given ``known``,
+    every name is one of those. ``files``: :class:`Uploads` or werkzeug's ``request.files``
+    (either parser's output: werkzeug keeps nameless parts under None or "")."""
+    for key in (None, ""):
+        names = (files.filenames.getlist(key) if isinstance(files, Uploads)
+                 else [f.filename for f in files.getlist(key)])
+        for filename in names:
+            raise nameless(f"part (filename {filename!r})" if filename else "part (a file)")
+        if key in form:
+            raise nameless("part (a field)")
+    if known is not None:
+        unknown = sorted({k for k, _ in [*form.items(multi=True), *files.items(multi=True)]}
+                         - set(known))
+        if unknown:
+            expected = ", ".join(sorted(known))
+            raise Problem(422, "Invalid request", f"unknown parts: {', '.join(unknown)} "
+                          f"(expected {expected})", kind="invalid-request",
+                          errors={k: [f"unknown part (expected {expected})"]
+                                  for k in unknown})
+    counts: dict[str, int] = {}
+    for key, _ in [*form.items(multi=True), *files.items(multi=True)]:
+        counts[key] = counts.get(key, 0) + 1
+    repeated = sorted(k for k, n in counts.items() if n > 1 and k not in repeatable)
+    if repeated:
+        raise Problem(422, "Invalid request", "parts repeated: " + ", ".join(repeated)
+                      + "; each is taken once", kind="invalid-request",
+                      errors={k: [f"given {counts[k]} times (as fields or files); give it "
+                                  "once"] for k in repeated})
 
 
 def check_boundary() -> None:
@@ -148,7 +195,6 @@ def _disposition(head: bytes):
                 params[pname.lower()] = re.sub(r"\\(.)", r"\1", pvalue[1:-1])
             else:
                 params[pname.lower()] = pvalue.strip()
-        if "name" not in params:
-            return None
-        found = (params["name"], params.get("filename"))
+        # no name: kept as None (an empty name as ""), for parse to refuse naming the part
+        found = (params.get("name"), params.get("filename"))
     return found + (content_type,) if found is not None else None

@@ -16,6 +16,7 @@ from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
 from .limits import check_qrels
+from .multipart import check_parts
 from .paging import next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
@@ -75,6 +76,8 @@ def _body_qrels() -> tuple[object, bool]:
                           errors={"qrels": ["is empty"]})
         return data, request.args.get("diversity", "false").lower() == "true"
     if mimetype == "multipart/form-data":
+        # every part named, known and once (nameless, unknown or repeated: 422 naming it)
+        check_parts(request.form, request.files, known=frozenset({"qrels", "diversity"}))
         # a file part, or a plain field (the text itself), as an evaluation's qrels part
         upload = request.files.get("qrels")
         field = request.form.get("qrels")
