@@ -29,6 +29,7 @@ from . import (
     timing,
 )
 from .multipart import check_boundary
+from .negotiation import security_headers
 from .observability import init_app as init_observability
 from .paging import check_query
 from .problems import register_error_handlers
@@ -93,6 +94,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.before_request(check_boundary)
     app.before_request(buffer_chunked_body)
     app.after_request(_discard_unread_body)
+    # nosniff on every answer, a Content-Security-Policy header on every HTML one
+    app.after_request(security_headers)
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)

@@ -37,5 +37,7 @@ def openapi_yaml():
 
 def docs_blueprint():
     return get_swaggerui_blueprint("/docs", "/openapi.yaml",
-                                   config={"app_name": "Cranfield API"},
+                                   # no validator badge: an image from another site,
+                                   # which the page's policy (negotiation.py) refuses
+                                   config={"app_name": "Cranfield API", "validatorUrl": None},
                                    blueprint_name="docs")
