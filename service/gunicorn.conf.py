@@ -24,6 +24,9 @@ bind = _settings.bind
 workers = _settings.workers
 # Threads in every mode: a client that sends its body slowly holds one thread, not a whole
 # process (sync workers let three slow clients stall two processes), and keep-alive works.
+# Still one thread per slow client until its request has arrived: alone (make run, 1 × 4)
+# gunicorn answers beside 3 of them, not 4. Exposed to others, it runs behind nginx, which
+# reads requests whole first (docker-compose.yml, deploy/nginx.conf.template; issue #27).
 threads = _settings.threads
 # evaluations of large runs take seconds: keep the worker alive while it computes
 timeout = _settings.timeout

@@ -250,3 +250,17 @@ def test_a_chunked_body_under_the_limit_reaches_the_api_whole(proxy):
                                           "Transfer-Encoding": "chunked"})
     with urllib.request.urlopen(req, timeout=30) as resp:
         assert round(orjson.loads(resp.read())["aggregate"]["map"], 4) == 0.1785
+
+
+def test_make_run_answers_beside_three_slow_clients_not_four():
+    """``make run``'s own bound, as README and docs/configuration.md state it: gunicorn
+    without Redis and without a proxy (1 process × CRANFIELD_THREADS = 4 threads) answers
+    beside 3 slow connections; a 4th takes the last thread and stalls it."""
+    with running_gunicorn() as base:
+        with SlowClients(base, 3):
+            seen = normal_traffic(base, rounds=3)
+        assert max(seconds for _, seconds, _, _ in seen) <= BOUND_S, seen
+        assert {status for _, _, status, _ in seen} == {200}
+        with SlowClients(base, 4):
+            with pytest.raises(OSError):  # urllib's timeout
+                normal_traffic(base, rounds=1, timeout=BOUND_S)
