@@ -295,7 +295,10 @@ def _when(value: datetime | str | None) -> datetime | None:
         return None
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
-    return _utc(value)
+    try:
+        return _utc(value)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
+        raise ValueError(f"{value.isoformat()} is outside years 1-9999 in UTC") from None
 
 
 def _window(since: datetime | str | None, until: datetime | str | None) -> list:
@@ -422,6 +425,29 @@ def make_engine(url: str) -> Engine:
 
 
 
+def _pin(session: Session, system_pk: int, result_pk: int) -> None:
+    """The system's baseline row made or repointed in one statement (INSERT ... ON CONFLICT
+    DO UPDATE, on PostgreSQL and SQLite alike): read-then-insert let two first pins of a
+    system both find no row and both insert, and one failed on the key (issue #27: 19 of 48
+    concurrent PUTs answered 500)."""
+    name = session.get_bind().dialect.name
+    if name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:  # a database without ON CONFLICT: read, then write (not safe against a race)
+        pinned = session.get(Baseline, system_pk)
+        if pinned is None:
+            session.add(Baseline(system_pk=system_pk, result_pk=result_pk))
+        else:
+            pinned.result_pk = result_pk
+        session.flush()
+        return
+    statement = insert(Baseline).values(system_pk=system_pk, result_pk=result_pk)
+    session.execute(statement.on_conflict_do_update(
+        index_elements=[Baseline.system_pk], set_={"result_pk": statement.excluded.result_pk}))
+
+
 class ResultStore:
     """Recorded results, per tenant (None: the shared space of a service without API keys).
     Construct with a SQLAlchemy URL (:func:`backend.config.database_url`); the schema is
@@ -523,17 +549,21 @@ class ResultStore:
     def pin_baseline(self, tenant: str | None, system: str, result_id: str) -> dict:
         """Make ``result_id`` the accepted baseline of ``system``; returns its summary.
         NotFound unless it is this tenant's result of that system."""
-        with self.sessions.begin() as session:
-            owner = self._system(session, tenant, system)
-            result = self._result(session, tenant, result_id)
-            if owner is None or result is None or result.system_pk != owner.pk:
-                raise NotFound(f"no result {result_id!r} of system {system!r}")
-            pinned = session.get(Baseline, owner.pk)
-            if pinned is None:
-                session.add(Baseline(system_pk=owner.pk, result_pk=result.pk))
-            else:
-                pinned.result_pk = result.pk
-            return self._summary(result, owner.name)
+        try:
+            with self.sessions.begin() as session:
+                owner = self._system(session, tenant, system)
+                result = self._result(session, tenant, result_id)
+                if owner is None or result is None or result.system_pk != owner.pk:
+                    raise NotFound(f"no result {result_id!r} of system {system!r}")
+                _pin(session, owner.pk, result.pk)
+                return self._summary(result, owner.name)
+        except IntegrityError:
+            # the result deleted between the read and the pin: its key is gone (the foreign
+            # key refused the row); any other violation is not a missing result
+            with self.sessions() as session:
+                if self._result(session, tenant, result_id) is not None:
+                    raise
+            raise NotFound(f"no result {result_id!r} of system {system!r}") from None
 
     # -- reading ----------------------------------------------------------------------------
 
