@@ -26,7 +26,7 @@ import numpy as np
 
 from . import stats
 from .errors import EvaluationError, InputError, MeasureError
-from .evaluate import Evaluation, evaluate
+from .evaluate import Evaluation, evaluate, trec_mean
 from .io import read_qrels
 from .measures import DEFAULT_PROFILE
 from .measures.registry import NICKNAMES
@@ -666,6 +666,12 @@ def _summary(measure_keys, run_names, topics, evs, keys, values, warnings,
             column = values[m, r]
             if np.isfinite(column).all():
                 mean, low, high = stats.mean_ci(column, level)
+                # trec_eval's sum (common topics are in strcmp order): the printed mean is
+                # the digit trec_eval prints, on a boundary too (issue #27)
+                constant = low == mean == high  # zero variance: the CI is the mean
+                mean = trec_mean(column)
+                if constant:
+                    low = high = mean
             else:
                 mean = low = high = math.nan
                 warnings.append({"code": "nan-values",

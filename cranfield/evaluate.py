@@ -583,6 +583,14 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
     return out
 
 
+def trec_mean(values) -> float:
+    """The mean of ``values`` as trec_eval forms it: added in turn in a double, in the order
+    given (topic order, strcmp), then divided by their count (0.0 for none). Other means
+    over topics (a comparison's) use it so that they print the digit trec_eval prints."""
+    v = np.asarray(values, dtype=np.float64)
+    return _sequential_sum(v) / len(v) if len(v) else 0.0
+
+
 def _sequential_sum(v: np.ndarray) -> float:
     """v[0] + v[1] + ... one add at a time in a double, as trec_eval accumulates
     (``accum += value`` per topic). Not ``v.sum()`` (pairwise) nor ``math.fsum`` (exact):

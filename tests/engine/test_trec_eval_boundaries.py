@@ -127,3 +127,18 @@ def test_seen_p10_on_0_00745_prints_0_0074(profile):
                                "recip_rank            \tall\t0.0745\n"
                                "P_10                  \tall\t0.0074\n")
     assert ev.aggregate["P_10"] == 14.899999999999963 / 2000
+
+
+def test_a_comparison_s_mean_is_the_digit_trec_eval_prints():
+    """A comparison's per-run mean over the common topics is summed as trec_eval sums: on
+    the seen case it equals the run's trec_eval aggregate, bit for bit (pairwise: 0.0075)."""
+    from cranfield.compare import compare
+
+    topics = [f"t{i:04d}" for i in range(2000)]
+    qrels = "".join(f"{t} 0 d1 {int(i < 149)}\n" for i, t in enumerate(topics))
+    runs = {name: "".join(f"{t} Q0 d1 1 1.0 {name}\n" for t in topics) for name in "ab"}
+    doc = compare(qrels, runs, ["P.10"])
+    for name in "ab":
+        s = doc["summary"]["P_10"][name]
+        assert s["mean"] == s["aggregate"] == 14.899999999999963 / 2000
+        assert "%.4f" % s["mean"] == "0.0074"
