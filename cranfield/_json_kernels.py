@@ -380,3 +380,60 @@ def hash_hits(hashes, table, out):
             out[k] = r
             k += 1
     return k
+
+
+@jit
+def repeated_keys(buf):
+    """Whether some object in the JSON text ``buf`` may hold a key twice: 0 when none does;
+    1 when two keys of one object have equal bytes (or equal 64-bit hashes) or a key holds an
+    escape (``"d1"`` and ``"d\\u0031"`` are one key: the caller settles it by a full read);
+    -1 if the text is not JSON. One pass; the keys of the objects still open are kept on a
+    stack, and an object's are compared (sorted hashes) when it closes."""
+    n = len(buf)
+    hashes = np.empty(1 << 16, dtype=np.uint64)
+    nkeys = 0
+    # per open container: its first key (-1: an array); orjson refuses nesting past 1024
+    base = np.empty(1100, dtype=np.int64)
+    depth = 0
+    i = 0
+    while i < n:
+        c = buf[i]
+        if c == 34:
+            end = string_end(buf, i)
+            if end < 0:
+                return -1
+            j = skip_ws(buf, end)
+            if depth > 0 and base[depth - 1] >= 0 and j < n and buf[j] == 58:
+                h = np.uint64(14695981039346656037)
+                for k in range(i + 1, end - 1):
+                    b = buf[k]
+                    if b == 92:
+                        return 1
+                    h = (h ^ np.uint64(b)) * np.uint64(1099511628211)
+                if nkeys == len(hashes):  # (a call per key would cost 4 times the scan)
+                    hashes = _grow(hashes, nkeys + 1)
+                hashes[nkeys] = h
+                nkeys += 1
+                i = j + 1
+            else:
+                i = end
+            continue
+        if c == 123 or c == 91:
+            if depth == len(base):
+                return 1  # deeper than any text orjson reads: the caller settles it
+            base[depth] = nkeys if c == 123 else -1
+            depth += 1
+        elif c == 125 or c == 93:
+            if depth == 0:
+                return -1
+            depth -= 1
+            first = base[depth]
+            if first >= 0:
+                if nkeys - first > 1:
+                    keys = np.sort(hashes[first:nkeys])
+                    for k in range(1, len(keys)):
+                        if keys[k] == keys[k - 1]:
+                            return 1
+                nkeys = first
+        i += 1
+    return 0 if depth == 0 else -1

@@ -11,10 +11,16 @@ conforming JSON parser gives. Everything else in the body is handed to orjson wi
 values replaced by a placeholder, so the envelope is decoded and checked exactly as before.
 
 The fast path is *sound, not complete*: it accepts only input it reads exactly as orjson
-would, and answers ``None`` for anything else — escapes in a key, a docid or topic given twice
-(JSON keeps the last; the slow path does what orjson does), a non-number score, a non-finite
-value, numba or pyarrow missing, a malformed body — and the caller decodes the body with
-orjson, which gives the precise error. Results never depend on which path ran (tests
+would, and answers ``None`` for anything else — escapes in a key, a docid or topic given twice,
+a non-number score, a non-finite value, numba or pyarrow missing, a malformed body — and the
+caller decodes the body with :func:`loads`, which gives the precise error.
+
+A key given twice in one object is never read "last wins" (what JSON readers do, silently):
+:func:`loads` reads repeated keys as TREC text reads the same lines — a topic given twice in a
+run or qrels mapping is one topic with the documents of both (as a topic on non-adjacent
+lines), a docid twice in a topic is the refusal TREC text gets (``duplicate-docid`` for a run,
+``duplicate-judgment`` for qrels, naming ``run.q1.d1``), and any other member given twice is
+refused naming its path. Results never depend on which path ran (tests
 compare both on every shape). One liberty: an integer score beyond 64 bits, which orjson
 refuses, is read as the nearest double.
 """
@@ -22,6 +28,7 @@ refuses, is read as the nearest double.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from array import array
@@ -121,10 +128,13 @@ def decode_body(raw: bytes, *, min_bytes: int | None = None) -> dict | None:
     if not columns or len(set(keys)) != len(keys):
         return None
     pieces.append(raw[last:])
+    envelope = b"".join(pieces)
     try:
-        body = orjson.loads(b"".join(pieces))
+        body = orjson.loads(envelope)
     except orjson.JSONDecodeError:
         return None
+    if _has_repeats_plain(envelope):
+        return None  # a member given twice: loads() names it
     if not isinstance(body, dict) or any(body.get(k) != 0 for k in columns):
         return None
     body.update(columns)
@@ -149,12 +159,153 @@ def read_json_mapping(raw: bytes, kind: str) -> Run | Qrels:
     import orjson
 
     try:
-        mapping = orjson.loads(raw)
+        mapping = loads(raw, root=kind)
     except orjson.JSONDecodeError as exc:
         raise InputError(kind, f"not valid JSON: {exc}") from None
     if not isinstance(mapping, Mapping):
         raise InputError(kind, "must be an object {topic: {docid: value}}", field=kind)
     return (read_run if kind == "run" else read_qrels)(mapping, name=kind)
+
+
+# --------------------------------------------------------------------------------------------
+# Keys given twice
+# --------------------------------------------------------------------------------------------
+
+class _Repeats(list):
+    """The (key, value) pairs of a JSON object that holds a key twice, in order."""
+
+
+def _pairs_hook(pairs: list) -> dict | _Repeats:
+    mapping = dict(pairs)
+    return mapping if len(mapping) == len(pairs) else _Repeats(pairs)
+
+
+def _has_repeats_plain(raw: bytes | str) -> bool:
+    """Whether some object in the (valid) JSON text ``raw`` holds a key twice, by the
+    standard library's reader (which, unlike orjson, shows each object's pairs)."""
+    found = False
+
+    def hook(pairs):
+        nonlocal found
+        mapping = dict(pairs)
+        if len(mapping) != len(pairs):
+            found = True
+        return mapping
+
+    json.loads(raw, object_pairs_hook=hook)
+    return found
+
+
+def _may_repeat(raw: bytes | str) -> bool:
+    """Whether ``raw`` (valid JSON) may hold a key twice in an object: a large text by the
+    compiled scan (one pass; it answers "maybe" for an escaped key), else by the standard
+    library's reader."""
+    kernels = _load_kernels() if len(raw) >= FAST_JSON_MIN_BYTES else None
+    if kernels:
+        data = raw.encode("utf-8") if isinstance(raw, str) else raw
+        return int(kernels.repeated_keys(np.frombuffer(data, dtype=np.uint8))) != 0
+    return _has_repeats_plain(raw)
+
+
+def loads(raw: bytes | str, *, root: str | None = None) -> Any:
+    """The JSON text ``raw`` decoded as orjson decodes it (its errors, ``JSONDecodeError``,
+    pass through), except where an object holds a key twice, which is read as TREC text reads
+    the same lines (:class:`InputError` otherwise, naming the path):
+
+    - in a run or qrels mapping (the value of a ``run`` or ``qrels`` member, or the whole text
+      when ``root`` is ``"run"`` or ``"qrels"``), a topic given twice is one topic holding the
+      documents of both, and a docid twice in a topic is refused as in TREC text
+      (``duplicate-docid`` / ``duplicate-judgment``, field ``run.q1.d1``; a compared run's
+      ``runs[2].run`` is named ``runs[2]``, as its other errors are);
+    - any other member given twice is refused (``invalid-request``, naming its path).
+
+    Costs one more read of the text: a compiled scan for large texts, and only when a key is
+    given twice (or escaped) the standard library's reader."""
+    import orjson
+
+    body = orjson.loads(raw)
+    if not _may_repeat(raw):
+        return body
+    tree = json.loads(raw, object_pairs_hook=_pairs_hook)
+    role = ("mapping", root, root) if root in COLUMN_MEMBERS else ("envelope", None, None)
+    return _resolve(tree, "", role)
+
+
+def _path(parent: str, key) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else str(key)
+
+
+def _resolve(node, path: str, role: tuple) -> Any:
+    """``node`` (the standard reader's, with :class:`_Repeats` for objects holding a key
+    twice) as plain values, repeated keys resolved by ``role``: (what the node is:
+    "envelope", "mapping", "topic" or "other"; for a mapping or a topic, its kind ("run" or
+    "qrels") and the label its errors use; for a topic, its id)."""
+    what, kind, label, topic = role + (None,) * (4 - len(role))
+    if isinstance(node, list) and not isinstance(node, _Repeats):
+        return [_resolve(v, _path(path, i), ("other",)) for i, v in enumerate(node)]
+    if not isinstance(node, dict | _Repeats):
+        return node
+    pairs = list(node) if isinstance(node, _Repeats) else list(node.items())
+    if isinstance(node, _Repeats):
+        if what == "mapping":
+            pairs = _merge_topics(pairs, label)
+        else:
+            seen: set = set()
+            key = next(k for k, _ in pairs if k in seen or seen.add(k))
+            if what == "topic":
+                raise _duplicate(kind, label, topic, key)
+            raise InputError(_path(path, key), f"{key!r} is given twice in one JSON object "
+                             "(a JSON reader keeps only one of them, silently): give it once",
+                             field=_path(path, key), code="invalid-request")
+    out = {}
+    for key, value in pairs:
+        if what == "mapping":
+            child: tuple = ("topic", kind, label, key)
+        elif what == "topic":
+            child = ("other",)
+        elif what in ("envelope", "other") and key in COLUMN_MEMBERS and \
+                isinstance(value, dict | _Repeats):
+            # the run or qrels of a request, or a compared run's (``runs[2].run``: its
+            # errors say ``runs[2]``, as the mapping reader's do)
+            child = ("mapping", key, path if key == "run" and path.endswith("]")
+                     else _path(path, key))
+        else:
+            child = ("other",)
+        out[key] = _resolve(value, _path(path, key), child)
+    return out
+
+
+def _merge_topics(pairs: list, label: str) -> list:
+    """The pairs of a run or qrels mapping (named ``label``) with each topic given more than
+    once as one topic holding the documents of all, in the order sent (TREC text's reading
+    of a topic on non-adjacent lines); a docid then twice in it is a :class:`_Repeats` its
+    reading refuses. A topic given twice, not both times as an object, is refused."""
+    merged: dict = {}
+    for key, value in pairs:
+        if key not in merged:
+            merged[key] = value
+            continue
+        first = merged[key]
+        if not isinstance(first, dict | _Repeats) or not isinstance(value, dict | _Repeats):
+            raise InputError(label, f"topic {key!r} is given twice, not both times as an "
+                             "object {docid: value}", field=f"{label}.{key}")
+        both = [*(first if isinstance(first, _Repeats) else first.items()),
+                *(value if isinstance(value, _Repeats) else value.items())]
+        merged[key] = _pairs_hook(both)
+    return list(merged.items())
+
+
+def _duplicate(kind: str, label: str, topic: str, docid: str) -> InputError:
+    """The refusal TREC text gets for a docid twice in a topic (its words and code), naming
+    the mapping's path."""
+    field = f"{label}.{topic}.{docid}"
+    if kind == "qrels":
+        return InputError(label, f"docid {docid!r} is judged twice for topic {topic!r}",
+                          field=field, code="duplicate-judgment")
+    return InputError(label, f"docid {docid!r} appears twice in topic {topic!r}",
+                      field=field, code="duplicate-docid")
 
 
 # Mappings at least this big are read in pieces on all cores (the kernels release the GIL).

@@ -16,6 +16,7 @@ from flask import current_app, request
 from marshmallow import Schema, ValidationError
 
 from cranfield.json_body import decode_body
+from cranfield.json_body import loads as json_loads
 
 from . import multipart
 from .problems import Problem
@@ -57,8 +58,8 @@ def _json_body() -> dict:
     try:
         with timed("decode"):
             body = decode_body(raw)
-            if body is None:
-                body = orjson.loads(raw)
+            if body is None:  # orjson's reading, a key given twice read as TREC text would be
+                body = json_loads(raw)
     except orjson.JSONDecodeError as exc:
         raise Problem(400, "Malformed JSON", f"the body is not valid JSON: {exc}",
                       kind="malformed-json", errors={"body": [str(exc)]}) from None

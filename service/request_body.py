@@ -125,8 +125,11 @@ def read_json_object(required: str, allowed: frozenset[str] | set[str]) -> dict:
     of ``PUT /v1/qrels/{id}`` and ``PUT /v1/systems/{name}/baseline``)."""
     import orjson
 
+    from cranfield.json_body import loads
+
     try:
-        body = orjson.loads(read_body() or b"null")
+        # a key given twice: refused (or, a topic in qrels, merged) as TREC text reads it
+        body = loads(read_body() or b"null")
     except orjson.JSONDecodeError as exc:
         raise Problem(400, "Malformed JSON", str(exc), kind="malformed-json",
                       errors={"body": [str(exc)]}) from None
