@@ -21,6 +21,7 @@ EVALUATE_FUNCTION = "worker.jobs.evaluate_job"
 SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
 COMPARE_FUNCTION = "worker.jobs.compare_job"
+POOL_FUNCTION = "worker.jobs.pool_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
@@ -186,9 +187,22 @@ class ComparisonJob(Job):
         return {k: getattr(self, k) for k in self.COMPARE_SETTINGS}
 
 
+@dataclass(kw_only=True)
+class PoolJob(Job):
+    """The judging pool of runs at ``depth`` (issue #27: a large one is queued). ``runs``:
+    ``{"name", "run_key", "run_format"}`` each; the qrels (optional), documents already
+    judged; ``profile``: how scores are compared. ``measures``/``options`` are unused ([],
+    {})."""
+    kind: ClassVar[str] = "pool"
+    runs: list[dict[str, str]] = field(default_factory=list)
+    depth: int = 1
+    profile: str = "trec_eval-9.0.8"
+
+
 _KINDS: dict[str, type[Job]] = {c.kind: c for c in (EvaluationJob, ShardJob, CombineJob,
-                                                     ComparisonJob)}
+                                                     ComparisonJob, PoolJob)}
 
 #: The kind of job each entry point runs (telemetry labels jobs by it).
 KIND_OF_FUNCTION = {EVALUATE_FUNCTION: "evaluation", SHARD_FUNCTION: "shard",
-                    COMBINE_FUNCTION: "combine", COMPARE_FUNCTION: "comparison"}
+                    COMBINE_FUNCTION: "combine", COMPARE_FUNCTION: "comparison",
+                    POOL_FUNCTION: "pool"}

@@ -16,17 +16,19 @@ from .contract import (
     COMBINE_FUNCTION,
     COMPARE_FUNCTION,
     EVALUATE_FUNCTION,
+    POOL_FUNCTION,
     QUEUE,
     SHARD_FUNCTION,
     CombineJob,
     ComparisonJob,
     EvaluationJob,
     Job,
+    PoolJob,
     ShardJob,
     table_bounds,
 )
 from .store import MemoryStore, RedisStore, redis_client
-from .tasks import execute, finished_evaluation, run_comparison
+from .tasks import execute, finished_evaluation, run_comparison, run_pool
 from .telemetry import metered_queue, observe_embedded_job, record_enqueued
 
 
@@ -83,7 +85,9 @@ class MemoryBackend:
                 job["progress"] = {**job.get("progress", {}), **fields}
 
         try:
-            if isinstance(spec, ComparisonJob):
+            if isinstance(spec, PoolJob):
+                outcome = run_pool(self.store, spec, progress=report)
+            elif isinstance(spec, ComparisonJob):
                 outcome = run_comparison(self.store, spec, lambda job_id: (
                     self.finished_evaluation(job_id, spec.tenant)), self.results,
                     progress=report)
@@ -251,7 +255,8 @@ class RedisBackend:
 
         job_id = job_id or new_job_id()
         spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
-        function = COMPARE_FUNCTION if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION
+        function = (POOL_FUNCTION if isinstance(spec, PoolJob) else COMPARE_FUNCTION
+                    if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION)
         self.queue.enqueue_call(
             function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
@@ -388,7 +393,8 @@ def progress_view(status: str, reported: dict | None) -> dict:
 def _meta(spec: Job) -> dict:
     """An RQ job's meta: whose it is, and what it makes (its result's kind: a sharded
     evaluation's combine job makes an evaluation)."""
-    kind = "comparison" if isinstance(spec, ComparisonJob) else EvaluationJob.kind
+    kind = ("comparison" if isinstance(spec, ComparisonJob) else PoolJob.kind
+            if isinstance(spec, PoolJob) else EvaluationJob.kind)
     return {"tenant": spec.tenant, "kind": kind}
 
 

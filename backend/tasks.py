@@ -21,7 +21,15 @@ from cranfield.json_body import columns_sha256, read_json_mapping
 from cranfield.names import needs_subtopics
 from cranfield.result_document import details_for, evaluation_document
 
-from .contract import CombineJob, ComparisonJob, EvaluationJob, Job, ShardJob, bounds_for
+from .contract import (
+    CombineJob,
+    ComparisonJob,
+    EvaluationJob,
+    Job,
+    PoolJob,
+    ShardJob,
+    bounds_for,
+)
 from .store import QRELS_CACHE, NotFound
 
 log = logging.getLogger("cranfield.jobs")
@@ -601,6 +609,43 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
         outcome = {"problem": _problem(exc)}
     _drop_inputs(store, [run.get("run_key") for run in job.runs]
                  + [job.qrels.key if job.qrels is not None else None])
+    return outcome
+
+
+# --------------------------------------------------------------------------------------------
+# Pools: what to judge (issue #27: a large one is queued, and held to a work budget)
+# --------------------------------------------------------------------------------------------
+
+def run_pool(store, job: PoolJob, progress=None) -> dict:
+    """A queued pool to its outcome (``{"result"}``: the document ``POST /v1/pools``
+    answers, or ``{"problem"}``): runs from their blobs, the judged documents from stored
+    qrels; held to ``work_bounds["max_pool_work"]`` (MAX_QUEUED_POOL_WORK) once the runs are
+    read and before any is ranked, failing with the problem a synchronous pool over
+    MAX_POOL_WORK gets."""
+    from cranfield.measures import PROFILES
+    from cranfield.pooling import pool
+
+    try:
+        judged = None
+        if job.qrels is not None and job.qrels.ref:
+            judged, _, _ = _load_qrels(store, job)
+        runs = {}
+        for i, run in enumerate(job.runs):
+            _tell(progress, stage="reading", runs_done=i, runs_total=len(job.runs))
+            runs[run["name"]], _ = _read_stored_run(
+                store.get_blob(run["run_key"]), run["run_format"], f"runs[{i}]",
+                bounds=bounds_for(job.table_bounds, "run"))
+        _tell(progress, stage="pooling", runs_done=len(job.runs), runs_total=len(job.runs))
+        bounds = job.work_bounds or {}
+        outcome = {"result": pool(runs, job.depth, judged=judged,
+                                  float32_scores=PROFILES[job.profile].float32_scores,
+                                  max_work=bounds.get("max_pool_work"),
+                                  budget_name="MAX_QUEUED_POOL_WORK")}
+    except NotFound as exc:
+        outcome = {"problem": _missing(exc)}
+    except cranfield.CranfieldError as exc:
+        outcome = {"problem": _problem(exc)}
+    _drop_inputs(store, [run.get("run_key") for run in job.runs])
     return outcome
 
 

@@ -21,7 +21,8 @@ from .ranking import top_documents
 
 
 def pool(runs: dict[str, Any] | list, depth: int, *, judged: Any = None,
-         float32_scores: bool = True) -> dict:
+         float32_scores: bool = True, max_work: int | None = None,
+         budget_name: str = "MAX_POOL_WORK") -> dict:
     """The judging pool of ``runs`` at ``depth``.
 
     ``runs``: {name: run} or a list of runs (named by their runid, ``#2``… appended to
@@ -38,10 +39,17 @@ def pool(runs: dict[str, Any] | list, depth: int, *, judged: Any = None,
     "contributed": {run: pool documents only that run retrieved in its top depth}}``.
     Topics appear in trec_eval's byte order, including those whose pool is empty after
     removing judged documents.
+
+    ``max_work``: the most :func:`pool_work` (runs × topics × documents per topic) this pool
+    may take, checked once the runs are read and before any is ranked: over it, a
+    :class:`cranfield.budget.BudgetError` naming ``budget_name`` and the factors (None: no
+    bound, the library's default).
     """
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
         raise InputError("depth", f"must be an integer ≥ 1, got {depth!r}", field="depth")
     names, run_objs = _named_runs(runs)
+    if max_work is not None:
+        check_pool_work(pool_work(run_objs, int(depth)), max_work, budget_name)
     # the top documents of every run as flat columns: topic, docid, which run
     tops = [top_documents(r, int(depth), float32_scores=float32_scores) for r in run_objs]
     topics = sorted({t for top in tops for t in top}, key=byte_key)
@@ -73,6 +81,38 @@ def pool(runs: dict[str, Any] | list, depth: int, *, judged: Any = None,
             "sizes": {t: len(d) for t, d in by_topic.items()}, "total": int(len(pooled)),
             "already_judged": int(np.count_nonzero(~fresh)),
             "contributed": dict(zip(names, contributed.tolist(), strict=True))}
+
+
+def pool_work(runs: list, depth: int) -> dict[str, int]:
+    """What pooling ``runs`` (read runs) at ``depth`` costs, as its factors: ``runs``,
+    ``topics`` (of every run together), ``documents`` per topic (``depth``, or fewer when no
+    run's topic holds that many) and ``total``, their product: the most (topic, document)
+    rows the pool ranks, sorts and unions."""
+    topics: set[str] = set()
+    longest = 0
+    for run in runs:
+        topics.update(run.topics)
+        if len(run.topic_index):
+            longest = max(longest, int(np.bincount(run.topic_index).max()))
+    documents = min(int(depth), longest)
+    return {"runs": len(runs), "topics": len(topics), "documents": documents,
+            "total": len(runs) * len(topics) * documents}
+
+
+def check_pool_work(work: dict[str, int], limit: int, budget_name: str = "MAX_POOL_WORK"
+                    ) -> None:
+    """:class:`cranfield.budget.BudgetError` when ``work`` (:func:`pool_work`) is over
+    ``limit``, naming the budget and the factors."""
+    from .budget import BudgetError
+
+    if work["total"] <= limit:
+        return
+    raise BudgetError(
+        f"this pool is {work['runs']:,} runs × {work['topics']:,} topics × "
+        f"{work['documents']:,} documents = {work['total']:,} rows, over {budget_name} "
+        f"{limit:,}: pool fewer runs or topics, or a smaller depth",
+        budget=budget_name, limit=limit, total=work["total"],
+        factors={k: work[k] for k in ("runs", "topics", "documents")}, field="runs")
 
 
 def format_pool(pool: dict) -> str:

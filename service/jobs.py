@@ -72,6 +72,13 @@ def _rendered(job: dict, fmt: str) -> Response:
                       f"be rendered as {fmt} once it has finished (poll it as "
                       "application/json)", kind="job-not-finished",
                       errors={"status": [f"is {status}, not finished"]})
+    if job.get("kind") == "pool":  # what POST /v1/pools answers as text/plain
+        if fmt == "text/csv":
+            raise Problem(406, "Not Acceptable", "a pool is available as application/json, "
+                          "text/html or text/plain", kind="not-acceptable")
+        from cranfield.pooling import format_pool
+
+        return Response(format_pool(result), mimetype="text/plain")
     if "pairs" in result:  # a comparison
         if fmt == "text/csv":
             raise Problem(406, "Not Acceptable", "a comparison is available as "
@@ -100,6 +107,8 @@ def _page(job: dict) -> Response:
     from cranfield.html_report import render_comparison, render_evaluation
 
     result = job.get("result")
+    if job.get("status") == "finished" and result is not None and job.get("kind") == "pool":
+        return Response(_pool_page(job), mimetype="text/html")
     if job.get("status") == "finished" and result is not None:
         # titled by what was evaluated ("Evaluation of RUNID", "Comparison: a vs b"): the
         # renderers' own titles; the job's id is the line under the title
@@ -114,6 +123,20 @@ def _page(job: dict) -> Response:
             f"<title>Cranfield job {html.escape(job['id'])}</title></head><body>"
             f"<h1>Job {html.escape(job['id'])}: {status}</h1><p>{detail}</p></body></html>")
     return Response(page, mimetype="text/html")
+
+
+def _pool_page(job: dict) -> str:
+    """A finished pool job's page: its runs, depth and each topic's pool size (the documents
+    themselves: the job as text/plain or JSON)."""
+    result = job["result"]
+    rows = "".join(f"<tr><td>{html.escape(str(t))}</td><td>{n}</td></tr>"
+                   for t, n in result.get("sizes", {}).items())
+    runs = html.escape(", ".join(map(str, result.get("runs", []))))
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>Pool: {runs}</title></head><body><h1>Pool of {runs} at depth "
+            f"{int(result.get('depth', 0))}</h1><p>Cranfield job {html.escape(job['id'])}: "
+            f"{int(result.get('total', 0))} documents to judge</p><table><tr><th>topic</th>"
+            f"<th>documents</th></tr>{rows}</table></body></html>")
 
 
 @bp.delete("/<job_id>")

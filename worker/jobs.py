@@ -9,9 +9,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from backend.contract import CombineJob, ComparisonJob, EvaluationJob, ShardJob, SpecError
+from backend.contract import (
+    CombineJob,
+    ComparisonJob,
+    EvaluationJob,
+    PoolJob,
+    ShardJob,
+    SpecError,
+)
 from backend.results_access import qrels_store
-from backend.tasks import execute, finished_evaluation, run_combine, run_comparison, run_shard
+from backend.tasks import (
+    execute,
+    finished_evaluation,
+    run_combine,
+    run_comparison,
+    run_pool,
+    run_shard,
+)
 
 
 def _unreadable(exc: SpecError) -> dict:
@@ -111,3 +125,16 @@ def compare_job(wire: dict[str, Any]) -> dict:
     return run_comparison(qrels_store(connection), spec,
                           lambda job_id: finished_evaluation(connection, job_id, spec.tenant),
                           progress=_reporter(job))
+
+
+def pool_job(wire: dict[str, Any]) -> dict:
+    """A queued pool (``worker.jobs.pool_job``): its runs from their blobs, held to the work
+    budget the queue stamped on it."""
+    from rq import get_current_job
+
+    try:
+        spec = PoolJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
+    job = get_current_job()
+    return run_pool(qrels_store(job.connection), spec, progress=_reporter(job))

@@ -133,3 +133,72 @@ def test_the_library_and_cli_have_no_budget_by_default():
 
     ev = cranfield.evaluate(qrels(3), run(3, 3), [cutoffs(20_000)])
     assert len(ev.instances) == 20_000
+
+
+# --------------------------------------------------------------------------------------------
+# Pools: 40 runs × 20 topics × 5,000 documents, scaled down
+# --------------------------------------------------------------------------------------------
+
+def pool_body(n_runs: int, n_topics: int, n_docs: int, depth: int) -> dict:
+    return {"runs": [{"name": f"r{i}", "run": run(n_topics, n_docs, shift=i)}
+                     for i in range(n_runs)], "depth": depth}
+
+
+def test_a_pool_over_the_work_budget_is_422_naming_the_factors():
+    client = make_client(MAX_POOL_WORK=1000, MAX_QUEUED_POOL_WORK=100_000)
+    resp = client.post("/v1/pools", json=pool_body(4, 5, 60, 100))
+    assert resp.status_code == 422 and resp.mimetype == PROBLEM
+    body = resp.get_json()
+    assert body["type"].endswith("/work-over-budget")
+    # documents: the depth (100) is more than any topic holds (60)
+    assert body["budget"] == {"name": "MAX_POOL_WORK", "limit": 1000, "total": 1200,
+                              "factors": {"runs": 4, "topics": 5, "documents": 60}}
+    assert body["detail"].startswith("this pool is 4 runs × 5 topics × 60 documents = 1,200 "
+                                     "rows, over MAX_POOL_WORK 1,000")
+    assert "Prefer: respond-async" in body["detail"]
+    assert list(body["errors"]) == ["runs"]
+    # the depth is the factor when it is the smaller
+    body = client.post("/v1/pools", json=pool_body(4, 5, 60, 51)).get_json()
+    assert body["budget"]["factors"] == {"runs": 4, "topics": 5, "documents": 51}
+    # at the budget: the pool
+    resp = client.post("/v1/pools", json=pool_body(4, 5, 60, 50))
+    assert resp.status_code == 200
+    assert resp.get_json()["depth"] == 50
+
+
+def test_a_pool_is_queued_above_the_async_threshold_and_equals_the_sync_answer():
+    body = pool_body(3, 4, 30, 10)
+    sync = make_client().post("/v1/pools", json=body)
+    assert sync.status_code == 200
+    client = make_client(ASYNC_THRESHOLD_BYTES=1000)
+    resp = client.post("/v1/pools", json=body)
+    assert resp.status_code == 202
+    assert resp.get_json()["kind"] == "pool"
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished" and job["kind"] == "pool"
+    assert job["result"] == sync.get_json()
+    assert job["result"]["total"] == sum(job["result"]["sizes"].values()) > 0
+    # as text: the judging file the synchronous pool answers
+    text = client.get(resp.headers["Location"], headers={"Accept": "text/plain"})
+    plain = make_client().post("/v1/pools", json=body, headers={"Accept": "text/plain"})
+    assert text.status_code == 200 and text.data == plain.data
+    page = client.get(resp.headers["Location"], headers={"Accept": "text/html"})
+    assert page.status_code == 200 and b"at depth 10" in page.data
+
+
+def test_a_queued_pool_over_its_budget_fails_with_the_same_problem():
+    client = make_client(MAX_POOL_WORK=100, MAX_QUEUED_POOL_WORK=1000)
+    body = pool_body(4, 5, 60, 100)
+    sync = client.post("/v1/pools", json=dict(body, depth=100)).get_json()
+    resp = client.post("/v1/pools", json=body, headers=ASYNC)
+    assert resp.status_code == 202
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "failed"
+    problem = job["problem"]
+    assert problem["status"] == 422 and problem["code"] == "over-budget"
+    assert problem["detail"] == ("this pool is 4 runs × 5 topics × 60 documents = 1,200 rows, "
+                                 "over MAX_QUEUED_POOL_WORK 1,000: pool fewer runs or topics, "
+                                 "or a smaller depth")
+    assert problem["errors"] == {"runs": [problem["detail"]]}
+    assert sync["detail"].replace("MAX_POOL_WORK 100", "MAX_QUEUED_POOL_WORK 1,000") \
+        .startswith(problem["detail"])

@@ -79,7 +79,7 @@ def test_comparison_settings_are_the_compare_keywords():
 
 def test_every_entry_point_has_a_kind():
     assert sorted(KIND_OF_FUNCTION.values()) == ["combine", "comparison", "evaluation",
-                                                 "shard"]
+                                                 "pool", "shard"]
     assert all(path.startswith("worker.jobs.") for path in KIND_OF_FUNCTION)
 
 
