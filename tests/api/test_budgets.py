@@ -202,3 +202,35 @@ def test_a_queued_pool_over_its_budget_fails_with_the_same_problem():
     assert problem["errors"] == {"runs": [problem["detail"]]}
     assert sync["detail"].replace("MAX_POOL_WORK 100", "MAX_QUEUED_POOL_WORK 1,000") \
         .startswith(problem["detail"])
+
+
+# --------------------------------------------------------------------------------------------
+# The seen requests themselves, under the defaults
+# --------------------------------------------------------------------------------------------
+
+def test_seen_p_1_to_20000_is_refused_by_default_before_the_inputs_are_read():
+    # issue #27, "Accepted, and far over any budget" 1: a 0.76 MB JSON evaluation with
+    # "measures": ["P.1,2,…,20000"] was 200 after 59 s and a 250 MB answer
+    client = make_client()
+    resp = client.post("/v1/evaluations", json={"run": run(2000, 1), "qrels": qrels(2000),
+                                                "measures": [cutoffs(20_000)]})
+    assert resp.status_code == 422
+    body = resp.get_json()
+    assert body["budget"] == {"name": "MAX_MEASURE_INSTANCES", "limit": 10_000,
+                              "total": 20_000, "factors": {"instances": 20_000}}
+
+
+def test_seen_p_1_to_20000_over_2000_topics_names_the_values_and_their_factors():
+    # the same request where the instances are allowed: the values are counted once the
+    # topics are known, before any per-topic array
+    client = make_client(MAX_MEASURE_INSTANCES=20_000)
+    resp = client.post("/v1/evaluations", json={"run": run(2000, 1), "qrels": qrels(2000),
+                                                "measures": [cutoffs(20_000)]})
+    assert resp.status_code == 422
+    body = resp.get_json()
+    assert body["detail"].startswith(
+        "measures expand to 20,000 instances × 2,000 topics = 40,000,000 values, over "
+        "MAX_EVALUATION_VALUES 5,000,000")
+    assert body["budget"]["factors"] == {"instances": 20_000, "topics": 2000}
+    # over the queued budget too: no way out offered
+    assert "respond-async" not in body["detail"]
