@@ -140,10 +140,49 @@ def read_table_bytes(data, kind: str, label: str | None = None, *, max_rows: int
             _decoded_bound(table, label, max_bytes)
     except InputError:
         raise
-    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, struct.error) as exc:
+    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, KeyError,
+            struct.error) as exc:  # (KeyError: a reader's lookup of a column it lacks)
         what = "Parquet file" if fmt == "parquet" else "Arrow IPC data"
         raise InputError(label, f"malformed {what}: {_short(exc)}") from None
     return table
+
+
+def _id_type(typ) -> bool:
+    """Whether an id column (topic, docid, runid, iteration) of type ``typ`` is read: strings
+    of any width, integers (their decimal spelling), or a dictionary of those."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ) or \
+        getattr(pa.types, "is_string_view", lambda t: False)(typ) or pa.types.is_integer(typ)
+
+
+def _number_type(typ) -> bool:
+    """Whether a score or grade column of type ``typ`` is read: integers, floats, or a
+    dictionary of those."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return pa.types.is_integer(typ) or pa.types.is_floating(typ)
+
+
+def check_schema(schema, kind: str, label: str) -> None:
+    """Refuse, from a file's schema alone (before any column is read, bounded or decoded),
+    a column of ``kind`` whose type is not read: nested (list, struct, map, union),
+    binary, extension, temporal, decimal... The same words as the table reader's, for an
+    Arrow IPC stream, file or Parquet file alike (a Parquet reader would otherwise read
+    some of these as something else, e.g. an extension type's storage, or fail on a nested
+    column's leaf paths)."""
+    for name in wanted_columns(schema.names, kind):
+        typ = schema.field(name).type
+        if name in ("score", "grade"):
+            if not _number_type(typ):
+                what = "numbers" if name == "score" else "integers"
+                raise _column_error(label, name, f"must hold {what}, not {typ}")
+        elif not _id_type(typ):
+            raise _column_error(label, name, f"must hold strings (ids), not {typ}")
 
 
 def _short(exc: Exception) -> str:
@@ -180,6 +219,7 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
 
     pf = pq.ParquetFile(buf)
     meta = pf.metadata
+    check_schema(pf.schema_arrow, kind, label)
     if meta.num_row_groups > MAX_PARQUET_ROW_GROUPS:
         raise InputError(label, f"holds {meta.num_row_groups} row groups; at most "
                          f"{MAX_PARQUET_ROW_GROUPS} are read (write larger row groups)")
@@ -454,6 +494,8 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
 
     is_file = bytes(buf[:6]) == b"ARROW1"
     stream = buf.slice(8) if is_file else buf
+    # the schema message only (a file's copy at its start): nothing else is read yet
+    check_schema(ipc.open_stream(pa.BufferReader(stream)).schema, kind, label)
     rows = nbytes = 0
     for message in ipc.MessageReader.open_stream(pa.BufferReader(stream)):
         if message.type in ("record batch", "dictionary"):
