@@ -74,6 +74,10 @@ def over_budget(exc: BudgetError, queued_limit: int | None = None,
                    errors=problem["errors"], extra={"budget": problem["budget"]})
 
 
+#: the most parameters one measure instance is written with (utility's 4 coefficients)
+PARAMETERS_PER_INSTANCE = 4
+
+
 def check_measure_instances(req: dict) -> None:
     """Before any input is read: the measure names resolve (422 naming ``measures``
     otherwise) and expand to at most MAX_MEASURE_INSTANCES instances (422 naming the
@@ -81,13 +85,24 @@ def check_measure_instances(req: dict) -> None:
     from cranfield.names import resolve
 
     profile = req["options"]["profile"]
+    limit = current_app.config["MAX_MEASURE_INSTANCES"]
+    # before parsing: a name's parameters cost their parsing whatever they expand to
+    # ("P.1,1,1,…" of 100 MB is one instance), and no instance takes more than a few (a
+    # utility's 4), so more than PARAMETERS_PER_INSTANCE × the budget is refused unparsed
+    parameters = sum(n.count(",") + 1 for n in req["measures"] or ())
+    if parameters > PARAMETERS_PER_INSTANCE * limit:
+        raise over_budget(BudgetError(
+            f"the measures' names hold {parameters:,} parameters, more than "
+            f"{PARAMETERS_PER_INSTANCE} × MAX_MEASURE_INSTANCES {limit:,} could need: ask for "
+            "fewer cutoffs or measures", budget="MAX_MEASURE_INSTANCES", limit=limit,
+            total=parameters, factors={"parameters": parameters})) from None
     try:
         instances = resolve(req["measures"], profile)
     except cranfield.MeasureError as exc:
         raise measure_problem(exc, req["measures"]) from None
     try:
-        check_instances(len(instances), req["measures"], profile, EvaluationBudget(
-            max_instances=current_app.config["MAX_MEASURE_INSTANCES"]))
+        check_instances(len(instances), req["measures"], profile,
+                        EvaluationBudget(max_instances=limit))
     except BudgetError as exc:
         raise over_budget(exc) from None
 

@@ -234,3 +234,19 @@ def test_seen_p_1_to_20000_over_2000_topics_names_the_values_and_their_factors()
     assert body["budget"]["factors"] == {"instances": 20_000, "topics": 2000}
     # over the queued budget too: no way out offered
     assert "respond-async" not in body["detail"]
+
+
+def test_a_name_of_many_parameters_is_refused_unparsed():
+    # "P.1,1,1,…" is one instance, but its parsing costs its length: refused by its
+    # parameters (more than 4 × MAX_MEASURE_INSTANCES) before it is parsed
+    client = make_client(MAX_MEASURE_INSTANCES=50)
+    resp = client.post("/v1/evaluations", json={"run": run(2, 3), "qrels": qrels(2),
+                                                "measures": ["P." + ",".join(["1"] * 201)]})
+    assert resp.status_code == 422
+    assert resp.get_json()["budget"] == {"name": "MAX_MEASURE_INSTANCES", "limit": 50,
+                                         "total": 201, "factors": {"parameters": 201}}
+    # 200 parameters: parsed, one instance, evaluated
+    resp = client.post("/v1/evaluations", json={"run": run(2, 3), "qrels": qrels(2),
+                                                "measures": ["P." + ",".join(["1"] * 200)]})
+    assert resp.status_code == 200
+    assert list(resp.get_json()["aggregate"]) == ["P_1"]
