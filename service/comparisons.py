@@ -41,6 +41,7 @@ from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
+from .multipart import form_number
 from .negotiation import negotiate
 from .problems import Problem
 from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
@@ -277,7 +278,7 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
                     raise ValueError("must be true or false")
                 parsed: Any = value.lower() in ("true", "1", "yes")
             elif key in _FORM_SCALARS:
-                parsed = _FORM_SCALARS[key](value)
+                parsed = form_number(value, _FORM_SCALARS[key])  # ASCII digits, as JSON
             elif key == "baseline":
                 parsed = _json_object(value)
             else:

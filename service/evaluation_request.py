@@ -163,7 +163,7 @@ def form_body() -> dict:
             parsed: Any = _BOOL[value.lower()]
         elif key in ("relevance_level", "depth", "collection_size", "details_depth"):
             try:
-                parsed = int(value)
+                parsed = multipart.form_number(value)  # ASCII digits only, as JSON
             except ValueError:
                 errors[key] = ["must be an integer"]
                 continue

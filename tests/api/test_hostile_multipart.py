@@ -180,3 +180,33 @@ def test_seen_repeated_run_field_is_refused_not_one_used(client, parser):
     resp = client.post("/v1/evaluations", **body(
         part("run", RUN), part("run", RUN2), part("qrels", QRELS, "q.txt")))
     assert list(_problem(resp)["errors"]) == ["run"]
+
+
+# ---- numbers in form fields: ASCII digits, as JSON writes them ------------------------------
+
+NUMBER_FIELDS = {
+    "/v1/evaluations": ["relevance_level", "depth", "collection_size", "details_depth"],
+    "/v1/comparisons": ["permutations", "bootstrap_samples", "seed", "largest_losses", "depth",
+                        "relevance_level", "collection_size", "alpha"],
+    "/v1/pools": ["depth"],
+}
+BAD_NUMBERS = ["１", "５", "1_0", "+5", " 5", "5 ", "٣", "0x10", "", "𝟓"]
+BAD_FLOATS = ["nan", "inf", "-Infinity", "0.0_5", "０.05", " 0.05", "5e", "1e99999"]
+
+
+@pytest.mark.parametrize("route", list(NUMBER_FIELDS))
+def test_a_number_field_is_read_only_in_ascii_digits(client, parser, route):
+    """int() read "１" as 1, "1_0" as 10, "+5" and " 5" as 5 (issue #27): refused, naming the
+    field; the same number in ASCII digits is read."""
+    for name in NUMBER_FIELDS[route]:
+        valid = [p for p in VALID[route] if _name_of(p) != name]
+        for value in BAD_NUMBERS + (BAD_FLOATS if name == "alpha" else []):
+            resp = client.post(route, **body(*valid, part(name, value.encode())))
+            doc = _problem(resp)
+            assert list(doc["errors"]) == [name], (name, value, doc)
+    # read, and answered as read
+    doc = client.post("/v1/pools", **body(*VALID["/v1/pools"][:2], part("depth", b"1")))
+    assert doc.get_json()["topics"] == {"q1": ["d1", "d2"], "q2": ["d4"]}  # each top 1
+    resp = client.post("/v1/comparisons", **body(*VALID["/v1/comparisons"],
+                                                 part("alpha", b"5e-2")))
+    assert resp.status_code == 200, resp.get_json()
