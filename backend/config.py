@@ -34,6 +34,11 @@ APP_DEFAULTS: dict[str, Any] = {
     # topic)), synchronous and queued: a larger one is 422 (cranfield.pooling.pool_work)
     "MAX_POOL_WORK": 2_000_000,
     "MAX_QUEUED_POOL_WORK": 20_000_000,
+    # the memory an uploaded Parquet / Arrow run or qrels will take once read, estimated from
+    # its metadata before anything is decompressed (cranfield.columnar.memory_estimate: rows
+    # x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable is the
+    # library's and the CLI's too (CRANFIELD_TABLE_MAX_MEMORY)
+    "TABLE_MAX_MEMORY": 1024 * 1024 * 1024,
     "REDIS_URL": None,
     "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)
     "JOB_TIMEOUT": 3600,        # seconds a job may run
@@ -56,7 +61,7 @@ APP_DEFAULTS: dict[str, Any] = {
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
                  "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_POOL_WORK",
-                 "MAX_QUEUED_POOL_WORK", "ASYNC_THRESHOLD_BYTES",
+                 "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")

@@ -39,7 +39,8 @@ def table_bounds(config: dict) -> dict[str, int | None]:
     most MAX_CONTENT_LENGTH (what the same data as text could weigh)."""
     topics, docs = config.get("MAX_TOPICS"), config.get("MAX_DOCS_PER_TOPIC")
     return {"max_rows": topics * docs if topics and docs else None,
-            "max_bytes": config.get("MAX_CONTENT_LENGTH")}
+            "max_bytes": config.get("MAX_CONTENT_LENGTH"),
+            "max_memory": config.get("TABLE_MAX_MEMORY")}
 
 
 def bounds_for(bounds: dict | None, kind: str) -> dict[str, int | None]:
@@ -47,7 +48,7 @@ def bounds_for(bounds: dict | None, kind: str) -> dict[str, int | None]:
     :func:`table_bounds`' (None: unbounded): qrels' rows are not limited."""
     bounds = bounds or {}
     return {"max_rows": bounds.get("max_rows") if kind == "run" else None,
-            "max_bytes": bounds.get("max_bytes")}
+            "max_bytes": bounds.get("max_bytes"), "max_memory": bounds.get("max_memory")}
 
 
 @dataclass(kw_only=True)

@@ -50,6 +50,13 @@ CONTENT_TYPES = {ARROW_STREAM_TYPE: "arrow", ARROW_FILE_TYPE: "arrow", PARQUET_T
 # or refused alike everywhere (cranfield.settings: CRANFIELD_TABLE_MAX_ROWS / _BYTES).
 MAX_ROWS = SETTINGS.table_max_rows
 MAX_BYTES = SETTINGS.table_max_bytes
+# ... and the memory it will take once read (CRANFIELD_TABLE_MAX_MEMORY, the service's
+# TABLE_MAX_MEMORY): estimated from the metadata as rows x ROW_MEMORY + uncompressed bytes
+MAX_MEMORY = SETTINGS.table_max_memory
+# The bytes a row costs the engine at its peak, measured (peak RSS over rows, 2M-5M row
+# Parquet files read and evaluated): a run's topic codes, docid offsets and hashes, scores,
+# orders and ranks (~96); qrels keep each docid as a Python string too (~280)
+ROW_MEMORY = {"run": 96, "qrels": 288}
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,31 +115,33 @@ def sniff(data) -> str | None:
 
 def check_table_bytes(data, kind: str, label: str | None = None, *,
                       max_rows: int | None = None, max_bytes: int | None = None,
-                      fmt: str | None = None) -> None:
+                      max_memory: int | None = None, fmt: str | None = None) -> None:
     """Only the bounds :func:`read_table_bytes` checks, from the metadata (what a queued
     upload is held to before it is stored): nothing is decompressed or materialised."""
-    read_table_bytes(data, kind, label, max_rows=max_rows, max_bytes=max_bytes, fmt=fmt,
-                     bounds_only=True)
+    read_table_bytes(data, kind, label, max_rows=max_rows, max_bytes=max_bytes,
+                     max_memory=max_memory, fmt=fmt, bounds_only=True)
 
 
 def read_table_bytes(data, kind: str, label: str | None = None, *, max_rows: int | None = None,
-                     max_bytes: int | None = None, fmt: str | None = None,
-                     bounds_only: bool = False):
+                     max_bytes: int | None = None, max_memory: int | None = None,
+                     fmt: str | None = None, bounds_only: bool = False):
     """The table held by Arrow IPC (stream or file) or Parquet bytes, only the columns a
     ``kind`` (``run``/``qrels``) reads. Before anything is decompressed: at most ``max_rows``
-    rows and ``max_bytes`` uncompressed bytes (an InputError with code ``too-large``
-    otherwise); then validated in full. A malformed file is an InputError naming the
+    rows, ``max_bytes`` uncompressed bytes and ``max_memory`` bytes of memory once read
+    (estimated: :func:`memory_estimate`) — an InputError with code ``too-large``
+    otherwise; then validated in full. A malformed file is an InputError naming the
     reason."""
     import pyarrow as pa
 
     label = label or kind
     fmt = fmt or sniff(data)
     buf = pa.py_buffer(data)
+    limits = (max_rows, max_bytes, max_memory)
     try:
         if fmt == "parquet":
-            table = _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only)
+            table = _read_parquet(buf, kind, label, *limits, bounds_only)
         elif fmt == "arrow":
-            table = _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only)
+            table = _read_ipc(buf, kind, label, *limits, bounds_only)
         else:
             raise InputError(label, "is neither an Arrow IPC stream or file nor a Parquet file")
         if table is not None:
@@ -202,7 +211,21 @@ def wanted_columns(names, kind: str) -> list[str]:
 _SHORTEST_LINE = {"run": 12, "qrels": 8}
 
 
-def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str) -> None:
+def memory_estimate(kind: str, rows: int, nbytes: int) -> int:
+    """The bytes a table of ``kind`` will take once read and evaluated, from its metadata:
+    ``rows`` x :data:`ROW_MEMORY` (the arrays the engine builds a row) + ``nbytes`` (its
+    columns' uncompressed bytes)."""
+    return rows * ROW_MEMORY.get(kind, ROW_MEMORY["qrels"]) + nbytes
+
+
+def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str,
+          max_memory=None) -> None:
+    if max_memory is not None and memory_estimate(kind, rows, nbytes) > max_memory:
+        per_row = ROW_MEMORY.get(kind, ROW_MEMORY["qrels"])
+        raise InputError(label, f"would take an estimated {memory_estimate(kind, rows, nbytes)}"
+                         f" bytes of memory once read ({rows} rows x {per_row} bytes a row + "
+                         f"{nbytes} bytes uncompressed), over the table memory budget of "
+                         f"{max_memory} bytes (CRANFIELD_TABLE_MAX_MEMORY)", code="too-large")
     if max_rows is not None and rows > max_rows:
         raise InputError(label, f"{rows} rows exceed the limit of {max_rows}", code="too-large")
     lines = max_bytes // _SHORTEST_LINE.get(kind, 8) if max_bytes is not None else None
@@ -214,7 +237,7 @@ def _over(label: str, rows: int, nbytes: int, max_rows, max_bytes, kind: str) ->
                          code="too-large")
 
 
-def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
+def _read_parquet(buf, kind, label, max_rows, max_bytes, max_memory, bounds_only=False):
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(buf)
@@ -227,10 +250,11 @@ def _read_parquet(buf, kind, label, max_rows, max_bytes, bounds_only=False):
     # the column chunks' metadata comes from our own reading of the footer, never from
     # pyarrow's accessors: those throw C++ exceptions that abort the process on some
     # malformed footers (an unknown codec, a level histogram of the wrong size)
-    chunks = _parquet_chunks(buf, meta) if max_bytes is not None else []
+    chunks = _parquet_chunks(buf, meta) if max_bytes is not None or \
+        max_memory is not None else []
     nbytes = sum(max(chunk["uncompressed"], 0) for group in chunks for chunk in group
                  if chunk["path"] in wanted)
-    _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind)
+    _over(label, meta.num_rows, nbytes, max_rows, max_bytes, kind, max_memory)
     # topic, runid and iteration stay dictionaries (their decoded size is counted from the
     # codes by _decoded_bound); docid (~7M distinct values at M: reading it as a dictionary
     # costs a second) and the numbers (strings there would be refused, once decoded) are
@@ -488,7 +512,7 @@ def _thrift_struct(data, pos: int, whole: bool = False) -> tuple[dict, int]:
     return fields(), pos
 
 
-def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
+def _read_ipc(buf, kind, label, max_rows, max_bytes, max_memory, bounds_only=False):
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -502,7 +526,7 @@ def _read_ipc(buf, kind, label, max_rows, max_bytes, bounds_only=False):
             r, b = _batch_header_bounds(message)
             rows += r if message.type == "record batch" else 0
             nbytes += b
-            _over(label, rows, nbytes, max_rows, max_bytes, kind)
+            _over(label, rows, nbytes, max_rows, max_bytes, kind, max_memory)
     if bounds_only:
         return None
     if is_file:
@@ -600,7 +624,8 @@ def local_bounds(kind: str) -> dict[str, int | None]:
     """The bounds a file of ``kind`` (``run``/``qrels``) read by the library or the CLI is
     held to (:data:`MAX_ROWS`, :data:`MAX_BYTES`): as the service's, qrels' rows are not
     limited."""
-    return {"max_rows": MAX_ROWS if kind == "run" else None, "max_bytes": MAX_BYTES}
+    return {"max_rows": MAX_ROWS if kind == "run" else None, "max_bytes": MAX_BYTES,
+            "max_memory": MAX_MEMORY}
 
 
 def read_file_bytes(data, kind: str, label: str, diversity: bool = False,

@@ -12,9 +12,13 @@ variable                                  default   what
 ``CRANFIELD_TABLE_MAX_ROWS``              10^9      rows of a Parquet / Arrow run file (0: none)
 ``CRANFIELD_TABLE_MAX_BYTES``             512 MiB   uncompressed bytes of a Parquet / Arrow file
                                                     (0: none)
+``CRANFIELD_TABLE_MAX_MEMORY``            1 GiB     memory a Parquet / Arrow file will take once
+                                                    read, estimated from its metadata: rows x
+                                                    the bytes a row costs + uncompressed bytes
+                                                    (0: none; the service's bound too)
 ========================================  ========  ==============================================
 
-The two table bounds are checked from a file's metadata before anything is decompressed, as
+The table bounds are checked from a file's metadata before anything is decompressed, as
 the service checks an upload (their defaults are the service's MAX_TOPICS x
 MAX_DOCS_PER_TOPIC and MAX_CONTENT_LENGTH): a file the service takes, the library and the
 CLI take, and one it refuses they refuse with the same sentence.
@@ -44,6 +48,9 @@ class Settings:
     # local_bounds): None is no bound; a compressed file may decode to far more than its size
     table_max_rows: int | None = 100_000 * 10_000
     table_max_bytes: int | None = 512 * 1024 * 1024
+    # a 16.7 MB Parquet file of 20M rows took a server 359 -> 1,515 MB (issue 27): rows are
+    # bounded by the memory they will take, not only by their count
+    table_max_memory: int | None = 1024 * 1024 * 1024
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -57,6 +64,8 @@ class Settings:
             table_max_rows=_bound(environ, "CRANFIELD_TABLE_MAX_ROWS", default.table_max_rows),
             table_max_bytes=_bound(environ, "CRANFIELD_TABLE_MAX_BYTES",
                                    default.table_max_bytes),
+            table_max_memory=_bound(environ, "CRANFIELD_TABLE_MAX_MEMORY",
+                                    default.table_max_memory),
         )
 
 

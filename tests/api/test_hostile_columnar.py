@@ -6,6 +6,7 @@ with a 422 naming the part and the column, never a 500 (a Parquet run whose doci
 from __future__ import annotations
 
 import io
+import re
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -221,3 +222,92 @@ def test_api_reads_dictionary_strings_as_strings(client, fmt):
         "measures": "P_5"}, content_type="multipart/form-data")
     assert resp.get_json()["aggregate"] == text.get_json()["aggregate"]
     assert resp.get_json()["aggregate"]["P_5"] == pytest.approx(0.2)
+
+
+# -- bounded by the memory they will take (issue 27: a 16.7 MB zstd Parquet run of 20M rows
+# took gunicorn 359 -> 1,515 MB; the row bound, 44.7M rows, was far above what memory allows)
+
+def _many_rows(rows: int, fmt: str, group: int = 1_000_000) -> bytes:
+    """A run of ``rows`` rows that compresses to little (one topic, one docid, zero scores,
+    dictionary-coded), written a group at a time (the test never holds the whole table)."""
+    chunk = pa.table({"topic": pa.DictionaryArray.from_arrays(
+        pa.array([0] * min(group, rows), pa.int32()), pa.array(["q1"])),
+        "docid": pa.DictionaryArray.from_arrays(pa.array([0] * min(group, rows), pa.int32()),
+                                                pa.array(["d1"])),
+        "score": pa.array([0.0] * min(group, rows))})
+    sink = io.BytesIO() if fmt == "parquet" else pa.BufferOutputStream()
+    writer = pq.ParquetWriter(sink, chunk.schema, compression="zstd") if fmt == "parquet" \
+        else ipc.new_stream(sink, chunk.schema,
+                            options=ipc.IpcWriteOptions(compression="zstd"))
+    with writer:
+        for start in range(0, rows, group):
+            writer.write_table(chunk.slice(0, min(group, rows - start)))
+    return sink.getvalue() if fmt == "parquet" else sink.getvalue().to_pybytes()
+
+
+def test_seen_20m_row_parquet_is_refused_by_the_default_budget():
+    """The probe's file: 20M rows (here one docid: a few hundred kB of zstd Parquet) are
+    within the row and byte bounds, and refused from the metadata by the memory budget."""
+    from cranfield import columnar
+
+    data = _many_rows(20_000_000, "parquet")
+    assert len(data) < 20_000_000
+    bounds = columnar.local_bounds("run")
+    assert bounds["max_memory"] == 1 << 30 and bounds["max_rows"] >= 20_000_000
+    with pytest.raises(InputError) as info:
+        cranfield.read_run(data, name="run")
+    err = info.value
+    assert err.code == "too-large"
+    assert err.reason.startswith("would take an estimated 1920")
+    assert "(20000000 rows x 96 bytes a row + " in err.reason
+    assert err.reason.endswith("over the table memory budget of 1073741824 bytes "
+                               "(CRANFIELD_TABLE_MAX_MEMORY)")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow-stream"])
+@pytest.mark.parametrize("queued", [False, True], ids=["sync", "queued"])
+def test_api_memory_budget_from_the_metadata(app, client, fmt, queued):
+    """100,000 rows (96 bytes a row: 9.6 MB estimated) under a 5 MB budget: 413 naming the
+    budget and its factors, before anything is decompressed; under a 50 MB budget, read."""
+    data = _many_rows(100_000, fmt, group=50_000)
+    app.config.update(TABLE_MAX_MEMORY=5_000_000, MAX_TOPICS=10, MAX_DOCS_PER_TOPIC=1_000_000)
+    resp = _post(client, "run", data, fmt, queued=queued)
+    assert resp.status_code == 413, resp.get_data(as_text=True)
+    doc = resp.get_json()
+    [(field, [reason])] = doc["errors"].items()
+    assert field == "run"
+    # the estimate and its factors (an IPC stream stops at the first batch past the budget:
+    # rows counted so far)
+    got = re.fullmatch(r"would take an estimated (\d+) bytes of memory once read \((\d+) "
+                       r"rows x 96 bytes a row \+ (\d+) bytes uncompressed\), over the table "
+                       r"memory budget of 5000000 bytes \(CRANFIELD_TABLE_MAX_MEMORY\)", reason)
+    assert got, reason
+    estimate, rows, uncompressed = map(int, got.groups())
+    assert estimate == rows * 96 + uncompressed > 5_000_000
+    assert rows == (100_000 if fmt == "parquet" else 50_000)
+    app.config.update(TABLE_MAX_MEMORY=50_000_000)
+    assert _post(client, "run", data, fmt).status_code == 422  # read: (a docid 100,000 times)
+
+
+def test_queued_job_fails_fast_with_the_same_problem():
+    """A job whose stored Arrow run is over the budget stamped on it fails from the metadata
+    with the same sentence (whatever path stored it)."""
+    from backend.contract import ComparisonJob
+    from backend.store import MemoryStore
+    from backend.tasks import run_comparison
+    from cranfield import columnar
+
+    data = _many_rows(100_000, "arrow-stream", group=50_000)
+    with pytest.raises(InputError) as sync:
+        columnar.read_run_bytes(data, "runs[0]", max_memory=5_000_000)
+    store = MemoryStore()
+    store.put_blob("run-a", data, 60)
+    store.put_blob("run-b", b"q1 Q0 d1 1 1.0 b\n", 60)
+    job = ComparisonJob(measures=["map"], options={"profile": "trec_eval-10"},
+                        runs=[{"name": "a", "run_key": "run-a", "run_format": "arrow"},
+                              {"name": "b", "run_key": "run-b", "run_format": "trec"}],
+                        table_bounds={"max_rows": None, "max_bytes": None,
+                                      "max_memory": 5_000_000})
+    problem = run_comparison(store, job, lambda job_id: None)["problem"]
+    assert problem["status"] == 413
+    assert problem["errors"] == {"runs[0]": [sync.value.reason]}

@@ -91,14 +91,14 @@ def test_the_queue_stamps_the_apps_table_bounds():
 
     config = {"MAX_TOPICS": 3, "MAX_DOCS_PER_TOPIC": 5, "MAX_CONTENT_LENGTH": 1000,
               "RESULT_TTL": 60}
-    assert table_bounds(config) == {"max_rows": 15, "max_bytes": 1000}
+    assert table_bounds(config) == {"max_rows": 15, "max_bytes": 1000, "max_memory": None}
     backend = MemoryBackend(config)
     seen = []
     backend._run = lambda job_id, spec: seen.append(spec)
     spec = ComparisonJob(measures=["map"], options={}, runs=[])
     backend.submit(spec)
     backend._pool.shutdown(wait=True)
-    assert seen[0].table_bounds == {"max_rows": 15, "max_bytes": 1000}
+    assert seen[0].table_bounds == {"max_rows": 15, "max_bytes": 1000, "max_memory": None}
     assert spec.table_bounds is None  # the caller's spec is left as it was
 
 
