@@ -15,6 +15,7 @@ import orjson
 from flask import current_app, request
 from marshmallow import Schema, ValidationError
 
+from cranfield.errors import InputError
 from cranfield.json_body import decode_body
 from cranfield.json_body import loads as json_loads
 
@@ -169,9 +170,12 @@ def form_body() -> dict:
                 continue
         elif key in JSON_FIELDS:
             try:
-                parsed = orjson.loads(value)
+                parsed = json_loads(value)  # a key given twice: refused as in a JSON body
             except orjson.JSONDecodeError as exc:
                 errors[key] = [f"must be a JSON object: {exc}"]
+                continue
+            except InputError as exc:
+                errors[f"{key}.{exc.location}"] = [exc.reason]
                 continue
         else:
             parsed = value

@@ -107,3 +107,18 @@ def test_a_member_twice_is_refused(client):
     assert doc["errors"] == {"measures": [
         "'measures' is given twice in one JSON object (a JSON reader keeps only one of them, "
         "silently): give it once"]}
+
+
+def test_a_record_field_twice_is_refused_as_json_and_multipart(client):
+    """The ``record`` object: as a JSON body's member and as a multipart form field (JSON
+    text), the same 422 naming ``record.system``."""
+    expected = {"record.system": [
+        "'system' is given twice in one JSON object (a JSON reader keeps only one of them, "
+        "silently): give it once"]}
+    as_json = client.post("/v1/evaluations", data=b'{"run": "q1 Q0 d1 1 1 r\\n", "qrels": '
+                          b'"q1 0 d1 1\\n", "measures": ["P_5"], "record": {"system": "a", '
+                          b'"system": "b"}}', headers=JSON)
+    as_form = client.post("/v1/evaluations", data={
+        "run": "q1 Q0 d1 1 1 r\n", "qrels": "q1 0 d1 1\n", "measures": "P_5",
+        "record": '{"system": "a", "system": "b"}'}, content_type="multipart/form-data")
+    assert _problem(as_json)["errors"] == _problem(as_form)["errors"] == expected
