@@ -115,8 +115,12 @@ def test_pool_topic_over_max_docs_is_413(client):
 
 
 def test_pool_judged_qrels_over_max_topics_are_413(client):
-    # stored qrels are not held to MAX_TOPICS when stored; a pool reading them is
+    # stored qrels are held to MAX_TOPICS when stored (issue 27): the same 413
+    assert_413(client.put("/v1/qrels/wide", json={"qrels": qrels(TOPICS + 1)}), "qrels")
+    # ... and a pool reading qrels stored under a larger MAX_TOPICS (since lowered) is 413
+    client.client.application.config.update(MAX_TOPICS=TOPICS + 1)
     assert client.put("/v1/qrels/wide", json={"qrels": qrels(TOPICS + 1)}).status_code == 201
+    client.client.application.config.update(MAX_TOPICS=TOPICS)
     resp = client.post("/v1/pools", json={"runs": [{"run": run()}], "depth": 1,
                                           "qrels_id": "wide"})
     assert_413(resp, "qrels_id")
