@@ -454,14 +454,21 @@ def _table_data(source: Source, data, label: str, kind: str, diversity: bool = F
     return read_file_bytes(data, kind, label, diversity, fmt) if fmt is not None else None
 
 
+def path_candidate(source) -> str | None:
+    """The path ``source`` could name: any PathLike, or a one-line str short enough to be a
+    path; None for what can only be text (or bytes, a mapping, a table)."""
+    if isinstance(source, os.PathLike):
+        return os.fspath(source)
+    if isinstance(source, str) and "\n" not in source and len(source) < 4096:
+        return source
+    return None
+
+
 def _as_path(source: Source, name: str | None = None) -> str | None:
     """The file path ``source`` names: any PathLike, or a one-line str naming an existing
     file (anything else is TREC text). A directory is an error, not text."""
-    if isinstance(source, os.PathLike):
-        path = os.fspath(source)
-    elif isinstance(source, str) and "\n" not in source and len(source) < 4096:
-        path = source
-    else:
+    path = path_candidate(source)
+    if path is None:
         return None
     if os.path.isdir(path):
         raise InputError(name or path, "is a directory")

@@ -20,6 +20,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
+from .io import path_candidate
 
 HEAD = 65536  # bytes of a file or text looked at for its first content line
 
@@ -98,13 +99,8 @@ def _text_kind(source) -> tuple[str, str] | None:
 def _path_of(source) -> str | None:
     """The file ``source`` names (a PathLike, or a one-line str naming a file), as the readers
     tell paths from text; None for text (a directory is the reader's to refuse)."""
-    if isinstance(source, os.PathLike):
-        path = os.fspath(source)
-    elif isinstance(source, str) and "\n" not in source and len(source) < 4096:
-        path = source
-    else:
-        return None
-    return path if os.path.isfile(path) else None
+    path = path_candidate(source)
+    return path if path is not None and os.path.isfile(path) else None
 
 
 def _columns_kind(table) -> tuple[str, str] | None:
