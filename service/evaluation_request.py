@@ -20,6 +20,7 @@ from cranfield.json_body import decode_body
 from cranfield.json_body import loads as json_loads
 
 from . import multipart
+from .paging import BOOLEAN_WORDS
 from .problems import Problem
 from .request_body import read_body
 from .schemas import OptionsSchema
@@ -73,7 +74,7 @@ def _json_body() -> dict:
 # form fields whose value is JSON, validated as the JSON body's member of that name is
 JSON_FIELDS = frozenset({"record", "latency_ms"})
 
-_BOOL = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+_BOOL = BOOLEAN_WORDS  # the words every boolean written as text is read by (service.paging)
 
 
 # Uploads at least this big are cut by service.multipart (werkzeug streams smaller ones).

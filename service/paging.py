@@ -47,6 +47,28 @@ def integer(name: str, default: int, low: int, high: int) -> int:
     return value
 
 
+# a boolean written as text (a query parameter, a form field): one of these words, in any
+# ASCII case, the multipart forms' rule; anything else is refused, never read as false
+BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def boolean_word(text: str) -> bool | None:
+    """``text`` as :data:`BOOLEAN_WORDS` reads it, or None when it is none of them."""
+    return BOOLEAN_WORDS.get(text.lower()) if text.isascii() else None
+
+
+def boolean(name: str, default: bool) -> bool:
+    """The query parameter ``name`` as a boolean (``default`` when absent): 400 naming it
+    when it is not one of :data:`BOOLEAN_WORDS`."""
+    text = request.args.get(name)
+    if text is None:
+        return default
+    value = boolean_word(text)
+    if value is None:
+        raise bad_parameter(name, f"true or false: got {_shown(text)}")
+    return value
+
+
 def check_query() -> None:
     """A ``before_request`` hook: every query parameter of every API route (``/v1/...``) is
     UTF-8 once percent-decoded, holds no control character (C0, DEL, C1) in its name or

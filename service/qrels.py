@@ -17,7 +17,7 @@ from backend.store import StoreError, split_ref
 from .auth import current_tenant
 from .limits import check_qrels
 from .multipart import check_parts
-from .paging import next_page, page
+from .paging import boolean, boolean_word, next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
 
@@ -74,7 +74,8 @@ def _body_qrels() -> tuple[object, bool]:
         if not data.strip():
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})
-        return data, request.args.get("diversity", "false").lower() == "true"
+        # true or false (the forms' words), 400 naming it otherwise: "ture" was read as false
+        return data, boolean("diversity", False)
     if mimetype == "multipart/form-data":
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
         check_parts(request.form, request.files, known=frozenset({"qrels", "diversity"}))
@@ -85,7 +86,11 @@ def _body_qrels() -> tuple[object, bool]:
             raise Problem(422, "Invalid request", "no qrels file", kind="invalid-request",
                           errors={"qrels": ["Missing data"]})
         data = upload.read() if upload is not None else field.encode()
-        return data, request.form.get("diversity", "false").lower() == "true"
+        diversity = boolean_word(request.form.get("diversity", "false"))
+        if diversity is None:  # as every form's boolean field: 422 naming it
+            raise Problem(422, "Invalid request", "diversity must be true or false",
+                          kind="invalid-request", errors={"diversity": ["must be true or false"]})
+        return data, diversity
     raise Problem(415, "Unsupported Media Type", "send application/json, text/plain or "
                   "multipart/form-data", kind="unsupported-media-type")
 

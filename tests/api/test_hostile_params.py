@@ -210,6 +210,56 @@ def test_a_parameter_no_route_reads_is_held_to_the_same_rule(client, world, meth
     _refused(resp, "a\\x00b", "NUL in a name")
 
 
+BOOLEAN_PARAMS = [q for q in QUERY_PARAMS if q[3].get("type") == "boolean"]
+# what a boolean is not: read as false before (anything but "true" was), or read by a looser
+# reader (Python's "１".isdigit(), a padded word, a misspelling)
+BAD_BOOLEANS = ["", "ture", "flase", "t", "f", "on", "off", "2", "-1", "１", "０", " true",
+                "true ", "yes please", "nope", "TRUE!", "İ", "null", "none"]
+
+
+def test_the_table_has_boolean_parameters():
+    assert ("PUT", "/v1/qrels/{qrels_id}", "diversity") in {
+        (m, p, n) for m, p, n, _ in BOOLEAN_PARAMS}
+
+
+@pytest.mark.parametrize("method,path,name,schema", BOOLEAN_PARAMS,
+                         ids=[f"{m} {p} {n}" for m, p, n, _ in BOOLEAN_PARAMS])
+def test_every_boolean_parameter_is_true_or_false_only(client, world, method, path, name,
+                                                       schema):
+    """A boolean query parameter is one of the words the forms' boolean fields take (true,
+    false, 1, 0, yes, no; any ASCII case), else 400 naming it: ``?diversity=ture`` was read
+    as false, and the qrels stored as plain qrels."""
+    for value in BAD_BOOLEANS:
+        resp = _send(client, method, path, world, [f"{name}={quote(value, safe='')}"])
+        _refused(resp, name, repr(value))
+        assert "true or false" in resp.get_json()["errors"][name][0]
+
+
+def test_diversity_is_read_as_written(client, world):
+    """Each word is read, and read as meant: subtopic qrels (4 columns, the second the
+    subtopic) stored as diversity qrels or as plain qrels."""
+    for word, meant in (("true", True), ("TRUE", True), ("1", True), ("yes", True),
+                        ("false", False), ("False", False), ("0", False), ("no", False)):
+        resp = client.put(f"/v1/qrels/div?diversity={word}", data="q1 2 d1 1\nq1 3 d2 1\n",
+                          content_type="text/plain")
+        assert resp.status_code in (200, 201), (word, resp.get_json())
+        assert resp.get_json()["diversity"] is meant, (word, resp.get_json())
+
+
+def test_diversity_form_field_is_true_or_false_only(client, world):
+    """The multipart ``diversity`` field: the same words, 422 naming it otherwise (as every
+    form's boolean field)."""
+    for value in ("ture", "", "１", "on"):
+        resp = client.put("/v1/qrels/div", content_type="multipart/form-data",
+                          data={"qrels": "q1 0 d1 1\n", "diversity": value})
+        assert resp.status_code == 422, (value, resp.get_data()[:300])
+        assert list(resp.get_json()["errors"]) == ["diversity"], (value, resp.get_json())
+    resp = client.put("/v1/qrels/div", content_type="multipart/form-data",
+                      data={"qrels": "q1 2 d1 1\n", "diversity": "Yes"})
+    assert resp.status_code == 201, resp.get_json()
+    assert resp.get_json()["diversity"] is True
+
+
 # ---- the cases seen (issue #27), by name ----------------------------------------------------
 
 def test_seen_overflow_dates_on_results_and_trend_are_400_not_500(client, world):
