@@ -32,7 +32,9 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from backend.contract import ComparisonJob
 from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
+from cranfield.errors import InputError
 from cranfield.html_report import render_comparison
+from cranfield.json_body import loads as json_loads
 from cranfield.names import needs_subtopics
 
 from .auth import current_tenant
@@ -262,14 +264,24 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
         if key == "runs" or key in _FORM_RUN_IDS:
             continue
         values = form.getlist(key)
+        if key == "gate":  # each field one gate (a MEASURE:MAX_DROP text or JSON object)
+            texts = [v.strip() for v in values if v.strip()]
+            items, refused = [], False
+            for i, text in enumerate(texts):
+                try:
+                    items.append(_json_object(text))
+                except InputError as exc:  # named as the JSON body's gate would be
+                    where = "gate" if len(texts) == 1 else f"gate[{i}]"
+                    errors[f"{where}.{exc.location}"] = [exc.reason]
+                    refused = True
+            if refused:
+                continue
+            body[key] = "" if not items else items if len(items) > 1 else items[0]
+            continue
         if key in _FORM_LISTS:
-            items = [v.strip() if key != "gate" else _json_object(v.strip())
-                     for value in values for v in
-                     (value.split(",") if key != "gate" else [value]) if v.strip()]
-            if not items:  # an empty field: as if the list were empty (the schema decides)
-                body[key] = [] if key != "gate" else ""
-            else:
-                body[key] = items if key != "gate" or len(items) > 1 else items[0]
+            items = [v.strip() for value in values for v in value.split(",") if v.strip()]
+            # an empty field: as if the list were empty (the schema decides)
+            body[key] = items
             continue
         value = values[-1]
         try:
@@ -283,6 +295,9 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
                 parsed = _json_object(value)
             else:
                 parsed = value
+        except InputError as exc:  # a key given twice: named as in a JSON body
+            errors[f"{key}.{exc.location}"] = [exc.reason]
+            continue
         except ValueError:
             errors[key] = [f"must be {'true or false' if key in _FORM_BOOLEANS else 'a number'}"]
             continue
@@ -302,10 +317,12 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
 def _json_object(value: str):
     """A form value that is a JSON object (``{"system": NAME}`` as ``baseline``, a gate as an
     object) as that object, as the JSON body carries it; any other value as it is (a run's
-    name, a MEASURE:MAX_DROP gate: neither starts with a brace and is a JSON object)."""
+    name, a MEASURE:MAX_DROP gate: neither starts with a brace and is a JSON object). An
+    object holding a key twice is :class:`InputError` naming its path (``system``), as the
+    JSON body's reader refuses it: one input, one answer, never last-wins."""
     if value.startswith("{"):
         try:
-            parsed = orjson.loads(value)
+            parsed = json_loads(value)
         except orjson.JSONDecodeError:
             return value
         if isinstance(parsed, dict):
