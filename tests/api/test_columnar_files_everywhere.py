@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 import pytest
+from columnar_tables import ipc_file as arrow_file
+from columnar_tables import ipc_stream as arrow_stream
+from columnar_tables import parquet, qrels_table, run_table
 
 import cranfield
 
@@ -25,39 +24,6 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 CRANFIELD = str(Path(sys.executable).with_name("cranfield"))
 MEASURES = ["map", "P.10", "ndcg_cut.10", "recip_rank", "num_rel_ret", "Rprec", "bpref"]
 CORRUPT_PARQUET = b"PAR1\x15" + b"\x00" * 40 + b"PAR1"
-
-
-def run_table() -> pa.Table:
-    run = cranfield.read_run(str(DATA / "results.test"))
-    return pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
-                     "docid": run.docids_at(np.arange(len(run))).tolist(),
-                     "score": run.scores, "runid": [run.runid] * len(run)})
-
-
-def qrels_table() -> pa.Table:
-    q = cranfield.read_qrels(str(DATA / "qrels.test"))
-    return pa.table({"topic": [q.topics[i] for i in q.topic_index.tolist()],
-                     "docid": q.docids.tolist(), "grade": q.grades})
-
-
-def parquet(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
-
-
-def arrow_file(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def arrow_stream(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table, max_chunksize=1000)
-    return sink.getvalue().to_pybytes()
 
 
 @pytest.fixture(scope="module")

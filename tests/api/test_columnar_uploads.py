@@ -9,49 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
+from columnar_tables import ipc_file, ipc_stream, parquet, qrels_table, run_table
 from conftest import finished_job
 
 import cranfield
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 MEASURES = ["map", "P.10", "ndcg_cut.10", "recip_rank", "num_rel_ret", "runid"]
-
-
-def run_table() -> pa.Table:
-    run = cranfield.read_run(str(DATA / "results.test"))
-    return pa.table({"topic": [run.topics[i] for i in run.topic_index.tolist()],
-                     "docid": run.docids_at(np.arange(len(run))).tolist(),
-                     "score": run.scores, "runid": [run.runid] * len(run)})
-
-
-def qrels_table() -> pa.Table:
-    q = cranfield.read_qrels(str(DATA / "qrels.test"))
-    return pa.table({"topic": [q.topics[i] for i in q.topic_index.tolist()],
-                     "docid": q.docids.tolist(), "grade": q.grades})
-
-
-def ipc_stream(table: pa.Table, compression=None, chunk=1000) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema,
-                        options=ipc.IpcWriteOptions(compression=compression)) as w:
-        w.write_table(table, max_chunksize=chunk)
-    return sink.getvalue().to_pybytes()
-
-
-def ipc_file(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def parquet(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
 
 
 ENCODERS = {"arrow-stream": ipc_stream, "arrow-file": ipc_file, "parquet": parquet,

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 import pytest
+from columnar_tables import ipc_file, ipc_stream, parquet, qrels_table, run_table
 
 import cranfield
 from cranfield import columnar
@@ -26,47 +25,9 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
 
 
-def run_table(path: Path = DATA / "results.test", runid: bool = True) -> pa.Table:
-    run = cranfield.read_run(str(path))
-    cols = {"topic": [run.topics[i] for i in run.topic_index.tolist()],
-            "docid": run.docids_at(np.arange(len(run))).tolist(), "score": run.scores}
-    if runid:
-        cols["runid"] = [run.runid] * len(run)
-    return pa.table(cols)
-
-
-def qrels_table(path: Path = DATA / "qrels.test", diversity: bool = False) -> pa.Table:
-    q = cranfield.read_qrels(str(path), diversity=diversity)
-    cols = {"topic": [q.topics[i] for i in q.topic_index.tolist()],
-            "docid": q.docids.tolist(), "grade": q.grades}
-    if diversity:
-        cols["iteration"] = q.subtopics.tolist()
-    return pa.table(cols)
-
-
-def ipc_stream(table: pa.Table, compression=None) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema,
-                        options=ipc.IpcWriteOptions(compression=compression)) as w:
-        w.write_table(table, max_chunksize=500)
-    return sink.getvalue().to_pybytes()
-
-
-def ipc_file(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def parquet(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, row_group_size=700)
-    return sink.getvalue()
-
-
-ENCODERS = {"parquet": parquet, "arrow-file": ipc_file, "arrow-stream": ipc_stream,
-            "arrow-stream-zstd": lambda t: ipc_stream(t, "zstd")}
+ENCODERS = {"parquet": lambda t: parquet(t, row_group_size=700), "arrow-file": ipc_file,
+            "arrow-stream": lambda t: ipc_stream(t, chunk=500),
+            "arrow-stream-zstd": lambda t: ipc_stream(t, "zstd", chunk=500)}
 CORRUPT = {  # what tests/api/test_columnar_uploads.py sends the API
     "arrow-file": b"ARROW1\0\0" + b"\x01" * 64,
     "arrow-stream": b"\xff\xff\xff\xff\x10\x00\x00\x00" + b"\x07" * 40,
