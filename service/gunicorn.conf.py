@@ -8,6 +8,7 @@ with the ``CRANFIELD_`` prefix (e.g. ``CRANFIELD_WORKERS=4``)."""
 import glob
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 
@@ -98,6 +99,7 @@ def _metrics_directory(server) -> None:
                            "answers it only")
 
 
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 _body_limit: list[int] = []  # MAX_CONTENT_LENGTH, read once per worker process
 
 
@@ -111,7 +113,9 @@ def pre_request(worker, req):
         _body_limit.append(app_settings()["MAX_CONTENT_LENGTH"])
     for name, value in req.headers:
         if name == "CONTENT-LENGTH":
-            if value.isdigit() and int(value) > _body_limit[0]:
+            # ASCII decimal only: str.isdigit() also takes "１" or "٣" (and int() reads
+            # them), a length the client did not write as HTTP writes one
+            if _ASCII_DIGITS.fullmatch(value) and int(value) > _body_limit[0]:
                 req.must_close = True
             break
 
