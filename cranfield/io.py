@@ -332,7 +332,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         table = _table_file(path, label, "run")
         if table is not None:
             return table
-        _refuse_bom(path, label)
+        refuse_bom(path, label)
         run = None
         if os.path.getsize(path) >= FAST_READER_MIN_BYTES:
             run = _fast_run(path, label)
@@ -342,7 +342,7 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     table = _table_data(source, data, label, "run")
     if table is not None:
         return table
-    _refuse_bom(data, label)
+    refuse_bom(data, label)
     run = None
     if len(data) >= FAST_READER_MIN_BYTES:
         run = _fast_run(data, label)
@@ -374,7 +374,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         table = _table_file(path, name or path, "qrels", diversity)
         if table is not None:
             return table
-        _refuse_bom(path, name or path)
+        refuse_bom(path, name or path)
     if path is not None and os.path.getsize(path) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(path, name or path, diversity)  # pyarrow reads the file
         release_memory()  # (once the reader's locals are gone)
@@ -385,7 +385,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     if table is not None:
         return table
     if path is None:
-        _refuse_bom(data, label)
+        refuse_bom(data, label)
     if path is None and len(data) >= FAST_READER_MIN_BYTES:
         qrels = _fast_qrels(data, label, diversity)
         release_memory()
@@ -413,8 +413,9 @@ BOM_REASON = ("line 1 starts with a UTF-8 byte-order mark (EF BB BF): save the f
               "without it")
 
 
-def _refuse_bom(data, label: str) -> None:
-    """Refuse TREC text (bytes, or the path of a file) that starts with a UTF-8 BOM."""
+def refuse_bom(data, label: str) -> None:
+    """Refuse TREC text (bytes, or the path of a file) that starts with a UTF-8 BOM. Public:
+    every reader of TREC text (cranfield.webtrack's too) refuses it with this one sentence."""
     if isinstance(data, str):
         try:
             with open(data, "rb") as fh:

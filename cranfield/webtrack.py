@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .io import refuse_bom
 from .ranking import within_topic_index
 from .swapped import refuse_swapped
 
@@ -54,6 +55,11 @@ class WebTrackResult:
 # --------------------------------------------------------------------------------------------
 
 def _lines(data: bytes | str, label: str, nfields: int) -> list[list[str]]:
+    # a UTF-8 byte-order mark refused with the sentence every TREC reader gives
+    # (io.refuse_bom), not as a first topic that is not a number: one input, one answer.
+    # Text is its first character's bytes (surrogatepass: a lone surrogate is never the mark)
+    refuse_bom(data[:1].encode("utf-8", "surrogatepass") if isinstance(data, str) else data,
+               label)
     text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
     out = []
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -82,3 +82,52 @@ def test_cli_names_the_line(tmp_path, capsys):
     code = main(["eval", str(qrels), str(run)])
     assert code != 0
     assert REASON in capsys.readouterr().err
+
+
+# ---- cranfield.webtrack: ndeval's and gdeval's own readers, the same refusal -----------------
+
+ND_RUN = b"1 Q0 d1 1 2.0 r\n1 Q0 d2 2 1.0 r\n2 Q0 d1 1 1.0 r\n"
+ND_QRELS = b"1 1 d1 1\n1 2 d2 1\n2 1 d1 1\n"
+GD_QRELS = b"1 0 d1 2\n1 0 d2 1\n2 0 d1 1\n"
+
+
+def _webtrack(measure: str):
+    from cranfield import webtrack
+
+    if measure == "ndeval":
+        return webtrack.ndeval, ND_QRELS
+    return webtrack.gdeval, GD_QRELS
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+@pytest.mark.parametrize("measure", ["ndeval", "gdeval"])
+def test_webtrack_readers_refuse_bom_the_same_way(measure, kind, text):
+    """ndeval and gdeval read their files themselves (cranfield.webtrack): a mark at the start
+    was a different error there (its topic '\\ufeff1' not a number); now the one refusal."""
+    evaluate, qrels = _webtrack(measure)
+    files = {"run": ND_RUN, "qrels": qrels}
+    files[kind] = BOM + files[kind]
+    if text:
+        files = {k: v.decode("utf-8") for k, v in files.items()}
+    with pytest.raises(InputError) as info:
+        evaluate(files["qrels"], files["run"])
+    err = info.value
+    assert (err.reason, err.line, err.code, err.location) == \
+        (REASON, 1, "invalid-input", f"{kind} line 1")
+    # without the mark both read, and topic 1 is evaluated
+    clean = {k: (v[1:] if text else v[3:]) if k == kind else v for k, v in files.items()}
+    assert list(evaluate(clean["qrels"], clean["run"]).per_topic) == ["1", "2"]
+
+
+@pytest.mark.parametrize("measure", ["ndeval", "gdeval"])
+def test_webtrack_cli_names_the_line(measure, tmp_path, capsys):
+    from cranfield.cli import main
+
+    _, qrels_bytes = _webtrack(measure)
+    run = tmp_path / "run.txt"
+    qrels = tmp_path / "qrels.txt"
+    run.write_bytes(ND_RUN)
+    qrels.write_bytes(BOM + qrels_bytes)
+    assert main([measure, str(qrels), str(run)]) != 0
+    assert REASON in capsys.readouterr().err
