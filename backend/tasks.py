@@ -412,7 +412,9 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     against ``qrels``; finished evaluations and recorded results must have been made
     against the same qrels, and recorded results must have the compared measures.
     Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``,
-    ``baseline.system``...)."""
+    ``baseline.system``...); an inline run over the evaluation budget of the caller's
+    context (:mod:`cranfield.budget`) :class:`BudgetError` naming the run, for the caller
+    to answer as an evaluation's (sync 422, a queued job's failure)."""
     from cranfield.compare import compare_evaluations
     from cranfield.result_document import evaluation_from_document
 
@@ -451,6 +453,10 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
             continue
         try:
             evaluations[name] = cranfield.evaluate(qrels, entry["run"], measures, **job.options)
+        except BudgetError as exc:  # its own problem (the budget, its factors), run named
+            raise BudgetError(f"runs[{i}] ({name!r}): {exc}", budget=exc.budget,
+                              limit=exc.limit, total=exc.total, factors=exc.factors,
+                              field=exc.field) from None
         except cranfield.MeasureError as exc:
             raise BadInput(_problem(exc)) from None
         except cranfield.CranfieldError as exc:
@@ -593,7 +599,8 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
                                              bounds=bounds_for(job.table_bounds, "run"))
             entries.append({"name": run["name"], "run": value, "sha256": digest})
         _tell(progress, stage="comparing", runs_done=len(job.runs), runs_total=len(job.runs))
-        doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
+        with job_budget(job):  # each inline run evaluated as a queued evaluation is
+            doc = compare_inputs(entries, qrels, qrels_digest, qrels_version, job, measures)
         if results is not None:  # a recorded result was compared: keep a gate's verdict
             _database_step(job, lambda: record_gate_verdicts(results, job.tenant, doc,
                                                              job.job_id),

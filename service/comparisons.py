@@ -17,6 +17,13 @@ measures and common topics are known and before the comparison allocates anythin
 422 with the figures (``work``). A comparison asked for with ``Prefer: respond-async`` (or
 too large a body) is queued whatever its work: the budget guards the web worker, and a job
 is bounded by JOB_TIMEOUT.
+
+Budgets before work (issue #27): the runs a comparison evaluates are held to an
+evaluation's budgets. The measures (those asked for and the gates') are held to
+MAX_MEASURE_INSTANCES before any input is read, sync and queued, their parameters before
+any name is parsed; each inline run's instances × topics to MAX_EVALUATION_VALUES here and
+MAX_QUEUED_EVALUATION_VALUES in a job (which fails with the same problem): 422
+``work-over-budget`` naming the budget, its factors and the run.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from backend.contract import ComparisonJob
+from cranfield.budget import BudgetError, evaluation_budget
 from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
 from cranfield.errors import InputError
 from cranfield.html_report import render_comparison
@@ -38,7 +46,14 @@ from cranfield.json_body import loads as json_loads
 from cranfield.names import needs_subtopics
 
 from .auth import current_tenant
-from .enqueue import accepted, submission, wants_async
+from .enqueue import (
+    accepted,
+    check_measure_instances,
+    check_measure_parameters,
+    over_budget,
+    submission,
+    wants_async,
+)
 from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
 from .inputs import digest, read_input, serialised, stored_qrels
@@ -459,6 +474,9 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
         measures = compared_measures(spec)
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
+    # the instances every inline run is evaluated with, before any input is read (a queued
+    # comparison's too): an evaluation's budget, MAX_MEASURE_INSTANCES
+    check_measure_instances({"measures": measures, "options": req["options"]})
     if queued:
         return _enqueue_comparison(req, spec, names)
     cfg = current_app.config
@@ -495,8 +513,11 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
             run, source = read_input(entry["run"], "run", label=f"runs[{i}]")
             check_run(run, f"runs[{i}].run", cfg)
             entries.append({"name": name, "run": run, "sha256": digest(source)})
-        # compare_inputs turns engine errors into BadInput; the budget keeps its own
-        with work_budget(cfg["MAX_COMPARISON_WORK"]) as budget:
+        # compare_inputs turns engine errors into BadInput; the budgets keep their own. Each
+        # inline run is evaluated within an evaluation's budget (MAX_EVALUATION_VALUES:
+        # instances × topics, before its per-topic arrays), as POST /v1/evaluations is
+        with work_budget(cfg["MAX_COMPARISON_WORK"]) as budget, evaluation_budget(
+                cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"]):
             try:
                 doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
             except (BadInput, WorkBudgetError):
@@ -505,6 +526,9 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
                 raise
     except BadInput as exc:
         raise _bad_input(exc.problem) from None
+    except BudgetError as exc:
+        raise over_budget(exc, cfg["MAX_QUEUED_EVALUATION_VALUES"],
+                          "MAX_QUEUED_EVALUATION_VALUES") from None
     if any(recorded):
         record_gate_verdicts(current_app.extensions["results"], current_tenant(), doc)
     return _render(doc, fmt)  # an engine error above is the app's error handler's
@@ -512,10 +536,15 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
 
 def _check_measure_names(req: dict) -> None:
     """422 naming ``measures``, with the registry's suggestions, for a measure name it does
-    not resolve (before any input is read)."""
+    not resolve (before any input is read). Before any name is parsed, the names asked for
+    and the gates' are held to an evaluation's parameter bound (a 100 MB ``P.1,1,1,…`` is
+    refused unparsed: :func:`service.enqueue.check_measure_parameters`)."""
     from cranfield.errors import MeasureError
     from cranfield.names import parse_measure
 
+    gate = req.get("gate")
+    gates = [] if gate is None else gate if isinstance(gate, list) else [gate]
+    check_measure_parameters([*(req.get("measures") or ()), *(g["measure"] for g in gates)])
     for name in req.get("measures") or []:
         try:
             parse_measure(name, req["options"]["profile"])

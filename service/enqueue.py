@@ -78,6 +78,23 @@ def over_budget(exc: BudgetError, queued_limit: int | None = None,
 PARAMETERS_PER_INSTANCE = 4
 
 
+def check_measure_parameters(names) -> None:
+    """Before any name is parsed: 422 naming MAX_MEASURE_INSTANCES when ``names`` hold more
+    parameters than PARAMETERS_PER_INSTANCE × the budget could need (evaluations,
+    comparisons: their measures and gates' alike)."""
+    limit = current_app.config["MAX_MEASURE_INSTANCES"]
+    # a name's parameters cost their parsing whatever they expand to ("P.1,1,1,…" of 100 MB
+    # is one instance), and no instance takes more than a few (a utility's 4), so more than
+    # PARAMETERS_PER_INSTANCE × the budget is refused unparsed
+    parameters = sum(n.count(",") + 1 for n in names or () if isinstance(n, str))
+    if parameters > PARAMETERS_PER_INSTANCE * limit:
+        raise over_budget(BudgetError(
+            f"the measures' names hold {parameters:,} parameters, more than "
+            f"{PARAMETERS_PER_INSTANCE} × MAX_MEASURE_INSTANCES {limit:,} could need: ask for "
+            "fewer cutoffs or measures", budget="MAX_MEASURE_INSTANCES", limit=limit,
+            total=parameters, factors={"parameters": parameters})) from None
+
+
 def check_measure_instances(req: dict) -> None:
     """Before any input is read: the measure names resolve (422 naming ``measures``
     otherwise) and expand to at most MAX_MEASURE_INSTANCES instances (422 naming the
@@ -86,16 +103,7 @@ def check_measure_instances(req: dict) -> None:
 
     profile = req["options"]["profile"]
     limit = current_app.config["MAX_MEASURE_INSTANCES"]
-    # before parsing: a name's parameters cost their parsing whatever they expand to
-    # ("P.1,1,1,…" of 100 MB is one instance), and no instance takes more than a few (a
-    # utility's 4), so more than PARAMETERS_PER_INSTANCE × the budget is refused unparsed
-    parameters = sum(n.count(",") + 1 for n in req["measures"] or ())
-    if parameters > PARAMETERS_PER_INSTANCE * limit:
-        raise over_budget(BudgetError(
-            f"the measures' names hold {parameters:,} parameters, more than "
-            f"{PARAMETERS_PER_INSTANCE} × MAX_MEASURE_INSTANCES {limit:,} could need: ask for "
-            "fewer cutoffs or measures", budget="MAX_MEASURE_INSTANCES", limit=limit,
-            total=parameters, factors={"parameters": parameters})) from None
+    check_measure_parameters(req["measures"])
     try:
         instances = resolve(req["measures"], profile)
     except cranfield.MeasureError as exc:
