@@ -212,15 +212,31 @@ def _is_number(v: Any) -> bool:
 
 
 def _column_stats(x: np.ndarray) -> tuple[int, float | None, float | None, float | None]:
-    """(n, mean, ci_low, ci_high) of the finite values of ``x``: a 95% Student-t CI
+    """(n, mean, ci_low, ci_high) of the finite values of ``x`` (in strcmp topic order): the
+    mean summed as trec_eval sums (cranfield.evaluate.trec_mean: in turn, in a double), so a
+    trend point prints the evaluation's aggregate, last digit included, where numpy's
+    pairwise sum printed 0.0075 beside 0.0074 (issue #27); a 95% Student-t CI
     (cranfield.stats.mean_ci); None where undefined (no values; one value has no CI)."""
+    from cranfield.evaluate import trec_mean
     from cranfield.stats import mean_ci
 
     x = x[np.isfinite(x)]
     if x.size == 0:
         return 0, None, None, None
-    mean, low, high = mean_ci(x, 0.95)
+    pairwise, low, high = mean_ci(x, 0.95)
+    mean = trec_mean(x)
+    if low == pairwise == high:  # zero variance: the CI is the mean itself
+        low = high = mean
     return int(x.size), *(None if v != v else float(v) for v in (mean, low, high))
+
+
+def _strcmp_order(topics: list[str]) -> list[int] | None:
+    """The positions of ``topics`` in trec_eval's order (strcmp: their UTF-8 bytes), or None
+    when they are in it already (an evaluation's per_topic is)."""
+    keys = [t.encode("utf-8", "surrogateescape") for t in topics]
+    if all(a < b for a, b in zip(keys, keys[1:], strict=False)):
+        return None
+    return sorted(range(len(keys)), key=keys.__getitem__)
 
 
 def _encode_column(column: list) -> tuple[str, bytes, bytes | None, np.ndarray]:
@@ -254,9 +270,13 @@ def encode_per_topic(per_topic: dict[str, dict[str, Any]]
     keys: dict[str, None] = {}
     for row in rows:
         keys.update(dict.fromkeys(row))
+    # stored in the order given; the mean summed in trec_eval's topic order
+    order = _strcmp_order(topics)
     out = []
     for position, key in enumerate(keys):
         kind, data, flags, numbers = _encode_column([row.get(key, _ABSENT) for row in rows])
+        if order is not None:
+            numbers = _encode_column([rows[i].get(key, _ABSENT) for i in order])[3]
         n, mean, low, high = _column_stats(numbers)
         out.append({"measure": key, "position": position, "kind": kind, "data": data,
                     "flags": flags, "n": n, "mean": mean, "ci_low": low, "ci_high": high})
