@@ -159,7 +159,10 @@ def work_bounds(config: Mapping[str, Any]) -> dict[str, int | None]:
     job is held to (the queued ones; the measure instances as a synchronous request's)."""
     return {"max_measure_instances": config.get("MAX_MEASURE_INSTANCES"),
             "max_evaluation_values": config.get("MAX_QUEUED_EVALUATION_VALUES"),
-            "max_pool_work": config.get("MAX_QUEUED_POOL_WORK")}
+            "max_pool_work": config.get("MAX_QUEUED_POOL_WORK"),
+            # the input limits, held in the worker as the API holds them (413 alike)
+            "max_topics": config.get("MAX_TOPICS"),
+            "max_docs_per_topic": config.get("MAX_DOCS_PER_TOPIC")}
 
 
 def metrics_dir(environ: Mapping[str, str] | None = None) -> str | None:

@@ -30,6 +30,7 @@ from .contract import (
     ShardJob,
     bounds_for,
 )
+from .limits import run_problem, topics_problem
 from .store import QRELS_CACHE, NotFound
 
 log = logging.getLogger("cranfield.jobs")
@@ -153,6 +154,21 @@ def job_budget(job: Job) -> Iterator[None]:
                            bounds.get("max_evaluation_values"),
                            values_name="MAX_QUEUED_EVALUATION_VALUES"):
         yield
+
+
+def _within_limits(job: Job, value, label: str) -> None:
+    """A queued job's run or qrels held to the input limits the queue stamped on it
+    (``work_bounds``' ``max_topics``, ``max_docs_per_topic``: MAX_TOPICS and
+    MAX_DOCS_PER_TOPIC), as the API holds a synchronous request's: :class:`BadInput` with
+    the same 413 problem (:mod:`backend.limits`), before any work is done with it."""
+    bounds = job.work_bounds or {}
+    if isinstance(value, cranfield.Run):
+        problem = run_problem(value, label, bounds.get("max_topics"),
+                              bounds.get("max_docs_per_topic"))
+    else:
+        problem = topics_problem(value.topics, label, bounds.get("max_topics"))
+    if problem is not None:
+        raise BadInput(problem)
 
 
 def _load_qrels(store, job: Job, measures: list[str] | None = None):
@@ -560,11 +576,14 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
     """A queued comparison to its outcome (``{"result"}`` or ``{"problem"}``): runs from their
     blobs, finished evaluations through ``find_evaluation(job_id)`` (their document, or
     None), recorded results from ``results`` (a :class:`backend.results.ResultStore`; None:
-    this process's, :func:`backend.results_access.result_store`), qrels from the store."""
+    this process's, :func:`backend.results_access.result_store`), qrels from the store.
+    The qrels and each inline run held to MAX_TOPICS and MAX_DOCS_PER_TOPIC as they are
+    read (the synchronous comparison's 413 problem)."""
     try:
         measures = compared_measures(job)
         if job.qrels is not None and (job.qrels.ref or job.qrels.key):
             qrels, qrels_digest, qrels_version = _load_qrels(store, job, measures)
+            _within_limits(job, qrels, "qrels_id" if job.qrels.ref else "qrels")
         else:
             qrels = qrels_digest = qrels_version = None
         entries = []
@@ -597,6 +616,7 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
             value, digest = _read_stored_run(store.get_blob(run["run_key"]),
                                              run["run_format"], f"runs[{i}]",
                                              bounds=bounds_for(job.table_bounds, "run"))
+            _within_limits(job, value, f"runs[{i}].run")
             entries.append({"name": run["name"], "run": value, "sha256": digest})
         _tell(progress, stage="comparing", runs_done=len(job.runs), runs_total=len(job.runs))
         with job_budget(job):  # each inline run evaluated as a queued evaluation is
@@ -628,7 +648,8 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
     answers, or ``{"problem"}``): runs from their blobs, the judged documents from stored
     qrels; held to ``work_bounds["max_pool_work"]`` (MAX_QUEUED_POOL_WORK) once the runs are
     read and before any is ranked, failing with the problem a synchronous pool over
-    MAX_POOL_WORK gets."""
+    MAX_POOL_WORK gets. Each run, and the stored qrels, held to MAX_TOPICS and
+    MAX_DOCS_PER_TOPIC as it is read: the synchronous pool's 413 problem."""
     from cranfield.measures import PROFILES
     from cranfield.pooling import pool
 
@@ -636,12 +657,14 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
         judged = None
         if job.qrels is not None and job.qrels.ref:
             judged, _, _ = _load_qrels(store, job)
+            _within_limits(job, judged, "qrels_id")
         runs = {}
         for i, run in enumerate(job.runs):
             _tell(progress, stage="reading", runs_done=i, runs_total=len(job.runs))
             runs[run["name"]], _ = _read_stored_run(
                 store.get_blob(run["run_key"]), run["run_format"], f"runs[{i}]",
                 bounds=bounds_for(job.table_bounds, "run"))
+            _within_limits(job, runs[run["name"]], f"runs[{i}].run")
         _tell(progress, stage="pooling", runs_done=len(job.runs), runs_total=len(job.runs))
         bounds = job.work_bounds or {}
         outcome = {"result": pool(runs, job.depth, judged=judged,
@@ -650,6 +673,8 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
                                   budget_name="MAX_QUEUED_POOL_WORK")}
     except NotFound as exc:
         outcome = {"problem": _missing(exc)}
+    except BadInput as exc:
+        outcome = {"problem": exc.problem}
     except cranfield.CranfieldError as exc:
         outcome = {"problem": _problem(exc)}
     _drop_inputs(store, [run.get("run_key") for run in job.runs])
