@@ -230,6 +230,8 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
         decodes = QRELS_CACHE.misses  # by this worker so far (a forked horse inherits it)
         run, run_digest = _read_stored_run(run_bytes, job.run_format, "run", job.run_sha256,
                                            bounds_for(job.table_bounds, "run"))
+        _within_limits(job, run, "run")  # the synchronous evaluation's 413s, in its order
+        _within_limits(job, qrels, "qrels")
         topics = len(run.topics)
         _tell(progress, stage="evaluating", topics_total=topics)
         ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
@@ -322,6 +324,12 @@ def run_shard(store, job: ShardJob, on_topics=None) -> dict:
         run = cranfield.read_run(store.get_blob(job.run_key), name="run")
         if on_topics is not None:
             on_topics(len(run.topics))
+        # a topic's documents are in one piece (the cut is at topic boundaries): held to
+        # MAX_DOCS_PER_TOPIC here; the run's topics, all pieces', in the combine step
+        bounds = job.work_bounds or {}
+        problem = run_problem(run, "run", None, bounds.get("max_docs_per_topic"))
+        if problem is not None:
+            return {"problem": problem}
         qrels, _, _ = _load_qrels(store, job)
         with job_budget(job):
             ev = cranfield.evaluate(qrels.subset(run.topics), run, job.measures,
@@ -357,9 +365,14 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
     try:
         qrels, qrels_digest, qrels_version = _load_qrels(store, job)
         topics = [t for o in shards for t in o["run_topics"]]
+        problem = topics_problem(set(topics), "run", (job.work_bounds or {}).get("max_topics"))
+        if problem is not None:  # the whole run's topics, as the synchronous 413 counts them
+            return {"problem": problem}
+        _within_limits(job, qrels, "qrels")
         if len(set(topics)) != len(topics):  # a topic's lines were not together: no shards
             whole = b"".join(store.get_blob(k) for k in job.shard_keys)
             run = cranfield.read_run(whole, name="run")
+            _within_limits(job, run, "run")
             with job_budget(job):
                 ev = cranfield.evaluate(qrels, run, job.measures, **job.options)
             details = details_for(ev, run, qrels, job.details_depth) if job.details else None
@@ -385,6 +398,8 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
                        if job.details else None)
     except NotFound as exc:
         return {"problem": _missing(exc)}
+    except BadInput as exc:
+        return {"problem": exc.problem}
     except cranfield.CranfieldError as exc:
         return {"problem": _problem(exc)}
     doc = evaluation_document(ev, job.document_settings(), job.run_sha256, qrels_digest,

@@ -113,3 +113,31 @@ def test_queued_pool_and_comparison_at_the_limits_finish(client):
         else:
             assert job["result"]["topics"] == sync.get_json()["topics"]
             assert len(job["result"]["topics"]) == TOPICS
+
+
+# --------------------------------------------------------------------------------------------
+# Queued evaluations (unsharded here; sharded: tests/integration/test_queued_bounds.py)
+# --------------------------------------------------------------------------------------------
+
+def evaluation_body(run_value: dict, qrels_value: dict | None = None) -> dict:
+    return {"run": run_value, "qrels": qrels() if qrels_value is None else qrels_value,
+            "measures": ["map"]}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (evaluation_body(run(TOPICS + 2)), "run"),
+    (evaluation_body(wide_topic()), "run.q2"),
+    (evaluation_body(run(), qrels(TOPICS + 1)), "qrels"),
+    (evaluation_body(run(TOPICS + 1), qrels(TOPICS + 1)), "run"),  # the run's first, as sync
+], ids=["run-topics", "run-docs", "qrels-topics", "both"])
+def test_queued_evaluation_over_a_limit_fails_with_the_sync_413(client, body, field):
+    same_413(client, "/v1/evaluations", body, field)
+
+
+def test_queued_evaluation_at_the_limits_finishes(client):
+    body = evaluation_body(run())
+    resp = client.post("/v1/evaluations", json=body, headers=ASYNC)
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    assert job["result"]["aggregate"] == client.post("/v1/evaluations",
+                                                     json=body).get_json()["aggregate"]

@@ -3,8 +3,9 @@ bounds a synchronous request is held to hold for the queued one, and the job fai
 any work, with the problem the synchronous request gets. MAX_TOPICS and MAX_DOCS_PER_TOPIC
 (413; they were not checked in the worker at all) for a pool's and a comparison's runs, and a
 comparison's inline runs held to an evaluation's values budget (MAX_EVALUATION_VALUES here,
-MAX_QUEUED_EVALUATION_VALUES in the job). One gunicorn: without ``Prefer: respond-async`` it
-answers in process, with it the worker does."""
+MAX_QUEUED_EVALUATION_VALUES in the job), and a sharded evaluation's run held to them as a
+whole (its documents per topic by each shard, its topics by the combine step). One gunicorn:
+without ``Prefer: respond-async`` it answers in process, with it the worker does."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def api(redis_server):
     with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_MAX_TOPICS": str(TOPICS),
                            "CRANFIELD_MAX_DOCS_PER_TOPIC": str(DOCS),
                            "CRANFIELD_MAX_EVALUATION_VALUES": "10",
-                           "CRANFIELD_MAX_QUEUED_EVALUATION_VALUES": "15"}) as url, \
+                           "CRANFIELD_MAX_QUEUED_EVALUATION_VALUES": "15",
+                           # every queued TREC text run cut into 2 shards, combined
+                           "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1"}) as url, \
             running_worker(redis_server.url):
         yield url
 
@@ -91,3 +94,28 @@ def test_a_queued_comparison_over_the_queued_values_budget_fails_with_the_same_p
     assert done["status"] == "finished", done
     assert [m["key"] for m in done["result"]["measures"]] == ["P_1", "P_2", "P_3"]
     assert len(done["result"]["topics"]) == TOPICS
+
+
+@pytest.mark.parametrize(("run_text", "qrels_text", "field"), [
+    (run(TOPICS + 2), QRELS, "run"),  # 3 topics in each shard: only the whole is over
+    (run(n_docs=DOCS + 1), QRELS, "run.q0"),
+    (run(), QRELS + "q4 0 d0 1\n", "qrels"),
+], ids=["topics", "docs", "qrels"])
+def test_a_sharded_evaluation_over_a_limit_fails_with_the_sync_413(api, run_text, qrels_text,
+                                                                    field):
+    body = {"run": run_text, "qrels": qrels_text, "measures": ["map"]}
+    sync, problem = same_problem(api, "/v1/evaluations", body, 413)
+    assert list(sync["errors"]) == [field]
+    assert problem["detail"] == sync["detail"] and problem["errors"] == sync["errors"]
+
+
+def test_a_sharded_evaluation_at_the_limits_finishes_as_the_sync_answer(api):
+    body = {"run": run(), "qrels": QRELS, "measures": ["map"]}
+    code, _, sync = call(api, "POST", "/v1/evaluations", body)
+    assert code == 200, sync
+    code, headers, job = call(api, "POST", "/v1/evaluations", body, headers=ASYNC)
+    assert code == 202, job
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    assert done["result"]["provenance"]["shards"] == 2
+    assert done["result"]["aggregate"] == sync["aggregate"]
