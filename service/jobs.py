@@ -37,7 +37,10 @@ def present(job: dict) -> dict:
                                  "title": p.get("title", "Job failed"),
                                  "status": p.get("status", 422), "detail": p.get("detail", ""),
                                  **({"errors": p["errors"]} if p.get("errors") else {}),
-                                 **({"code": p["code"]} if p.get("code") else {})})
+                                 **({"code": p["code"]} if p.get("code") else {}),
+                                 # work over a budget: its name and factors, as the
+                                 # synchronous 422 gives them (issue #27)
+                                 **({"budget": p["budget"]} if p.get("budget") else {})})
     return job
 
 

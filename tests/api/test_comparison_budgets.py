@@ -155,6 +155,8 @@ def test_a_queued_comparison_over_the_queued_budget_fails_with_the_same_problem(
         "MAX_QUEUED_EVALUATION_VALUES 1,000: ask for fewer cutoffs or measures, or evaluate "
         "fewer topics")
     assert problem["errors"] == {"measures": [problem["detail"]]}
+    assert problem["budget"] == {"name": "MAX_QUEUED_EVALUATION_VALUES", "limit": 1000,
+                                 "total": 1200, "factors": {"instances": 30, "topics": 40}}
     assert "result" not in job
     # the same request answered here fails the same way, under the synchronous budget
     sync = budget_422(client.post("/v1/comparisons", json=request))
