@@ -11,7 +11,8 @@ respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
 
 Limits: every run and the qrels of a comparison are held to MAX_TOPICS and
 MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
-``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``). A synchronous comparison's work
+``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``; a queued comparison's job fails with
+the same problem). A synchronous comparison's work
 (:func:`cranfield.compare.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
 measures and common topics are known and before the comparison allocates anything: over it,
 422 with the figures (``work``). A comparison asked for with ``Prefer: respond-async`` (or

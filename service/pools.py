@@ -2,7 +2,8 @@
 documents (:mod:`cranfield.pooling`), optionally without those already judged in stored
 qrels. The runs are sent as a comparison's are (inline, or multipart files named by their
 file names); every run and the stored qrels are held to MAX_TOPICS and MAX_DOCS_PER_TOPIC
-(413 naming ``runs[i].run``, ``runs[i].run.<topic>`` or ``qrels_id``).
+(413 naming ``runs[i].run``, ``runs[i].run.<topic>`` or ``qrels_id``); a queued pool's job
+fails with the same problem (the worker holds them: ``backend.tasks.run_pool``).
 
 Budgets before work (issue #27): a pool's work, runs × topics × documents per topic
 (:func:`cranfield.pooling.pool_work`), is held to MAX_POOL_WORK once the runs are read and
