@@ -61,6 +61,7 @@ from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .multipart import form_number
 from .negotiation import negotiate
+from .paging import boolean_word
 from .problems import Problem
 from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
 
@@ -302,9 +303,9 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
         value = values[-1]
         try:
             if key in _FORM_BOOLEANS:
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                parsed: Any = boolean_word(value)  # the one rule of every form boolean
+                if parsed is None:
                     raise ValueError("must be true or false")
-                parsed: Any = value.lower() in ("true", "1", "yes")
             elif key in _FORM_SCALARS:
                 parsed = form_number(value, _FORM_SCALARS[key])  # ASCII digits, as JSON
             elif key == "baseline":
