@@ -36,8 +36,8 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_QUEUED_POOL_WORK": 20_000_000,
     # the memory an uploaded Parquet / Arrow run or qrels will take once read, estimated from
     # its metadata before anything is decompressed (cranfield.columnar.memory_estimate: rows
-    # x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable is the
-    # library's and the CLI's too (CRANFIELD_TABLE_MAX_MEMORY)
+    # x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable, when set,
+    # bounds the library and the CLI too (CRANFIELD_TABLE_MAX_MEMORY; unset, they have none)
     "TABLE_MAX_MEMORY": 1024 * 1024 * 1024,
     "REDIS_URL": None,
     "ASYNC_THRESHOLD_BYTES": 32 * 1024 * 1024,  # larger bodies are queued (202)

@@ -12,10 +12,11 @@ variable                                  default   what
 ``CRANFIELD_TABLE_MAX_ROWS``              10^9      rows of a Parquet / Arrow run file (0: none)
 ``CRANFIELD_TABLE_MAX_BYTES``             512 MiB   uncompressed bytes of a Parquet / Arrow file
                                                     (0: none)
-``CRANFIELD_TABLE_MAX_MEMORY``            1 GiB     memory a Parquet / Arrow file will take once
+``CRANFIELD_TABLE_MAX_MEMORY``            none      memory a Parquet / Arrow file will take once
                                                     read, estimated from its metadata: rows x
                                                     the bytes a row costs + uncompressed bytes
-                                                    (0: none; the service's bound too)
+                                                    (0: none; the service's bound too, 1 GiB
+                                                    there unless set)
 ========================================  ========  ==============================================
 
 The table bounds are checked from a file's metadata before anything is decompressed, as
@@ -48,9 +49,10 @@ class Settings:
     # local_bounds): None is no bound; a compressed file may decode to far more than its size
     table_max_rows: int | None = 100_000 * 10_000
     table_max_bytes: int | None = 512 * 1024 * 1024
-    # a 16.7 MB Parquet file of 20M rows took a server 359 -> 1,515 MB (issue 27): rows are
-    # bounded by the memory they will take, not only by their count
-    table_max_memory: int | None = 1024 * 1024 * 1024
+    # the memory a file will take once read: the service bounds it (a 16.7 MB Parquet file of
+    # 20M rows took a server 359 -> 1,515 MB, issue 27); the library and the CLI read what the
+    # same data as TREC text would be read (trec_eval has no bound) unless this is set
+    table_max_memory: int | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ) -> Settings:
