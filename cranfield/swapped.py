@@ -136,11 +136,12 @@ def swap_reasons(qrels: Any, run: Any) -> list[str]:
     q, r = kind_of(qrels), kind_of(run)
     qk, rk = (q[0] if q else None), (r[0] if r else None)
     # A mapping of integer values may be a run with integer scores, and one of integral
-    # floats qrels written as floats: either tells only beside a partner of the other kind.
-    # Text and objects tell alone (neither reader could read them as they are given).
+    # floats qrels written as floats (as pandas gives grades): two such mappings are honest
+    # either way round (the API, whose fields have names, evaluates the same pair), so only a
+    # fractional score among the qrels tells a mapping swap. Text and objects tell alone
+    # (neither reader could read them as they are given).
     strong_qrels = rk == QRELS and not isinstance(run, Mapping)
-    swapped = (qk == RUN and rk not in (RUN, FLOATS)) or (qk == FLOATS and rk == QRELS) or \
-        (strong_qrels and qk is None)
+    swapped = (qk == RUN and rk not in (RUN, FLOATS)) or (strong_qrels and qk in (None, FLOATS))
     if not swapped:
         return []
     reasons = []
