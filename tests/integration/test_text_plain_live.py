@@ -8,13 +8,12 @@ them. The many-ways, many-options differential runs on the Flask test client
 from __future__ import annotations
 
 import subprocess
-import time
 import urllib.request
 import uuid
 
 import orjson
 import pytest
-from servers import CRANFIELD, DATA, JOB_TIMEOUT, ROOT
+from servers import CRANFIELD, DATA, ROOT, wait_job
 
 MEASURES = ["nDCG@10", "P.5", "map", "recip_rank", "ERR@20", "AP"]
 
@@ -54,13 +53,9 @@ def queued_text(base: str, data: bytes, content_type: str) -> bytes:
                               {"Content-Type": content_type, "Accept": "text/plain",
                                "Prefer": "respond-async"})
     assert status == 202
-    location = base + headers["Location"]
-    deadline = time.monotonic() + JOB_TIMEOUT
-    while (job := orjson.loads(send(location, None, {}, "GET")[2]))["status"] not in (
-            "finished", "failed", "canceled"):
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)
+    job = wait_job(base, headers["Location"])
     assert job["status"] == "finished", job
+    location = base + headers["Location"]
     status, headers, body = send(location, None, {"Accept": "text/plain"}, "GET")
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     return body
