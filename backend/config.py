@@ -57,6 +57,10 @@ APP_DEFAULTS: dict[str, Any] = {
     # the largest page of a listing of systems or of a system's results, and the
     # most points of a trend (the newest of its window)
     "MAX_PAGE_ITEMS": 1000,
+    # proxies in front of the service whose X-Forwarded-For / -Proto are believed (the
+    # compose deployment's nginx: 1): the access log and rate limits then see the client's
+    # address, not the proxy's. 0: none believed (a client could write any address there)
+    "TRUSTED_PROXIES": 0,
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
@@ -151,6 +155,11 @@ def app_settings(overrides: Mapping[str, Any] | None = None,
                 from None
         if config[key] <= 0:
             raise ConfigError(f"CRANFIELD_{key} must be positive, got {config[key]}")
+    proxies = str(config["TRUSTED_PROXIES"])
+    if not (proxies.isascii() and proxies.isdigit()):  # 0 is the default: none believed
+        raise ConfigError(f"CRANFIELD_TRUSTED_PROXIES must be 0 or a positive integer, "
+                          f"got {config['TRUSTED_PROXIES']!r}")
+    config["TRUSTED_PROXIES"] = int(proxies)
     return config
 
 

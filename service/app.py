@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 from flask import Flask
 from flask.json.provider import JSONProvider
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from backend.config import ConfigError, app_settings, database_url
 from backend.queue import make_backend
@@ -80,6 +81,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(app_settings(config))
     app.json = OrjsonProvider(app)
     app.extensions["results"] = open_results(app.config)
+    if app.config["TRUSTED_PROXIES"]:  # behind nginx (docker-compose.yml): the client's address
+        hops = app.config["TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)
     # stored qrels are kept in the results database, cached in Redis or memory (issue #25)
     app.extensions["cranfield"] = make_backend(app.config, app.extensions["results"])
     app.extensions["cranfield"].results = app.extensions["results"]  # the embedded queue's

@@ -347,3 +347,20 @@ def test_create_app_serves_metrics(app):
     client = app.test_client()
     assert client.get("/metrics").status_code == 200
     assert "X-Request-ID" in client.get("/healthz").headers
+
+
+@pytest.mark.parametrize("proxies, logged", [(0, "127.0.0.1"), (1, "203.0.113.7")])
+def test_the_access_log_names_the_client_behind_trusted_proxies(logs, proxies, logged):
+    """Behind the compose deployment's nginx (CRANFIELD_TRUSTED_PROXIES=1) the access line
+    names the client its X-Forwarded-For gives; with none trusted (the default), the peer,
+    whatever a client writes in that header."""
+    from service.app import create_app
+
+    app = create_app({"TESTING": True, "TRUSTED_PROXIES": proxies})
+    observability.init_app(app)
+    resp = app.test_client().post("/v1/evaluations", json=BODY,
+                                  headers={"X-Forwarded-For": "203.0.113.7"})
+    assert resp.status_code == 200
+    [line] = [line for line in map(orjson.loads, logs.getvalue().splitlines())
+              if line["logger"] == "cranfield.access"]
+    assert line["remote_addr"] == logged
