@@ -143,6 +143,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
                     help="number of documents in the collection (for utility)")
+    ev.add_argument("-Z", "--Zscore", default=None, dest="zscores", metavar="FILE",
+                    help="print z-scores: each per-topic value as (value - mean) / stddev "
+                         "from FILE's 'topic measure mean stddev' lines (-1000000 where a "
+                         "pair is missing), the summary formed from them, names prefixed Z")
     ev.add_argument("--curves", action="store_true",
                     help="with --format json: precision-recall curves (per topic with -q, and "
                          "the mean 11-point interpolated curve)")
@@ -356,7 +360,8 @@ def run_eval(args: argparse.Namespace) -> int:
     ev = evaluate(qrels, run, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
-                  collection_size=args.collection_size, aggregation=args.aggregation)
+                  collection_size=args.collection_size, aggregation=args.aggregation,
+                  zscores=_zscores(args.zscores))
     if args.format == "json":  # the API's evaluation document; warnings are in it
         text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
@@ -373,6 +378,19 @@ def run_eval(args: argparse.Namespace) -> int:
             _print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
     return 0
+
+
+def _zscores(path: str | None):
+    """-Z FILE read once (cranfield.zscores), '-' from standard input."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from .zscores import read_zscores
+
+    if path == "-":
+        return read_zscores(sys.stdin.buffer.read(), name="<stdin>")
+    return read_zscores(Path(path), name=path)  # a Path: never read as text
 
 
 def _environment_server() -> str | None:

@@ -179,7 +179,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
              profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
-             aggregation: str = "macro", require_overlap: bool = True) -> Evaluation:
+             aggregation: str = "macro", require_overlap: bool = True,
+             zscores: Any = None) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics: the qrels come
     first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
@@ -196,7 +197,10 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     Accuracy) over the summed contingency table of the topics instead of over their values
     (``macro``, the default and trec_eval's way; other measures stay macro).
     ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
-    missing topics of a sharded run).
+    missing topics of a sharded run). ``zscores`` (trec_eval's ``-Z``): a path, text
+    (``topic measure mean stddev`` lines) or a mapping ``{topic: {measure: (mean, stddev)}}``
+    (:mod:`cranfield.zscores`): every per-topic value becomes its z-score and the summary is
+    formed from them, as trec_eval does; ``options["zscores"]`` then records its digest.
 
     The integer options must lie in :data:`OPTION_BOUNDS` (int64; depth and collection_size
     >= 0). A collection_size (or a measure's ``N``) given to a measure that reads it must be
@@ -220,12 +224,22 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                "judged_only": judged_only, "depth": depth,
                "complete_topics": complete_topics, "collection_size": collection_size,
                "aggregation": aggregation}
+    zs = None
+    if zscores is not None:
+        from .zscores import read_zscores
+
+        if aggregation != "macro":
+            raise EvaluationError("zscores cannot be combined with micro aggregation: "
+                                  "trec_eval standardises per-topic values",
+                                  field="options.zscores")
+        zs = read_zscores(zscores)
+        options["zscores"] = zs.summary()
     instances = resolve(measures, profile)
     # budgets before work (issue #27): the instances before any input is read, the values
     # once the topics are known (cranfield.budget; no bound outside a budget's context)
     check_instances(len(instances), measures, profile)
     if any(i.measure.family == "diversity" for i in instances):
-        return _evaluate_diversity(qrels, run, instances, options, require_overlap)
+        return _evaluate_diversity(qrels, run, instances, options, require_overlap, zs)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
     if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
@@ -265,6 +279,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         values[inst.key] = np.asarray(arr)
     if missing.any():
         _fill_missing(values, instances, missing, profile)
+    if zs is not None:
+        _standardise(zs, values, instances, ranked, profile)
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
 
 
@@ -368,7 +384,7 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     if PROFILES[profile].prints_topics_missing_from_run:
         printed[:] = True
     aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
-                           options["complete_topics"], profile)
+                           options["complete_topics"], profile, bool(options.get("zscores")))
     micro = _micro(instances, ranked, options) if options.get("aggregation") == "micro" else {}
     aggregate.update(micro)
     described = {
@@ -464,7 +480,7 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
 
 
 def _evaluate_diversity(qrels, run, instances, options: dict,
-                        require_overlap: bool) -> Evaluation:
+                        require_overlap: bool, zs=None) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
     with measures that read ordinary qrels (runid and num_q can)."""
     from .errors import MeasureError
@@ -492,7 +508,21 @@ def _evaluate_diversity(qrels, run, instances, options: dict,
     for inst in instances:
         if inst.measure.family != "diversity":  # runid, num_q
             values[inst.key] = np.asarray(inst.measure.compute(ctx, inst.value))
+    if zs is not None:
+        _standardise(zs, values, instances, ranked, options["profile"])
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+
+
+def _standardise(zs, values: dict[str, np.ndarray], instances, ranked: Ranked,
+                 profile: str) -> None:
+    """-Z: trec_eval converts each topic it evaluates; 9.0.8 never evaluates a qrels topic
+    the run lacks (-c), so those keep their 0s."""
+    from .zscores import standardise
+
+    convert = np.ones(len(ranked.topics), bool)
+    if not PROFILES[profile].keeps_missing_topic_values:
+        convert = ranked.in_run.copy()
+    standardise(zs, values, instances, ranked.topics, convert)
 
 
 def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:
@@ -541,12 +571,14 @@ def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
 
 
 def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
-               complete_topics: bool, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+               complete_topics: bool, profile: str = DEFAULT_PROFILE,
+               zscored: bool = False) -> dict[str, Any]:
     """trec_eval's summary (trec_eval.c, meas_acc.c, meas_avg.c): each averaged topic's
     value added into a double in turn, in topic order (strcmp, the order of ``ranked``),
     then divided by the topic count. The order and the one-at-a-time adds are what make its
     last printed digit when a mean sits on x.xxxx5 (numpy's pairwise sum can print the other
-    one), so the sums here are sequential: :func:`_sequential_sum`."""
+    one), so the sums here are sequential: :func:`_sequential_sum`. ``zscored`` (-Z): the
+    values are z-scores (gm_*'s of the logs), summed as doubles."""
     out: dict[str, Any] = {}
     T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
     use = slice(None) if complete_topics or T == len(ranked.topics) else ranked.in_run
@@ -566,13 +598,18 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
             if inst.measure.name == "num_rel" and complete_topics:
                 # trec_eval -c recomputes num_rel over all qrels, counting grade > 0 (m_num_rel.c)
                 out[inst.key] = int((qrels.grades > 0).sum())
+            elif zscored:
+                out[inst.key] = _sequential_sum(v.astype(np.float64))
             else:
                 out[inst.key] = int(v.sum())
         elif how == "gmean":
             v = values[inst.key][ranked.in_run] if patched else v
             # math.log/exp: the C library's, as trec_eval calls them (numpy's own SIMD
             # log may differ in the last bit)
-            logs = [math.log(x) for x in np.maximum(v.astype(np.float64), MIN_GEO_MEAN)]
+            if zscored:  # already z-scores of the logs (cranfield.zscores)
+                logs = v.astype(np.float64).tolist()
+            else:
+                logs = [math.log(x) for x in np.maximum(v.astype(np.float64), MIN_GEO_MEAN)]
             total = _sequential_sum(np.asarray(logs, np.float64))
             if patched:
                 total += (T - len(v)) * math.log(MIN_GEO_MEAN)

@@ -10,14 +10,16 @@ from typing import Any
 from .evaluate import Evaluation
 
 
-def _value_text(measure, value: Any) -> str:
+def _value_text(measure, value: Any, zscored: bool = False) -> str:
     if measure.name == "relstring":
         return f"'{value}'"
     if measure.name == "runid":
         return str(value)
-    if measure.integer:
+    if measure.integer and not zscored:  # -Z prints every number %6.4f
         return str(int(value))
     if isinstance(value, float) and math.isnan(value):
+        if zscored and math.copysign(1.0, value) > 0:
+            return "   nan"  # a nan from the z-scores file: glibc prints its sign
         return "  -nan"  # glibc prints the sign of the 0/0 NaN trec_eval produces
     return "%6.4f" % value
 
@@ -28,18 +30,20 @@ def format_trec(ev: Evaluation, per_topic: bool = False, summary: bool = True) -
     asked for by another name (``nDCG@10``, ``AP``, ``P@5``) is printed as trec_eval prints
     it (``ndcg_cut_10``, ``map``, ``P_5``: :func:`printed_lines`)."""
     out: list[str] = []
-    lines = printed_lines(ev.instances)
+    z = bool(ev.options.get("zscores"))  # -Z: a "Z" before each number's %-22s name
+    lines = [(("Z" if z and i.measure.name not in ("runid", "relstring") else "") + "%-22s"
+              % name, i) for name, i in printed_lines(ev.instances)]
     if per_topic:
         for topic, row in ev.per_topic.items():
             for name, inst in lines:
                 if inst.measure.per_topic:
-                    out.append("%-22s\t%s\t%s\n" % (name, topic,
-                                                    _value_text(inst.measure, row[inst.key])))
+                    out.append("%s\t%s\t%s\n" % (name, topic,
+                                                 _value_text(inst.measure, row[inst.key], z)))
     if summary:
         for name, inst in lines:
             if inst.key in ev.aggregate:
-                out.append("%-22s\tall\t%s\n" % (name, _value_text(inst.measure,
-                                                                   ev.aggregate[inst.key])))
+                out.append("%s\tall\t%s\n" % (name, _value_text(inst.measure,
+                                                                ev.aggregate[inst.key], z)))
     return "".join(out)
 
 

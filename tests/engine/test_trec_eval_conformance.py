@@ -55,6 +55,12 @@ CASES += [
     pytest.param(V10, [], TE / "qrels.comment.test", TE / "results.comment.test",
                  TE / "out.comment.test", id="10-out.comment.test"),
 ]
+# -Z: each version's expected output goes with its own zscores_file (9.0.8's differs)
+for profile, folder, tag in ((V9, TE / "v9.0.8", "9.0.8"), (V10, TE, "10")):
+    CASES.append(pytest.param(profile, ["-q", "-m", "all_trec", "-Z",
+                                        str(folder / "zscores_file")],
+                              TE / "qrels.test", TE / "results.test", folder / "out.test.aqZ",
+                              id=f"{tag}-out.test.aqZ"))
 EDGE_FLAGS = {
     "aqc": ["-q", "-c", "-m", "all_trec"],
     "aqcl2": ["-q", "-c", "-l2", "-m", "all_trec"],
