@@ -76,7 +76,9 @@ IR_NAMES = _with_aliases(_IR_NAMES)
 
 # ranx's spellings -> the ir_measures-style name they mean (with @k: the cutoff is appended).
 # A bare spelling that is also a trec_eval name (map, recall, ndcg, dcg, bpref, rbp) keeps
-# trec_eval's meaning; ``hit_rate`` without @k and ``hits@k`` have no Cranfield measure.
+# trec_eval's meaning; ``hit_rate`` without @k has no Cranfield measure. ``hits`` / ``hits@k``
+# are ranx's hits (a mean over topics, where trec_eval's num_rel_ret sums) and ``rbp.95`` is
+# ranx's RBP (the gain is the grade): the measures registered with spelling="ranx".
 RANX_AT_K: dict[str, str] = {
     "ndcg": "nDCG", "ndcg_burges": "nDCG(gain=exp)", "dcg": "DCG", "dcg_burges": "DCG(gain=exp)",
     "map": "AP", "mrr": "RR", "recall": "R", "precision": "P", "hit_rate": "Success",
@@ -84,7 +86,7 @@ RANX_AT_K: dict[str, str] = {
 }
 RANX_BARE: dict[str, str] = {
     "mrr": "RR", "r-precision": "Rprec", "r_precision": "Rprec", "precision": "SetP",
-    "f1": "F", "hits": "NumRelRet", "ndcg_burges": "nDCG(gain=exp)",
+    "f1": "F", "ndcg_burges": "nDCG(gain=exp)",
     "dcg_burges": "DCG(gain=exp)",
 }
 
@@ -146,7 +148,9 @@ def _text(value) -> str:
 # to the keyword measure only with one of ``KW_ONLY``'s parameters, or an @k that the
 # IR_NAMES measure does not take
 KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "kw"
-                            for alias in ((m.ir_name,) if m.ir_name else ()) + m.aliases}
+                            for alias in ((m.ir_name,) if m.ir_name else
+                                          (n,) if m.extra.get("spelling") == "ranx" else ())
+                            + m.aliases}
 KW_ONLY = {"nDCG": {"gain", "discount", "b"}, "DCG": {"gain", "discount", "b"},
            "AP": {"norm"}}
 # ... and these with @k (nDCG(gains={...}) without a cutoff is trec_eval's ndcg.<gains>)
@@ -510,11 +514,35 @@ def _split_args(text: str, name: str) -> dict[str, str]:
 
 
 def _ranx(name: str) -> str | None:
-    """The ir_measures-style name a ranx spelling means, or None."""
+    """The ir_measures-style name a ranx spelling means, or None. ranx's ``-lN`` suffix
+    (``ndcg@10-l2``: judgments >= N are relevant) becomes the measure's ``rel=N``."""
+    level = re.fullmatch(r"(?P<stem>.+)-l(?P<n>[0-9]+)", name)
+    if level is not None:
+        stem = level.group("stem")
+        # hits / hits@k are read as the registered measure itself (no ir_measures name)
+        meant = _ranx(stem) or (stem if re.fullmatch(r"hits(@[^@()]*)?", stem) else None)
+        if meant is None:
+            return None
+        n = int(level.group("n"))
+        rel = f"rel={n}"
+        head, at, k = meant.partition("@")
+        if head == "nDCG":
+            # ranx drops the judgments below N and gains the grade of the rest: trec_eval's
+            # ndcg with gain 0 for grades 1..N-1 (other grades gain themselves)
+            zero = ",".join(f"{g}:0" for g in range(1, n))
+            return f"nDCG(gains={{{zero}}})" + at + k if zero else meant
+        if "(rel=" in head or ",rel=" in head:
+            head = re.sub(r"rel=[0-9]+", rel, head)
+        elif head.endswith(")"):
+            head = head[:-1] + "," + rel + ")"
+        else:
+            head += f"({rel})"
+        return head + at + k
     m = _RANX_RE.match(name)
     if not m:
-        rbp = re.fullmatch(r"rbp\.([0-9]+)", name)  # ranx's rbp.95: binary RBP, p = 0.95
-        return f"RBP(rel=1,p=0.{rbp.group(1)})" if rbp else None
+        # ranx's rbp.95: p = 0.95, each rank weighed by its grade (ranx's own RBP)
+        rbp = re.fullmatch(r"rbp\.([0-9]+)", name)
+        return f"ranx_rbp(p=0.{rbp.group(1)},rel=1)" if rbp else None
     base, k = m.group("name"), m.group("k")
     if k is not None and base in RANX_AT_K:
         try:
@@ -538,7 +566,7 @@ def parse_ir_name(name: str) -> Instance | None:
         head, at, tail = name, "", ""
     name = _SEPARATOR_SPACES.sub(r"\1", head).strip() + at + tail
     meant = _ranx(name)
-    if meant is not None:
+    if meant is not None and meant != name:
         inst = parse_ir_name(meant)
         if inst is None:  # a bare trec_eval name (Rprec)
             ((measure, value, text),) = parse_trec_name(meant, DEFAULT_PROFILE)

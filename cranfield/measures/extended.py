@@ -208,6 +208,43 @@ def rank_biased_precision_ir(ctx: Context, p: dict):
     return ctx.tsum(t, gain * weight)
 
 
+@register("hits", family="count", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
+          extra={"spelling": "ranx"})
+def ranx_hits(ctx: Context, p: dict):
+    """Hits, ranx's ``hits@k``: the relevant documents retrieved in the top k (without a
+    cutoff, in the whole ranking), averaged over topics as ranx averages every measure.
+    trec_eval's ``num_rel_ret`` (ir_measures' ``NumRelRet``) counts the same per topic but
+    its summary is the sum; this spelling means ranx's number, the mean.
+
+    Formula: #{i <= min(k, N) : rel(i)}. Summary: the mean.
+    Reference: ranx.metrics.hits (ranx 0.3).
+    """
+    k = p["k"]
+    return ctx.rel_in_top(np.iinfo(np.int64).max if k is None else k).astype(np.float64)
+
+
+@register("ranx_rbp", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
+          params=(Param("p", "number", 0.95, "persistence: the probability of going on to "
+                        "the next rank", minimum=0.0, maximum=1.0),
+                  Param("rel", "integer", 1, "documents graded below rel gain 0")),
+          extra={"spelling": "ranx"})
+def ranx_rank_biased_precision(ctx: Context, p: dict):
+    """Rank-biased precision as ranx computes it (``rbp.95``): each rank weighed by the
+    document's grade itself (not a 0/1 gain, nor grade / the largest grade as ir_measures'
+    graded RBP), over the whole ranking, with no horizon normalisation. On binary qrels it
+    is RBP(rel=1,p=...) up to that normalisation (p^1000).
+
+    Formula: RBP = (1 - p) sum_{i <= N} g_i p^(i-1), g_i = grade if grade >= rel else 0
+    (unjudged documents gain 0).
+    0/0: never.
+    Reference: ranx.metrics.rank_biased_precision (ranx 0.3); Moffat & Zobel 2008.
+    """
+    t, r, lab = ctx.ht, ctx.hr, ctx.hl
+    gain = np.where(lab >= p["rel"], np.maximum(lab, 0), 0).astype(np.float64)
+    persistence = float(p["p"])
+    return ctx.tsum(t, gain * (1.0 - persistence) * np.power(persistence, r - 1.0))
+
+
 @register("Accuracy", family="rank", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
           ir_name="Accuracy")
 def ranking_accuracy(ctx: Context, p: dict):

@@ -102,8 +102,10 @@ def test_set_f_beta_is_trec_evals_parameter_as_in_ir_measures():
     ("dcg_burges@5", "DCG(gain=exp)@5"), ("map@100", "AP@100"), ("mrr", "recip_rank"),
     ("mrr@10", "RR@10"), ("recall@100", "recall.100"), ("precision@5", "P.5"),
     ("precision", "set_P"), ("hit_rate@5", "success.5"), ("f1@10", "F@10"), ("f1", "F"),
-    ("r-precision", "Rprec"), ("r_precision", "Rprec"), ("hits", "num_rel_ret"),
-    ("rbp.95", "RBP(rel=1,p=0.95)"),
+    ("r-precision", "Rprec"), ("r_precision", "Rprec"),
+    # ranx's hits is a mean over topics (num_rel_ret sums) and its rbp weighs by the grade
+    # (issue #28): ranx's own measures, tested in test_peer_spellings.py
+    ("hits", "hits"), ("rbp.95", "ranx_rbp(p=0.95,rel=1)"), ("precision@5-l2", "P(rel=2)@5"),
 ])
 def test_names_resolve_to_the_measure_they_mean(name, same_as):
     (ours,) = parse_measure(name)

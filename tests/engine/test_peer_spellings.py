@@ -1,0 +1,104 @@
+"""The peers' spellings mean the peers' values (issue #28).
+
+ranx is not installed in the test venv: the inputs and expected values of the first tables
+are those ranx's own test suite asserts (AmenRa/ranx, tests/unit/ranx/meta/evaluate_test.py
+and tests/unit/ranx/metrics/rank_biased_precision_test.py; values, not code). ranx's ids are
+integers and its run entries [id, score]; the scores are written here as ranx's order gives
+them (descending by position). The ``-lN`` and graded-``rbp`` rows have no ranx-asserted
+value: their expected numbers are computed by hand from ranx's definition (judgments below N
+are dropped, the rest gain their grade; RBP weighs each rank by the grade), as shown.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import cranfield
+from cranfield.names import parse_measure
+
+
+def _qrels(*topics):
+    return {f"q{i}": {str(d): g for d, g in t} for i, t in enumerate(topics)}
+
+
+def _run(*topics):
+    # ranx's run order is the order listed: descending scores keep it
+    return {f"q{i}": {str(d): float(len(t) - j) for j, d in enumerate(t)}
+            for i, t in enumerate(topics)}
+
+
+# (measure, qrels, run, ranx's asserted value, where ranx asserts it)
+EVAL_TEST = "tests/unit/ranx/meta/evaluate_test.py"
+RBP_TEST = "tests/unit/ranx/metrics/rank_biased_precision_test.py"
+RBP_QRELS = _qrels([(1, 1), (2, 1), (6, 1), (11, 1), (17, 1)])
+RBP_RUN = _run(list(range(1, 21)))
+CASES = [
+    ("hits@5", _qrels([(1, 1), (4, 1), (5, 1), (6, 1)]), _run([1, 2, 3, 4, 5, 7]), 3,
+     EVAL_TEST + "::test_hits_single"),
+    ("hits@5", _qrels([(1, 1), (4, 1), (5, 1), (6, 1)], [(1, 1), (4, 1), (6, 1)]),
+     _run([1, 2, 3, 4, 5, 7], [1, 2, 4, 3, 5, 7]), 2.5, EVAL_TEST + "::test_hits_parallel"),
+    ("hit_rate@5", _qrels([(1, 1), (2, 1), (4, 1)]), _run([1, 2, 4, 3, 5, 7]), 1,
+     EVAL_TEST + "::test_hit_rate_single"),
+    ("hit_rate@5", _qrels([(9, 1), (6, 1), (8, 1)], [(1, 1), (2, 1), (4, 1)]),
+     _run([1, 2, 3, 4, 5, 7], [1, 2, 4, 3, 5, 7]), 0.5, EVAL_TEST + "::test_hit_rate_parallel"),
+    ("rbp.5", RBP_QRELS, RBP_RUN, 0.7661, RBP_TEST + "::test_rank_biased_precision"),
+    ("rbp.8", RBP_QRELS, RBP_RUN, 0.4526, RBP_TEST + "::test_rank_biased_precision"),
+    ("rbp.95", RBP_QRELS, RBP_RUN, 0.1881, RBP_TEST + "::test_rank_biased_precision"),
+]
+JARVELIN_QRELS = _qrels([(2, 5), (4, 4), (5, 3), (10, 2)])
+IDCG = 5 / math.log2(2) + 4 / math.log2(3) + 3 / math.log2(4) + 2 / math.log2(5)
+CASES += [
+    ("ndcg@10", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]),
+     (5 / math.log2(3) + 4 / math.log2(5) + 3 / math.log2(6)) / IDCG,
+     EVAL_TEST + "::test_ndcg_jarvelin"),
+    ("ndcg@10", JARVELIN_QRELS, _run([10, 5, 2, 4, 3]),
+     (2 / math.log2(2) + 3 / math.log2(3) + 5 / math.log2(4) + 4 / math.log2(5)) / IDCG,
+     EVAL_TEST + "::test_ndcg_jarvelin"),
+]
+# by hand, from ranx's definition of the -lN level (no ranx-asserted value)
+CASES += [
+    # -l4: only grades 5 and 4 count, each gaining its grade
+    ("ndcg@10-l4", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]),
+     (5 / math.log2(3) + 4 / math.log2(5)) / (5 / math.log2(2) + 4 / math.log2(3)), "hand"),
+    ("hits@5-l4", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 2, "hand"),
+    ("hit_rate@2-l5", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 1, "hand"),
+    ("hit_rate@1-l5", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 0, "hand"),
+    ("precision@5-l3", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 3 / 5, "hand"),
+    ("hits", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 3, "hand"),
+    # graded rbp: each rank weighed by the grade (0, 5, 0, 4, 3 at ranks 1..5)
+    ("rbp.5", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]),
+     0.5 * (5 * 0.5 + 4 * 0.5**3 + 3 * 0.5**4), "hand"),
+    ("rbp.5-l4", JARVELIN_QRELS, _run([1, 2, 3, 4, 5]), 0.5 * (5 * 0.5 + 4 * 0.5**3), "hand"),
+]
+
+
+@pytest.mark.parametrize("name, qrels, run, expected, source", CASES,
+                         ids=[f"{c[0]}:{c[4].rsplit('::', 1)[-1]}" for c in CASES])
+def test_a_ranx_spelling_gives_ranxs_value(name, qrels, run, expected, source):
+    got = cranfield.evaluate(qrels, run, [name]).aggregate[name]
+    if source.startswith(RBP_TEST):
+        assert round(got, 4) == expected  # ranx asserts 4 digits
+    else:
+        assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_trec_evals_own_names_keep_summing():
+    qrels = _qrels([(1, 1), (4, 1), (5, 1), (6, 1)], [(1, 1), (4, 1), (6, 1)])
+    run = _run([1, 2, 3, 4, 5, 7], [1, 2, 4, 3, 5, 7])
+    ev = cranfield.evaluate(qrels, run, ["num_rel_ret", "NumRelRet", "hits", "hits@5"])
+    assert ev.aggregate["num_rel_ret"] == 5 and ev.aggregate["NumRelRet"] == 5
+    assert ev.aggregate["hits"] == 2.5 and ev.aggregate["hits@5"] == 2.5
+
+
+def test_a_level_suffix_is_the_rel_parameter():
+    (a,) = parse_measure("precision@5-l2")
+    (b,) = parse_measure("P(rel=2)@5")
+    assert (a.measure, a.value, a.rel_level) == (b.measure, b.value, b.rel_level)
+    assert a.key == "precision@5-l2"
+
+
+def test_a_level_suffix_on_a_name_that_is_not_ranxs_is_refused():
+    with pytest.raises(cranfield.MeasureError):
+        parse_measure("P@5-l2")
