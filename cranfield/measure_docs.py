@@ -23,22 +23,51 @@ def _alias_index() -> dict[str, tuple[str, ...]]:
     """Registry name -> the other names that resolve to it: ir_measures' names and aliases
     (``nDCG``, ``Precision``, ``P``: with @k, where the bare name is trec_eval's), ranx's
     spellings (``ndcg@k``, ``mrr``), the registry's own aliases."""
-    out: dict[str, set[str]] = {n: set(m.aliases) for n, m in REGISTRY.items()}
+    return {n: tuple(sorted(names)) for n, names in _spelling_index().items()}
+
+
+def _own_tool(m: Measure) -> str:
+    """Whose meaning the registry name itself has."""
+    if m.all_trec:
+        return "trec_eval"
+    if "spelling" in m.extra:
+        return m.extra["spelling"]
+    return "ir_measures" if m.ir_name == m.name else "cranfield"
+
+
+@lru_cache(maxsize=1)
+def _spelling_index() -> dict[str, dict[str, str]]:
+    """Registry name -> {other spelling that resolves to it: the tool whose meaning that
+    spelling takes (ir_measures, ranx, trec_eval, cranfield)}."""
+    out: dict[str, dict[str, str]] = {n: {a: "ir_measures" for a in m.aliases}
+                                      for n, m in REGISTRY.items()}
     for name, (plain, cut) in IR_NAMES.items():
         if plain is not None:
-            out[plain].add(name)
+            out[plain].setdefault(name, "ir_measures")
         if cut is not None:
-            out[cut].add(name)
+            out[cut].setdefault(name, "ir_measures")
     for name, target in KW_NAMES.items():
-        out[target].add(name)
+        if name != target:
+            out[target].setdefault(name, "ir_measures")
     for spelling, meant in RANX_AT_K.items():
         for inst in _resolves(f"{meant}@10"):
-            out[inst].add(f"{spelling}@k")
+            out[inst].setdefault(f"{spelling}@k", "ranx")
     for spelling, meant in RANX_BARE.items():
         for inst in _resolves(meant):
             if spelling not in REGISTRY:
-                out[inst].add(spelling)
-    return {n: tuple(sorted(names)) for n, names in out.items()}
+                out[inst].setdefault(spelling, "ranx")
+    # ranx's own measures (registered with spelling="ranx"), as ranx spells them
+    out["hits"].setdefault("hits@k", "ranx")
+    out["ranx_rbp"].setdefault("rbp.<p>", "ranx")
+    return out
+
+
+def spellings(m: Measure) -> list[dict]:
+    """Every spelling of ``m`` (its registry name first) with the tool whose meaning it
+    takes: a peer's spelling means the peer's value (issue #28)."""
+    others = _spelling_index()[m.name]
+    return [{"name": m.name, "tool": _own_tool(m)}] + \
+        [{"name": n, "tool": others[n]} for n in sorted(others) if n != m.name]
 
 
 def _resolves(name: str) -> list[str]:
@@ -57,6 +86,7 @@ def describe(m: Measure) -> dict:
     return {
         "name": m.name,
         "aliases": aliases(m),
+        "spellings": spellings(m),
         "family": m.family,
         "summary": m.summary,
         "formula": m.section("Formula"),
@@ -125,7 +155,11 @@ def format_measure(d: dict) -> str:
     """One measure's full description, the fields of :func:`describe` as plain text."""
     d = {k: plain(v) if isinstance(v, str) else v for k, v in d.items()}
     lines = [f"{d['name']}  [{d['family']}]  {d['summary']}"]
-    if d["aliases"]:
+    if d.get("spellings"):
+        # each spelling with the tool whose meaning (and summary) it takes
+        lines += _wrap("names:", ", ".join(f"{x['name']} ({x['tool']})"
+                                            for x in d["spellings"]))
+    elif d["aliases"]:
         lines += _wrap("names:", ", ".join(d["aliases"]))
     lines += _wrap("formula:", d["formula"])
     lines += _wrap("0/0:", d["zero_rule"])

@@ -102,3 +102,25 @@ def test_a_level_suffix_is_the_rel_parameter():
 def test_a_level_suffix_on_a_name_that_is_not_ranxs_is_refused():
     with pytest.raises(cranfield.MeasureError):
         parse_measure("P@5-l2")
+
+
+def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
+    from cranfield.measure_docs import describe, format_measure
+    from cranfield.measures import REGISTRY
+
+    def tools(name):
+        return {s["name"]: s["tool"] for s in describe(REGISTRY[name])["spellings"]}
+
+    assert tools("num_rel_ret") == {"num_rel_ret": "trec_eval", "NumRelRet": "ir_measures"}
+    assert tools("hits") == {"hits": "ranx", "hits@k": "ranx"}
+    assert tools("success") == {"success": "trec_eval", "Success": "ir_measures",
+                                "hit_rate@k": "ranx"}
+    assert tools("ranx_rbp") == {"ranx_rbp": "ranx", "rbp.<p>": "ranx"}
+    assert tools("Accuracy") == {"Accuracy": "ir_measures"}
+    # the spellings are the registry name (first) and its aliases, each once
+    for m in REGISTRY.values():
+        d = describe(m)
+        names = [s["name"] for s in d["spellings"]]
+        assert names[0] == m.name and len(set(names)) == len(names), m.name
+        assert set(names) == {m.name, *d["aliases"]}, m.name
+    assert "names:      hits (ranx), hits@k (ranx)" in format_measure(describe(REGISTRY["hits"]))
