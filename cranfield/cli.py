@@ -337,6 +337,10 @@ def run_eval(args: argparse.Namespace) -> int:
     from .result_document import warnings_for
 
     if args.server or ((args.record or args.qrels_id) and _environment_server()):
+        if args.zscores is not None:  # the upload is a multipart form: options as text fields
+            print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
+                  "as JSON); drop --server", file=sys.stderr)
+            return 1
         return remote_cli.run_eval(args)
     if args.record:
         print("cranfield: --record needs --server (results are kept by the service)",

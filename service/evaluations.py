@@ -29,7 +29,7 @@ from .evaluation_request import form_body, load_body
 from .inputs import engine_problem, read_inputs
 from .negotiation import negotiate
 from .problems import Problem
-from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
+from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, strict_bool
 from .timing import timed
 
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
@@ -39,7 +39,7 @@ bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 # Schema
 # --------------------------------------------------------------------------------------------
 
-_DEFAULT_OPTIONS = OptionsSchema().load({})
+_DEFAULT_OPTIONS = EvaluationOptionsSchema().load({})
 
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # openapi.yaml's Record patterns exclude them
@@ -79,7 +79,8 @@ class EvaluationRequestSchema(Schema):
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
     measures = NameList(max_names=200, load_default=None)
-    options = fields.Nested(OptionsSchema, load_default=lambda: dict(_DEFAULT_OPTIONS))
+    options = fields.Nested(EvaluationOptionsSchema,
+                            load_default=lambda: dict(_DEFAULT_OPTIONS))
     # None: not given; load_request makes it true, or false for trec_eval's text (which,
     # like trec_eval without -q, is the summary unless per-topic values are asked for)
     per_topic = strict_bool(load_default=None, allow_none=False)

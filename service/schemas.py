@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import chain
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from cranfield.evaluate import AGGREGATIONS
 from cranfield.grammar import INT64_MAX, INT64_MIN
@@ -124,3 +124,38 @@ class OptionsSchema(Schema):
                                      validate=validate.Range(min=0, max=INT64_MAX))
     aggregation = fields.String(load_default="macro",
                                 validate=validate.OneOf(AGGREGATIONS))
+
+
+class ZScoresField(fields.Field):
+    """``options.zscores`` (trec_eval's -Z): ``{topic: {measure: [mean, stddev]}}``, checked
+    by the engine's one reader (:func:`cranfield.zscores.read_zscores`), whose error names
+    the path (``options.zscores.301.map``). Kept as given: a queued job carries it as JSON."""
+
+    default_error_messages = {"invalid": "must be an object {{topic: {{measure: [mean, "
+                                         "stddev]}}}}"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        from cranfield.errors import InputError
+        from cranfield.zscores import read_zscores
+
+        if not isinstance(value, Mapping):
+            raise self.make_error("invalid")
+        try:
+            read_zscores(value, name="zscores")
+        except InputError as exc:
+            where = (exc.field or "").removeprefix("zscores").removeprefix(".")
+            raise ValidationError({where: [exc.reason]} if where else [exc.reason]) from None
+        return value
+
+
+class EvaluationOptionsSchema(OptionsSchema):
+    """An evaluation's options: the engine's, and ``zscores`` (comparisons have no -Z)."""
+
+    zscores = ZScoresField(allow_none=True)
+
+    @post_load
+    def _without_null_zscores(self, data, **kwargs):
+        # absent (or null): no key at all, so options without -Z are exactly as before
+        if data.get("zscores", ...) is None:
+            del data["zscores"]
+        return data

@@ -151,3 +151,10 @@ def test_micro_aggregation_is_refused():
         cranfield.evaluate(QRELS, RUN, ["set_P"], zscores="1 set_P 0 1\n",
                            aggregation="micro")
     assert exc.value.field == "options.zscores"
+
+
+def test_zscores_are_not_sent_to_a_service(capsys):
+    code, out, err = cli(capsys, ["eval", "--server", "http://127.0.0.1:9", "-Z",
+                                  str(TE / "zscores_file"), str(TE / "qrels.test"),
+                                  str(TE / "results.test")])
+    assert code == 1 and out == "" and "-Z is evaluated locally only" in err
