@@ -158,3 +158,13 @@ def test_zscores_are_not_sent_to_a_service(capsys):
                                   str(TE / "zscores_file"), str(TE / "qrels.test"),
                                   str(TE / "results.test")])
     assert code == 1 and out == "" and "-Z is evaluated locally only" in err
+
+
+def test_pairs_are_looked_up_by_the_name_trec_eval_prints():
+    """nDCG@10 is printed ndcg_cut_10, and the file names it so (as for trec_eval)."""
+    raw = cranfield.evaluate(QRELS, RUN, ["nDCG@10"]).per_topic
+    ev = cranfield.evaluate(QRELS, RUN, ["nDCG@10"],
+                            zscores="1 ndcg_cut_10 0.5 2\n2 ndcg_cut_10 0 1\n")
+    assert ev.per_topic["1"]["nDCG@10"] == (raw["1"]["nDCG@10"] - 0.5) / 2
+    assert ev.per_topic["2"]["nDCG@10"] == raw["2"]["nDCG@10"]
+    assert format_trec(ev).startswith("Zndcg_cut_10           \tall\t")
