@@ -474,7 +474,10 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
                     hit_topic[srt], hit_rank[srt], hit_label[srt], q_topic[q_srt],
                     q_grade[q_srt], joined(lambda p: p.ranked.in_run),
                     {k: joined(lambda p, k=k: p.ranked.cutoff_ties[k])
-                     for k in parts[0].ranked.cutoff_ties})
+                     for k in parts[0].ranked.cutoff_ties},
+                    *((np.concatenate([getattr(x, f) for x in r])[srt]
+                       for f in ("hit_tie_first", "hit_tie_last"))
+                      if all(x.hit_tie_first is not None for x in r) else ()))
     return _finish(parts[0].instances, values, ranked, qrels_obj, run_topics, runid,
                    dict(parts[0].options))
 
@@ -527,7 +530,8 @@ def _standardise(zs, values: dict[str, np.ndarray], instances, ranked: Ranked,
 
 def _with_num_ret(ranked: Ranked, num_ret: np.ndarray) -> Ranked:
     return Ranked(ranked.topics, num_ret, ranked.hit_topic, ranked.hit_rank, ranked.hit_label,
-                  ranked.q_topic, ranked.q_grade, ranked.in_run, ranked.cutoff_ties)
+                  ranked.q_topic, ranked.q_grade, ranked.in_run, ranked.cutoff_ties,
+                  ranked.hit_tie_first, ranked.hit_tie_last)
 
 
 def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], missing: np.ndarray,

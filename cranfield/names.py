@@ -151,7 +151,8 @@ KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "
                             for alias in ((m.ir_name,) if m.ir_name else
                                           (n,) if m.extra.get("spelling") == "ranx" else ())
                             + m.aliases}
-KW_ONLY = {"nDCG": {"gain", "discount", "b"}, "DCG": {"gain", "discount", "b"},
+KW_ONLY = {"nDCG": {"gain", "discount", "b", "ties"}, "DCG": {"gain", "discount", "b", "ties"},
+           "NDCG": {"ties"},
            "AP": {"norm"}}
 # ... and these with @k (nDCG(gains={...}) without a cutoff is trec_eval's ndcg.<gains>)
 KW_WITH_CUTOFF = {"nDCG": {"gains"}, "NDCG": {"gains"}}

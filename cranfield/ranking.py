@@ -66,6 +66,10 @@ class Ranked:
     q_grade: np.ndarray          # int64[J]
     in_run: np.ndarray           # bool[T]: False for qrels topics missing from the run
     cutoff_ties: dict = field(default_factory=dict)  # k -> bool[T]: a tie straddles rank k
+    # each hit's tie group (equal scores as the profile reads them) as 1-based ranks
+    # first..last, inclusive: what tie-averaged DCG (ties=average) reads; None: not known
+    hit_tie_first: np.ndarray | None = None  # int64[H]
+    hit_tie_last: np.ndarray | None = None   # int64[H]
 
 
 
@@ -223,6 +227,7 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         above, tie_end = score_positions(scores, tix, lo, hi, j_score)
     del hi, j_score, j_row
     rank = above - lo + 1                                # rank ignoring docno tie-breaks
+    tie_first, tie_last = rank.copy(), tie_end - lo      # the hit's tie group, ranks
     del lo
     tied = (tie_end - above > 1).nonzero()[0]
     if tied.size:
@@ -256,16 +261,21 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
 
     srt = np.lexsort((rank, e_topic))
     h_topic, h_rank, h_label = e_topic[srt], rank[srt], j_label[srt]
-    del srt, e_topic, rank, j_label
+    h_first, h_last = tie_first[srt], tie_last[srt]
+    del srt, e_topic, rank, j_label, tie_first, tie_last
     if depth is not None:
         kept = h_rank <= depth
         h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        # a group the depth cuts keeps the members trec_eval's docno tie-break ranks first
+        h_first, h_last = h_first[kept], np.minimum(h_last[kept], depth)
         num_ret = np.minimum(num_ret, depth)
     if judged_only:
         kept = h_label >= 0
         h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        h_first = h_first[kept]
         num_ret = np.bincount(h_topic, minlength=T).astype(np.int64)
         h_rank = within_topic_index(h_topic, T) + 1
+        h_first, h_last = _regroup(h_topic, h_first, h_rank)
 
     if len(qrels.topics) == T and (eval_of_qrels == np.arange(T)).all():
         q_topic = qrels.topic_index.astype(np.int64)  # every qrels topic evaluated
@@ -274,7 +284,21 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         q_keep = eval_of_qrels[qrels.topic_index] >= 0
         q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
         q_grade = qrels.grades[q_keep].astype(np.int64)
-    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties)
+    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties,
+                  h_first, h_last)
+
+
+def _regroup(topic: np.ndarray, group: np.ndarray, rank: np.ndarray):
+    """Tie groups renumbered after documents were dropped (-J): the kept members of a group
+    (same topic and old first rank; sorted by topic then rank, so adjacent) span the new ranks
+    of its first and last kept member."""
+    if not len(topic):
+        return rank.copy(), rank.copy()
+    starts = np.concatenate(([True], (topic[1:] != topic[:-1]) | (group[1:] != group[:-1])))
+    gid = np.cumsum(starts) - 1
+    begin = starts.nonzero()[0]
+    end = np.concatenate((begin[1:], [len(rank)])) - 1
+    return rank[begin][gid], rank[end][gid]
 
 
 def tie_groups(scores: np.ndarray, tix: np.ndarray, pos: np.ndarray, lo: np.ndarray,

@@ -27,6 +27,12 @@ _DISCOUNT = Param("discount", "enum", "log2", "log2: 1/log2(i + 1); jk: Järveli
                   "Kekäläinen's 1/log_b(max(i, b))", choices=("log2", "jk"))
 _BASE = Param("b", "number", 2.0, "log base of the jk discount (ranks below b are not "
               "discounted)", minimum=1.0000001)
+_TIES = Param("ties", "enum", "trec_eval", "trec_eval: tied scores ranked by trec_eval's "
+              "tie-break (docno descending); average: each document of a tie group at ranks "
+              "i..j takes the mean discount of ranks i..j (the cutoff zeroing ranks past k), "
+              "the expectation over every order of the tie (McSherry & Najork 2008; "
+              "scikit-learn's dcg_score/ndcg_score with ignore_ties=False)",
+              choices=("trec_eval", "average"))
 _BETA = Param("beta", "number", 1.0, "weight of recall: F_beta = (1 + beta^2) P R / "
               "(beta^2 P + R)", minimum=0.0, maximum=WEIGHT_LIMIT)
 _N = Param("N", "integer", None, "documents in the collection (default: the evaluation's "
@@ -60,14 +66,38 @@ def _top(ctx: Context, k) -> np.ndarray:
 def _dcg(ctx: Context, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """(DCG@k of the run, DCG@k of the ideal ranking) per topic."""
     k, gain, disc, b = p["k"], p["gain"], p["discount"], p["b"]
-    top = _top(ctx, k)
     gains = p.get("gains")
-    run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain, gains) *
-                   _discount(ctx.hr[top], disc, b))
+    if p.get("ties") == "average":
+        run = _tie_averaged(ctx, k, _gain(ctx.hl, gain, gains), disc, b)
+    else:
+        top = _top(ctx, k)
+        run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain, gains) *
+                       _discount(ctx.hr[top], disc, b))
     it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain, gains))
     keep = ik <= k if k is not None else np.ones(len(ik), dtype=bool)
     ideal = ctx.tsum(it[keep], ig[keep] * _discount(ik[keep], disc, b))
     return run, ideal
+
+
+def _tie_averaged(ctx: Context, k, gains: np.ndarray, disc: str, b: float) -> np.ndarray:
+    """Per topic DCG@k averaged over every order of each tie group (McSherry & Najork 2008,
+    in closed form): a judged document whose group spans ranks f..l gains its gain times the
+    mean of the discounts of f..l, those past k counted as 0. Unjudged documents of the group
+    gain 0 but hold their ranks in the span."""
+    first = ctx.ranked.hit_tie_first
+    last = ctx.ranked.hit_tie_last
+    if first is None:  # no tie groups known (a ranking built without scores): no ties
+        first = last = ctx.hr
+    keep = (first <= k) & (gains != 0) if k is not None else gains != 0
+    first, last, g, t = first[keep], last[keep], gains[keep], ctx.ht[keep]
+    if not len(t):
+        return np.zeros(ctx.T)
+    end = np.minimum(last, k) if k is not None else last
+    # D[n] = sum of the discounts of ranks 1..n; a group's discounts sum to D[end] - D[f - 1]
+    table = np.concatenate(([0.0], np.cumsum(_discount(np.arange(1, int(end.max()) + 1),
+                                                       disc, b))))
+    mean = (table[end] - table[first - 1]) / (last - first + 1)
+    return ctx.tsum(t, g * mean)
 
 
 @register("CG", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
@@ -84,20 +114,28 @@ def cumulative_gain(ctx: Context, p: dict):
 
 
 @register("dcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS), ir_name="DCG")
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES), ir_name="DCG")
 def discounted_cumulative_gain(ctx: Context, p: dict):
     """Discounted cumulative gain with a choice of gain and discount.
 
     Formula: DCG@k = sum_{i <= k} gain(g_i) * disc(i); disc log2: 1/log2(i + 1); disc jk:
     1/log_b(max(i, b)); with gains=, a listed grade's gain replaces the grade.
+    ties=average (``DCG(ties=average)@10``): tied scores are not ordered by docno but averaged
+    over all their orders, in closed form: a document whose tie group spans ranks i..j counts
+    gain(g) * (sum_{r=i..j} disc@k(r)) / (j - i + 1), disc@k(r) = 0 for r > k; ties are
+    judged on the scores as the profile reads them (float32 in trec_eval-9.0.8). It equals
+    scikit-learn's dcg_score(y_true, y_score, k=k, ignore_ties=False) on a ranking that
+    holds every judged document (sklearn ranks every document it is given).
     0/0: no judged document in the top k gives 0.
-    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exponential gain).
+    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005 (exponential gain); McSherry &
+    Najork 2008, Computing information retrieval performance measures efficiently in the
+    presence of tied scores (ties=average).
     """
     return _dcg(ctx, p)[0]
 
 
 @register("ndcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS), ir_name="nDCG",
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES), ir_name="nDCG",
           aliases=("NDCG",))
 def normalized_dcg(ctx: Context, p: dict):
     """nDCG with a choice of gain and discount; the ideal ranking sorts the topic's judged
@@ -105,9 +143,15 @@ def normalized_dcg(ctx: Context, p: dict):
 
     Formula: nDCG@k = DCG@k / IDCG@k with the same gain and discount; with gains= (ir_measures'
     nDCG(gains={...})@k, which maps the qrels' grades before trec_eval's ndcg_cut), a listed
-    grade's gain replaces the grade in both.
+    grade's gain replaces the grade in both. ties=average (``nDCG(ties=average)@10``): DCG@k
+    averaged over every order of each group of tied scores (as DCG(ties=average)); IDCG@k is
+    the ideal ordering's, which has no ties to average. Equals scikit-learn's
+    ndcg_score(..., k=k, ignore_ties=False) when every judged document is retrieved (sklearn's
+    ideal sorts the documents it is given; Cranfield's, all the topic's judged grades,
+    unretrieved ones included).
     0/0: IDCG@k = 0 (no positive grade) gives 0.
-    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005.
+    Reference: Järvelin & Kekäläinen 2002; Burges et al. 2005; McSherry & Najork 2008
+    (ties=average).
     """
     run, ideal = _dcg(ctx, p)
     return safe_div(run, ideal)
