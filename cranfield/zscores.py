@@ -91,8 +91,11 @@ def read_zscores(source: Any, *, name: str | None = None) -> ZScores:
 def _load(source: Any, name: str | None) -> tuple[bytes, str]:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source), name or "zscores"
+    # a str naming a file is a path, spaces and all; otherwise a line of fewer than four
+    # fields can only be a (missing) path: z-score text has four
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                           and len(split_fields(source)) < 4):
+                                           and (os.path.isfile(source)
+                                                or len(split_fields(source)) < 4)):
         path = os.fspath(source)
         if os.path.isdir(path):
             raise InputError(name or path, "is a directory")

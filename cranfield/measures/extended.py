@@ -289,8 +289,10 @@ def ranx_rank_biased_precision(ctx: Context, p: dict):
     return ctx.tsum(t, gain * (1.0 - persistence) * np.power(persistence, r - 1.0))
 
 
+# the name is ir_measures', the summary Cranfield's (see the docstring's 0/0): so the
+# spelling is labelled cranfield, not a promise of ir_measures' mean
 @register("Accuracy", family="rank", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
-          ir_name="Accuracy")
+          ir_name="Accuracy", extra={"spelling": "cranfield"})
 def ranking_accuracy(ctx: Context, p: dict):
     """Ranking accuracy, ir_measures' Accuracy: the probability that a relevant document of
     the top k is ranked above a non-relevant one of the top k (unjudged documents count as

@@ -168,3 +168,12 @@ def test_pairs_are_looked_up_by_the_name_trec_eval_prints():
     assert ev.per_topic["1"]["nDCG@10"] == (raw["1"]["nDCG@10"] - 0.5) / 2
     assert ev.per_topic["2"]["nDCG@10"] == raw["2"]["nDCG@10"]
     assert format_trec(ev).startswith("Zndcg_cut_10           \tall\t")
+
+
+def test_a_str_naming_a_file_with_spaces_is_read_as_the_file(tmp_path):
+    """A path given as a str is the file it names, spaces and all (found in review: the
+    str was read as z-score text, 'mean: scores is not a number')."""
+    spaced = tmp_path / "my z scores file.txt"
+    spaced.write_bytes((TE / "zscores_file").read_bytes())
+    got, want = read_zscores(str(spaced)), read_zscores(TE / "zscores_file")
+    assert got.table == want.table and got.source == str(spaced)
