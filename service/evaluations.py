@@ -98,6 +98,16 @@ class EvaluationRequestSchema(Schema):
             raise ValidationError("give exactly one of qrels and qrels_id", "qrels")
 
     @validates_schema
+    def _zscores_are_not_recorded(self, data, **kwargs):
+        # z-scores under the measure's own key would sit in its trend, baseline and gates
+        # beside raw values (found in review: a trend of map read 0.1785, -666695.6, 0.1785)
+        if data.get("record") is not None and (data.get("options") or {}).get("zscores"):
+            raise ValidationError("a result standardised with options.zscores is not "
+                                  "recorded: its values are z-scores, which a trend, a "
+                                  "baseline or a gate would read as the measure's own",
+                                  "record")
+
+    @validates_schema
     def _latency_topics(self, data, **kwargs):
         latency = data.get("latency_ms")
         if latency is not None and any(v < 0 for v in latency.values()):

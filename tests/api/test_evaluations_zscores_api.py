@@ -103,3 +103,34 @@ def test_without_zscores_options_are_as_before(client):
     doc = client.post("/v1/evaluations", json=b).get_json()
     assert "zscores" not in doc["provenance"]["options"]
     assert doc["per_topic"]["301"]["num_ret"] == 500  # out.test.aq
+
+
+def test_a_standardised_result_is_not_recorded(client):
+    """z-scores under map's key would sit in map's trend beside raw values (found in review:
+    0.1785, -666695.6, 0.1785): record with zscores is a 422 naming record."""
+    resp = client.post("/v1/evaluations", json={**body(), "record": {"system": "bm25",
+                                                                      "label": "z"}})
+    assert resp.status_code == 422, resp.get_data()
+    [reason] = resp.get_json()["errors"]["record"]
+    assert reason.startswith("a result standardised with options.zscores is not recorded")
+
+
+@pytest.mark.parametrize("bound, value, words", [
+    ("MAX_TOPICS", 2, "3 topics, over MAX_TOPICS 2"),
+    ("MAX_EVALUATION_VALUES", 10, "pairs, over MAX_EVALUATION_VALUES 10"),
+])
+def test_zscores_are_bounded_before_they_are_read(app, client, monkeypatch, bound, value,
+                                                  words):
+    """options.zscores is held to MAX_TOPICS and MAX_EVALUATION_VALUES (pairs) before a pair
+    is read: the engine's reader is never called."""
+    import cranfield.zscores
+
+    def never(*args, **kwargs):
+        raise AssertionError("the z-scores were read")
+
+    monkeypatch.setattr(cranfield.zscores, "read_zscores", never)
+    app.config[bound] = value
+    resp = client.post("/v1/evaluations", json=body())
+    assert resp.status_code == 422, resp.get_data()
+    [reason] = resp.get_json()["errors"]["options.zscores"]
+    assert words in reason
