@@ -143,6 +143,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
                     help="number of documents in the collection (for utility)")
+    ev.add_argument("-R", default="qrels", dest="rel_format",
+                    choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
+                    help="format of QRELS, as trec_eval's -R: qrels (default) or qrels_jg "
+                         "(qid jg docno rel: judgment groups, measures qrels_jg / *_avgjg); "
+                         "prefs and qrels_prefs are refused for now")
     ev.add_argument("-Z", "--Zscore", default=None, dest="zscores", metavar="FILE",
                     help="print z-scores: each per-topic value as (value - mean) / stddev "
                          "from FILE's 'topic measure mean stddev' lines (-1000000 where a "
@@ -353,6 +358,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
+    if args.rel_format != "qrels":
+        return _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name)
     try:
         run = read_run(run_source, name=run_name)
         # diversity measures read subtopic qrels, where a docid appears once per subtopic
@@ -381,6 +388,34 @@ def run_eval(args: argparse.Namespace) -> int:
         if not args.no_warnings:
             _print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
+    return 0
+
+
+def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
+    """-R qrels_jg (cranfield.prefs): judgment groups with their own measures and output."""
+    from .io import read_run
+    from .prefs import evaluate_jg, format_jg, read_qrels_jg
+
+    if args.rel_format != "qrels_jg":
+        print(f"cranfield: -R {args.rel_format} (preference judgments) is not supported yet",
+              file=sys.stderr)
+        return 2
+    refused = [flag for flag, on in (("-c", args.complete), ("-J", args.judged_only),
+                                     ("-Z", args.zscores is not None),
+                                     ("-N", bool(args.collection_size)),
+                                     ("--micro", args.aggregation == "micro"),
+                                     ("--format " + args.format, args.format != "trec"),
+                                     ("--curves", args.curves)) if on]
+    if refused:
+        print(f"cranfield: -R {args.rel_format} does not take {', '.join(refused)}",
+              file=sys.stderr)
+        return 2
+    qrels = read_qrels_jg(_file_bytes(args.qrels) if isinstance(qrels_source, str)
+                          else qrels_source, name=qrels_name)
+    run = read_run(run_source, name=run_name)
+    ev = evaluate_jg(qrels, run, args.measures, relevance_level=args.rel_level,
+                     depth=args.depth, profile=args.profile)
+    sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
     return 0
 
 

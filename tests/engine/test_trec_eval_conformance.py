@@ -61,6 +61,13 @@ for profile, folder, tag in ((V9, TE / "v9.0.8", "9.0.8"), (V10, TE, "10")):
                                         str(folder / "zscores_file")],
                               TE / "qrels.test", TE / "results.test", folder / "out.test.aqZ",
                               id=f"{tag}-out.test.aqZ"))
+# -R qrels_jg (judgment groups): 9.0.8's expected file is byte-identical to 10.0's (MANIFEST),
+# so both profiles are held to the one top-level copy, from both qrels files of the quicktest
+for profile, tag in ((V9, "9.0.8"), (V10, "10")):
+    for qrels in ("qrels.123", "qrels.comments.123"):
+        CASES.append(pytest.param(profile, ["-m", "qrels_jg", "-q", "-R", "qrels_jg"],
+                                  TE / qrels, TE / "results.test", TE / "out.test.qrels_jg",
+                                  id=f"{tag}-out.test.qrels_jg-{qrels}"))
 EDGE_FLAGS = {
     "aqc": ["-q", "-c", "-m", "all_trec"],
     "aqcl2": ["-q", "-c", "-l2", "-m", "all_trec"],
