@@ -145,9 +145,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="number of documents in the collection (for utility)")
     ev.add_argument("-R", default="qrels", dest="rel_format",
                     choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
-                    help="format of QRELS, as trec_eval's -R: qrels (default) or qrels_jg "
-                         "(qid jg docno rel: judgment groups, measures qrels_jg / *_avgjg); "
-                         "prefs and qrels_prefs are refused for now")
+                    help="format of QRELS, as trec_eval's -R: qrels (default), qrels_jg "
+                         "(qid jg docno rel: judgment groups, measures qrels_jg / *_avgjg), "
+                         "prefs (qid jg jsg docno rel_level) or qrels_prefs (a qrels file "
+                         "read as preferences); measures all_prefs / prefs_*")
     ev.add_argument("-Z", "--Zscore", default=None, dest="zscores", metavar="FILE",
                     help="print z-scores: each per-topic value as (value - mean) / stddev "
                          "from FILE's 'topic measure mean stddev' lines (-1000000 where a "
@@ -392,29 +393,33 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
-    """-R qrels_jg (cranfield.prefs): judgment groups with their own measures and output."""
+    """-R qrels_jg / prefs / qrels_prefs (cranfield.prefs): judgment groups and preference
+    judgments, with their own measures and trec_eval's text output."""
     from .io import read_run
-    from .prefs import evaluate_jg, format_jg, read_qrels_jg
+    from .prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
 
-    if args.rel_format != "qrels_jg":
-        print(f"cranfield: -R {args.rel_format} (preference judgments) is not supported yet",
-              file=sys.stderr)
-        return 2
     refused = [flag for flag, on in (("-c", args.complete), ("-J", args.judged_only),
                                      ("-Z", args.zscores is not None),
                                      ("-N", bool(args.collection_size)),
                                      ("--micro", args.aggregation == "micro"),
                                      ("--format " + args.format, args.format != "trec"),
-                                     ("--curves", args.curves)) if on]
+                                     ("--curves", args.curves),
+                                     ("-l", args.rel_level != 1
+                                      and args.rel_format != "qrels_jg")) if on]
     if refused:
         print(f"cranfield: -R {args.rel_format} does not take {', '.join(refused)}",
               file=sys.stderr)
         return 2
-    qrels = read_qrels_jg(_file_bytes(args.qrels) if isinstance(qrels_source, str)
-                          else qrels_source, name=qrels_name)
+    data = _file_bytes(args.qrels) if isinstance(qrels_source, str) else qrels_source
     run = read_run(run_source, name=run_name)
-    ev = evaluate_jg(qrels, run, args.measures, relevance_level=args.rel_level,
-                     depth=args.depth, profile=args.profile)
+    if args.rel_format == "qrels_jg":
+        ev = evaluate_jg(read_qrels_jg(data, name=qrels_name), run, args.measures,
+                         relevance_level=args.rel_level, depth=args.depth,
+                         profile=args.profile)
+    else:  # prefs, qrels_prefs: -l does not apply (rel_level > 0 is relevant, as trec_eval)
+        prefs = read_prefs(data, name=qrels_name, qrels=args.rel_format == "qrels_prefs")
+        ev = evaluate_prefs(prefs, run, args.measures, depth=args.depth,
+                            profile=args.profile)
     sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
     return 0
 

@@ -7,8 +7,9 @@ computed once per group against the same ranking and then averaged over the topi
 (trec_eval ``m_map_avgjg.c``, ``m_P_avgjg.c``, ``m_Rprec_mult_avgjg.c``,
 ``form_res_rels_jg.c``). The summary is the mean over the evaluated topics, as for ``map``.
 
-Not yet here (issue #28): ``-R prefs`` and ``-R qrels_prefs`` (preference judgments) and
-their ``prefs_*`` measures; ``-c`` and ``-J`` with judgment groups.
+Preference judgments (``-R prefs``, ``-R qrels_prefs``) and their fourteen ``prefs_*``
+measures are below. Not yet here (issue #28): ``-c`` and ``-J`` with these formats, measure
+parameters, the registry/API/JSON shapes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import numpy as np
 
 from .errors import InputError, MeasureError
 
-__all__ = ["JudgmentGroups", "read_qrels_jg", "evaluate_jg", "format_jg", "JG_MEASURES"]
+__all__ = ["JudgmentGroups", "read_qrels_jg", "evaluate_jg", "format_jg", "JG_MEASURES",
+           "Preferences", "read_prefs", "evaluate_prefs", "PREFS_MEASURES"]
 
 P_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
@@ -91,16 +93,18 @@ def read_qrels_jg(source: Any, *, name: str | None = None) -> JudgmentGroups:
     return jgs
 
 
-def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None) -> list[str]:
+def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None,
+             ties_ascending: bool = False) -> list[str]:
     """One topic's docnos in trec_eval's order: score descending, ties by docno descending
-    (strcmp); 9.0.8 keeps scores as float32."""
+    (strcmp), or ascending for preferences (form_prefs_counts.c sorts its ties the other
+    way round from form_res_rels.c); 9.0.8 keeps scores as float32."""
     docids = run.docids
     docs = [str(docids[i]) if not hasattr(docids, "to_pylist") else docids[int(i)].as_py()
             for i in topic_row]
     scores = run.scores[topic_row]
     if profile.endswith("9.0.8"):
         scores = scores.astype(np.float32)
-    order = sorted(range(len(docs)), key=lambda i: _key(docs[i]), reverse=True)
+    order = sorted(range(len(docs)), key=lambda i: _key(docs[i]), reverse=not ties_ascending)
     order.sort(key=lambda i: -float(scores[i]))  # stable: the docno order stays for ties
     ranked = [docs[i] for i in order]
     seen = set()
@@ -137,6 +141,7 @@ class JgEvaluation:
     runid: str
     per_topic: dict[str, dict[str, float]]
     names: list[str]
+    counts: frozenset = frozenset()  # summed, not averaged, and printed as integers
 
     def summary(self) -> dict[str, float]:
         n = len(self.per_topic)
@@ -144,7 +149,7 @@ class JgEvaluation:
         for values in self.per_topic.values():  # summed in topic order, as trec_eval
             for k in self.names:
                 sums[k] += values[k]
-        return {k: (s / n if n else 0.0) for k, s in sums.items()}
+        return {k: (s if k in self.counts else s / n if n else 0.0) for k, s in sums.items()}
 
 
 def _names(measures: list[str] | None) -> list[str]:
@@ -199,15 +204,381 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names)
 
 
+def _num(ev: JgEvaluation, name: str, value: float) -> str:
+    return str(int(value)) if name in ev.counts else f"{value:.4f}"
+
+
 def format_jg(ev: JgEvaluation, per_topic: bool = False, summary: bool = True) -> str:
     """trec_eval's text: ``%-22s\\t%s\\t%.4f`` lines, topics first, then runid, num_q and
     the means."""
     lines = []
     if per_topic:
         for topic, values in ev.per_topic.items():
-            lines += [f"{k:<22}\t{topic}\t{values[k]:.4f}" for k in ev.names]
+            lines += [f"{k:<22}\t{topic}\t{_num(ev, k, values[k])}" for k in ev.names]
     if summary:
         lines.append(f"{'runid':<22}\tall\t{ev.runid}")
         lines.append(f"{'num_q':<22}\tall\t{len(ev.per_topic)}")
-        lines += [f"{k:<22}\tall\t{v:.4f}" for k, v in ev.summary().items()]
+        lines += [f"{k:<22}\tall\t{_num(ev, k, v)}" for k, v in ev.summary().items()]
     return "".join(line + "\n" for line in lines)
+
+
+# --- preference judgments: -R prefs and -R qrels_prefs -------------------------------------
+#
+# A prefs line is ``qid jg jsg docno rel_level``: within one judgment sub-group (jsg) a doc
+# with a higher rel_level is preferred to one with a lower; a judgment group (jg) is one
+# consistent information need. A qrels file read with -R qrels_prefs is ``qid jg docno rel``:
+# each jg one sub-group. Semantics follow trec_eval's form_prefs_counts.c and m_prefs_*.c,
+# including the quirks of its R-nonrel recalculation (documented at _recalc).
+
+PREFS_MEASURES = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
+                  "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel",
+                  "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
+                  "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
+                  "prefs_avgjg_imp")
+# counts: summed over topics in the summary, printed as integers
+PREFS_COUNTS = PREFS_MEASURES[:3]
+
+
+@dataclass
+class Preferences:
+    """``topics[qid]`` = list of (jg, jsg, docno, rel_level) in file order."""
+
+    topics: dict[str, list[tuple[str, str, str, float]]] = field(default_factory=dict)
+    source: str = "prefs"
+
+
+def _read_bytes(source: Any, name: str | None, kind: str) -> tuple[str, str]:
+    label = name or (str(source) if isinstance(source, Path) else kind)
+    if isinstance(source, (Path, str)) and (isinstance(source, Path) or "\n" not in source):
+        label = name or str(source)
+        try:
+            return label, Path(source).read_bytes().decode("utf-8", "surrogateescape")
+        except OSError as exc:
+            raise InputError(label, f"cannot read: {exc.strerror}") from None
+    if isinstance(source, str):
+        return label, source
+    if isinstance(source, (bytes, bytearray)):
+        return label, bytes(source).decode("utf-8", "surrogateescape")
+    raise InputError(label, f"a {kind} source must be a path, bytes or text")
+
+
+def read_prefs(source: Any, *, name: str | None = None, qrels: bool = False) -> Preferences:
+    """Read ``qid jg jsg docno rel_level`` lines (``qrels=True``: ``qid jg docno rel``, as
+    trec_eval's ``-R qrels_prefs``). Blank lines and lines starting with ``#`` are skipped.
+    Refused, naming the line: a wrong number of fields, a rel_level that is not a finite
+    number."""
+    label, text = _read_bytes(source, name, "qrels_prefs" if qrels else "prefs")
+    width = 4 if qrels else 5
+    prefs = Preferences(source=label)
+    for n, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != width:
+            grammar = "qid jg docno rel" if qrels else "qid jg jsg docno rel_level"
+            raise InputError(label, f"a {'qrels_prefs' if qrels else 'prefs'} line has "
+                             f"{width} fields ({grammar}), found {len(fields)}", line=n)
+        if qrels:
+            qid, jg, docno, rel = fields
+            jsg = ""
+        else:
+            qid, jg, jsg, docno, rel = fields
+        try:
+            level = float(rel)
+        except ValueError:
+            level = float("nan")
+        if not np.isfinite(level):
+            raise InputError(label, f"rel_level {rel!r} is not a finite number", line=n,
+                             field="rel_level")
+        prefs.topics.setdefault(qid, []).append((jg, jsg, docno, level))
+    if not prefs.topics:
+        raise InputError(label, "no judgments")
+    return prefs
+
+
+@dataclass
+class _Group:
+    """One judgment group's counts (trec_eval's JG)."""
+
+    ecs: list[tuple[float, list[int]]] | None  # single sub-group: (rel_level, docid ranks)
+    pa: np.ndarray | None  # several sub-groups: transitive preference matrix
+    rel: np.ndarray | None  # with pa: each doc's rel_level, -1 when the group lacks it
+    ful_ret: int = 0
+    poss_ret: int = 0
+    ful_imp: int = 0
+    poss_imp: int = 0
+    notoccur: int = 0
+    num_rel: int = 0
+    num_rel_ret: int = 0
+    num_nonrel: int = 0
+    num_nonrel_ret: int = 0
+
+
+def _closure(m: np.ndarray) -> np.ndarray:
+    """Transitive closure of a preference relation (Warshall)."""
+    m = m.copy()
+    for k in range(len(m)):
+        m |= np.outer(m[:, k], m[k, :])
+    return m
+
+
+def _topic_groups(items, ranked: list[str], label: str, topic: str):
+    """Docid ranks (retrieved judged docs 0..NJR-1 in rank order, then the others in docno
+    order), the judgment groups and the counts matrix CA (summed preference matrices)."""
+    judged = {d for _, _, d, _ in items}
+    ret = [d for d in ranked if d in judged]
+    njr = len(ret)
+    rank = {d: i for i, d in enumerate(ret)}
+    for d in sorted(judged - set(rank), key=_key):
+        rank[d] = len(rank)
+    nj = len(rank)
+    ca = np.zeros((nj, nj), dtype=np.int64)
+    by_jg: dict[str, list] = {}
+    for jg, jsg, d, level in items:
+        by_jg.setdefault(jg, []).append((jsg, level, rank[d], d))
+    groups = []
+    for jg in sorted(by_jg, key=_key):
+        rows = sorted(by_jg[jg], key=lambda r: (_key(r[0]), -r[1], r[2]))
+        jsgs = {r[0] for r in rows}
+        if len(jsgs) == 1:
+            ecs: list[tuple[float, list[int]]] = []
+            for _, level, r, _ in rows:
+                if not ecs or ecs[-1][0] != level:
+                    ecs.append((level, []))
+                ecs[-1][1].append(r)
+            a, b = [], []
+            for i, (_, r1) in enumerate(ecs):
+                for _, r2 in ecs[i + 1:]:
+                    if set(r1) & set(r2):
+                        raise InputError(label, f"topic {topic!r}: a docno has two rel_levels "
+                                         f"in judgment group {jg!r}")
+                    a += [x for x in r1 for _ in r2]
+                    b += r2 * len(r1)
+            g = _Group(ecs=ecs, pa=None, rel=None)
+            for level, ranks in ecs:
+                n_ret = sum(1 for r in ranks if r < njr)
+                if level > 0.0:
+                    g.num_rel += len(ranks)
+                    g.num_rel_ret += n_ret
+                else:
+                    g.num_nonrel += len(ranks)
+                    g.num_nonrel_ret += n_ret
+            pa_, pb = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+            np.add.at(ca, (pa_, pb), 1)
+        else:
+            rel = np.full(nj, -1.0)
+            m = np.zeros((nj, nj), dtype=bool)
+            for i, (jsg, level, r, d) in enumerate(rows):
+                if (rel[r] > 0.0 and level == 0.0) or (rel[r] == 0.0 and level > 0.0):
+                    raise InputError(label, f"topic {topic!r}: doc {d!r} has both 0 and "
+                                     f"non-0 rel_level in judgment group {jg!r}")
+                rel[r] = level
+                for jsg2, level2, r2, _ in rows[i + 1:]:
+                    if jsg2 == jsg and level2 != level:
+                        m[r, r2] = True
+            m = _closure(m)
+            if np.any(m & m.T):
+                raise InputError(label, f"topic {topic!r}: judgment group {jg!r} has "
+                                 "inconsistent (cyclic) preferences")
+            np.fill_diagonal(m, False)
+            g = _Group(ecs=None, pa=m, rel=rel)
+            g.num_rel_ret = int(np.sum(rel[:njr] > 0.0))
+            g.num_nonrel_ret = int(np.sum(rel[:njr] == 0.0))
+            g.num_rel = int(np.sum(rel > 0.0))
+            g.num_nonrel = int(np.sum(rel == 0.0))
+            pa_, pb = np.nonzero(m)
+            ca += m
+        ra, rb = pa_ < njr, pb < njr
+        g.ful_ret = int(np.sum(ra & rb & (pa_ < pb)))
+        g.poss_ret = int(np.sum(ra & rb))
+        g.ful_imp = int(np.sum(ra & ~rb))
+        g.poss_imp = g.ful_imp + int(np.sum(~ra & rb))
+        g.notoccur = int(np.sum(~ra & ~rb))
+        groups.append(g)
+    return njr, nj, groups, ca
+
+
+def _recalc(g: _Group, njr: int, ret_only: bool) -> tuple[int, int]:
+    """trec_eval's recalculation for prefs_avgjg_Rnonrel(_ret) when a group has more
+    nonrelevant docs than relevant: only the first R nonrelevant docs (rank order) count.
+    Reproduced as trec_eval does it: with ECs, the "nonrelevant" class is the last EC (lowest
+    rel_level) cut to its first R docs, prefs among the other ECs skip the last EC, and every
+    EC (the last included) is compared with the cut class; a pair counts as fulfilled when
+    the first doc is retrieved and ranked above the second."""
+    ful = poss = 0
+    if g.ecs is not None:
+        cut_n = g.num_rel_ret if ret_only else g.num_rel
+        last = g.ecs[-1][1][:cut_n]
+
+        def lead(ranks):  # ret_only stops at the first unretrieved (ranks ascend)
+            if not ret_only:
+                return ranks
+            out = []
+            for r in ranks:
+                if r >= njr:
+                    break
+                out.append(r)
+            return out
+        n = len(g.ecs)
+        for i in range(n):
+            for j in range(i + 1, n - 1):
+                for p1 in lead(g.ecs[i][1]):
+                    for p2 in lead(g.ecs[j][1]):
+                        if p1 < p2 and (ret_only or p1 < njr):
+                            ful += 1
+                        else:
+                            poss += 1
+        for i in range(n):
+            for p1 in lead(g.ecs[i][1]):
+                for p2 in lead(last):
+                    if p1 < p2 and (ret_only or p1 < njr):
+                        ful += 1
+                    else:
+                        poss += 1
+        return ful, poss + ful
+    rel, a = g.rel, g.pa
+    limit = njr if ret_only else len(rel)
+    seen, fdn = 0, limit
+    for i in range(limit):
+        if rel[i] == 0.0:
+            seen += 1
+            if seen == g.num_rel + 1:
+                fdn = i
+                break
+    keep = ~((np.arange(len(rel)) >= fdn) & (rel == 0.0))
+    sub = a & np.outer(keep, keep)
+    r_ = np.arange(len(rel)) < njr
+    upper = np.triu(np.ones_like(sub), 1)
+    ful = int(np.sum(sub[np.ix_(r_, r_)] & upper[np.ix_(r_, r_)]))
+    poss = int(np.sum(sub[np.ix_(r_, r_)] & ~upper[np.ix_(r_, r_)]))
+    if not ret_only:
+        ful += int(np.sum(sub[np.ix_(r_, ~r_)]))
+        poss += int(np.sum(sub[np.ix_(~r_, r_)])) + int(np.sum(sub[np.ix_(~r_, ~r_)]))
+    return ful, poss + ful
+
+
+def _div(a: float, b: float) -> float:
+    """C's double division: x/0 is inf or nan, never an exception."""
+    if b:
+        return a / b
+    return float("nan") if a == 0 else float("inf") * (1 if a > 0 else -1)
+
+
+def _pair(ca: np.ndarray, njr: int, nj: int, areas: str) -> float:
+    total, pairs = 0.0, 0
+    blocks = [(slice(0, njr), slice(0, njr), True)]
+    if areas != "ret":
+        blocks.append((slice(0, njr), slice(njr, nj), False))
+    for rows, cols, upper in blocks:
+        c, t = ca[rows, cols], ca[cols, rows].T
+        mask = (c > 0) | (t > 0)
+        if upper:
+            mask &= np.triu(np.ones_like(mask), 1)
+        idx = np.nonzero(mask)  # row-major: trec_eval's loop order
+        num, den = c[idx], c[idx] + t[idx]
+        for x, y in zip(num.tolist(), den.tolist(), strict=True):
+            total += x / y
+        pairs += len(num)
+    if areas == "all":
+        c = ca[njr:, njr:]
+        pairs += int(np.sum(np.triu((c > 0) | (c.T > 0), 1)))
+    return total / pairs if pairs else 0.0
+
+
+def _prefs_values(njr: int, nj: int, groups: list[_Group], ca: np.ndarray) -> dict:
+    v: dict[str, float] = {}
+    ful_ret = sum(g.ful_ret for g in groups)
+    ful_imp = sum(g.ful_imp for g in groups)
+    poss_ret = sum(g.poss_ret for g in groups)
+    poss_imp = sum(g.poss_imp for g in groups)
+    notoccur = sum(g.notoccur for g in groups)
+    v["prefs_num_prefs_poss"] = poss_ret + poss_imp + notoccur
+    v["prefs_num_prefs_ful"] = ful_ret + ful_imp
+    v["prefs_num_prefs_ful_ret"] = ful_ret
+
+    def ratio(f, p):
+        return f / p if p else 0.0
+
+    def avg(terms):  # trec_eval: summed over groups with poss > 0, 0 unless sum > 0
+        s = 0.0
+        for f, p in terms:
+            if p:
+                s += f / p
+        return s / len(groups) if s > 0.0 else 0.0
+
+    def rnonrel(ret_only: bool) -> float:
+        s = 0.0
+        for g in groups:
+            R, N = (g.num_rel_ret, g.num_nonrel_ret) if ret_only else (g.num_rel, g.num_nonrel)
+            if R >= N:
+                if ret_only:
+                    f, p = g.ful_ret, g.poss_ret
+                else:
+                    f, p = g.ful_ret + g.ful_imp, g.poss_ret + g.poss_imp + g.notoccur
+                f += g.num_rel_ret * (R - N)
+                p += g.num_rel * (R - N)
+            else:
+                f, p = _recalc(g, njr, ret_only)
+            s += _div(f, p)
+        return s / len(groups) if s > 0.0 else 0.0
+
+    all_poss = poss_ret + poss_imp + notoccur
+    v["prefs_simp"] = ratio(ful_ret + ful_imp, all_poss)
+    v["prefs_pair"] = _pair(ca, njr, nj, "all")
+    v["prefs_avgjg"] = avg((g.ful_ret + g.ful_imp, g.poss_ret + g.poss_imp + g.notoccur)
+                           for g in groups)
+    v["prefs_avgjg_Rnonrel"] = rnonrel(False)
+    v["prefs_simp_ret"] = ratio(ful_ret, poss_ret)
+    v["prefs_pair_ret"] = _pair(ca, njr, nj, "ret")
+    v["prefs_avgjg_ret"] = avg((g.ful_ret, g.poss_ret) for g in groups)
+    v["prefs_avgjg_Rnonrel_ret"] = rnonrel(True)
+    v["prefs_simp_imp"] = ratio(ful_ret + ful_imp, poss_ret + poss_imp)
+    v["prefs_pair_imp"] = _pair(ca, njr, nj, "imp")
+    v["prefs_avgjg_imp"] = avg((g.ful_ret + g.ful_imp, g.poss_ret + g.poss_imp)
+                               for g in groups)
+    return v
+
+
+def _prefs_names(measures: list[str] | None) -> list[str]:
+    wanted: set[str] = set()
+    for spec in measures or ["all_prefs"]:
+        for m in spec.split(","):
+            m = m.strip()
+            if m == "all_prefs":
+                wanted.update(PREFS_MEASURES)
+            elif m == "prefs":  # trec_eval's prefs_off_name: the first six
+                wanted.update(PREFS_MEASURES[:6])
+            elif m in PREFS_MEASURES:
+                wanted.add(m)
+            else:
+                raise MeasureError(m, "is not computed from preferences (-R prefs / "
+                                   "qrels_prefs)", ["all_prefs", *PREFS_MEASURES[:4]])
+    return [m for m in PREFS_MEASURES if m in wanted]
+
+
+def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
+                   depth: int | None = None, profile: str = "trec_eval-10",
+                   qrels: bool = False) -> JgEvaluation:
+    """Evaluate ``run`` against preference judgments (a :class:`Preferences` or what
+    :func:`read_prefs` reads; ``qrels=True`` reads a qrels file as trec_eval's
+    ``-R qrels_prefs``). Topics: those of the run that have preferences, in strcmp order.
+    The three ``prefs_num_*`` counts are summed in the summary; the ratios are averaged,
+    a 0/0 ratio giving 0."""
+    from .io import read_run
+
+    if not isinstance(prefs, Preferences):
+        prefs = read_prefs(prefs, qrels=qrels)
+    run = read_run(run)
+    names = _prefs_names(measures)
+    per_topic: dict[str, dict[str, float]] = {}
+    for t, topic in enumerate(run.topics):
+        items = prefs.topics.get(topic)
+        if items is None:
+            continue
+        ranked = _ranking(run, np.flatnonzero(run.topic_index == t), profile, depth,
+                          ties_ascending=True)
+        njr, nj, groups, ca = _topic_groups(items, ranked, prefs.source, topic)
+        values = _prefs_values(njr, nj, groups, ca)
+        per_topic[topic] = {k: values[k] for k in names}
+    return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names,
+                        counts=frozenset(PREFS_COUNTS))

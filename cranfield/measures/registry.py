@@ -293,4 +293,7 @@ NICKNAMES: dict[str, Callable[[str], list[str]]] = {
                                  "P"],
     "all_trec": lambda profile: [m.name for m in sorted(REGISTRY.values(), key=lambda m: m.order)
                                  if profile in m.all_trec],
+    # trec_eval's set_names (measures.c): the measures of the retrieved set as a whole
+    "set": lambda profile: ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
+                            "set_P", "set_recall", "set_relative_P", "set_map", "set_F"],
 }

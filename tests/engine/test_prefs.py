@@ -1,5 +1,5 @@
-"""Judgment groups (trec_eval -R qrels_jg, cranfield.prefs): the reader's refusals and a
-small example computed by hand."""
+"""Judgment groups and preferences (trec_eval -R qrels_jg, prefs, qrels_prefs;
+cranfield.prefs): the readers' refusals and small examples computed by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from cranfield.cli import main
 from cranfield.errors import InputError, MeasureError
-from cranfield.prefs import evaluate_jg, format_jg, read_qrels_jg
+from cranfield.prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
 
 # topic q: group A judges d1, d3 relevant (R=2); group B judges only d2 relevant (R=1) and
 # d9, which is not retrieved
@@ -71,9 +71,89 @@ def test_cli_refuses_what_it_cannot_do(tmp_path, capsys):
     r.write_text("q Q0 d1 1 3 run\nq Q0 d2 2 2 run\n")
     assert main(["eval", "-R", "qrels_jg", "-c", str(q), str(r)]) == 2
     assert "does not take -c" in capsys.readouterr().err
-    assert main(["eval", "-R", "prefs", str(q), str(r)]) == 2
+    assert main(["eval", "-R", "prefs", "-l", "2", str(q), str(r)]) == 2
+    assert "does not take -l" in capsys.readouterr().err
     assert main(["eval", "-R", "qrels_jg", "-m", "map_avgjg", str(q), str(r)]) == 0
     out = capsys.readouterr().out
     # this run lacks d3: A gets (1/1) / 2, B (1/2) / 1, mean 0.5
     assert out == ("runid                 \tall\trun\nnum_q                 \tall\t1\n"
                    "map_avgjg             \tall\t0.5000\n")
+
+
+# --- preferences (-R prefs, -R qrels_prefs) ---
+
+# one judgment group, one sub-group: d1 (2) > d2 (1) > d3 (0). The run ranks d2 above d1 and
+# leaves d3 out, so d1>d2 fails among retrieved docs, and d1>d3, d2>d3 are fulfilled implied
+PREFS = "q u s d1 2\nq u s d2 1\n# comment\nq u s d3 0\n"
+PREFS_RUN = {"q": {"d2": 2.0, "d1": 1.0}}
+
+
+def test_prefs_hand_computed():
+    v = evaluate_prefs(read_prefs(PREFS), PREFS_RUN).per_topic["q"]
+    assert (v["prefs_num_prefs_poss"], v["prefs_num_prefs_ful"],
+            v["prefs_num_prefs_ful_ret"]) == (3, 2, 0)
+    assert v["prefs_simp"] == pytest.approx(2 / 3)
+    assert v["prefs_simp_ret"] == 0.0 and v["prefs_avgjg_ret"] == 0.0
+    assert v["prefs_simp_imp"] == pytest.approx(2 / 3)
+    # pairs (d2,d1) 0/1, (d2,d3) 1/1, (d1,d3) 1/1
+    assert v["prefs_pair"] == pytest.approx(2 / 3) and v["prefs_pair_ret"] == 0.0
+    assert v["prefs_avgjg"] == pytest.approx(2 / 3)
+    # R = 2 relevant (rel_level > 0) >= N = 1 nonrelevant: R*(R-N) fulfilled prefs are
+    # added to the retrieved relevant docs: (2 + 2*1) / (3 + 2*1)
+    assert v["prefs_avgjg_Rnonrel"] == pytest.approx(0.8)
+
+
+def test_qrels_prefs_reads_the_second_field_as_the_group():
+    ev = evaluate_prefs("q 0 d1 1\nq 0 d2 0\nq 0 d3 1\n", {"q": {"d1": 2.0, "d2": 1.0}},
+                        ["prefs_simp", "prefs_num_prefs_poss"], qrels=True)
+    # prefs d1>d2 (fulfilled), d3>d2 (d3 not retrieved: failed implied)
+    assert ev.names == ["prefs_num_prefs_poss", "prefs_simp"]
+    assert ev.per_topic["q"] == {"prefs_num_prefs_poss": 2, "prefs_simp": 0.5}
+    text = format_jg(ev)
+    assert "prefs_num_prefs_poss  \tall\t2\n" in text
+    assert "prefs_simp            \tall\t0.5000\n" in text
+
+
+def test_cyclic_preferences_in_one_group_refused():
+    # sub-group a says d1 > d2, sub-group b d2 > d1: one group cannot hold both
+    cyc = "q u a d1 2\nq u a d2 1\nq u b d2 2\nq u b d1 1\n"
+    with pytest.raises(InputError, match="cyclic"):
+        evaluate_prefs(cyc, PREFS_RUN)
+    # a doc nonrelevant (0) in one sub-group and relevant in another is refused too
+    with pytest.raises(InputError, match="both 0 and non-0"):
+        evaluate_prefs("q u a d1 1\nq u a d2 0\nq u b d2 1\nq u b d1 0\n", PREFS_RUN)
+
+
+@pytest.mark.parametrize("text, qrels, line, words", [
+    ("q u s d1 2\nq u s d2\n", False, 2, "5 fields"),
+    ("q u d1 2\n", True, None, None),
+    ("q u s d1 2\n", True, 1, "4 fields"),
+    ("q u s d1 high\n", False, 1, "not a finite number"),
+    ("q u s d1 nan\n", False, 1, "not a finite number"),
+])
+def test_prefs_reader_refuses_naming_the_line(text, qrels, line, words):
+    if line is None:
+        assert read_prefs(text, qrels=qrels).topics == {"q": [("u", "", "d1", 2.0)]}
+        return
+    with pytest.raises(InputError) as err:
+        read_prefs(text, name="p.txt", qrels=qrels)
+    assert err.value.line == line and words in str(err.value)
+
+
+def test_prefs_unknown_measure_refused():
+    with pytest.raises(MeasureError):
+        evaluate_prefs(PREFS, PREFS_RUN, ["map_avgjg"])
+
+
+def test_set_nickname_is_trec_evals_set_names(capsys):
+    """-m set: trec_eval's set_names; every line equals the line out.test.a prints."""
+    from pathlib import Path
+
+    te = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+    assert main(["eval", "-m", "set", str(te / "qrels.test"), str(te / "results.test")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0].strip() for line in lines] == [
+        "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
+        "set_relative_P", "set_recall", "set_map", "set_F"]
+    want = set((te / "out.test.a").read_text().splitlines())
+    assert all(line in want for line in lines)

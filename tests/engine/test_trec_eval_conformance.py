@@ -68,6 +68,14 @@ for profile, tag in ((V9, "9.0.8"), (V10, "10")):
         CASES.append(pytest.param(profile, ["-m", "qrels_jg", "-q", "-R", "qrels_jg"],
                                   TE / qrels, TE / "results.test", TE / "out.test.qrels_jg",
                                   id=f"{tag}-out.test.qrels_jg-{qrels}"))
+# -R prefs / qrels_prefs: likewise one expected file for both versions
+for profile, tag in ((V9, "9.0.8"), (V10, "10")):
+    for fmt, qrels, run, expected in (
+            ("prefs", "prefs.test", "prefs.results.test", "out.test.prefs"),
+            ("prefs", "prefs.comment.test", "prefs.results.test", "out.test.prefs"),
+            ("qrels_prefs", "qrels.test", "results.test", "out.test.qrels_prefs")):
+        CASES.append(pytest.param(profile, ["-m", "all_prefs", "-q", "-R", fmt], TE / qrels,
+                                  TE / run, TE / expected, id=f"{tag}-{expected}-{qrels}"))
 EDGE_FLAGS = {
     "aqc": ["-q", "-c", "-m", "all_trec"],
     "aqcl2": ["-q", "-c", "-l2", "-m", "all_trec"],
