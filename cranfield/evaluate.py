@@ -180,7 +180,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
              aggregation: str = "macro", require_overlap: bool = True,
-             zscores: Any = None) -> Evaluation:
+             zscores: Any = None, qrels_format: str = "qrels") -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics: the qrels come
     first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
@@ -211,10 +211,23 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     per subtopic): diversity measures read every subtopic; ordinary measures see each
     (topic, docid) once, with its highest grade across the subtopics. Qrels text with a
     docid twice in a topic stays an error for ordinary measures, as in trec_eval.
+
+    ``qrels_format`` (trec_eval's ``-R``): ``qrels_jg`` (judgment groups), ``prefs`` or
+    ``qrels_prefs`` (preference judgments) read ``qrels`` as that format
+    (:mod:`cranfield.prefs`) and return a :class:`cranfield.prefs.JgEvaluation`
+    (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.prefs.format_jg`)
+    with their own measures; they take ``relevance_level`` (qrels_jg only), ``depth`` and
+    ``profile`` and refuse the other options.
     """
     refuse_swapped(qrels, run)  # code written for the old order (run first)
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    if qrels_format != "qrels":
+        return _evaluate_rel_format(qrels, run, measures, qrels_format, profile=profile,
+                                    relevance_level=relevance_level, judged_only=judged_only,
+                                    depth=depth, complete_topics=complete_topics,
+                                    collection_size=collection_size, aggregation=aggregation,
+                                    zscores=zscores)
     if aggregation not in AGGREGATIONS:
         raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
                               f"{list(AGGREGATIONS)}")
@@ -282,6 +295,31 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     if zs is not None:
         _standardise(zs, values, instances, ranked, profile)
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+
+
+def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
+    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.prefs)."""
+    from .prefs import evaluate_jg, evaluate_prefs
+
+    if qrels_format not in ("qrels_jg", "prefs", "qrels_prefs"):
+        raise EvaluationError(f"unknown qrels_format {qrels_format!r}; choose one of "
+                              "['qrels', 'qrels_jg', 'prefs', 'qrels_prefs']",
+                              field="options.qrels_format")
+    check_options(relevance_level=o["relevance_level"], depth=o["depth"], collection_size=0)
+    refused = [k for k, off in (("judged_only", False), ("complete_topics", False),
+                                ("collection_size", 0), ("aggregation", "macro"),
+                                ("zscores", None)) if o[k] != off]
+    if qrels_format != "qrels_jg" and o["relevance_level"] != 1:
+        refused.append("relevance_level")
+    if refused:
+        raise EvaluationError(f"qrels_format {qrels_format!r} does not take "
+                              f"{', '.join(refused)}", field=f"options.{refused[0]}")
+    names = [measures] if isinstance(measures, str) else measures
+    if qrels_format == "qrels_jg":
+        return evaluate_jg(qrels, run, names, relevance_level=o["relevance_level"],
+                           depth=o["depth"], profile=o["profile"])
+    return evaluate_prefs(qrels, run, names, depth=o["depth"], profile=o["profile"],
+                          qrels=qrels_format == "qrels_prefs")
 
 
 def _topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:

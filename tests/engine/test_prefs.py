@@ -157,3 +157,23 @@ def test_set_nickname_is_trec_evals_set_names(capsys):
         "set_relative_P", "set_recall", "set_map", "set_F"]
     want = set((te / "out.test.a").read_text().splitlines())
     assert all(line in want for line in lines)
+
+
+def test_library_evaluate_takes_qrels_format():
+    """cranfield.evaluate(qrels, run, qrels_format=...) gives the bytes the CLI prints."""
+    from pathlib import Path
+
+    import cranfield
+    from cranfield.errors import EvaluationError
+
+    te = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+    ev = cranfield.evaluate(te / "qrels.test", te / "results.test", "all_prefs",
+                            qrels_format="qrels_prefs", profile="trec_eval-10")
+    assert format_jg(ev, per_topic=True) == (te / "out.test.qrels_prefs").read_text()
+    ev = cranfield.evaluate(str(te / "qrels.123"), str(te / "results.test"),
+                            qrels_format="qrels_jg")
+    assert format_jg(ev, per_topic=True) == (te / "out.test.qrels_jg").read_text()
+    with pytest.raises(EvaluationError, match="complete_topics"):
+        cranfield.evaluate(QRELS, RUN, qrels_format="qrels_jg", complete_topics=True)
+    with pytest.raises(EvaluationError, match="qrels_format"):
+        cranfield.evaluate(QRELS, RUN, qrels_format="trec")
