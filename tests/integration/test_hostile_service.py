@@ -228,9 +228,22 @@ def test_an_early_401_403_415_or_429_keeps_the_connection_usable(api):
     assert early_answer_then_reuse(api, "POST", "/v1/evaluations", auth("reader")) == 403
     assert early_answer_then_reuse(api, "POST", "/v1/evaluations",
                                    {**auth("other"), "Content-Type": "text/csv"}) == 415
-    for _ in range(RATE):  # the key's requests this minute
-        call(api, "GET", "/v1/measures", headers=auth("burst"))
-    assert early_answer_then_reuse(api, "POST", "/v1/evaluations", auth("burst")) == 429
+    # the limit is a fixed window of a minute: a window may end between the GET refused and
+    # the POST (then the POST is read, and refused as a bad body): once more in the next one
+    statuses = [early_answer_then_reuse(api, "POST", "/v1/evaluations",
+                                        _rate_limited(api, "burst")) for _ in range(2)]
+    assert 429 in statuses, statuses
+
+
+def _rate_limited(api: str, key: str) -> dict:
+    """The headers of ``key``, once its requests have reached the rate limit: GETs until one
+    is refused (RATE GETs that straddle a window's end leave the next request allowed, as a
+    CI run found once), waited for as an event, not counted."""
+    headers = auth(key)
+    for _ in range(3 * RATE):
+        if call(api, "GET", "/v1/measures", headers=headers)[0] == 429:
+            return headers
+    raise AssertionError(f"{3 * RATE} requests of {key} were never rate-limited")
 
 
 def test_a_body_declared_past_the_limit_is_answered_with_connection_close(api):
