@@ -20,18 +20,17 @@ import random
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from servers import (
-    JOB_TIMEOUT,
     ROOT,
     RedisServer,
     require_redis_server,
     running_gunicorn,
     running_worker,
+    wait_job,
 )
 
 import cranfield
@@ -151,10 +150,10 @@ def _python_client_story(base: str) -> dict:
         ("evaluations", "get_job"), ("results", "pin_baseline"),
         ("comparisons", "create_comparison"), ("results", "get_trend"))}
     with api.Client(base_url=base, raise_on_unexpected_status=True, timeout=120) as client:
-        return _python_story(client, m, ops)
+        return _python_story(client, m, ops, base)
 
 
-def _python_story(client, m, ops: dict) -> dict:
+def _python_story(client, m, ops: dict, base: str) -> dict:
     system, qrels_id = "py-sys", "py-sys-qrels"
 
     def sync(op: str, **kwargs):
@@ -186,11 +185,8 @@ def _python_story(client, m, ops: dict) -> dict:
                   body=m.EvaluationRequest(run=RUN_TEXT, qrels_id=qrels_id,
                                            measures=MEASURES))
     assert isinstance(queued, m.Job), queued
-    job, deadline = queued, time.monotonic() + JOB_TIMEOUT
-    while job.status in (m.JobStatus.QUEUED, m.JobStatus.STARTED):
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)  # the worker's progress: polled, as a client polls a job
-        job = sync("get_job", job_id=queued.id)
+    wait_job(base, f"/v1/jobs/{queued.id}")  # the suite's one wait for a job's end
+    job = sync("get_job", job_id=queued.id)  # then read through the generated client
     assert isinstance(job.result, m.Evaluation), job
     return {
         "stored_json": {"judgments": stored_json.judgments, "topics": stored_json.topics},
