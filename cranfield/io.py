@@ -337,8 +337,8 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
         if os.path.getsize(path) >= FAST_READER_MIN_BYTES:
             run = _fast_run(path, label)
             release_memory()  # (once the reader's locals are gone)
-        return run if run is not None else _slow_run(_load_bytes(path, label, "run")[0], label)
-    data, label = _load_bytes(source, name, "run")
+        return run if run is not None else _slow_run(load_bytes(path, label, "run")[0], label)
+    data, label = load_bytes(source, name, "run")
     table = _table_data(source, data, label, "run")
     if table is not None:
         return table
@@ -380,7 +380,7 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
         release_memory()  # (once the reader's locals are gone)
         if qrels is not None:
             return qrels
-    data, label = _load_bytes(source, name, "qrels")
+    data, label = load_bytes(source, name, "qrels")
     table = _table_data(source, data, label, "qrels", diversity) if path is None else None
     if table is not None:
         return table
@@ -548,7 +548,7 @@ def split_trec_text(data: bytes | memoryview, parts: int) -> list[memoryview]:
     return [view[a:b] for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
-def _load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:
+def load_bytes(source: Source, name: str | None, kind: str) -> tuple[bytes, str]:
     """Return the raw bytes of a path, text or file object, and a label for messages. A
     memoryview (an upload cut from a request body) stays a view: copying hundreds of MB costs
     more than reading them; the line reader, which needs bytes, copies it."""
@@ -903,7 +903,7 @@ def _columns_run(topic_ids: dict[str, int], codes, docids: list, scores, last: l
     run = Run(topics, topic_index, pa.chunked_array(docids, pa.string()), score_array,
               last[5].decode("utf-8", "replace"), label)
     if _has_duplicates(run):
-        raw = data if isinstance(data, bytes) else _load_bytes(data, label, "run")[0]
+        raw = data if isinstance(data, bytes) else load_bytes(data, label, "run")[0]
         _slow_run(bytes(raw), label)  # raises, naming the lines of the duplicate
         raise InputError(label, "a docid appears twice in one topic", field="docno",
                          code="duplicate-docid")
@@ -1356,7 +1356,7 @@ def _fast_qrels(data: bytes | memoryview | str, label: str, diversity: bool) -> 
     if not diversity:
         if _has_duplicates(qrels):
             if isinstance(data, str):
-                data = _load_bytes(data, label, "qrels")[0]
+                data = load_bytes(data, label, "qrels")[0]
             qids, subtopics, names, values = _slow_qrels_columns(bytes(data), label)
             _build_qrels(qids, names, values, subtopics, label, diversity, data=data)  # raises
             raise InputError(label, "a docid is judged twice for one topic", field="docno",

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ import numpy as np
 
 from .errors import InputError
 from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
+from .io import load_bytes
 
 MISSING = -1000000.0  # trec_eval.h MISSING_ZSCORE_VALUE
 MIN_GEO_MEAN = 1e-5   # trec_eval.h: gm_* per-topic values are log(max(v, this))
@@ -84,33 +84,10 @@ def read_zscores(source: Any, *, name: str | None = None) -> ZScores:
         return source
     if isinstance(source, Mapping):
         return _from_mapping(source, name or "zscores")
-    data, label = _load(source, name)
-    return _from_text(data, label)
-
-
-def _load(source: Any, name: str | None) -> tuple[bytes, str]:
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source), name or "zscores"
-    # a str naming a file is a path, spaces and all; otherwise a line of fewer than four
-    # fields can only be a (missing) path: z-score text has four
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                           and (os.path.isfile(source)
-                                                or len(split_fields(source)) < 4)):
-        path = os.fspath(source)
-        if os.path.isdir(path):
-            raise InputError(name or path, "is a directory")
-        try:
-            with open(path, "rb") as fh:
-                return fh.read(), name or path
-        except OSError as exc:
-            raise InputError(name or path, f"cannot read file: {exc.strerror}") from None
-    if isinstance(source, str):
-        return source.encode("utf-8"), name or "zscores"
-    if hasattr(source, "read"):
-        data = source.read()
-        return (data.encode("utf-8") if isinstance(data, str) else bytes(data),
-                name or getattr(source, "name", None) or "zscores")
-    raise InputError(name or "zscores", f"cannot read z-scores from {type(source).__name__}")
+    # the readers' own loading: a path (a str naming a file, spaces and all), text, bytes or
+    # a file object, with their messages for a missing or unreadable file
+    data, label = load_bytes(source, name, "zscores")
+    return _from_text(bytes(data), label)
 
 
 def _from_text(data: bytes, label: str) -> ZScores:
