@@ -127,6 +127,20 @@ def _missing(exc: Exception) -> dict:
             "errors": {"qrels_id": [str(exc)]}}
 
 
+# what a job's inputs can fail with once read: a stored input gone, one over a limit, an
+# engine error; each ends the job with a problem (:func:`_failure`)
+INPUT_FAILURES = (NotFound, BadInput, cranfield.CranfieldError)
+
+
+def _failure(exc: Exception) -> dict:
+    """The problem a job fails with for one of :data:`INPUT_FAILURES`."""
+    if isinstance(exc, NotFound):
+        return _missing(exc)
+    if isinstance(exc, BadInput):
+        return exc.problem
+    return _problem(exc)
+
+
 def _problem(exc: cranfield.CranfieldError) -> dict:
     """A failed job's problem for an engine error: the same mapping the API's error handler
     and the CLI's exit codes use (``cranfield.errors.error_report``); a budget's, the
@@ -396,12 +410,8 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
             ev = combine(parts, qrels, sorted(covered), shards[-1]["runid"])
             details = ({t: d for o in shards for t, d in (o["details"] or {}).items()}
                        if job.details else None)
-    except NotFound as exc:
-        return {"problem": _missing(exc)}
-    except BadInput as exc:
-        return {"problem": exc.problem}
-    except cranfield.CranfieldError as exc:
-        return {"problem": _problem(exc)}
+    except INPUT_FAILURES as exc:
+        return {"problem": _failure(exc)}
     doc = evaluation_document(ev, job.document_settings(), job.run_sha256, qrels_digest,
                               details, qrels_version)
     doc["provenance"]["shards"] = len(shards)
@@ -643,12 +653,8 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
         outcome = {"result": doc}
     except DatabaseUnavailable as exc:
         outcome = {"problem": exc.problem}
-    except NotFound as exc:
-        outcome = {"problem": _missing(exc)}
-    except BadInput as exc:
-        outcome = {"problem": exc.problem}
-    except cranfield.CranfieldError as exc:
-        outcome = {"problem": _problem(exc)}
+    except INPUT_FAILURES as exc:
+        outcome = {"problem": _failure(exc)}
     _drop_inputs(store, [run.get("run_key") for run in job.runs]
                  + [job.qrels.key if job.qrels is not None else None])
     return outcome
@@ -686,12 +692,8 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
                                   float32_scores=PROFILES[job.profile].float32_scores,
                                   max_work=bounds.get("max_pool_work"),
                                   budget_name="MAX_QUEUED_POOL_WORK")}
-    except NotFound as exc:
-        outcome = {"problem": _missing(exc)}
-    except BadInput as exc:
-        outcome = {"problem": exc.problem}
-    except cranfield.CranfieldError as exc:
-        outcome = {"problem": _problem(exc)}
+    except INPUT_FAILURES as exc:
+        outcome = {"problem": _failure(exc)}
     _drop_inputs(store, [run.get("run_key") for run in job.runs])
     return outcome
 
