@@ -93,6 +93,17 @@ def read_qrels_jg(source: Any, *, name: str | None = None) -> JudgmentGroups:
     return jgs
 
 
+def _judged_topics(run, judged: dict, profile: str, depth: int | None,
+                   ties_ascending: bool = False):
+    """(topic, its judgments, its ranking) for each topic of ``run`` that ``judged`` has, in
+    the run's (strcmp) order: the loop both judgment-group and preference evaluations make."""
+    for t, topic in enumerate(run.topics):
+        if topic in judged:
+            yield topic, judged[topic], _ranking(run, np.flatnonzero(run.topic_index == t),
+                                                 profile, depth,
+                                                 ties_ascending=ties_ascending)
+
+
 def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None,
              ties_ascending: bool = False) -> list[str]:
     """One topic's docnos in trec_eval's order: score descending, ties by docno descending
@@ -188,11 +199,7 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     run = read_run(run)
     names = _names(measures)
     per_topic: dict[str, dict[str, float]] = {}
-    for t, topic in enumerate(run.topics):
-        groups = qrels.topics.get(topic)
-        if groups is None:
-            continue
-        ranked = _ranking(run, np.flatnonzero(run.topic_index == t), profile, depth)
+    for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth):
         sums = dict.fromkeys(names, 0.0)
         for jg in sorted(groups, key=_key):
             values = _group_values(ranked, groups[jg], relevance_level)
@@ -571,12 +578,8 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
     run = read_run(run)
     names = _prefs_names(measures)
     per_topic: dict[str, dict[str, float]] = {}
-    for t, topic in enumerate(run.topics):
-        items = prefs.topics.get(topic)
-        if items is None:
-            continue
-        ranked = _ranking(run, np.flatnonzero(run.topic_index == t), profile, depth,
-                          ties_ascending=True)
+    for topic, items, ranked in _judged_topics(run, prefs.topics, profile, depth,
+                                               ties_ascending=True):
         njr, nj, groups, ca = _topic_groups(items, ranked, prefs.source, topic)
         values = _prefs_values(njr, nj, groups, ca)
         per_topic[topic] = {k: values[k] for k in names}
