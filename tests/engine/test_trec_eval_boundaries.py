@@ -13,8 +13,8 @@ profiles, summary and -q, whole run at once and combined from shards.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -26,31 +26,25 @@ from cranfield.trec_format import format_trec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_boundaries"
 EXPECTED = DATA / "expected"
-PREFIXES = (1000, 2000, 3000, 4000, 5000, 6000, 8000)
 PROFILES = {"v9.0.8": "trec_eval-9.0.8", "v10.0": "trec_eval-10"}
+
+
+def _make_expected():
+    """make_expected.py, the script that ran the binaries on these cases, as a module."""
+    spec = importlib.util.spec_from_file_location("make_expected", DATA / "make_expected.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE_EXPECTED = _make_expected()
+PREFIXES = MAKE_EXPECTED.PREFIXES
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory) -> dict[str, tuple[list[str], Path, Path]]:
-    """case -> (flags, qrels, run), as make_expected.py wrote them for the binaries."""
-    tmp = tmp_path_factory.mktemp("boundaries")
-    topics = (DATA / "topics.txt").read_text().split()
-    qrels = gzip.decompress((DATA / "qrels.gz").read_bytes()).decode().splitlines(True)
-    run = gzip.decompress((DATA / "run.gz").read_bytes()).decode().splitlines(True)
-    full_run = tmp / "run"
-    full_run.write_text("".join(run))
-    cases = {}
-    for n in PREFIXES:
-        keep = set(topics[:n])
-        path = tmp / f"qrels.{n}"
-        path.write_text("".join(x for x in qrels if x.split(" ", 1)[0] in keep))
-        cases[f"T{n}"] = (["-m", "all_trec"], path, full_run)
-        cases[f"T{n}.q"] = (["-q", "-m", "all_trec"], path, full_run)
-    keep = set(topics[:5000])
-    part = tmp / "run.5000"
-    part.write_text("".join(x for x in run if x.split(" ", 1)[0] in keep))
-    cases["c5000"] = (["-c", "-m", "all_trec"], tmp / "qrels.8000", part)
-    return cases
+    """case -> (flags, qrels, run): the very files make_expected.py gave the binaries."""
+    return MAKE_EXPECTED.inputs(tmp_path_factory.mktemp("boundaries"))
 
 
 def cli(capsys, profile: str, flags: list[str], qrels: Path, run: Path) -> str:
@@ -79,7 +73,7 @@ def test_summary_is_trec_eval_s_bytes(capsys, inputs, case, tag):
     assert got == want
 
 
-@pytest.mark.parametrize("n", [1000, 8000])
+@pytest.mark.parametrize("n", MAKE_EXPECTED.HASHED)
 @pytest.mark.parametrize("tag", list(PROFILES))
 def test_per_topic_output_is_trec_eval_s_bytes(capsys, inputs, n, tag):
     """-q: every per-topic line and then the summary (kept as the sha256 of the binary's
