@@ -19,7 +19,8 @@ def make_client(**config) -> ContractClient:
     return ContractClient(create_app({"TESTING": True, **config}).test_client())
 
 
-def run(n_topics: int, n_docs: int, shift: int = 0) -> dict:
+def run(n_topics: int, n_docs: int = 3, shift: int = 0) -> dict:
+    """n_topics topics of n_docs scored documents (shifted: another run's order)."""
     return {f"q{t}": {f"d{(d + shift) % n_docs}": float(n_docs - d) for d in range(n_docs)}
             for t in range(n_topics)}
 

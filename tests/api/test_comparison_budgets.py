@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import ContractClient, finished_job
+from test_budgets import cutoffs, qrels, run  # the evaluations' budget tests' inputs
 
 from service.app import create_app
 
@@ -21,18 +22,6 @@ ASYNC = {"Prefer": "respond-async"}
 def make_client(**config) -> ContractClient:
     return ContractClient(create_app({"TESTING": True, **config}).test_client())
 
-
-def run(n_topics: int, n_docs: int = 3, shift: int = 0) -> dict:
-    return {f"q{t}": {f"d{(d + shift) % n_docs}": float(n_docs - d) for d in range(n_docs)}
-            for t in range(n_topics)}
-
-
-def qrels(n_topics: int) -> dict:
-    return {f"q{t}": {"d0": 1, "d1": 0} for t in range(n_topics)}
-
-
-def cutoffs(n: int) -> str:
-    return "P." + ",".join(str(k) for k in range(1, n + 1))
 
 
 def body(measures: list[str], *runs: dict, n_qrels: int = 40, **extra) -> dict:
