@@ -64,7 +64,7 @@ def compare(qrels: Any, runs: dict[str, Any], measures: list[str] | str | None =
             n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
             largest_losses: int = 5, per_topic: bool = False, curves: bool = False,
             gate: Any = None, max_work: int | None = None, interface: str = "api",
-            **eval_options) -> dict:
+            topic_metadata: Any = None, **eval_options) -> dict:
     """Evaluate every run of ``runs`` ({name: run}) against ``qrels`` and compare them.
 
     Each run is anything :func:`cranfield.evaluate` accepts (a path, TREC text, a
@@ -94,7 +94,7 @@ def compare(qrels: Any, runs: dict[str, Any], measures: list[str] | str | None =
                    for name, run in runs.items()}
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
                                per_topic=per_topic, curves=curves, max_work=max_work,
-                               interface=interface)
+                               interface=interface, topic_metadata=topic_metadata)
 
 
 def run_names(labels: list[str | None]) -> list[str]:
@@ -196,7 +196,8 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                         n_permutations: int = 10000, n_samples: int = 10000, seed: int = 0,
                         largest_losses: int = 5, per_topic: bool = False,
                         curves: bool = False, gate: Any = None,
-                        max_work: int | None = None, interface: str = "api") -> dict:
+                        max_work: int | None = None, interface: str = "api",
+                        topic_metadata: Any = None) -> dict:
     """Compare runs from their evaluations ({name: Evaluation}, at least two, all computed with
     the same options against the same qrels).
 
@@ -248,6 +249,16 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
 
     ``interface`` (``api`` or ``cli``): how warnings name an option (``complete_topics`` or
     ``-c``), as :func:`cranfield.result_document.option_name` spells it.
+
+    ``topic_metadata`` (:func:`cranfield.segments.read_topic_metadata`'s input): the
+    document gains ``segments`` {label: {"topics", "family", "correction", "summary",
+    "pairs", "warnings"}}: each segment's common topics compared as the whole (the same
+    tests, seeds and correction method), its p-values adjusted over its own family (that
+    segment's measure × pair comparisons; ``family`` names it); and ``weighted`` {measure:
+    {run: weighted mean over the common topics}} (a topic the metadata lacks weighs 1). The
+    work budget counts every segment's comparison besides the whole one.
+    :func:`cranfield.segments.segment_document` gives one segment as a comparison document
+    (what a gate on a segment judges).
     """
     settings = _Settings.check(evaluations, baseline, tests, wilcoxon, correction, alpha,
                                n_permutations, n_samples, seed, largest_losses)
@@ -265,8 +276,16 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     keys, described = _comparable_measures(run_names, evs, measures, warnings)
     topics, rows = _common_topics(run_names, evs, warnings, interface)
     pair_runs = _pairs(run_names, settings.baseline)
+    md = masks = None
+    if topic_metadata is not None:
+        from .segments import read_topic_metadata, segment_masks
+
+        md = read_topic_metadata(topic_metadata)
+        masks = segment_masks(md, topics)
     _check_work(comparison_work(len(pair_runs), len(keys), len(topics), settings.tests,
-                                settings.n_permutations, settings.n_samples), max_work)
+                                settings.n_permutations, settings.n_samples,
+                                [int(m.sum()) for m in masks.values()] if masks else ()),
+                max_work)
     # values[m, r, t]: measure m of run r on common topic t
     values = np.empty((len(keys), len(evs), len(topics)))
     for m, run_keys in enumerate(keys):
@@ -293,6 +312,10 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
                                   warnings)
     doc["correction"]["family_size"] = family
     doc["pairs"] = pairs
+    if md is not None:
+        doc["segments"], doc["weighted"] = _segments(md, masks, measure_keys, run_names,
+                                                     pair_runs, topics, evs, keys, values,
+                                                     settings)
     if per_topic:
         doc["per_topic"] = {
             name: {t: dict(zip(measure_keys, (num(v) for v in row), strict=True))
@@ -327,6 +350,7 @@ class Work:
     bootstrap_samples: int  # 0 without the bootstrap
     wilcoxon: bool
     total: int
+    segments: tuple = ()    # with topic metadata: each non-empty segment's own Work
 
     @property
     def columns(self) -> int:
@@ -339,6 +363,12 @@ class Work:
 
     def describe(self) -> str:
         """The factors and the product, in words and figures."""
+        if self.segments:
+            whole = replace(self, segments=(), total=self.total - sum(
+                s.total for s in self.segments))
+            return (f"{whole.describe()}; and {len(self.segments)} segment(s) compared as well "
+                    f"({', '.join(f'{s.topics:,} topics: {s.total:,}' for s in self.segments)})"
+                    f": {self.total:,} in all")
         parts = [f"{self.permutations:,} permutations"] if self.permutations else []
         if self.bootstrap_samples:
             parts.append(f"{self.bootstrap_samples:,} bootstrap samples")
@@ -354,7 +384,7 @@ class Work:
 
 
 def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permutations: int,
-                    n_samples: int) -> Work:
+                    n_samples: int, segments=()) -> Work:
     """The work of comparing ``n_pairs`` run pairs on ``n_measures`` measures over
     ``n_topics`` common topics with ``tests``::
 
@@ -371,6 +401,9 @@ def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permu
     with numpy/OpenBLAS on two cores, and the resampling's memory is bounded whatever R
     (:mod:`cranfield.stats`), so a budget on ``total`` bounds a comparison's time and,
     through its last term, its memory.
+
+    ``segments``: the topic count of each segment compared besides the whole
+    (:mod:`cranfield.segments`); each is a comparison of its own, and ``total`` their sum.
     """
     tests = (tests,) if isinstance(tests, str) else tuple(tests)
     exact = n_topics <= stats.DEFAULT_EXACT_THRESHOLD
@@ -381,6 +414,11 @@ def comparison_work(n_pairs: int, n_measures: int, n_topics: int, tests, n_permu
     total = (resamples * (columns * n_topics + WORK_PER_TOPIC * n_topics
                           + WORK_PER_COLUMN * columns)
              + WORK_PER_DIFFERENCE * columns * n_topics)
+    if segments:
+        parts = tuple(comparison_work(n_pairs, n_measures, n, tests, n_permutations, n_samples)
+                      for n in segments if n)
+        return replace(factors, total=total + sum(p.total for p in parts),
+                       segments=parts)
     return replace(factors, total=total)
 
 
@@ -784,6 +822,47 @@ def _pair_results(measure_keys, run_names, pair_runs, topics, values, settings: 
             if d < 0] if tested else []
         pairs.append(pair)
     return pairs, family
+
+
+def _segments(md, masks: dict[str, np.ndarray], measure_keys, run_names, pair_runs,
+              topics: list[str], evs, keys, values: np.ndarray, settings: _Settings
+              ) -> tuple[dict, dict]:
+    """Each segment compared over its common topics as the whole is (:func:`_summary`,
+    :func:`_pair_results`: the same tests and correction, its own family), and the weighted
+    means of every run (:func:`cranfield.segments.weighted_value`)."""
+    from .segments import weighted_value
+
+    level = 1.0 - settings.alpha
+    out: dict[str, dict] = {}
+    for label, mask in masks.items():
+        rows = np.flatnonzero(mask)
+        seg_topics = [topics[i] for i in rows.tolist()]
+        family = {"segment": label, "tests": 0, "correction": settings.correction}
+        entry: dict[str, Any] = {"topics": seg_topics, "family": family,
+                                 "correction": {"method": settings.correction,
+                                                "family_size": {}},
+                                 "summary": {}, "pairs": [], "warnings": []}
+        if rows.size:
+            sub = values[:, :, rows]
+            seg_warnings: list[dict] = []
+            summary = _summary(measure_keys, run_names, seg_topics, evs, keys, sub,
+                               seg_warnings, level)
+            for per_run in summary.values():  # a run's own aggregate is over all its topics
+                for s in per_run.values():
+                    del s["aggregate"]
+            pairs, sizes = _pair_results(measure_keys, run_names, pair_runs, seg_topics, sub,
+                                         settings, seg_warnings)
+            family["tests"] = len(pairs)
+            entry.update(summary=summary, pairs=pairs, warnings=[
+                {**w, "segment": label, "message": f"segment {label!r}: {w['message']}"}
+                for w in seg_warnings])
+            entry["correction"]["family_size"] = sizes
+        out[label] = entry
+    w = md.weight_array(topics)
+    weighted = {key: {name: num(weighted_value("mean", values[m, r], w))
+                      for r, name in enumerate(run_names)}
+                for m, key in enumerate(measure_keys)}
+    return out, weighted
 
 
 def _curves(run_names: list[str], evs: list[Evaluation], warnings: list[dict],

@@ -75,6 +75,11 @@ class Evaluation:
     # the input lint of an evaluation read back from its document (which keeps no ranking
     # to lint again); None: lint ``ranked`` (result_document.warnings_for)
     lint: list[dict] | None = field(default=None, repr=False)
+    # with topic metadata (cranfield.segments): {label: {"topics": n, "aggregate": {...}}},
+    # {key: weighted value} and the metadata itself; None without
+    segments: dict[str, dict] | None = None
+    weighted: dict[str, Any] | None = None
+    topic_metadata: Any = field(default=None, repr=False)
 
     @property
     def cutoff_ties(self) -> dict[int, np.ndarray]:
@@ -180,7 +185,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
              aggregation: str = "macro", require_overlap: bool = True,
-             zscores: Any = None, qrels_format: str = "qrels") -> Evaluation:
+             zscores: Any = None, qrels_format: str = "qrels",
+             topic_metadata: Any = None) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics: the qrels come
     first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
@@ -218,6 +224,12 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.prefs.format_jg`)
     with their own measures; they take ``relevance_level`` (qrels_jg only), ``depth`` and
     ``profile`` and refuse the other options.
+
+    ``topic_metadata`` (:mod:`cranfield.segments`): a path, text (``topic labels [weight]``
+    lines) or a mapping ``{topic: {"segments": [...], "weight": w}}``: the evaluation then
+    has ``segments`` (per label, the summary over the evaluated topics carrying it) and
+    ``weighted`` (each measure's weighted aggregate); ``options["topic_metadata"]`` records
+    its digest. Not with ``aggregation="micro"``.
     """
     refuse_swapped(qrels, run)  # code written for the old order (run first)
     if profile not in PROFILES:
@@ -227,7 +239,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                                     relevance_level=relevance_level, judged_only=judged_only,
                                     depth=depth, complete_topics=complete_topics,
                                     collection_size=collection_size, aggregation=aggregation,
-                                    zscores=zscores)
+                                    zscores=zscores, topic_metadata=topic_metadata)
     if aggregation not in AGGREGATIONS:
         raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
                               f"{list(AGGREGATIONS)}")
@@ -247,12 +259,24 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                                   field="options.zscores")
         zs = read_zscores(zscores)
         options["zscores"] = zs.summary()
+    md = None
+    if topic_metadata is not None:
+        from .segments import read_topic_metadata
+
+        if aggregation != "macro":
+            raise EvaluationError("topic_metadata cannot be combined with micro aggregation: "
+                                  "segments and weights aggregate per-topic values",
+                                  field="options.topic_metadata")
+        md = read_topic_metadata(topic_metadata)
+        options["topic_metadata"] = md.summary()
     instances = resolve(measures, profile)
     # budgets before work (issue #27): the instances before any input is read, the values
     # once the topics are known (cranfield.budget; no bound outside a budget's context)
     check_instances(len(instances), measures, profile)
+    if md is not None:  # the per-segment aggregates read instances x topic-label pairs
+        check_values(len(instances), md.assignments())
     if any(i.measure.family == "diversity" for i in instances):
-        return _evaluate_diversity(qrels, run, instances, options, require_overlap, zs)
+        return _evaluate_diversity(qrels, run, instances, options, require_overlap, zs, md)
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels)
     if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
@@ -294,7 +318,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         _fill_missing(values, instances, missing, profile)
     if zs is not None:
         _standardise(zs, values, instances, ranked, profile)
-    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options,
+                   md)
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
@@ -308,7 +333,8 @@ def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
     check_options(relevance_level=o["relevance_level"], depth=o["depth"], collection_size=0)
     refused = [k for k, off in (("judged_only", False), ("complete_topics", False),
                                 ("collection_size", 0), ("aggregation", "macro"),
-                                ("zscores", None)) if o[k] != off]
+                                ("zscores", None), ("topic_metadata", None))
+               if o[k] != off]
     if qrels_format != "qrels_jg" and o["relevance_level"] != 1:
         refused.append("relevance_level")
     if refused:
@@ -415,8 +441,10 @@ def one_judgment_per_document(qrels: Qrels) -> Qrels:
 
 
 def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ranked,
-            qrels_obj: Qrels, run_topics: list[str], runid: str, options: dict) -> Evaluation:
-    """Aggregates, descriptions and topic sets for per-topic ``values`` over ``ranked``."""
+            qrels_obj: Qrels, run_topics: list[str], runid: str, options: dict,
+            md=None) -> Evaluation:
+    """Aggregates, descriptions and topic sets for per-topic ``values`` over ``ranked``;
+    with topic metadata ``md``, its segments and weighted aggregates."""
     profile = options["profile"]
     printed = ranked.in_run.copy()
     if PROFILES[profile].prints_topics_missing_from_run:
@@ -437,8 +465,15 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
         run_only=[t for t in run_topics if t not in in_qrels],
         qrels_only=[t for t in qrels_obj.topics if t not in in_run],
     )
+    segments = weighted = None
+    if md is not None:
+        from .segments import segment_aggregates
+
+        segments, weighted = segment_aggregates(md, instances, values, ranked, qrels_obj,
+                                                runid, options)
     return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
-                      topic_sets, runid, options, ranked)
+                      topic_sets, runid, options, ranked, segments=segments,
+                      weighted=weighted, topic_metadata=md)
 
 
 def _description(inst: Instance, profile: str, relevance_level: int, judged_only: bool,
@@ -517,11 +552,11 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
                        for f in ("hit_tie_first", "hit_tie_last"))
                       if all(x.hit_tie_first is not None for x in r) else ()))
     return _finish(parts[0].instances, values, ranked, qrels_obj, run_topics, runid,
-                   dict(parts[0].options))
+                   dict(parts[0].options), parts[0].topic_metadata)
 
 
 def _evaluate_diversity(qrels, run, instances, options: dict,
-                        require_overlap: bool, zs=None) -> Evaluation:
+                        require_overlap: bool, zs=None, md=None) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
     with measures that read ordinary qrels (runid and num_q can)."""
     from .errors import MeasureError
@@ -551,7 +586,8 @@ def _evaluate_diversity(qrels, run, instances, options: dict,
             values[inst.key] = np.asarray(inst.measure.compute(ctx, inst.value))
     if zs is not None:
         _standardise(zs, values, instances, ranked, options["profile"])
-    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options)
+    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options,
+                   md)
 
 
 def _standardise(zs, values: dict[str, np.ndarray], instances, ranked: Ranked,
@@ -584,7 +620,8 @@ def _fill_missing(values: dict[str, np.ndarray], instances: list[Instance], miss
             continue
         if reset:
             arr = arr.copy()
-            arr[missing] = "" if arr.dtype == object else 0
+            arr[missing] = "" if arr.dtype == object else \
+                math.nan if inst.measure.aggregate == "mean_reported" else 0  # no value
             values[inst.key] = arr
 
 
@@ -656,6 +693,10 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
             if patched:
                 total += (T - len(v)) * math.log(MIN_GEO_MEAN)
             out[inst.key] = math.exp(total / T) if T else 0.0
+        elif how == "mean_reported":
+            # ir_measures' mean (Accuracy): over the topics that have a value, NaN if none
+            v = v.astype(np.float64)[~np.isnan(v)]
+            out[inst.key] = _sequential_sum(v) / len(v) if len(v) else math.nan
         else:
             v = v if v.dtype == np.float64 else v.astype(np.float64)
             out[inst.key] = _sequential_sum(v) / T if T else 0.0

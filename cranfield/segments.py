@@ -1,0 +1,381 @@
+"""Segments and weights (issue #28): scores by segment of the topics and weighted means.
+
+Topic metadata says, for each topic, the *segments* it belongs to (labels such as ``tail``,
+``navigational``, ``lang=de``; zero or more) and its *weight* (its traffic; default 1). One
+reader, :func:`read_topic_metadata`, for every way in (``cranfield eval --topic-metadata``,
+``evaluate(topic_metadata=...)``, ``compare(topic_metadata=...)``, the API's
+``options.topic_metadata`` and its multipart ``topic_metadata`` part, stored metadata):
+
+- a mapping ``{topic: {"segments": [label, ...], "weight": w}}`` (both members optional;
+  no other member), the JSON form;
+- text, one line per topic: ``topic LABELS [WEIGHT]`` where LABELS is ``label[,label...]``
+  or ``-`` for none, fields separated as in TREC text (:mod:`cranfield.grammar`: spaces or
+  tabs; blank lines and lines whose first field starts with ``#`` skipped). Errors name the
+  line.
+
+A topic is an id of the grammar; a label is a non-empty string without whitespace, control
+characters or commas, and not ``-`` (text's "no label"); a topic does not repeat a label.
+A weight is a finite number >= 0 (in text the grammar's decimal: ``2``, ``0.5``, ``1e3``).
+A topic given twice is an error naming both lines (or, in a mapping, cannot happen: JSON
+objects with a key twice are refused by the body reader). Metadata with no topic is an
+error (``empty-input``).
+
+What it gives (:func:`segment_aggregates`, which :func:`cranfield.evaluate` calls):
+
+- per segment: the evaluated topics carrying its label, and over them the summary trec_eval
+  forms over all topics (``evaluate``'s own rule: means, ``num_*`` summed, ``gm_*``
+  geometric, ``num_q`` the count, with ``-c`` every qrels topic of the segment, the
+  missing ones scored as ``-c`` scores them); a label no evaluated topic carries is listed
+  with ``topics`` 0 and an empty ``aggregate``;
+- weighted, over all evaluated topics (a topic absent from the metadata weighs 1 and
+  carries no label): a mean measure's ``sum(w_i x_i) / sum(w_i)`` (numpy's ``average``;
+  NaN -- JSON null, text ``-nan`` -- when the weights sum to 0), a summed measure's
+  ``sum(w_i x_i)`` (a weighted count: ``num_ret`` weighs each topic's documents by its
+  weight), ``num_q`` the sum of the weights, ``gm_*`` ``exp(sum(w_i log max(x_i, 1e-5)) /
+  sum(w_i))``; ``runid``/``relstring`` have none.
+
+Micro aggregation (``aggregation="micro"``) is not combined with metadata (refused), nor
+are the ``-R`` qrels formats. In comparisons (:func:`cranfield.compare.compare_evaluations`)
+each segment is compared over its common topics with the same tests, and its p-values are
+corrected over its own family (that segment's measure x pair comparisons).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
+
+KIND = "topic_metadata"
+MIN_GEO_MEAN = 1e-5  # as evaluate's gm_*: log(max(v, 1e-5))
+
+
+# --------------------------------------------------------------------------------------------
+# The metadata and its reader
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """Topic -> its segment labels (in the order given) and its weight."""
+
+    labels: dict[str, tuple[str, ...]]
+    weights: dict[str, float]
+    source: str = KIND
+    sha256: str = field(default="", compare=False)
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.labels)
+
+    def segment_names(self) -> list[str]:
+        """Every label any topic carries, in byte (strcmp) order: the order segments are
+        reported in."""
+        seen = {label for labels in self.labels.values() for label in labels}
+        return sorted(seen, key=lambda s: s.encode("utf-8", "surrogateescape"))
+
+    def weight(self, topic: str) -> float:
+        """The topic's weight: 1 when the metadata does not name it."""
+        return self.weights.get(topic, 1.0)
+
+    def members(self, topics: list[str], label: str) -> np.ndarray:
+        """Boolean mask over ``topics``: those carrying ``label``."""
+        return np.fromiter((label in self.labels.get(t, ()) for t in topics), bool,
+                           len(topics))
+
+    def weight_array(self, topics: list[str]) -> np.ndarray:
+        return np.fromiter((self.weights.get(t, 1.0) for t in topics), np.float64, len(topics))
+
+    def as_json(self) -> dict[str, dict[str, Any]]:
+        """The JSON mapping (``options.topic_metadata``) of the same metadata."""
+        return {t: {"segments": list(self.labels[t]), "weight": self.weights[t]}
+                for t in self.labels}
+
+    def as_text(self) -> str:
+        """The text form (``topic labels weight`` lines, in the order given); reads back to
+        the same metadata. Weights as Python's shortest repr (``1.0``, ``0.25``)."""
+        return "".join(f"{t}\t{','.join(ls) if ls else '-'}\t{self.weights[t]!r}\n"
+                       for t, ls in self.labels.items())
+
+    def summary(self) -> dict[str, Any]:
+        """What an evaluation's options record of it: digest and size, not the table."""
+        return {"sha256": self.sha256, "topics": len(self.labels),
+                "segments": len(self.segment_names())}
+
+    def assignments(self) -> int:
+        """Topic-label pairs: the work of the per-segment aggregates is proportional."""
+        return sum(len(v) for v in self.labels.values())
+
+
+def read_topic_metadata(source: Any, *, name: str | None = None,
+                        max_topics: int | None = None) -> TopicMetadata:
+    """A :class:`TopicMetadata` from a path, text, bytes or file object (``topic LABELS
+    [WEIGHT]`` lines), a mapping ``{topic: {"segments": [...], "weight": w}}`` or a
+    TopicMetadata. Errors are :class:`InputError` naming the line (text) or the path
+    (``topic_metadata.q1.weight``; with ``name``, that prefix). ``max_topics``: more topics
+    than this is an InputError (code ``too-large``) before any topic is read."""
+    if isinstance(source, TopicMetadata):
+        _check_size(len(source.labels), max_topics, name or source.source)
+        return source
+    if isinstance(source, Mapping):
+        label = name or KIND
+        _check_size(len(source), max_topics, label)
+        return _from_mapping(source, label)
+    from .io import load_bytes
+
+    data, label = load_bytes(source, name, KIND)
+    data = bytes(data)
+    if max_topics is not None:  # a bound on lines bounds topics: counted before reading
+        _check_size(data.count(b"\n") + 1, max_topics, label, lines=True)
+    return _from_text(data, label)
+
+
+def _check_size(n: int, max_topics: int | None, label: str, lines: bool = False) -> None:
+    if max_topics is not None and n > max_topics:
+        what = "lines" if lines else "topics"
+        raise InputError(label, f"{n:,} {what}, over the limit of {max_topics:,} topics",
+                         field=label, code="too-large")
+
+
+def label_problem(label: object) -> str | None:
+    """Why ``label`` is not a segment label, or None."""
+    if not isinstance(label, str):
+        return "a segment label must be a string"
+    problem = id_problem(label)
+    if problem is not None:
+        return "a segment label " + problem.removeprefix("an id ").removeprefix("ids ")
+    if "," in label:
+        return f"segment label {label!r} contains a comma (labels are separated by commas)"
+    if label == "-":
+        return "'-' is not a segment label (in text it stands for no label)"
+    return None
+
+
+def weight_problem(value: object) -> str | None:
+    """Why ``value`` (a JSON value) is not a weight, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "a weight must be a number"
+    try:
+        w = float(value)
+    except OverflowError:
+        return "a weight must be a finite number"
+    if not math.isfinite(w):
+        return "a weight must be a finite number"
+    if w < 0:
+        return f"a weight must be >= 0, got {value!r}"
+    return None
+
+
+def _labels(items, where) -> tuple[str, ...]:
+    """The labels of one topic, checked; ``where(reason)`` raises the located error."""
+    out: list[str] = []
+    for item in items:
+        problem = label_problem(item)
+        if problem is not None:
+            where(problem)
+        if item in out:
+            where(f"segment label {item!r} is given twice")
+        out.append(item)
+    return tuple(out)
+
+
+def _from_text(data: bytes, label: str) -> TopicMetadata:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(label, "is not UTF-8 text", line=line) from None
+    bad = text_problem(text)
+    if bad is not None:
+        raise InputError(label, bad[1], line=bad[0])
+    labels: dict[str, tuple[str, ...]] = {}
+    weights: dict[str, float] = {}
+    where_given: dict[str, int] = {}
+    for lineno, line in enumerate(text.split("\n"), 1):
+        fields = split_fields(line)
+        if not fields or fields[0].startswith("#"):
+            continue
+
+        def fail(reason: str, column: str | None = None, lineno=lineno):
+            raise InputError(label, reason, line=lineno, field=column)
+
+        if len(fields) not in (2, 3):
+            fail(f"has {len(fields)} fields; a topic metadata line is 'topic "
+                 "label[,label...] [weight]' ('-' for no label)")
+        topic = fields[0]
+        if topic in where_given:
+            fail(f"topic {topic!r} is given twice (lines {where_given[topic]} and {lineno})",
+                 "topic")
+        where_given[topic] = lineno
+        raw = fields[1]
+        items = [] if raw == "-" else raw.split(",")
+        labels[topic] = _labels(items, lambda r: fail(r, "segments"))
+        weight = 1.0
+        if len(fields) == 3:
+            try:
+                weight = parse_score(fields[2])
+            except GrammarError as exc:
+                fail(f"weight {exc}", "weight")
+            if weight < 0:
+                fail(f"a weight must be >= 0, got {fields[2]}", "weight")
+        weights[topic] = float(weight)
+    if not labels:
+        raise InputError(label, "holds no topics (the file is empty or only comments)",
+                         code="empty-input")
+    return TopicMetadata(labels, weights, label, _digest(labels, weights))
+
+
+_MEMBERS = ("segments", "weight")
+
+
+def _from_mapping(mapping: Mapping, label: str) -> TopicMetadata:
+    labels: dict[str, tuple[str, ...]] = {}
+    weights: dict[str, float] = {}
+    for topic, entry in mapping.items():
+        path = f"{label}.{topic}"
+        problem = id_problem(topic)
+        if problem is not None:
+            raise InputError(label, f"topic {problem}", field=path)
+        if not isinstance(entry, Mapping):
+            raise InputError(label, 'must be an object {"segments": [label, ...], '
+                             '"weight": number}', field=path)
+        unknown = [k for k in entry if k not in _MEMBERS]
+        if unknown:
+            raise InputError(label, f"unknown member {unknown[0]!r} (a topic has "
+                             "'segments' and 'weight')", field=f"{path}.{unknown[0]}")
+        segs = entry.get("segments", [])
+        if not isinstance(segs, list | tuple):
+            raise InputError(label, "must be a list of segment labels",
+                             field=f"{path}.segments")
+
+        def fail(reason: str, path=path):
+            raise InputError(label, reason, field=f"{path}.segments")
+
+        labels[str(topic)] = _labels(segs, fail)
+        weight = entry.get("weight", 1.0)
+        problem = weight_problem(weight)
+        if problem is not None:
+            raise InputError(label, problem, field=f"{path}.weight")
+        weights[str(topic)] = float(weight)
+    if not labels:
+        raise InputError(label, "holds no topics", field=label, code="empty-input")
+    return TopicMetadata(labels, weights, label, _digest(labels, weights))
+
+
+def _digest(labels: dict[str, tuple[str, ...]], weights: dict[str, float]) -> str:
+    """sha256 of the canonical text (topics in byte order, labels sorted, weight repr): the
+    same metadata has one digest whichever form it came in."""
+    def key(s: str) -> bytes:
+        return s.encode("utf-8", "surrogateescape")
+
+    canon = "".join(f"{t}\t{','.join(sorted(labels[t], key=key)) or '-'}\t{weights[t]!r}\n"
+                    for t in sorted(labels, key=key))
+    return hashlib.sha256(canon.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# An evaluation's segments and weighted means
+# --------------------------------------------------------------------------------------------
+
+def segment_aggregates(md: TopicMetadata, instances, values: dict[str, np.ndarray], ranked,
+                       qrels, runid: str, options: dict) -> tuple[dict, dict]:
+    """(segments, weighted) of one evaluation: ``segments`` {label: {"topics": n,
+    "aggregate": {key: value}}} (labels in byte order), ``weighted`` {key: value}. ``values``
+    hold one value per topic of ``ranked.topics``; ``qrels`` is read only with
+    ``complete_topics`` (num_rel's -c summary counts grade > 0 over the qrels)."""
+    from .evaluate import _aggregate
+
+    complete = bool(options.get("complete_topics"))
+    profile = options["profile"]
+    zscored = bool(options.get("zscores"))
+    topics = list(ranked.topics)
+    in_run = np.asarray(ranked.in_run, bool)
+    evaluated = np.ones(len(topics), bool) if complete else in_run
+    grades_by_topic = _positive_grades(qrels, topics) if complete else None
+    kept = [i for i in instances if i.measure.aggregate not in ("runid", "none")
+            and i.measure.name not in ("runid", "relstring")]
+    segments: dict[str, dict] = {}
+    for label in md.segment_names():
+        mask = md.members(topics, label) & evaluated
+        n = int(mask.sum())
+        if not n:
+            segments[label] = {"topics": 0, "aggregate": {}}
+            continue
+        sub = SimpleNamespace(topics=[t for t, m in zip(topics, mask, strict=True) if m],
+                              in_run=in_run[mask])
+        sub_values = {i.key: np.asarray(values[i.key])[mask] for i in kept}
+        sub_qrels = SimpleNamespace(grades=np.ones(int(grades_by_topic[mask].sum()), np.int64)
+                                    if complete else np.zeros(0, np.int64))
+        segments[label] = {"topics": n, "aggregate": _aggregate(
+            kept, sub_values, sub, sub_qrels, runid, complete, profile, zscored)}
+    w = md.weight_array(topics)[evaluated]
+    weighted: dict[str, Any] = {}
+    for inst in kept:
+        v = np.asarray(values[inst.key])[evaluated]
+        if inst.measure.name == "num_rel" and complete:
+            v = grades_by_topic  # as the -c summary: grade > 0 over all qrels of the topic
+        weighted[inst.key] = weighted_value(inst.measure.aggregate, v, w, zscored)
+    return segments, weighted
+
+
+def weighted_value(how: str, v: np.ndarray, w: np.ndarray, zscored: bool = False) -> float:
+    """One measure's weighted aggregate of per-topic values ``v`` with weights ``w`` (``how``:
+    the measure's aggregate: mean, sum, num_q, gmean)."""
+    v = np.asarray(v, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    total = w.sum()
+    if how == "num_q":
+        return float(total)
+    if how == "sum":
+        return float(np.multiply(v, w).sum())
+    if how == "gmean" and not zscored:
+        v = np.log(np.maximum(v, MIN_GEO_MEAN))
+    if total == 0:
+        mean = math.nan
+    else:  # numpy.average's own arithmetic: (a * w).sum() / w.sum()
+        mean = float(np.multiply(v, w).sum() / total)
+    return math.exp(mean) if how == "gmean" and math.isfinite(mean) else mean
+
+
+def _positive_grades(qrels, topics: list[str]) -> np.ndarray:
+    """Per topic of ``topics``: its qrels' judgments with grade > 0."""
+    counts = np.bincount(np.asarray(qrels.topic_index)[np.asarray(qrels.grades) > 0],
+                         minlength=len(qrels.topics))
+    by_name = dict(zip(qrels.topics, counts.tolist(), strict=True))
+    return np.asarray([by_name.get(t, 0) for t in topics], dtype=np.int64)
+
+
+def unlabelled(md: TopicMetadata, evaluated: list[str]) -> list[str]:
+    """The evaluated topics the metadata does not name (they weigh 1, carry no label)."""
+    return [t for t in evaluated if t not in md.labels]
+
+
+# --------------------------------------------------------------------------------------------
+# Comparisons by segment
+# --------------------------------------------------------------------------------------------
+
+def segment_masks(md: TopicMetadata, topics: list[str]) -> dict[str, np.ndarray]:
+    """{label: boolean mask over ``topics``} for every label of the metadata."""
+    return {label: md.members(topics, label) for label in md.segment_names()}
+
+
+def segment_document(document: dict, label: str) -> dict:
+    """A comparison document as seen by one segment: the document with that segment's
+    ``topics``, ``summary``, ``pairs``, ``correction`` and ``warnings`` in place of the
+    overall ones (runs, measures, options, alpha and ci unchanged), so that
+    :func:`cranfield.gate.gate_results` and :func:`cranfield.gate.gate` judge the segment
+    as they judge a whole comparison. ``per_topic`` (when present) is kept: it covers the
+    segment's topics. KeyError if the document has no such segment."""
+    seg = document["segments"][label]
+    view = {k: v for k, v in document.items() if k not in ("segments", "weighted", "gate")}
+    view.update({"topics": seg["topics"], "summary": seg["summary"], "pairs": seg["pairs"],
+                 "correction": seg["correction"], "warnings": seg.get("warnings", []),
+                 "segment": label})
+    return view
