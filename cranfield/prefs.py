@@ -14,6 +14,7 @@ parameters, the registry/API/JSON shapes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,87 @@ def _key(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")
 
 
+def _mapping_leaves(source: Mapping, label: str, levels: tuple[str, ...]) -> list[tuple]:
+    """(key, ..., value) of each leaf of the JSON shape of a judgment file: nested mappings,
+    one level per name in ``levels`` (``topic``, ``judgment group``, ...), the last mapping
+    docnos to values. Each key is an id of the input grammar (what a text field can be);
+    a level that is not a mapping, or is empty (no line of text could say it), is refused
+    naming its path (``qrels.301.A``); no leaf at all is text's "no judgments"."""
+    from .grammar import id_problem
+
+    if not source:
+        raise InputError(label, "no judgments")
+    out: list[tuple] = []
+
+    def walk(node: Any, keys: tuple[str, ...]) -> None:
+        path = ".".join((label, *keys))
+        depth = len(keys)
+        if not isinstance(node, Mapping):
+            raise InputError(label, f"must be an object of {levels[depth]}s", field=path)
+        if not node:
+            raise InputError(label, f"has no {levels[depth]}s (leave it out)", field=path)
+        for key, value in node.items():
+            problem = id_problem(key)
+            if problem is not None:
+                raise InputError(label, f"{levels[depth]} {key!r}: {problem}",
+                                 field=f"{path}.{key}")
+            if depth + 1 == len(levels):
+                out.append((*keys, key, value))
+            else:
+                walk(value, (*keys, key))
+
+    walk(source, ())
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as JSON spells it (``true``, ``null``, ``"1"``, ``1.5``)."""
+    import json
+
+    return json.dumps(value) if value is None or isinstance(value, bool | str | float) \
+        else repr(value) if isinstance(value, int) else type(value).__name__
+
+
+def _jg_from_mapping(source: Mapping, label: str) -> JudgmentGroups:
+    """Judgment groups from ``{qid: {jg: {docno: rel}}}``: the same judgments (and the same
+    refusals, by path instead of line) as the text ``qid jg docno rel``. ``rel`` is a JSON
+    integer (text's rel is one: ``1.0`` is refused there too)."""
+    jgs = JudgmentGroups(source=label)
+    for qid, jg, docno, rel in _mapping_leaves(source, label,
+                                               ("topic", "judgment group", "docno")):
+        if isinstance(rel, bool) or not isinstance(rel, int):
+            raise InputError(label, f"rel {_shown(rel)} is not an integer",
+                             field=f"{label}.{qid}.{jg}.{docno}")
+        jgs.topics.setdefault(qid, {}).setdefault(jg, {})[docno] = rel
+    return jgs
+
+
+def _prefs_from_mapping(source: Mapping, label: str, qrels: bool) -> Preferences:
+    """Preferences from ``{qid: {jg: {jsg: {docno: rel_level}}}}`` (``qrels``: the
+    ``qrels_prefs`` shape ``{qid: {jg: {docno: rel}}}``, each jg one sub-group), as the text
+    lines say them; ``rel_level`` a finite JSON number."""
+    levels = ("topic", "judgment group", "docno") if qrels else \
+        ("topic", "judgment group", "judgment sub-group", "docno")
+    prefs = Preferences(source=label)
+    for leaf in _mapping_leaves(source, label, levels):
+        *keys, level = leaf
+        qid, jg, jsg, docno = (keys[0], keys[1], "", keys[2]) if qrels else keys
+        if isinstance(level, bool) or not isinstance(level, int | float) \
+                or not np.isfinite(level):
+            raise InputError(label, f"rel_level {_shown(level)} is not a finite number",
+                             field=".".join((label, *keys)))
+        prefs.topics.setdefault(qid, []).append((jg, jsg, docno, float(level)))
+    return prefs
+
+
 def read_qrels_jg(source: Any, *, name: str | None = None) -> JudgmentGroups:
     """Read ``qid jg docno rel`` lines (a path, bytes or text). As trec_eval 10.0: blank
     lines and lines whose first field starts with ``#`` are skipped; fields are separated by
     whitespace. Refused, naming the line: a line with other than four fields, a ``rel`` that
     is not an integer, and a docno judged twice by one group of one topic (trec_eval's
     "duplicate docs")."""
+    if isinstance(source, Mapping):  # the JSON shape {qid: {jg: {docno: rel}}}
+        return _jg_from_mapping(source, name or "qrels_jg")
     label = name or (str(source) if isinstance(source, Path) else "qrels_jg")
     if isinstance(source, Path):
         try:
@@ -153,9 +229,14 @@ class JgEvaluation:
     per_topic: dict[str, dict[str, float]]
     names: list[str]
     counts: frozenset = frozenset()  # summed, not averaged, and printed as integers
+    # the summary's runid and num_q lines: trec_eval prints them when they are measured
+    # (its nicknames all_prefs, prefs and qrels_jg name them; -m prefs_simp alone does not)
+    header: tuple[str, ...] = ("runid", "num_q")
+    # the topics averaged over when not len(per_topic): 9.0.8's -c, every judged topic
+    num_q: int | None = None
 
     def summary(self) -> dict[str, float]:
-        n = len(self.per_topic)
+        n = len(self.per_topic) if self.num_q is None else self.num_q
         sums = dict.fromkeys(self.names, 0.0)
         for values in self.per_topic.values():  # summed in topic order, as trec_eval
             for k in self.names:
@@ -184,6 +265,29 @@ def _names(measures: list[str] | None) -> list[str]:
     return names
 
 
+def _check_budget(names: list[str], judged: list[int], pairs: bool) -> None:
+    """Budgets before work (:mod:`cranfield.budget`; none outside a budget's context, as
+    for every evaluation): the values, measures × the topics evaluated (``judged``: each
+    one's judged documents); for preferences also the document pairs of their matrices,
+    the sum over those topics of judged documents squared (a topic of n judged documents
+    makes n × n counts), held to the same values budget."""
+    from .budget import BudgetError, check_values, current_budget
+
+    check_values(len(names), len(judged))
+    budget = current_budget()
+    if not pairs or budget is None or budget.max_values is None:
+        return
+    cells = sum(n * n for n in judged)
+    if cells > budget.max_values:
+        raise BudgetError(
+            f"the preferences of the {len(judged):,} topics evaluated make {cells:,} "
+            f"document pairs (judged documents squared, summed over topics; the most in one "
+            f"topic {max(judged):,}), over {budget.values_name} {budget.max_values:,}: "
+            "evaluate fewer topics or judged documents", budget=budget.values_name,
+            limit=budget.max_values, total=cells, factors={"document_pairs": cells},
+            field="qrels")
+
+
 def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
                 relevance_level: int = 1, depth: int | None = None,
                 profile: str = "trec_eval-10") -> JgEvaluation:
@@ -198,6 +302,8 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
         qrels = read_qrels_jg(qrels)
     run = read_run(run)
     names = _names(measures)
+    _check_budget(names, [sum(len(g) for g in qrels.topics[t].values())
+                          for t in run.topics if t in qrels.topics], pairs=False)
     per_topic: dict[str, dict[str, float]] = {}
     for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth):
         sums = dict.fromkeys(names, 0.0)
@@ -223,8 +329,11 @@ def format_jg(ev: JgEvaluation, per_topic: bool = False, summary: bool = True) -
         for topic, values in ev.per_topic.items():
             lines += [f"{k:<22}\t{topic}\t{_num(ev, k, values[k])}" for k in ev.names]
     if summary:
-        lines.append(f"{'runid':<22}\tall\t{ev.runid}")
-        lines.append(f"{'num_q':<22}\tall\t{len(ev.per_topic)}")
+        if "runid" in ev.header:
+            lines.append(f"{'runid':<22}\tall\t{ev.runid}")
+        if "num_q" in ev.header:
+            num_q = len(ev.per_topic) if ev.num_q is None else ev.num_q
+            lines.append(f"{'num_q':<22}\tall\t{num_q}")
         lines += [f"{k:<22}\tall\t{_num(ev, k, v)}" for k, v in ev.summary().items()]
     return "".join(line + "\n" for line in lines)
 
@@ -274,6 +383,9 @@ def read_prefs(source: Any, *, name: str | None = None, qrels: bool = False) -> 
     trec_eval's ``-R qrels_prefs``). Blank lines and lines starting with ``#`` are skipped.
     Refused, naming the line: a wrong number of fields, a rel_level that is not a finite
     number."""
+    if isinstance(source, Mapping):  # {qid: {jg: {jsg: {docno: rel_level}}}} (qrels: no jsg)
+        return _prefs_from_mapping(source, name or ("qrels_prefs" if qrels else "prefs"),
+                                   qrels)
     label, text = _read_bytes(source, name, "qrels_prefs" if qrels else "prefs")
     width = 4 if qrels else 5
     prefs = Preferences(source=label)
@@ -577,6 +689,8 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
         prefs = read_prefs(prefs, qrels=qrels)
     run = read_run(run)
     names = _prefs_names(measures)
+    _check_budget(names, [len({d for _, _, d, _ in prefs.topics[t]})
+                          for t in run.topics if t in prefs.topics], pairs=True)
     per_topic: dict[str, dict[str, float]] = {}
     for topic, items, ranked in _judged_topics(run, prefs.topics, profile, depth,
                                                ties_ascending=True):
