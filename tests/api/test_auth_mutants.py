@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -395,37 +397,14 @@ def test_the_key_ring_is_kept_on_the_app():
 
 @pytest.fixture(scope="module")
 def redis_url():
-    import os
-    import shutil
-    import socket
-    import subprocess
-    import time
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from servers import RedisServer, require_redis_server
 
-    exe = shutil.which("redis-server")
-    if exe is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
-    import redis
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            redis.Redis(port=port).ping()
-            break
-        except (redis.ConnectionError, redis.BusyLoadingError):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("redis-server did not start") from None
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    yield server.url
+    server.stop()
 
 
 def test_with_redis_the_rate_limit_counts_in_redis(redis_url, monkeypatch):

@@ -10,12 +10,10 @@ required: skipped without one, failing with CI=true.
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
+import sys
 import time
 import zlib
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -36,41 +34,32 @@ from backend.store import (
     split_ref,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from servers import RedisServer, require_redis_server  # noqa: E402
+
 QRELS_A = cranfield.read_qrels("1 0 d1 1\n1 0 d2 0\n2 0 d1 2\n")
 QRELS_B = cranfield.read_qrels("7 0 x9 1\n")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_url():
-    exe = shutil.which("redis-server")
-    if exe is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
-    import redis
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    yield server.url
+    server.stop()
 
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            redis.Redis(port=port).ping()
-            break
-        except (redis.ConnectionError, redis.BusyLoadingError):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("redis-server did not start") from None
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+
+@pytest.fixture
+def ticking_clock(monkeypatch):
+    """The stores' clock, made to advance a millisecond at every reading: items put one
+    after the other get distinct creation times without the test sleeping."""
+    import itertools
+
+    ticks = itertools.count()
+    start = time.time()
+    monkeypatch.setattr(store_mod, "time", SimpleNamespace(
+        time=lambda: start + next(ticks) / 1000))
 
 
 @pytest.fixture(autouse=True)
@@ -226,10 +215,9 @@ def test_a_new_id_with_if_match_is_refused(store):
         store.meta("n")
 
 
-def test_list_offset_limit_and_delete(store):
+def test_list_offset_limit_and_delete(store, ticking_clock):
     for name in ("one", "two", "three"):
         store.put_qrels(name, QRELS_A if name != "two" else QRELS_B)
-        time.sleep(0.002)  # creation times differ
     items, total = store.list_qrels(0, 10)
     assert total == 3 and [m["id"] for m in items] == ["one", "two", "three"]
     items, total = store.list_qrels(1, 1)
@@ -355,20 +343,16 @@ def test_diversity_is_read_back_from_the_stored_meta(store):
     assert meta["diversity"] is False and canonical_text(loaded) == canonical_text(QRELS_A)
 
 
-def test_a_returning_version_keeps_its_first_metadata(store):
+def test_a_returning_version_keeps_its_first_metadata(store, ticking_clock):
     m1, _ = store.put_qrels("q", QRELS_A)
-    time.sleep(0.002)
     store.put_qrels("q", QRELS_B)
-    time.sleep(0.002)
     m3, created = store.put_qrels("q", QRELS_A)
     assert created is True and m3["created"] == m1["created"]
 
 
-def test_re_putting_an_id_keeps_its_place_in_the_list(store):
+def test_re_putting_an_id_keeps_its_place_in_the_list(store, ticking_clock):
     store.put_qrels("one", QRELS_A)
-    time.sleep(0.002)
     store.put_qrels("two", QRELS_A)
-    time.sleep(0.002)
     store.put_qrels("one", QRELS_B)  # a new version of the first id
     assert [m["id"] for m in store.list_qrels(0, 10)[0]] == ["one", "two"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from servers import start_gunicorn  # noqa: E402
+from servers import start_gunicorn, stop  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "trec_eval"
 
@@ -51,5 +51,4 @@ def test_a_finished_comparison_page_renders_in_chromium(chromium):
         with urllib.request.urlopen(req, timeout=10) as resp:
             assert resp.headers.get_content_type() == "text/html"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)

@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -846,31 +845,14 @@ def test_compose_postgres_healthcheck_runs_pg_isready(compose, require):
 
 @pytest.fixture
 def redis_url():
-    if shutil.which("redis-server") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is required (CI=true): install it")
-        pytest.skip("redis-server not installed")
-    import redis
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    from servers import RedisServer, require_redis_server
 
-    port = _free_port()
-    proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--bind",
-                             "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with redis.Redis(port=port) as conn:
-                    conn.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    yield server.url
+    server.stop()
 
 
 def test_compose_worker_healthcheck_sees_a_registered_worker(compose, redis_url):

@@ -3,8 +3,6 @@ redis-server and a PostgreSQL database per test module."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 from servers import (
     RedisServer,
@@ -13,6 +11,7 @@ from servers import (
     running_gunicorn,
     running_worker,
     start_gunicorn,
+    stop,
 )
 
 
@@ -20,11 +19,7 @@ from servers import (
 def live_server():
     url, proc = start_gunicorn()
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 @pytest.fixture(scope="module")

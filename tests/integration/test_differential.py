@@ -24,7 +24,6 @@ import io
 import json
 import math
 import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from servers import CRANFIELD, ROOT
+from servers import CRANFIELD, ROOT, stop
 
 import cranfield
 import cranfield.io
@@ -278,11 +277,7 @@ def client(redis_server, tmp_path_factory):
     app = create_app({"TESTING": True, "REDIS_URL": redis_server.url, "DATABASE_URL": database,
                       "ASYNC_THRESHOLD_BYTES": 1 << 30})
     yield app.test_client()
-    worker.send_signal(signal.SIGTERM)
-    try:
-        worker.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        worker.kill()
+    stop(worker)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,16 @@ import time
 
 import orjson
 import pytest
-from servers import BODY, CRANFIELD, ROOT, RedisServer, call, require_redis_server, start_gunicorn
+from servers import (
+    BODY,
+    CRANFIELD,
+    ROOT,
+    RedisServer,
+    call,
+    require_redis_server,
+    start_gunicorn,
+    stop,
+)
 
 from service.auth import key_line
 
@@ -34,8 +43,7 @@ def keyed_api(persistent_redis):
                                 "CRANFIELD_API_KEYS": keys, "CRANFIELD_MAX_QUEUED_JOBS": "3",
                                 "CRANFIELD_MAX_CONTENT_LENGTH": str(1 << 20)})
     yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop(proc)
 
 
 def auth(key: str) -> dict:
@@ -74,12 +82,13 @@ def test_queued_jobs_survive_a_redis_restart_and_the_cap_holds(keyed_api, persis
             done = _wait(keyed_api, location, key)
             assert done["status"] == "finished", done
             assert round(done["result"]["aggregate"]["map"], 4) == 0.1785
-        # the jobs have ended: the cap has room again
-        assert call(keyed_api, "POST", "/v1/evaluations", BODY,
-                    {"Prefer": "respond-async", **auth("ci-a")})[0] == 202
+        # the jobs have ended: the cap has room again, and the new job runs too
+        status, headers, _ = call(keyed_api, "POST", "/v1/evaluations", BODY,
+                                  {"Prefer": "respond-async", **auth("ci-a")})
+        assert status == 202
+        assert _wait(keyed_api, headers["Location"], "ci-a")["status"] == "finished"
     finally:
-        worker.terminate()
-        worker.wait(timeout=10)
+        stop(worker)
 
 
 def _wait(api: str, location: str, key: str, timeout: float = 120) -> dict:

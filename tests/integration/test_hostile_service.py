@@ -27,6 +27,7 @@ from servers import (
     call,
     require_redis_server,
     start_gunicorn,
+    stop,
     wait_job,
 )
 
@@ -48,15 +49,6 @@ def auth(key: str) -> dict:
 
 def keys_setting() -> str:
     return ";".join(key_line(k, role, tenant, k) for k, (role, tenant) in KEYS.items())
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
+from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, stop, wait_job
 
 RUN = (DATA / "results.test").read_text()
 QRELS = (DATA / "qrels.test").read_bytes()
@@ -32,8 +32,7 @@ def api(redis_server):
     url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
                                 "CRANFIELD_THREADS": "1"})
     yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop(proc)
 
 
 def scrape(base: str) -> dict:

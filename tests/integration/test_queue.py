@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from servers import BODY, CRANFIELD, DATA, ROOT, call, start_gunicorn, wait_job
+from servers import BODY, CRANFIELD, DATA, ROOT, call, start_gunicorn, stop, wait_job
 
 # Results outlive every test of the module on a loaded machine (a queued comparison reads
 # finished evaluations); the expiry test checks the TTL Redis holds instead of sleeping it out.
@@ -23,8 +23,7 @@ def api(redis_server):
                                 "CRANFIELD_RESULT_TTL": str(RESULT_TTL),
                                 "CRANFIELD_WORKERS": "2"})
     yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop(proc)
 
 
 def start_worker(redis_url: str) -> subprocess.Popen:
@@ -36,11 +35,7 @@ def start_worker(redis_url: str) -> subprocess.Popen:
 def worker(redis_server):
     proc = start_worker(redis_server.url)
     yield proc
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    stop(proc)
 
 
 
@@ -123,8 +118,7 @@ def test_cancel_a_queued_job_and_results_expire(api, redis_server):
             assert time.monotonic() < deadline, "the expired job is still served"
             time.sleep(0.05)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)
 
 
 def test_redis_down_gives_503_and_recovers(api, redis_server):
@@ -229,9 +223,9 @@ def test_worker_killed_mid_job_the_job_finishes_once_on_another_worker(api, redi
                 assert done["result"]["aggregate"][key] == pytest.approx(value, abs=1e-12), key
     finally:
         for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
+            if proc is not None:
+                proc.kill()  # a worker lost mid-job: no warm shutdown wanted
+                proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +233,7 @@ def sharding_api(redis_server):
     url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_SHARDS": "3",
                                 "CRANFIELD_SHARD_MIN_BYTES": "1", "CRANFIELD_WORKERS": "1"})
     yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop(proc)
 
 
 @pytest.mark.parametrize("run_file, options", [
@@ -280,8 +273,7 @@ def test_sharded_job_equals_the_unsharded_evaluation(sharding_api, redis_server,
             == expected
     finally:
         for w in workers:
-            w.terminate()
-            w.wait(timeout=10)
+            stop(w)
 
 
 def test_queued_comparison_on_real_workers_from_inline_runs_and_finished_evaluations(
