@@ -137,6 +137,10 @@ class Result(Base):
     #                                           document with per_topic's place held by null
     # the queued job that recorded it (None: the synchronous API): a retried job finds it
     job_id: Mapped[str | None] = mapped_column(String(64))
+    # the topic metadata its segments and weights came from (issue #28): stored metadata's
+    # id@version, and the SHA-256 of the metadata (stored or inline); None: none given
+    topic_metadata_version: Mapped[str | None] = mapped_column(String(MAX_NAME))
+    topic_metadata_sha256: Mapped[str | None] = mapped_column(String(64))
 
 
 class ResultTag(Base):
@@ -190,6 +194,24 @@ class GateVerdict(Base):
     baseline_id: Mapped[str | None] = mapped_column(String(32))  # a recorded baseline's id
     checks: Mapped[str] = mapped_column(Text)            # JSON list of the gate's checks
     job_id: Mapped[str | None] = mapped_column(String(64))  # the queued comparison's, if one
+
+
+class ResultSegment(Base):
+    """A recorded result's aggregate of one measure over one segment of its topics (scope
+    ``SEGMENT``) or its weighted mean (scope ``WEIGHTED``, segment ``''``), from the topic
+    metadata it was evaluated with (issue #28): what a trend by segment reads."""
+    __tablename__ = "result_segments"
+
+    result_pk: Mapped[int] = mapped_column(ForeignKey("results.pk", ondelete="CASCADE"),
+                                           primary_key=True)
+    scope: Mapped[str] = mapped_column(String(1), primary_key=True)
+    segment: Mapped[str] = mapped_column(String(MAX_NAME), primary_key=True)
+    measure: Mapped[str] = mapped_column(String(MAX_NAME), primary_key=True)
+    n_topics: Mapped[int] = mapped_column(Integer)
+    value: Mapped[float | None] = mapped_column(Double)  # None: not a finite number
+
+
+SEGMENT, WEIGHTED = "s", "w"
 
 
 # -- encoding ------------------------------------------------------------------------------
@@ -281,6 +303,34 @@ def encode_per_topic(per_topic: dict[str, dict[str, Any]]
         out.append({"measure": key, "position": position, "kind": kind, "data": data,
                     "flags": flags, "n": n, "mean": mean, "ci_low": low, "ci_high": high})
     return topics, out
+
+
+def encode_segments(document: dict) -> list[dict[str, Any]]:
+    """One :class:`ResultSegment` row (as a dict) per segment and measure of the document's
+    ``segments`` (``{label: {"topics": n, "aggregate": {key: value}}}``) and per measure of
+    its ``weighted`` means (``{"topics": n, "aggregate": {key: value}}``); a value that is
+    not a finite number is kept as None (the document keeps it as it was)."""
+    def number(v: Any) -> float | None:
+        return float(v) if _is_number(v) and math.isfinite(v) else None
+
+    rows = []
+    for label, seg in (document.get("segments") or {}).items():
+        for key, value in (seg.get("aggregate") or {}).items():
+            rows.append({"scope": SEGMENT, "segment": str(label), "measure": key,
+                         "n_topics": int(seg.get("topics") or 0), "value": number(value)})
+    weighted = document.get("weighted") or {}
+    for key, value in (weighted.get("aggregate") or {}).items():
+        rows.append({"scope": WEIGHTED, "segment": "", "measure": key,
+                     "n_topics": int(weighted.get("topics") or 0), "value": number(value)})
+    return rows
+
+
+def _metadata_sha256(provenance: dict) -> str | None:
+    """The digest of the topic metadata an evaluation was made with: its options' record of
+    it (``cranfield.segments.TopicMetadata.summary``), None without."""
+    record = (provenance.get("options") or {}).get("topic_metadata")
+    digest = record.get("sha256") if isinstance(record, dict) else None
+    return digest if isinstance(digest, str) and len(digest) <= 64 else None
 
 
 def decode_column(kind: str, data: bytes, flags: bytes | None, n_topics: int) -> list:
@@ -531,11 +581,16 @@ class ResultStore:
                                 measures=_dumps(measures),
                                 aggregate=_dumps(document.get("aggregate", {})),
                                 topics=None if topics is None else _pack(topics),
-                                document=_pack(rest), job_id=job_id)
+                                document=_pack(rest), job_id=job_id,
+                                topic_metadata_version=provenance.get(
+                                    "topic_metadata_version"),
+                                topic_metadata_sha256=_metadata_sha256(provenance))
                 session.add(result)
                 session.flush()
                 session.add_all(ResultTag(result_pk=result.pk, tag=t) for t in tags)
                 session.add_all(ResultValues(result_pk=result.pk, **c) for c in columns)
+                session.add_all(ResultSegment(result_pk=result.pk, **row)
+                                for row in encode_segments(document))
                 return self._summary(result, system)
         except IntegrityError:
             # the same job recorded it meanwhile (another attempt, whose commit this one
@@ -561,7 +616,7 @@ class ResultStore:
             result = self._result(session, tenant, result_id)
             if result is None:
                 return False
-            for table in (ResultValues, ResultTag, Baseline, GateVerdict):
+            for table in (ResultValues, ResultSegment, ResultTag, Baseline, GateVerdict):
                 session.execute(delete(table).where(table.result_pk == result.pk))
             session.delete(result)
             return True
@@ -779,6 +834,52 @@ class ResultStore:
                         "gate": verdicts.get(pk)})
         return out, int(total or 0)
 
+    def segment_trend(self, tenant: str | None, system: str, measure: str,
+                      segment: str | None, *, since: datetime | str | None = None,
+                      until: datetime | str | None = None, limit: int | None = None,
+                      ids: list[str] | None = None) -> tuple[list[dict], int]:
+        """:meth:`trend` of ``measure``'s aggregate over the topics of ``segment`` (None: the
+        weighted mean), as each result recorded it with its topic metadata (issue #28):
+        ``mean`` the recorded aggregate, ``n_topics`` the segment's topics, no CI. A result
+        recorded without that segment (or without weights) is left out."""
+        scope = (ResultSegment.scope == SEGMENT) & (ResultSegment.segment == segment) \
+            if segment is not None else (ResultSegment.scope == WEIGHTED)
+        with self.sessions() as session:
+            owner = self._system(session, tenant, system)
+            if owner is None:
+                return [], 0
+            where = [Result.system_pk == owner.pk, *_window(since, until),
+                     ResultSegment.result_pk == Result.pk, ResultSegment.measure == measure,
+                     scope]
+            if ids is not None:
+                where.append(Result.id.in_(list(ids)))
+            total = session.scalar(select(func.count()).select_from(Result)
+                                   .join(ResultSegment, ResultSegment.result_pk == Result.pk)
+                                   .where(*where))
+            query = (select(Result.pk, Result.id, Result.label, Result.commit,
+                            Result.created_at, ResultSegment.n_topics, ResultSegment.value)
+                     .join(ResultSegment, ResultSegment.result_pk == Result.pk)
+                     .where(*where).order_by(Result.created_at.desc(), Result.pk.desc()))
+            if limit is not None:
+                query = query.limit(max(0, int(limit)))
+            rows = list(reversed(session.execute(query).all()))
+            verdicts = self._latest_verdicts(session, [r[0] for r in rows])
+        return [{"id": rid, "label": label, "commit": commit, "created_at": _iso(created),
+                 "mean": value, "n_topics": n, "ci_low": None, "ci_high": None,
+                 "gate": verdicts.get(pk)}
+                for pk, rid, label, commit, created, n, value in rows], int(total or 0)
+
+    def segments_of(self, tenant: str | None, system: str) -> list[str]:
+        """The segment labels the system's results were recorded with, sorted."""
+        with self.sessions() as session:
+            owner = self._system(session, tenant, system)
+            if owner is None:
+                return []
+            return sorted(session.scalars(
+                select(ResultSegment.segment).distinct()
+                .join(Result, Result.pk == ResultSegment.result_pk)
+                .where(Result.system_pk == owner.pk, ResultSegment.scope == SEGMENT)).all())
+
     def record_verdict(self, tenant: str | None, result_id: str, verdict: str,
                        checks: list[dict], baseline_id: str | None = None, *,
                        job_id: str | None = None) -> bool:
@@ -869,12 +970,16 @@ class ResultStore:
 
     @staticmethod
     def _summary(result: Result, system: str) -> dict:
-        return {"id": result.id, "system": system, "label": result.label,
-                "commit": result.commit, "tags": json.loads(result.tags),
-                "created_at": _iso(result.created_at),
-                "qrels_version": result.qrels_version, "qrels_sha256": result.qrels_sha256,
-                "measures": json.loads(result.measures),
-                "aggregate": json.loads(result.aggregate)}
+        summary = {"id": result.id, "system": system, "label": result.label,
+                   "commit": result.commit, "tags": json.loads(result.tags),
+                   "created_at": _iso(result.created_at),
+                   "qrels_version": result.qrels_version, "qrels_sha256": result.qrels_sha256,
+                   "measures": json.loads(result.measures),
+                   "aggregate": json.loads(result.aggregate)}
+        if result.topic_metadata_sha256 is not None:  # recorded with segments (issue #28)
+            summary["topic_metadata_version"] = result.topic_metadata_version
+            summary["topic_metadata_sha256"] = result.topic_metadata_sha256
+        return summary
 
     def measure_keys(self, tenant: str | None, system: str) -> list[str]:
         """The measure keys the system's results were recorded with (each once, in the order
@@ -893,5 +998,6 @@ class ResultStore:
 
 # The stored qrels' tables (issue #25) are on this metadata too, so that whatever reads it
 # (Alembic's env.py, compare_metadata, a test emptying the tables) sees every table the
-# migrations make. At the end: backend.qrels_db imports Base from here.
-from . import qrels_db  # noqa: E402, F401
+# migrations make. At the end: backend.qrels_db imports Base from here. So are the stored
+# topic metadata's (issue #28).
+from . import qrels_db, topic_metadata_db  # noqa: E402, F401

@@ -28,6 +28,7 @@ from . import (
     qrels,
     results,
     timing,
+    topic_metadata,
 )
 from .multipart import check_boundary
 from .negotiation import security_headers
@@ -103,6 +104,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)
+    app.register_blueprint(topic_metadata.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
     app.register_blueprint(evaluations.bp)

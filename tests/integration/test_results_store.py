@@ -113,7 +113,9 @@ def test_migrations_from_an_empty_database_to_head(url):
         tables = set(inspect(engine).get_table_names())
         assert tables == {"alembic_version", "systems", "results", "result_tags",
                           "result_values", "baselines", "gate_verdicts",
-                          "qrels_sets", "qrels_versions", "qrels_order"}  # 0004: stored qrels
+                          "qrels_sets", "qrels_versions", "qrels_order",  # 0004: stored qrels
+                          # 0005: stored topic metadata, recorded segments (issue #28)
+                          "topic_metadata_sets", "topic_metadata_versions", "result_segments"}
         with engine.connect() as connection:  # the migrations make what the models declare
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         head = ScriptDirectory(MIGRATIONS).get_current_head()
