@@ -153,6 +153,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="print z-scores: each per-topic value as (value - mean) / stddev "
                          "from FILE's 'topic measure mean stddev' lines (-1000000 where a "
                          "pair is missing), the summary formed from them, names prefixed Z")
+    ev.add_argument("--topic-metadata", default=None, dest="topic_metadata", metavar="FILE",
+                    help="segments and weights: FILE's 'topic label[,label...]|- [weight]' "
+                         "lines add, after the summary, each segment's summary "
+                         "('segment=LABEL' lines) and the weighted means ('weighted' lines); "
+                         "see docs/segments.md")
     ev.add_argument("--curves", action="store_true",
                     help="with --format json: precision-recall curves (per topic with -q, and "
                          "the mean 11-point interpolated curve)")
@@ -253,6 +258,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                           "(see below); repeatable")
     cmp.add_argument("-c", action="store_true", dest="complete",
                      help="use all qrels topics; topics missing from a run score 0")
+    cmp.add_argument("--topic-metadata", default=None, dest="topic_metadata", metavar="FILE",
+                     help="segments and weights ('topic label[,label...]|- [weight]' lines): "
+                          "each segment compared as well, with the same tests, its p-values "
+                          "adjusted over its own family; and each run's weighted mean")
     cmp.add_argument("-l", type=int, default=1, dest="rel_level", metavar="N",
                      help="relevance level: grades >= N are relevant (default 1)")
     cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
@@ -347,6 +356,11 @@ def run_eval(args: argparse.Namespace) -> int:
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
                   "as JSON); drop --server", file=sys.stderr)
             return 1
+        if args.topic_metadata is not None:
+            print("cranfield: --topic-metadata is evaluated locally only (the API takes "
+                  "options.topic_metadata or a topic_metadata part); drop --server",
+                  file=sys.stderr)
+            return 1
         return remote_cli.run_eval(args)
     if args.record:
         print("cranfield: --record needs --server (results are kept by the service)",
@@ -357,6 +371,10 @@ def run_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
 
+    if args.topic_metadata is not None and args.format == "jsonl":
+        print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
+              "ir_measures' shape, which has no segments)", file=sys.stderr)
+        return 1
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
     if args.rel_format != "qrels":
@@ -373,7 +391,8 @@ def run_eval(args: argparse.Namespace) -> int:
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation,
-                  zscores=_zscores(args.zscores))
+                  zscores=_zscores(args.zscores),
+                  topic_metadata=_topic_metadata(args.topic_metadata))
     if args.format == "json":  # the API's evaluation document; warnings are in it
         text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
@@ -398,8 +417,10 @@ def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -
     from .io import read_run
     from .prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
 
-    refused = [flag for flag, on in (("-c", args.complete), ("-J", args.judged_only),
+    refused = [flag for flag, on in (("-J", args.judged_only
+                                      and args.rel_format != "qrels_jg"),
                                      ("-Z", args.zscores is not None),
+                                     ("--topic-metadata", args.topic_metadata is not None),
                                      ("-N", bool(args.collection_size)),
                                      ("--micro", args.aggregation == "micro"),
                                      ("--format " + args.format, args.format != "trec"),
@@ -415,11 +436,12 @@ def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -
     if args.rel_format == "qrels_jg":
         ev = evaluate_jg(read_qrels_jg(data, name=qrels_name), run, args.measures,
                          relevance_level=args.rel_level, depth=args.depth,
-                         profile=args.profile)
+                         profile=args.profile, complete_topics=args.complete,
+                         judged_only=args.judged_only)
     else:  # prefs, qrels_prefs: -l does not apply (rel_level > 0 is relevant, as trec_eval)
         prefs = read_prefs(data, name=qrels_name, qrels=args.rel_format == "qrels_prefs")
         ev = evaluate_prefs(prefs, run, args.measures, depth=args.depth,
-                            profile=args.profile)
+                            profile=args.profile, complete_topics=args.complete)
     sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
     return 0
 
@@ -435,6 +457,19 @@ def _zscores(path: str | None):
     if path == "-":
         return read_zscores(sys.stdin.buffer.read(), name="<stdin>")
     return read_zscores(Path(path), name=path)  # a Path: never read as text
+
+
+def _topic_metadata(path: str | None):
+    """--topic-metadata FILE read once (cranfield.segments), '-' from standard input."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from .segments import read_topic_metadata
+
+    if path == "-":
+        return read_topic_metadata(sys.stdin.buffer.read(), name="<stdin>")
+    return read_topic_metadata(Path(path), name=path)  # a Path: never read as text
 
 
 def _environment_server() -> str | None:
@@ -556,7 +591,7 @@ def run_compare(args: argparse.Namespace) -> int:
                   n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
                   gate=args.gate or None, profile=args.profile,
                   relevance_level=args.rel_level, complete_topics=args.complete,
-                  interface="cli")
+                  interface="cli", topic_metadata=_topic_metadata(args.topic_metadata))
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif args.format == "html":

@@ -90,6 +90,20 @@ def warnings_for(ev: cranfield.Evaluation, interface: str = "api") -> list[dict]
                     f"count as non-relevant ({name('judged_only')} drops them instead)",
                     "topics": [ranked.topics[i] for i in holes.nonzero()[0][:20]],
                     "option": "judged_only"})
+    md = ev.topic_metadata
+    if md is not None:
+        evaluated = ranked.topics if ev.options["complete_topics"] else t.evaluated
+        missing = [x for x in evaluated if x not in md.labels]
+        if missing:
+            out.append({"code": "topics-without-metadata", "message": f"{len(missing)} "
+                        "evaluated topic(s) are not in the topic metadata: they weigh 1 and "
+                        "belong to no segment", "topics": missing[:20]})
+        seen = set(evaluated)
+        unused = [x for x in md.labels if x not in seen]
+        if unused:
+            out.append({"code": "metadata-topics-not-evaluated", "message": f"{len(unused)} "
+                        "topic(s) of the topic metadata were not evaluated", "topics":
+                        unused[:20]})
     for k, tied in sorted(ev.cutoff_ties.items()):
         if tied.any():
             names = [ranked.topics[i] for i in tied.nonzero()[0]]
@@ -165,6 +179,12 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
     }
     if qrels_version:
         doc["provenance"]["qrels_version"] = qrels_version
+    if ev.segments is not None:  # topic metadata (cranfield.segments)
+        doc["segments"] = {label: {"topics": seg["topics"],
+                                   "aggregate": {k: clean(v) for k, v in
+                                                 seg["aggregate"].items()}}
+                           for label, seg in ev.segments.items()}
+        doc["weighted"] = {k: clean(v) for k, v in (ev.weighted or {}).items()}
     if req["per_topic"]:
         doc["per_topic"] = {t: {k: clean(v) for k, v in row.items()}
                             for t, row in ev.per_topic.items()}
@@ -187,6 +207,7 @@ def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
     ranking is not in a document, so it has no curves.
     Raises ``ValueError`` when the document has no per-topic values."""
     from .evaluate import Evaluation, TopicSets
+    from .trec_format import segments_from_document
 
     per_topic = doc.get("per_topic")
     if not per_topic:
@@ -210,4 +231,5 @@ def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
         topics=TopicSets(list(sets.get("evaluated", topics)), list(sets.get("run_only", [])),
                          list(sets.get("qrels_only", []))),
         runid=str(prov.get("runid", "")), options=dict(prov.get("options", {})), ranked=None,
-        lint=[dict(w) for w in doc.get("warnings") or [] if isinstance(w, dict)])
+        lint=[dict(w) for w in doc.get("warnings") or [] if isinstance(w, dict)],
+        **segments_from_document(doc))

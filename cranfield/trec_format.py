@@ -44,6 +44,27 @@ def format_trec(ev: Evaluation, per_topic: bool = False, summary: bool = True) -
             if inst.key in ev.aggregate:
                 out.append("%s\tall\t%s\n" % (name, _value_text(inst.measure,
                                                                 ev.aggregate[inst.key], z)))
+        if ev.segments is not None:
+            out.append(_segment_lines(ev, lines, z))
+    return "".join(out)
+
+
+def _segment_lines(ev: Evaluation, lines, z: bool) -> str:
+    """With topic metadata (:mod:`cranfield.segments`), after the ``all`` block: each
+    segment's summary as ``name\\tsegment=LABEL\\tvalue`` lines (labels in byte order, values
+    as the ``all`` line prints them), then ``name\\tweighted\\tvalue`` (always ``%6.4f``: a
+    weighted count need not be whole; ``-nan`` when the weights sum to 0)."""
+    out: list[str] = []
+    for label, seg in ev.segments.items():
+        for name, inst in lines:
+            if inst.key in seg["aggregate"]:
+                out.append("%s\tsegment=%s\t%s\n" % (name, label, _value_text(
+                    inst.measure, seg["aggregate"][inst.key], z)))
+    for name, inst in lines:
+        value = (ev.weighted or {}).get(inst.key)
+        if value is not None:
+            out.append("%s\tweighted\t%s\n" % (name, "  -nan" if value != value
+                                               else "%6.4f" % value))
     return "".join(out)
 
 
@@ -162,6 +183,12 @@ def format_csv(ev: Evaluation, per_topic: bool = True, summary: bool = True) -> 
             writer.writerow([topic, *(_csv_cell(row.get(k, "")) for k in keys)])
     if summary:
         writer.writerow(["all", *(_csv_cell(ev.aggregate.get(k, "")) for k in keys)])
+        if ev.segments is not None:  # topic metadata: as the text's segment= and weighted
+            for label, seg in ev.segments.items():
+                writer.writerow([f"segment={label}", *(_csv_cell(seg["aggregate"].get(k, ""))
+                                                       for k in keys)])
+            writer.writerow(["weighted", *(_csv_cell((ev.weighted or {}).get(k, ""))
+                                           for k in keys)])
     return buf.getvalue()
 
 
@@ -207,4 +234,21 @@ def document_evaluation(doc: dict) -> Evaluation:
         topics=TopicSets(list(sets.get("evaluated", topics)), list(sets.get("run_only", [])),
                          list(sets.get("qrels_only", []))),
         runid=str((doc.get("provenance") or {}).get("runid", "")),
-        options=dict((doc.get("provenance") or {}).get("options") or {}))
+        options=dict((doc.get("provenance") or {}).get("options") or {}),
+        **segments_from_document(doc))
+
+
+def segments_from_document(doc: dict) -> dict:
+    """An evaluation document's ``segments`` and ``weighted`` (null back to NaN) as
+    :class:`Evaluation`'s fields of those names (both None when it has none)."""
+    if doc.get("segments") is None:
+        return {"segments": None, "weighted": None}
+
+    def value(v: Any) -> Any:
+        return math.nan if v is None else v
+
+    return {"segments": {label: {"topics": seg["topics"],
+                                 "aggregate": {k: value(v) for k, v in
+                                               seg["aggregate"].items()}}
+                         for label, seg in doc["segments"].items()},
+            "weighted": {k: value(v) for k, v in (doc.get("weighted") or {}).items()}}
