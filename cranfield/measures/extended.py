@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MeasureError
+from ..ranking import within_topic_index
 from .context import Context, f_beta, safe_div
 from .registry import WEIGHT_LIMIT, Param, register
 
@@ -289,35 +290,55 @@ def ranx_rank_biased_precision(ctx: Context, p: dict):
     return ctx.tsum(t, gain * (1.0 - persistence) * np.power(persistence, r - 1.0))
 
 
-# the name is ir_measures', the summary Cranfield's (see the docstring's 0/0): so the
-# spelling is labelled cranfield, not a promise of ir_measures' mean
+# ir_measures' name and ir_measures' value: a topic with no relevant document in the top k
+# has no value (NaN) and the summary is the mean over the topics that have one, as ir_measures
+# evaluated alone reports it (aggregate "mean_reported")
 @register("Accuracy", family="rank", kind="kw", all_trec=(), params=(_K_OPTIONAL,),
-          ir_name="Accuracy", extra={"spelling": "cranfield"})
+          ir_name="Accuracy", aggregate="mean_reported")
 def ranking_accuracy(ctx: Context, p: dict):
     """Ranking accuracy, ir_measures' Accuracy: the probability that a relevant document of
-    the top k is ranked above a non-relevant one of the top k (unjudged documents count as
-    non-relevant); without a cutoff, over the whole ranking. A diagnostic, not a set
-    measure: Cranfield's contingency-table accuracy is ``SetAccuracy``.
+    the top k is ranked above a non-relevant one of the top k; without a cutoff, over the
+    whole ranking. A diagnostic, not a set measure: Cranfield's contingency-table accuracy
+    is ``SetAccuracy``.
 
     Formula: 1 - (1 / (n_rel n_non)) sum over relevant d in the top k of #{non-relevant
     documents above d}, n_rel and n_non the relevant and non-relevant documents of the top
-    min(k, N).
-    0/0: no relevant document in the top k gives 0, and the summary averages that 0 over
-    all topics. ir_measures reports no value for such a topic, so ir_measures evaluated
-    alone leaves it out of its mean (0.7083 against Cranfield's 0.4722 on ir_measures' own
-    test data; the per-topic values it reports agree). No non-relevant document in the top
-    k gives 1 (no pair is misordered).
-    Reference: ir_measures Accuracy (ir_measures.measures.accuracy, 0.4.3).
+    min(k, N). Relevant: grade >= rel, an unjudged document read as grade 0 (as ir_measures
+    reads it: unjudged documents are non-relevant, unless rel <= 0). Summary: the mean over
+    the topics that have a value (ir_measures' mean), NaN if none has.
+    0/0: no relevant document in the top k gives no value (NaN per topic, JSON null; ir_measures
+    reports none for that topic), so the summary leaves the topic out, as ir_measures
+    evaluated alone does (0.7083 on ir_measures' own test data, where averaging a 0 for each
+    such topic would give 0.4722); a qrels topic missing from the run (complete_topics) has
+    no value either. No non-relevant document in the top k gives 1 (no pair is misordered;
+    ir_measures 0.4.3 raises ZeroDivisionError there).
+    Reference: ir_measures Accuracy (ir_measures.measures.accuracy and
+    providers.accuracy_provider, 0.4.3).
     """
     k = p["k"]
-    keep = ctx.rel_r <= (k if k is not None else np.iinfo(np.int64).max)
-    t = ctx.rel_t[keep]
-    above = (ctx.rel_r[keep] - ctx.rel_k[keep]).astype(np.float64)  # non-relevant above
-    n_rel = ctx.tsum(t).astype(np.float64)
-    shown = ctx.N if k is None else np.minimum(ctx.N, k)
+    lim = np.iinfo(np.int64).max if k is None else k
+    shown = (ctx.N if k is None else np.minimum(ctx.N, k)).astype(np.float64)  # the top k
+    if ctx.rel_level > 0:
+        # relevant: judged with grade >= rel; the rest, unjudged documents too, non-relevant
+        keep = ctx.rel_r <= lim
+        t = ctx.rel_t[keep]
+        n_rel = ctx.tsum(t).astype(np.float64)
+        misordered = ctx.tsum(t, (ctx.rel_r[keep] - ctx.rel_k[keep]).astype(np.float64))
+    else:
+        # rel <= 0: an unjudged document (grade 0) is relevant, so the non-relevant ones are
+        # the judged documents graded below rel; a pair is misordered by each relevant
+        # document below a non-relevant one
+        non = (ctx.hr <= lim) & (ctx.hl < ctx.rel_level)
+        t, r = ctx.ht[non], ctx.hr[non]
+        n_non_t = ctx.tsum(t)
+        nth = within_topic_index(t, ctx.T) + 1  # 1-based among the topic's non-relevant
+        below = (shown[t] - r) - (n_non_t[t] - nth)
+        n_rel = shown - n_non_t
+        misordered = ctx.tsum(t, below.astype(np.float64))
     n_non = shown - n_rel
-    misordered = safe_div(ctx.tsum(t, above), n_rel * n_non)
-    return np.where(n_rel > 0, 1.0 - misordered, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = 1.0 - safe_div(misordered, n_rel * n_non)
+    return np.where(n_rel > 0, value, np.nan)
 
 
 @register("Compat", family="graded", kind="kw", all_trec=(), uses_rel_level=False,

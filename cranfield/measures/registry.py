@@ -198,7 +198,9 @@ class Measure:
     ``compute(ctx, value)`` returns one value per evaluated topic; ``value`` is one cutoff for
     the cutoff kinds, else the whole parameter (a tuple of floats, a dict of gains, ...).
     ``aggregate`` says how trec_eval's ``all`` line is formed: ``mean``, ``sum``, ``gmean``
-    (geometric mean with values floored at 1e-5), ``num_q``, ``runid`` or ``none``.
+    (geometric mean with values floored at 1e-5), ``num_q``, ``runid`` or ``none``; or
+    ``mean_reported``: the mean over the topics that have a value (a NaN per-topic value is
+    none), as ir_measures averages a measure that reports no value for some topics.
     ``uses_rel_level``: the measure reads the relevance level (so it takes ir_measures'
     ``rel=``); ``uses_collection_size``: it reads the collection size (trec_eval's ``-N``, or
     its own ``N`` parameter).

@@ -116,9 +116,9 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
     assert tools("success") == {"success": "trec_eval", "Success": "ir_measures",
                                 "hit_rate@k": "ranx"}
     assert tools("ranx_rbp") == {"ranx_rbp": "ranx", "rbp.<p>": "ranx"}
-    # ir_measures' name, Cranfield's summary (a topic with no relevant document in the top k
-    # averages as 0): labelled cranfield until the mean is ir_measures' (found in review)
-    assert tools("Accuracy") == {"Accuracy": "cranfield"}
+    # ir_measures' name and ir_measures' mean (a topic with no relevant document in the top
+    # k has no value and is left out): tests/engine/test_accuracy_ir_measures_mean.py
+    assert tools("Accuracy") == {"Accuracy": "ir_measures"}
     # the spellings are the registry name (first) and its aliases, each once
     for m in REGISTRY.values():
         d = describe(m)
@@ -126,33 +126,3 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
         assert names[0] == m.name and len(set(names)) == len(names), m.name
         assert set(names) == {m.name, *d["aliases"]}, m.name
     assert "names:      hits (ranx), hits@k (ranx)" in format_measure(describe(REGISTRY["hits"]))
-
-
-# ir_measures' Accuracy: the per-topic values agree; ir_measures evaluated alone reports no
-# value for a topic with no relevant document in the top k and leaves it out of its mean,
-# where Cranfield's summary averages that topic's 0 (documented in the measure's docstring
-# and docs/from-other-tools.md; making the spelling aggregate as ir_measures does is open).
-# (cutoffs only: over the whole ranking the file's tied scores, which ir_measures orders its
-# own way, move the fifth digit)
-@pytest.mark.parametrize("name", ["Accuracy@5", "Accuracy@10", "Accuracy@20",
-                                  "Accuracy(rel=1)@10"])
-def test_accuracy_per_topic_and_ir_measures_mean_over_the_topics_it_reports(name):
-    import ir_measures
-    import numpy as np
-
-    qrels, run = "tests/data/trec_eval/qrels.test", "tests/data/trec_eval/results.test"
-    measure = ir_measures.parse_measure(name)
-    ir_qrels = list(ir_measures.read_trec_qrels(qrels))
-    ir_run = list(ir_measures.read_trec_run(run))
-    theirs = {m.query_id: m.value for m in measure.iter_calc(ir_qrels, ir_run)}
-    ev = cranfield.evaluate(qrels, run, [name])
-    ours = {t: v[name] for t, v in ev.per_topic.items()}
-    assert theirs and set(theirs) <= set(ours)
-    for t, v in theirs.items():
-        assert ours[t] == pytest.approx(v, abs=1e-12), t
-    reported = [ours[t] for t in sorted(theirs)]
-    assert ir_measures.calc_aggregate([measure], ir_qrels, ir_run)[measure] == \
-        pytest.approx(float(np.mean(reported)), abs=1e-12)
-    # the topics ir_measures leaves out are Cranfield's zeros, averaged in
-    assert all(ours[t] == 0.0 for t in set(ours) - set(theirs))
-    assert ev.aggregate[name] == pytest.approx(sum(ours.values()) / len(ours), abs=1e-12)
