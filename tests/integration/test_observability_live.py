@@ -6,6 +6,7 @@ the request that enqueued the job."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -27,12 +28,17 @@ QRELS = (DATA / "qrels.test").read_bytes()
 
 
 @pytest.fixture(scope="module")
-def api(redis_server):
+def gunicorn(redis_server):
     # one thread per process: a process busy with a request takes no other (see below)
     url, proc = start_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
                                 "CRANFIELD_THREADS": "1"})
-    yield url
+    yield url, proc.pid
     stop(proc)
+
+
+@pytest.fixture(scope="module")
+def api(gunicorn):
+    return gunicorn[0]
 
 
 def scrape(base: str) -> dict:
@@ -58,10 +64,40 @@ def baseline(samples: dict, name: str, **labels) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
-def test_http_metrics_are_summed_over_gunicorns_processes(api):
+def _socket_inodes(client_port: int, server_port: int) -> set[str]:
+    """The inodes of the server side of the TCP connection from ``client_port`` (Linux's
+    /proc/net/tcp: local and remote addresses as hex ``ip:port``)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                local, remote = int(fields[1].rsplit(":", 1)[1], 16), \
+                    int(fields[2].rsplit(":", 1)[1], 16)
+                if local == server_port and remote == client_port:
+                    inodes.add(fields[9])
+    return inodes
+
+
+def _held_by_a_child(master: int, client_port: int, server_port: int) -> bool:
+    """Whether a child of gunicorn's ``master`` process has the connection open."""
+    inodes = {f"socket:[{i}]" for i in _socket_inodes(client_port, server_port)}
+    with open(f"/proc/{master}/task/{master}/children") as f:
+        children = f.read().split()
+    for pid in children:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(FileNotFoundError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        return True
+    return False
+
+
+def test_http_metrics_are_summed_over_gunicorns_processes(gunicorn):
     """One request holds one gunicorn process (its body arrives slowly) while twenty others
     are served by the other process: every scrape, whichever process answers it, must show
     both processes' requests."""
+    api, master = gunicorn
     body = orjson.dumps({"run": {"q1": {"d1": 1.0}}, "qrels": {"q1": {"d1": 1}},
                          "measures": ["map"]})
     before = scrape(api)
@@ -71,7 +107,12 @@ def test_http_metrics_are_summed_over_gunicorns_processes(api):
         slow.sendall(b"POST /v1/evaluations HTTP/1.1\r\nHost: %s:%d\r\n"
                      b"Content-Type: application/json\r\nContent-Length: %d\r\n"
                      b"Connection: close\r\n\r\n" % (host.encode(), port, len(body)) + body[:5])
-        time.sleep(1.0)  # a process has taken it and waits for the rest of the body
+        # the event: a gunicorn process holds the connection (it accepted it and gave it
+        # to its one thread, which waits for the rest of the body)
+        deadline = time.monotonic() + 60
+        while not _held_by_a_child(master, slow.getsockname()[1], port):
+            assert time.monotonic() < deadline, "no gunicorn process took the slow request"
+            time.sleep(0.02)
         with ThreadPoolExecutor(4) as pool:
             statuses = list(pool.map(lambda _: call(api, "GET", "/v1/measures")[0], range(20)))
         assert statuses == [200] * 20
