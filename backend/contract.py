@@ -25,8 +25,8 @@ POOL_FUNCTION = "worker.jobs.pool_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
-SPEC_VERSION = 6  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18);
-#                  5: Job.table_bounds; 6: Job.job_id (#25)
+SPEC_VERSION = 7  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a result_id (#18);
+#                  5: Job.table_bounds; 6: Job.job_id (#25); 7: Job.topic_metadata_version (#28)
 
 
 class SpecError(ValueError):
@@ -91,6 +91,10 @@ class Job:
     #: the recording is retried (a database outage, a worker killed after it recorded).
     #: None: not queued (a synchronous request), no retry
     job_id: str | None = None
+    #: the stored topic metadata (``id@version``) the job's ``options["topic_metadata"]``
+    #: holds, pinned at submission (issue #28): its documents' ``provenance`` names it.
+    #: None: inline metadata, or none
+    topic_metadata_version: str | None = None
     version: int = SPEC_VERSION
 
     def document_settings(self) -> dict[str, Any]:

@@ -48,19 +48,39 @@ class Gate:
     test: str = "randomization"
     baseline: str | None = None
     candidate: str | None = None
+    #: a segment of the comparison's topic metadata (issue #28): the gate is held on that
+    #: segment's own comparison (its topics, means, paired tests and correction family,
+    #: :func:`cranfield.segments.segment_document`); None: the whole comparison
+    segment: str | None = None
 
 
+SEGMENT_SUFFIX = "@segment="
 _GATE_FORM = re.compile(r"^(?P<drop>[^%@]+?)(?P<percent>%)?(?:@(?P<alpha>.+))?$")
 
 
 def parse_gate(text: str) -> Gate:
-    """Parse the command line's ``MEASURE:MAX_DROP[%][@ALPHA]``.
+    """Parse the command line's ``MEASURE:MAX_DROP[%][@ALPHA][@segment=LABEL]``.
 
     ``map:0.01`` (MAP may not fall by more than 0.01), ``ndcg_cut.10:2%@0.01`` (nDCG@10 may not
     fall by more than 2% of the baseline's mean, significance at 0.01). The measure ends at
     the last ``:``, so ir_measures names with ``@`` work (``nDCG@10:0.02``). ALPHA defaults
-    to 0.05. Raises ValueError saying what is wrong.
+    to 0.05. ``@segment=LABEL`` (last) holds the gate on that segment of the comparison's
+    topic metadata (``map:0.01@segment=tail``); the label is everything after ``=`` (labels
+    may hold ``:`` and ``@``). Raises ValueError saying what is wrong.
     """
+    text, has_segment, segment = str(text).strip().partition(SEGMENT_SUFFIX)
+    if has_segment:
+        segment = segment.strip()
+        from .segments import label_problem
+
+        problem = label_problem(segment) if segment else "the segment label is empty"
+        if problem is not None:
+            raise ValueError(f"gate {text + SEGMENT_SUFFIX + segment!r}: {problem}")
+    gate = _parse_gate(text)
+    return replace(gate, segment=segment) if has_segment else gate
+
+
+def _parse_gate(text: str) -> Gate:
     measure, sep, rest = str(text).strip().rpartition(":")
     if not sep or not measure.strip() or not rest.strip():
         raise ValueError(f"gate {text!r}: expected MEASURE:MAX_DROP[%][@ALPHA], e.g. "
@@ -89,7 +109,7 @@ def parse_gate(text: str) -> Gate:
 
 def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None = None,
          candidate: str | None = None, relative: bool = False, alpha: float = 0.05,
-         test: str = "randomization") -> dict:
+         test: str = "randomization", segment: str | None = None) -> dict:
     """Pass or fail a candidate against a baseline on one measure of a comparison document.
 
     Rule: a check FAILS when both (1) the candidate's mean drop versus the baseline over the
@@ -128,13 +148,16 @@ def gate(document: dict, *, measure: str, max_drop: float, baseline: str | None 
     passes its own), else from the pair's ``largest_losses`` (``offending_topics_from`` says
     which).
 
+    ``segment``: hold the gate on that segment of the document's topic metadata (its own
+    comparison: :func:`segment_view`); each check then names it (``"segment"``).
+
     Returns ``{"verdict", "reasons", "correction": {"method", "family_size", "family"},
     "checks": [{"measure", "baseline", "candidate", "verdict", "reasons", "mean_baseline",
     "mean_candidate", "drop", "relative_drop", "max_drop", "relative", "test", "alpha",
     "p_value", "p_adjusted", "smallest_p_adjusted", "offending_topics",
     "offending_topics_from"}]}`` (``p_adjusted`` over the gate's family).
     """
-    spec = Gate(measure, max_drop, relative, alpha, test, baseline, candidate)
+    spec = Gate(measure, max_drop, relative, alpha, test, baseline, candidate, segment)
     lookup = None
     if "per_topic" in document:
         lookup = {(run, key): np.array([np.nan if row[key] is None else row[key]
@@ -204,30 +227,41 @@ def _check_gate(spec: Gate) -> Gate:
                          field="gate.test")
     if not isinstance(spec.measure, str) or not spec.measure.strip():
         raise InputError("gate", "a gate needs a measure", field="gate.measure")
+    if spec.segment is not None:
+        from .segments import label_problem
+
+        problem = label_problem(spec.segment)
+        if problem is not None:
+            raise InputError("gate", problem, field="gate.segment")
     return spec
 
 
 def gate_results(document: dict, specs: list[Gate], lookup: dict | None) -> dict:
     """Every check of every gate, their p-values adjusted over the gate's own family (the
-    distinct test × measure × baseline × candidate of its checks), then each decided."""
-    found = [(spec, _gate_pair(document, spec, key, base, cand), key, base, cand)
+    distinct test × segment × measure × baseline × candidate of its checks), then each
+    decided. A gate on a segment is checked on that segment's comparison
+    (:func:`segment_view`); its check names the segment."""
+    views = {spec.segment: segment_view(document, spec.segment) for spec in specs}
+    lookups = {segment: _view_lookup(lookup, document, view)
+               for segment, view in views.items()}
+    found = [(spec, _gate_pair(views[spec.segment], spec, key, base, cand), key, base, cand)
              for spec in specs
-             for key, base, cand in _gate_targets(document, spec)]
+             for key, base, cand in _gate_targets(views[spec.segment], spec)]
     method = document.get("correction", {}).get("method", "holm")
     family: dict[tuple, float] = {}
     for spec, pair, key, base, cand in found:
         p = pair[TEST_KEYS[spec.test]]["p_value"]
         if p is not None:
-            family.setdefault((spec.test, key, base, cand), p)
+            family.setdefault((spec.test, spec.segment, key, base, cand), p)
     members = list(family)
     adjusted = dict(zip(members, stats.correct_p_values(
         np.array([family[m] for m in members], dtype=np.float64), method).tolist(),
         strict=True))
     checks = []
     for spec, pair, key, base, cand in found:
-        p_adj = adjusted.get((spec.test, key, base, cand))
-        checks.append(_check(document, spec, key, base, cand, pair, p_adj, len(members),
-                             method, lookup))
+        p_adj = adjusted.get((spec.test, spec.segment, key, base, cand))
+        checks.append(_check(views[spec.segment], spec, key, base, cand, pair, p_adj,
+                             len(members), method, lookups[spec.segment]))
     verdicts = {c["verdict"] for c in checks}
     verdict = ("fail" if "fail" in verdicts else "undecided" if "undecided" in verdicts
                else "pass")
@@ -236,6 +270,41 @@ def gate_results(document: dict, specs: list[Gate], lookup: dict | None) -> dict
                            "family": "the gate's checks (gated measures × candidates), not "
                                      "every compared measure and pair"},
             "checks": checks}
+
+
+def segment_view(document: dict, segment: str | None) -> dict:
+    """The comparison document a gate on ``segment`` judges: the document itself (None),
+    else that segment's comparison (:func:`cranfield.segments.segment_document`).
+    InputError (``gate.segment``), never a pass, when the comparison has no topic metadata,
+    no such segment, or no topic of the segment common to the runs (a segment missing from
+    a side)."""
+    if segment is None:
+        return document
+    segments = document.get("segments")
+    if segments is None:
+        raise InputError("gate", f"a gate on segment {segment!r} needs topic metadata "
+                         "(options.topic_metadata or topic_metadata_id); this comparison "
+                         "has none", field="gate.segment")
+    if segment not in segments:
+        known = ", ".join(segments) or "none"
+        raise InputError("gate", f"segment {segment!r} is not in the topic metadata "
+                         f"(its segments: {known})", field="gate.segment")
+    if not segments[segment]["topics"]:
+        raise InputError("gate", f"segment {segment!r} has no topic common to the compared "
+                         "runs (a run has none of its topics): the gate cannot be held on it",
+                         field="gate.segment")
+    from .segments import segment_document
+
+    return segment_document(document, segment)
+
+
+def _view_lookup(lookup: dict | None, document: dict, view: dict) -> dict | None:
+    """``lookup`` (per-topic values over ``document``'s topics) over ``view``'s topics."""
+    if lookup is None or view is document:
+        return lookup
+    where = {t: i for i, t in enumerate(document["topics"])}
+    rows = np.asarray([where[t] for t in view["topics"]], dtype=np.intp)
+    return {k: np.asarray(v)[rows] for k, v in lookup.items()}
 
 
 def _gate_targets(document: dict, spec: Gate) -> list[tuple[str, str, str]]:
@@ -313,6 +382,9 @@ def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dic
         # verdict kept apart from its comparison (a trend's) still shows it
         "drop_ci": _drop_ci(pair, sign), "ci_level": (document.get("ci") or {}).get("level")}
     what = f"{key} {cand} vs {base}:"
+    if spec.segment is not None:  # held on a segment: the check says which
+        check["segment"] = spec.segment
+        what = f"{key} {cand} vs {base} on segment {spec.segment!r}:"
     scale = abs(mean_base) if mean_base is not None else 0.0
     if drop is None or mean_base is None:
         verdict = "undecided"

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from .errors import MeasureError
 from .measures import DEFAULT_PROFILE, PROFILES, REGISTRY, Measure
+from .measures.registry import INPUTS
 from .names import IR_NAMES, KW_NAMES, RANX_AT_K, RANX_BARE, parse_measure
 
 FAMILIES = ("set", "rank", "graded", "diversity", "count", "info")
@@ -97,6 +98,8 @@ def describe(m: Measure) -> dict:
         "per_topic": m.per_topic,
         "uses_relevance_level": m.uses_rel_level,
         "in_all_trec": list(m.all_trec),
+        "input": m.input,
+        "qrels_formats": list(INPUTS[m.input]),
     }
 
 
@@ -171,6 +174,9 @@ def format_measure(d: dict) -> str:
     lines += _wrap("summary:", f"{how}; relevance level: "
                                f"{'yes' if d['uses_relevance_level'] else 'no'}; in all_trec: "
                                f"{trec}")
+    if d.get("input", "qrels") not in ("qrels", "any"):  # what -R / qrels_format must say
+        lines += _wrap("input:", f"{d['input']} (" + ", ".join(
+            f"-R {f}" for f in d["qrels_formats"]) + ")")
     return "\n".join(lines)
 
 

@@ -28,7 +28,16 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import MeasureError
-from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY, REL, KwArgs, Measure
+from .measures.registry import (
+    DEFAULT_PROFILE,
+    NICKNAMES,
+    QRELS_FORMATS,
+    REGISTRY,
+    REL,
+    KwArgs,
+    Measure,
+    input_problem,
+)
 
 # ir_measures' names of trec_eval measures -> (the measure without a cutoff, the measure with
 # @k); each measure's aliases (declared where it is registered: ``MAP`` for ``AP``) are added
@@ -687,26 +696,38 @@ def parse_measure(name: str, profile: str = DEFAULT_PROFILE) -> list[Instance]:
     return out
 
 
-def resolve(names: list[str] | str | None, profile: str) -> list[Instance]:
+# the measures evaluated when none are named, per qrels format: trec_eval's official set for
+# qrels; the nickname of their own measures for judgment groups and preferences (with those,
+# trec_eval's default, official, fails)
+DEFAULT_MEASURES = {"qrels": "official", "qrels_jg": "qrels_jg", "prefs": "all_prefs",
+                    "qrels_prefs": "all_prefs"}
+
+
+def resolve(names: list[str] | str | None, profile: str,
+            qrels_format: str = "qrels") -> list[Instance]:
     """The instances for a list of names, trec_eval style: trec_eval measures in registry
     order with the first explicit parameter string winning; ir_measures-style names after
-    them in the order given; duplicates dropped."""
+    them in the order given; duplicates dropped. ``qrels_format`` (trec_eval's ``-R``) is
+    what the judgments are read as: a name standing for a measure computed from another
+    input (``map_avgjg`` from qrels, ``map`` from prefs) is a :class:`MeasureError` naming
+    the format it needs (:func:`cranfield.measures.registry.input_problem`)."""
     if names is None:
-        names = ["official"]
+        names = [DEFAULT_MEASURES[qrels_format]]
     if isinstance(names, str):
         names = [names]
     if all(isinstance(n, str) for n in names):
-        return list(_resolve_cached(tuple(names), profile))
-    return _resolve(names, profile)
+        return list(_resolve_cached(tuple(names), profile, qrels_format))
+    return _resolve(names, profile, qrels_format)
 
 
 @lru_cache(maxsize=256)
-def _resolve_cached(names: tuple[str, ...], profile: str) -> tuple[Instance, ...]:
+def _resolve_cached(names: tuple[str, ...], profile: str,
+                    qrels_format: str) -> tuple[Instance, ...]:
     """Services ask for the same few measure lists over and over."""
-    return tuple(_resolve(list(names), profile))
+    return tuple(_resolve(list(names), profile, qrels_format))
 
 
-def _resolve(names: list, profile: str) -> list[Instance]:
+def _resolve(names: list, profile: str, qrels_format: str = "qrels") -> list[Instance]:
     given: dict[str, list[tuple[Any, str | None]]] = {}
     ir: list[Instance] = []
     for name in names:
@@ -715,10 +736,12 @@ def _resolve(names: list, profile: str) -> list[Instance]:
         inst = parse_ir_name(name.strip())
         if inst is not None:
             parse_measure(name, profile)  # validates cutoff presence
+            _check_input(inst.measure, name, qrels_format)
             if inst.key not in {i.key for i in ir}:
                 ir.append(inst)
             continue
         for measure, value, text in parse_trec_name(name.strip(), profile):
+            _check_input(measure, name, qrels_format)
             given.setdefault(measure.name, []).append((value, text))
     out: list[Instance] = []
     for mname in sorted(given, key=lambda n: REGISTRY[n].order):
@@ -730,6 +753,17 @@ def _resolve(names: list, profile: str) -> list[Instance]:
             keys.add(inst.key)
             unique.append(inst)
     return unique
+
+
+def _check_input(measure: Measure, name: str, qrels_format: str) -> None:
+    """A :class:`MeasureError` for ``name`` when ``measure`` is not computed from judgments
+    read as ``qrels_format``."""
+    if qrels_format not in QRELS_FORMATS:
+        raise MeasureError(name, f"unknown qrels_format {qrels_format!r}; choose one of "
+                                 f"{list(QRELS_FORMATS)}")
+    problem = input_problem(measure, qrels_format)
+    if problem is not None:
+        raise MeasureError(name.strip(), problem)
 
 
 def _merge(measure: Measure, given: list[tuple[Any, str | None]]) -> list[Instance]:

@@ -163,7 +163,8 @@ def submission(req: dict) -> tuple[str, dict]:
                            sha256=hashlib.sha256(data).hexdigest() if fmt == "trec" else None,
                            format=fmt)
     return job_id, {"tenant": current_tenant(), "request_id": current_request_id(),
-                    "qrels": qrels}
+                    "qrels": qrels,
+                    "topic_metadata_version": req.get("topic_metadata_version")}
 
 
 def accepted(job_id: str) -> Response:

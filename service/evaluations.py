@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
-from backend.tasks import record_evaluation
+from backend.tasks import name_topic_metadata, record_evaluation
 from cranfield import CranfieldError
 from cranfield.budget import BudgetError, evaluation_budget
 from cranfield.result_document import details_for, evaluation_document
@@ -32,6 +32,8 @@ from .problems import Problem
 from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, strict_bool
 from .timing import timed
 
+from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
+from .topic_metadata import resolve as resolve_topic_metadata
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 
 
@@ -79,6 +81,11 @@ class EvaluationRequestSchema(Schema):
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
     measures = NameList(max_names=200, load_default=None)
+    # stored topic metadata (issue #28), optionally @version: not with options.topic_metadata
+    topic_metadata_id = fields.String(load_default=None, allow_none=False,
+                                      validate=validate.Regexp(
+                                          TOPIC_METADATA_REF, error="must be a stored topic "
+                                          "metadata id, optionally @version"))
     options = fields.Nested(EvaluationOptionsSchema,
                             load_default=lambda: dict(_DEFAULT_OPTIONS))
     # None: not given; load_request makes it true, or false for trec_eval's text (which,
@@ -127,6 +134,7 @@ def load_request(fmt: str = "application/json") -> dict:
     if req["per_topic"] is None:
         req["per_topic"] = fmt != "text/plain"
     return req
+    resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,8 +169,9 @@ def _recorded_document(req: dict, ev, details, run_digest: str, qrels_digest: st
     """The evaluation's document, kept in the results store (with its per-topic values,
     whatever the request's ``per_topic``), then shaped as the request asked, with
     ``recorded`` (:func:`backend.tasks.record_evaluation`)."""
-    doc = evaluation_document(ev, dict(req, per_topic=True), run_digest, qrels_digest,
-                              details, req.get("qrels_version"))
+    doc = name_topic_metadata(evaluation_document(
+        ev, dict(req, per_topic=True), run_digest, qrels_digest, details,
+        req.get("qrels_version")), req.get("topic_metadata_version"))
     try:
         return record_evaluation(current_app.extensions["results"], current_tenant(),
                                  req["record"], doc, req["per_topic"])
@@ -202,8 +211,9 @@ def create_evaluation():
                 details = _details(req, ev, run, qrels)
             if fmt == "text/html":  # the page plots the precision-recall curve
                 req = dict(req, curves=True)
-            doc = evaluation_document(ev, req, run_digest, qrels_digest, details,
-                                      req.get("qrels_version"))
+            doc = name_topic_metadata(evaluation_document(
+                ev, req, run_digest, qrels_digest, details, req.get("qrels_version")),
+                req.get("topic_metadata_version"))
         if fmt == "text/html":
             from cranfield.html_report import render_evaluation
 

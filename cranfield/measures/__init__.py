@@ -4,6 +4,7 @@ from . import trec  # noqa: F401, I001  (registers trec_eval's measures, in thei
 from . import extended  # noqa: F401  (measures beyond trec_eval)
 from . import cwl  # noqa: F401  (ir_measures' C/W/L measures, cwl_eval's definitions)
 from . import diversity  # noqa: F401  (ndeval's, from subtopic qrels)
+from . import judgments  # noqa: F401  (trec_eval's, from judgment groups and preferences)
 from .context import Context
 from .registry import DEFAULT_PROFILE, NICKNAMES, PROFILES, REGISTRY, Measure, Param, Profile
 

@@ -58,6 +58,32 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
 )}
 DEFAULT_PROFILE = "trec_eval-9.0.8"
 
+# What a measure is computed from (Measure.input) -> the qrels formats that give it: trec_eval's
+# -R, the library's and the API's qrels_format. "any": runid and num_q, read from no judgment.
+INPUTS: dict[str, tuple[str, ...]] = {
+    "qrels": ("qrels",),
+    "qrels_jg": ("qrels_jg",),
+    "prefs": ("prefs", "qrels_prefs"),
+    "any": ("qrels", "qrels_jg", "prefs", "qrels_prefs"),
+}
+QRELS_FORMATS = INPUTS["any"]
+_INPUT_WORDS = {"qrels": "relevance judgments (qrels)", "qrels_jg": "judgment groups",
+                "prefs": "preference judgments"}
+
+
+def input_problem(measure: Measure, qrels_format: str) -> str | None:
+    """Why ``measure`` cannot be computed from judgments read as ``qrels_format`` (trec_eval's
+    ``-R``), naming the format(s) that give it; None when it can."""
+    formats = INPUTS[measure.input]
+    if qrels_format in formats:
+        return None
+    flags = " or ".join(f"-R {f}" for f in formats)
+    fields = " or ".join(f"qrels_format={f!r}" for f in formats)
+    default = ", the default" if formats == ("qrels",) else ""
+    return (f"{measure.name} is computed from {_INPUT_WORDS[measure.input]}: give them with "
+            f"{flags} ({fields}{default}), not as {qrels_format}")
+
+
 # integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # the largest magnitude of a weight that is summed or multiplied (gains, utility's
@@ -203,7 +229,12 @@ class Measure:
     none), as ir_measures averages a measure that reports no value for some topics.
     ``uses_rel_level``: the measure reads the relevance level (so it takes ir_measures'
     ``rel=``); ``uses_collection_size``: it reads the collection size (trec_eval's ``-N``, or
-    its own ``N`` parameter).
+    its own ``N`` parameter). ``input``: the judgments it is computed from (:data:`INPUTS`):
+    ``qrels`` (the default), ``qrels_jg`` (judgment groups, trec_eval's ``-R qrels_jg``),
+    ``prefs`` (preference judgments, ``-R prefs`` or ``-R qrels_prefs``) or ``any`` (the
+    summary's runid and num_q lines, which every evaluation can print); for the last three
+    ``compute(values, value)`` reads the values :mod:`cranfield.prefs` computes for one
+    judgment group or topic.
     """
 
     name: str
@@ -220,8 +251,14 @@ class Measure:
     params: tuple[Param, ...] = ()
     uses_rel_level: bool = True
     uses_collection_size: bool = False
+    input: str = "qrels"
     order: int = 0
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.input not in INPUTS:
+            raise ValueError(f"measure {self.name}: input {self.input!r} is not one of "
+                             f"{', '.join(INPUTS)}")
 
     def __reduce__(self):
         # a measure is its registry entry: pickled by name (its functions may be lambdas),
@@ -298,4 +335,13 @@ NICKNAMES: dict[str, Callable[[str], list[str]]] = {
     # trec_eval's set_names (measures.c): the measures of the retrieved set as a whole
     "set": lambda profile: ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
                             "set_P", "set_recall", "set_relative_P", "set_map", "set_F"],
+    # trec_eval's prefs_names, prefs_off_name and qrels_jg_names (measures.c): the measures of
+    # preference judgments (-R prefs / qrels_prefs) and of judgment groups (-R qrels_jg)
+    "all_prefs": lambda profile: ["runid", "num_q", *_PREFS],
+    "prefs": lambda profile: ["runid", "num_q", *_PREFS[:6]],
+    "qrels_jg": lambda profile: ["runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"],
 }
+_PREFS = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
+          "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
+          "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
+          "prefs_avgjg_imp")

@@ -75,7 +75,8 @@ def _ideal_gains(ctx: Context, gains: dict | None):
 # the measures
 # --------------------------------------------------------------------------------------------
 
-@register("runid", family="info", aggregate="runid", per_topic=False, uses_rel_level=False)
+@register("runid", family="info", aggregate="runid", per_topic=False, uses_rel_level=False,
+          input="any")
 def runid(ctx: Context, _=None):
     """Run id: the sixth field of the run's last line (summary only).
 
@@ -86,7 +87,7 @@ def runid(ctx: Context, _=None):
 
 
 @register("num_q", family="count", aggregate="num_q", integer=True, per_topic=False,
-          uses_rel_level=False, ir_name="NumQ")
+          uses_rel_level=False, ir_name="NumQ", input="any")
 def num_q(ctx: Context, _=None):
     """Number of topics averaged over (summary only).
 
