@@ -68,7 +68,7 @@ class TopicMetadata:
 
     labels: dict[str, tuple[str, ...]]
     weights: dict[str, float]
-    source: str = KIND
+    source: str = field(default=KIND, compare=False)
     sha256: str = field(default="", compare=False)
 
     @property

@@ -1,0 +1,440 @@
+"""Segments and weights (issue #28, cranfield/segments.py): topic metadata read by one reader
+(errors naming the line or path), per-segment summaries and weighted means of an evaluation,
+per-segment paired tests with their own correction family in a comparison.
+
+Oracles: a hand computation on a four-topic example (numbers written below), evaluate() on
+the segment's topics alone (the segment's summary is the summary of those topics, -c
+included), scipy.stats.ttest_rel / wilcoxon and statsmodels' Holm on a large random example,
+numpy.average for the weighted means."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+from statsmodels.stats.multitest import multipletests
+
+import cranfield
+from cranfield.cli import main
+from cranfield.compare import compare, comparison_work
+from cranfield.errors import EvaluationError, InputError
+from cranfield.gate import gate
+from cranfield.result_document import evaluation_document, evaluation_from_document
+from cranfield.segments import TopicMetadata, read_topic_metadata, segment_document
+from cranfield.trec_format import document_evaluation, format_csv, format_trec
+
+TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+
+# ---------------------------------------------------------------------------------------------
+# The hand example: four topics, two relevant documents each (r1, r2), three non-relevant.
+#   run A: t1 r1 n1 | t2 n1 r1 | t3 n1 n2 r1 | t4 r1 r2
+#   run B: t1 r1 r2 | t2 r1 n1 | t3 n1 r1    | t4 n1 n2 r1
+# P_2   A: .5 .5 0 1          B: 1 .5 .5 0
+# RR    A: 1 .5 1/3 1         B: 1 1 .5 1/3
+# num_ret A: 2 2 3 2
+# metadata: t1 tail,de weight 2; t2 tail (weight 1); t3 head weight 0.5; t4 not named (1)
+# ---------------------------------------------------------------------------------------------
+
+QRELS = {t: {"r1": 1, "r2": 1, "n1": 0, "n2": 0, "n3": 0} for t in ("t1", "t2", "t3", "t4")}
+
+
+def ranking(*docs: str) -> dict[str, float]:
+    return {d: float(len(docs) - i) for i, d in enumerate(docs)}
+
+
+RUN_A = {"t1": ranking("r1", "n1"), "t2": ranking("n1", "r1"),
+         "t3": ranking("n1", "n2", "r1"), "t4": ranking("r1", "r2")}
+RUN_B = {"t1": ranking("r1", "r2"), "t2": ranking("r1", "n1"), "t3": ranking("n1", "r1"),
+         "t4": ranking("n1", "n2", "r1")}
+META = {"t1": {"segments": ["tail", "de"], "weight": 2}, "t2": {"segments": ["tail"]},
+        "t3": {"segments": ["head"], "weight": 0.5}}
+META_TEXT = "# topic segments weight\nt1\ttail,de 2\nt2 tail\n\nt3 head 0.5\n"
+MEASURES = ["P.2", "recip_rank", "num_ret", "num_q"]
+
+
+def test_hand_example_segments_and_weighted():
+    ev = cranfield.evaluate(QRELS, RUN_A, MEASURES, topic_metadata=META)
+    assert list(ev.segments) == ["de", "head", "tail"]  # byte order
+    assert ev.segments["tail"] == {"topics": 2, "aggregate": {
+        "P_2": 0.5, "recip_rank": 0.75, "num_ret": 4, "num_q": 2}}
+    assert ev.segments["de"] == {"topics": 1, "aggregate": {
+        "P_2": 0.5, "recip_rank": 1.0, "num_ret": 2, "num_q": 1}}
+    head = ev.segments["head"]["aggregate"]
+    assert (head["P_2"], head["num_ret"]) == (0.0, 3)
+    assert head["recip_rank"] == pytest.approx(1 / 3)
+    # weights 2, 1, 0.5, 1 (t4 not named): sum 4.5
+    assert ev.weighted["P_2"] == pytest.approx((2 * .5 + .5 + 0 + 1) / 4.5)       # 0.5556
+    assert ev.weighted["recip_rank"] == pytest.approx((2 + .5 + .5 / 3 + 1) / 4.5)  # 0.8148
+    assert ev.weighted["num_ret"] == 2 * 2 + 2 + .5 * 3 + 2 == 9.5  # a weighted count
+    assert ev.weighted["num_q"] == 4.5                               # the weights' sum
+    assert ev.options["topic_metadata"]["topics"] == 3
+    assert ev.options["topic_metadata"]["segments"] == 3
+
+
+def test_hand_example_text_lines():
+    ev = cranfield.evaluate(QRELS, RUN_A, ["P.2", "num_ret"], topic_metadata=META)
+    plain = cranfield.evaluate(QRELS, RUN_A, ["P.2", "num_ret"])
+    text = format_trec(ev)
+    assert text.startswith(format_trec(plain))  # the trec_eval block unchanged
+    assert text[len(format_trec(plain)):] == (
+        "num_ret               \tsegment=de\t2\n"
+        "P_2                   \tsegment=de\t0.5000\n"
+        "num_ret               \tsegment=head\t3\n"
+        "P_2                   \tsegment=head\t0.0000\n"
+        "num_ret               \tsegment=tail\t4\n"
+        "P_2                   \tsegment=tail\t0.5000\n"
+        "num_ret               \tweighted\t9.5000\n"
+        "P_2                   \tweighted\t0.5556\n")
+    assert format_trec(plain) == format_trec(cranfield.evaluate(QRELS, RUN_A, ["P.2",
+                                                                                 "num_ret"]))
+    assert "segment=" not in format_trec(ev, summary=False)  # -n: no summary of any kind
+    csv = format_csv(ev, per_topic=False)
+    assert csv.splitlines()[-1] == "weighted,9.5,0.5555555555555556"
+    assert "segment=tail,4,0.5" in csv.splitlines()
+
+
+def test_hand_example_comparison_per_segment():
+    doc = compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["P.2", "recip_rank"], baseline="A",
+                  tests=("t", "randomization"), topic_metadata=META_TEXT)
+    tail = doc["segments"]["tail"]
+    assert tail["topics"] == ["t1", "t2"]
+    assert tail["family"] == {"segment": "tail", "tests": 2, "correction": "holm"}
+    assert tail["correction"] == {"method": "holm", "family_size": {"t": 2, "randomization": 2}}
+    p2 = next(p for p in tail["pairs"] if p["measure"] == "P_2")
+    rr = next(p for p in tail["pairs"] if p["measure"] == "recip_rank")
+    # B − A on tail: P_2 (.5, 0), RR (0, .5): mean .25, sd .35355, se .25, t = 1 on 1 df;
+    # P(|T_1| > 1) = 1/2 (the Cauchy distribution); Holm over two p = .5: both 1
+    for pair in (p2, rr):
+        assert pair["mean_diff"] == pytest.approx(0.25)
+        assert pair["t_test"]["statistic"] == pytest.approx(1.0)
+        assert pair["t_test"]["df"] == 1
+        assert pair["t_test"]["p_value"] == pytest.approx(0.5)
+        assert pair["t_test"]["p_adjusted"] == pytest.approx(1.0)
+        # exact sign flips of one non-zero difference: every flip is as extreme, p = 1
+        assert pair["randomization"]["exact"] and pair["randomization"]["p_value"] == 1.0
+        assert (pair["wins"], pair["ties"], pair["losses"]) == (1, 1, 0)
+    assert tail["summary"]["P_2"] == {
+        "A": {"mean": 0.5, "ci_low": 0.5, "ci_high": 0.5},
+        # B (1, .5): sd .35355, se .25, t(0.975, 1 df) = 12.7062
+        "B": {"mean": 0.75, "ci_low": pytest.approx(0.75 - 12.706204736 * 0.25),
+              "ci_high": pytest.approx(0.75 + 12.706204736 * 0.25)}}
+    # one topic: no t-test (no variance), the exact randomization p of one flip is 1
+    de = doc["segments"]["de"]
+    assert de["topics"] == ["t1"] and de["correction"]["family_size"]["t"] == 0
+    # overall P_2 B − A: (.5, 0, .5, −1): mean 0, t = 0, p = 1
+    whole = next(p for p in doc["pairs"] if p["measure"] == "P_2")
+    assert whole["mean_diff"] == 0 and whole["t_test"]["p_value"] == pytest.approx(1.0)
+    # weighted means of each run over the common topics (t4 weighs 1)
+    assert doc["weighted"]["P_2"]["A"] == pytest.approx(2.5 / 4.5)
+    assert doc["weighted"]["P_2"]["B"] == pytest.approx((2 + .5 + .25 + 0) / 4.5)
+
+
+def test_segment_document_is_what_a_gate_judges():
+    doc = compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["P.2"], baseline="A", tests=("t",),
+                  topic_metadata=META)
+    view = segment_document(doc, "tail")
+    assert view["topics"] == ["t1", "t2"] and view["segment"] == "tail"
+    assert view["pairs"] is doc["segments"]["tail"]["pairs"]
+    result = gate(view, measure="P.2", max_drop=0.0, test="t")
+    check = result["checks"][0]
+    assert check["mean_baseline"] == 0.5 and check["mean_candidate"] == 0.75
+    assert result["verdict"] == "pass"  # B rises on tail
+    # over the whole P_2 does not move; on head B rises by .5, on no segment does it drop
+    with pytest.raises(KeyError):
+        segment_document(doc, "nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# A segment's summary is the summary of its topics alone: evaluate() on the subset
+# ---------------------------------------------------------------------------------------------
+
+def subset_text(path: Path, topics: set[str]) -> str:
+    return "".join(line for line in path.read_text().splitlines(keepends=True)
+                   if line.split() and line.split()[0] in topics)
+
+
+@pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
+@pytest.mark.parametrize("complete", [False, True], ids=["", "-c"])
+@pytest.mark.parametrize("measures", [["all_trec"], ["official"], ["gm_map", "num_rel"]])
+def test_segment_summary_equals_evaluating_its_topics(profile, complete, measures):
+    # the run lacks 303, which -c evaluates (scored as trec_eval -c scores it)
+    qrels = (TE / "qrels.test").read_text()
+    run = "".join(line for line in (TE / "results.test").read_text().splitlines(True)
+                  if not line.startswith("303 "))
+    md = {"301": {"segments": ["a", "b"]}, "302": {"segments": ["a"]},
+          "303": {"segments": ["b", "c"], "weight": 3}}
+    ev = cranfield.evaluate(qrels, run, measures, profile=profile, complete_topics=complete,
+                            topic_metadata=md)
+    for label, topics in (("a", {"301", "302"}), ("b", {"301", "303"}), ("c", {"303"})):
+        keep = [line for line in run.splitlines(True) if line.split()[0] in topics]
+        if not keep and not complete:  # no topic of the segment was evaluated
+            assert ev.segments[label] == {"topics": 0, "aggregate": {}}
+            continue
+        alone = cranfield.evaluate(
+            "".join(line for line in qrels.splitlines(True) if line.split()[0] in topics),
+            "".join(keep), measures, profile=profile, complete_topics=complete,
+            require_overlap=bool(keep))
+        expected = {k: v for k, v in alone.aggregate.items() if k != "runid"}
+        got = ev.segments[label]
+        assert got["topics"] == (len(topics) if complete else len({x.split()[0] for x in keep}))
+        assert got["aggregate"] == pytest.approx(expected, nan_ok=True, rel=1e-15)
+
+
+def test_segment_with_zscores_is_the_summary_of_its_z_scores():
+    z = TE / "zscores_file"
+    if not z.exists():
+        z = TE / "v9.0.8" / "zscores_file"
+    md = {"301": {"segments": ["x"]}, "302": {"segments": ["x"]}}
+    ev = cranfield.evaluate(TE / "qrels.test", TE / "results.test", ["map", "num_ret"],
+                            zscores=z, topic_metadata=md)
+    per = ev.per_topic
+    assert ev.segments["x"]["aggregate"]["map"] == pytest.approx(
+        (per["301"]["map"] + per["302"]["map"]) / 2)
+    assert ev.segments["x"]["aggregate"]["num_ret"] == pytest.approx(
+        per["301"]["num_ret"] + per["302"]["num_ret"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Oracles on a large random example: numpy.average, scipy, statsmodels
+# ---------------------------------------------------------------------------------------------
+
+def random_inputs(seed: int, n_topics: int = 240, n_docs: int = 30, runs: int = 3):
+    rng = np.random.default_rng(seed)
+    topics = [f"q{i:03d}" for i in range(n_topics)]
+    qrels = {t: {f"d{j}": int(rng.integers(0, 3)) for j in range(n_docs)} for t in topics}
+    out = {}
+    for r in range(runs):
+        skill = 0.3 * r
+        out[f"r{r}"] = {t: {f"d{j}": float(rng.normal() + skill * qrels[t][f"d{j}"])
+                            for j in range(n_docs)} for t in topics}
+    labels = ["tail", "head", "lang=de", "nav"]
+    md = {t: {"segments": [lb for lb in labels if rng.random() < 0.35],
+              "weight": float(rng.choice([0, 0.5, 1, 2.5, 10]))}
+          for t in topics if rng.random() < 0.9}  # about a tenth not named: weight 1
+    return qrels, out, md
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_weighted_mean_equals_numpy_average(seed):
+    qrels, runs, md = random_inputs(seed)
+    ev = cranfield.evaluate(qrels, runs["r1"], ["map", "ndcg_cut.10", "P.5", "num_rel_ret",
+                                                 "gm_map"], topic_metadata=md)
+    topics = ev.topics.evaluated
+    w = np.array([md[t]["weight"] if t in md else 1.0 for t in topics])
+    for key in ("map", "ndcg_cut_10", "P_5"):
+        values = np.array([ev.per_topic[t][key] for t in topics])
+        assert ev.weighted[key] == np.average(values, weights=w)
+    rel_ret = np.array([ev.per_topic[t]["num_rel_ret"] for t in topics], float)
+    assert ev.weighted["num_rel_ret"] == pytest.approx(float((w * rel_ret).sum()))
+    ap = np.array([ev.per_topic[t]["map"] for t in topics])
+    assert ev.weighted["gm_map"] == pytest.approx(
+        math.exp(np.average(np.log(np.maximum(ap, 1e-5)), weights=w)))
+    # and each segment's mean is numpy's mean over its topics
+    for label, seg in ev.segments.items():
+        members = [t for t in topics if label in md.get(t, {}).get("segments", [])]
+        assert seg["topics"] == len(members)
+        assert seg["aggregate"]["map"] == pytest.approx(
+            np.mean([ev.per_topic[t]["map"] for t in members]), rel=1e-12)
+
+
+def test_weights_summing_to_zero_give_nan():
+    md = {t: {"weight": 0} for t in QRELS}
+    ev = cranfield.evaluate(QRELS, RUN_A, ["P.2", "num_ret", "num_q"], topic_metadata=md)
+    assert math.isnan(ev.weighted["P_2"])
+    assert ev.weighted["num_ret"] == 0 and ev.weighted["num_q"] == 0
+    assert "P_2                   \tweighted\t  -nan\n" in format_trec(ev)
+    doc = evaluation_document(ev, {"per_topic": False}, "", "", None)
+    assert doc["weighted"]["P_2"] is None
+
+
+@pytest.mark.parametrize("correction", ["holm", "bonferroni"])
+def test_segment_tests_equal_scipy_and_statsmodels(correction):
+    qrels, runs, md = random_inputs(7)
+    doc = compare(qrels, runs, ["map", "P.10"], baseline="r0", tests=("t",), wilcoxon=True,
+                  correction=correction, per_topic=True, topic_metadata=md)
+    assert set(doc["segments"]) == {"tail", "head", "lang=de", "nav"}
+    for label, seg in doc["segments"].items():
+        topics = seg["topics"]
+        assert topics == [t for t in doc["topics"] if label in md.get(t, {}).get("segments", [])]
+        assert len(topics) > 30
+        assert seg["family"] == {"segment": label, "tests": 4, "correction": correction}
+        raw_t, raw_w = [], []
+        for pair in seg["pairs"]:
+            a = np.array([doc["per_topic"][pair["a"]][t][pair["measure"]] for t in topics])
+            b = np.array([doc["per_topic"][pair["b"]][t][pair["measure"]] for t in topics])
+            ref = scipy.stats.ttest_rel(b, a)
+            assert pair["t_test"]["statistic"] == pytest.approx(float(ref.statistic), rel=1e-9)
+            assert pair["t_test"]["p_value"] == pytest.approx(float(ref.pvalue), rel=1e-9)
+            assert pair["mean_diff"] == pytest.approx(float(np.mean(b - a)), rel=1e-12)
+            w = pair["wilcoxon"]
+            method = "exact" if w["method"] == "exact" else "approx"
+            # Cranfield ties differences equal up to float noise (0.4 − 0.3, 0.3 − 0.2);
+            # scipy only exactly equal ones: rounded to 9 places, they are
+            wref = scipy.stats.wilcoxon(np.round(b - a, 9), zero_method="wilcox",
+                                        method=method, correction=False)
+            assert w["p_value"] == pytest.approx(float(wref.pvalue), rel=1e-9)
+            assert w["statistic"] == pytest.approx(float(wref.statistic))
+            raw_t.append(pair["t_test"]["p_value"])
+            raw_w.append(w["p_value"])
+            for run in (pair["a"], pair["b"]):
+                values = a if run == pair["a"] else b
+                assert seg["summary"][pair["measure"]][run]["mean"] == pytest.approx(
+                    float(values.mean()), rel=1e-12)
+        # the correction is over this segment's four comparisons, not the whole table
+        for raw, key in ((raw_t, "t_test"), (raw_w, "wilcoxon")):
+            expected = multipletests(raw, method=correction)[1]
+            assert [p[key]["p_adjusted"] for p in seg["pairs"]] == pytest.approx(
+                expected.tolist(), rel=1e-12)
+    for key in ("map", "P_10"):
+        for run in runs:
+            values = np.array([doc["per_topic"][run][t][key] for t in doc["topics"]])
+            w = np.array([md[t]["weight"] if t in md else 1.0 for t in doc["topics"]])
+            assert doc["weighted"][key][run] == pytest.approx(np.average(values, weights=w),
+                                                              rel=1e-12)
+
+
+def test_work_budget_counts_the_segments():
+    base = comparison_work(2, 2, 240, ("t",), 10000, 10000)
+    more = comparison_work(2, 2, 240, ("t",), 10000, 10000, [80, 0, 100])
+    parts = [comparison_work(2, 2, n, ("t",), 10000, 10000) for n in (80, 100)]
+    assert more.total == base.total + sum(p.total for p in parts)
+    assert "2 segment(s) compared as well" in more.describe()
+
+
+# ---------------------------------------------------------------------------------------------
+# The reader: one grammar, errors naming the line or the path
+# ---------------------------------------------------------------------------------------------
+
+def test_text_and_mapping_are_one_metadata():
+    from_text = read_topic_metadata(META_TEXT)
+    from_map = read_topic_metadata(META)
+    assert from_text == from_map and from_text.sha256 == from_map.sha256
+    assert read_topic_metadata(from_text.as_text()) == from_text
+    assert read_topic_metadata(from_text.as_json()) == from_text
+    assert from_text.weight("t4") == 1.0 and from_text.labels["t1"] == ("tail", "de")
+    assert read_topic_metadata(META_TEXT.encode()) == from_text
+    assert isinstance(read_topic_metadata(from_text), TopicMetadata)
+
+
+def test_path_reads_the_file(tmp_path):
+    p = tmp_path / "meta.txt"
+    p.write_text(META_TEXT)
+    assert read_topic_metadata(p) == read_topic_metadata(META)
+    assert read_topic_metadata(str(p)).source == str(p)
+
+
+BAD_TEXT = [
+    ("t1 tail 2 extra\n", 1, None, "has 4 fields"),
+    ("t1\n", 1, None, "has 1 fields"),
+    ("t1 tail\nt1 head\n", 2, "topic", "given twice (lines 1 and 2)"),
+    ("t1 tail,,de\n", 1, "segments", "may not be empty"),
+    ("t1 tail,tail\n", 1, "segments", "given twice"),
+    ("t1 - -1\n", 1, "weight", "must be >= 0"),
+    ("t1 - abc\n", 1, "weight", "is not a number"),
+    ("t1 - inf\n", 1, "weight", "not a finite number"),
+    ("# only a comment\n\n", None, None, "holds no topics"),
+    ("t1 tail\nt2 a\x0bb 1\n", 2, None, "not allowed"),
+]
+
+
+@pytest.mark.parametrize("text, line, field, reason", BAD_TEXT)
+def test_bad_text_names_the_line(text, line, field, reason):
+    with pytest.raises(InputError) as err:
+        read_topic_metadata(text + ("" if "\n" in text else "\n"), name="meta.txt")
+    exc = err.value
+    assert reason in exc.reason and exc.line == line and exc.source == "meta.txt"
+    if field is not None:
+        assert exc.field == field
+
+
+BAD_MAPPING = [
+    ({"t1": ["tail"]}, "topic_metadata.t1", "must be an object"),
+    ({"t1": {"segments": "tail"}}, "topic_metadata.t1.segments", "must be a list"),
+    ({"t1": {"segments": ["a b"]}}, "topic_metadata.t1.segments", "may not contain a space"),
+    ({"t1": {"segments": ["a,b"]}}, "topic_metadata.t1.segments", "contains a comma"),
+    ({"t1": {"segments": ["-"]}}, "topic_metadata.t1.segments", "'-' is not a segment label"),
+    ({"t1": {"segments": [3]}}, "topic_metadata.t1.segments", "must be a string"),
+    ({"t1": {"weight": -1}}, "topic_metadata.t1.weight", "must be >= 0"),
+    ({"t1": {"weight": True}}, "topic_metadata.t1.weight", "must be a number"),
+    ({"t1": {"weight": float("nan")}}, "topic_metadata.t1.weight", "finite"),
+    ({"t1": {"weight": "2"}}, "topic_metadata.t1.weight", "must be a number"),
+    ({"t1": {"labels": ["x"]}}, "topic_metadata.t1.labels", "unknown member 'labels'"),
+    ({"t 1": {}}, "topic_metadata.t 1", "topic"),
+    ({}, "topic_metadata", "holds no topics"),
+]
+
+
+@pytest.mark.parametrize("mapping, path, reason", BAD_MAPPING)
+def test_bad_mapping_names_the_path(mapping, path, reason):
+    with pytest.raises(InputError) as err:
+        read_topic_metadata(mapping)
+    assert err.value.field == path and reason in err.value.reason
+
+
+def test_max_topics_before_reading():
+    with pytest.raises(InputError) as err:
+        read_topic_metadata({f"t{i}": {} for i in range(5)}, max_topics=4)
+    assert err.value.code == "too-large"
+    with pytest.raises(InputError):
+        read_topic_metadata("t1 a\nt2 b\nt3 c\n", max_topics=2)
+
+
+def test_refused_combinations():
+    with pytest.raises(EvaluationError) as err:
+        cranfield.evaluate(QRELS, RUN_A, ["P.2"], aggregation="micro", topic_metadata=META)
+    assert err.value.field == "options.topic_metadata"
+    with pytest.raises(EvaluationError):
+        cranfield.evaluate(TE / "qrels.test", TE / "results.test", ["qrels_jg"],
+                           qrels_format="qrels_jg", topic_metadata=META)
+
+
+# ---------------------------------------------------------------------------------------------
+# Documents, the CLI
+# ---------------------------------------------------------------------------------------------
+
+def test_document_round_trip_prints_the_same_text():
+    ev = cranfield.evaluate(QRELS, RUN_A, MEASURES, topic_metadata={
+        **META, "t9": {"segments": ["empty"]}})
+    doc = evaluation_document(ev, {"per_topic": True}, "", "", None)
+    assert doc["segments"]["empty"] == {"topics": 0, "aggregate": {}}
+    assert doc["weighted"]["num_q"] == 4.5
+    assert format_trec(document_evaluation(doc)) == format_trec(ev)
+    assert evaluation_from_document(doc).segments == ev.segments
+    codes = [w["code"] for w in doc["warnings"]]
+    assert "topics-without-metadata" in codes and "metadata-topics-not-evaluated" in codes
+    plain = evaluation_document(cranfield.evaluate(QRELS, RUN_A, MEASURES),
+                                {"per_topic": True}, "", "", None)
+    assert "segments" not in plain and "weighted" not in plain
+    assert "topic_metadata" not in plain["provenance"]["options"]
+
+
+def test_cli_prints_what_the_library_does(capsys, tmp_path):
+    meta = tmp_path / "meta.txt"
+    meta.write_text("301 tail,de 2\n302 tail\n303 - 0.5\n")
+    argv = ["eval", "-m", "map", "-m", "num_ret", "--topic-metadata", str(meta),
+            str(TE / "qrels.test"), str(TE / "results.test")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    ev = cranfield.evaluate(TE / "qrels.test", TE / "results.test", ["map", "num_ret"],
+                            topic_metadata=meta)
+    assert out == format_trec(ev)
+    assert "map                   \tsegment=tail\t0.2249\n" in out
+    assert "map                   \tweighted\t0.1501\n" in out
+    meta.write_text("301 tail,de 2\n302 tail x y\n")
+    assert main(argv) == 2
+    assert f"{meta}:2: has 4 fields" in capsys.readouterr().err
+
+
+def test_cli_compare_prints_segments(capsys, tmp_path):
+    meta = tmp_path / "meta.txt"
+    meta.write_text("301 tail\n302 tail\n303 head\n")
+    assert main(["compare", "-m", "map", "--topic-metadata", str(meta), "--tests", "t",
+                 str(TE / "qrels.test"), str(TE / "results.test"),
+                 str(TE / "results.test")]) == 0
+    out = capsys.readouterr().out
+    assert "segment tail: 2 topics; p-values adjusted by holm over this segment's family " \
+           "(1 t comparisons)" in out
+    assert "weighted means" in out
