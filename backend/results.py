@@ -308,7 +308,7 @@ def encode_per_topic(per_topic: dict[str, dict[str, Any]]
 def encode_segments(document: dict) -> list[dict[str, Any]]:
     """One :class:`ResultSegment` row (as a dict) per segment and measure of the document's
     ``segments`` (``{label: {"topics": n, "aggregate": {key: value}}}``) and per measure of
-    its ``weighted`` means (``{"topics": n, "aggregate": {key: value}}``); a value that is
+    its ``weighted`` means (``{key: value}``, over the evaluated topics); a value that is
     not a finite number is kept as None (the document keeps it as it was)."""
     def number(v: Any) -> float | None:
         return float(v) if _is_number(v) and math.isfinite(v) else None
@@ -318,10 +318,10 @@ def encode_segments(document: dict) -> list[dict[str, Any]]:
         for key, value in (seg.get("aggregate") or {}).items():
             rows.append({"scope": SEGMENT, "segment": str(label), "measure": key,
                          "n_topics": int(seg.get("topics") or 0), "value": number(value)})
-    weighted = document.get("weighted") or {}
-    for key, value in (weighted.get("aggregate") or {}).items():
+    evaluated = len((document.get("topics") or {}).get("evaluated") or [])
+    for key, value in (document.get("weighted") or {}).items():
         rows.append({"scope": WEIGHTED, "segment": "", "measure": key,
-                     "n_topics": int(weighted.get("topics") or 0), "value": number(value)})
+                     "n_topics": evaluated, "value": number(value)})
     return rows
 
 

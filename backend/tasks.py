@@ -259,6 +259,15 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
                               qrels_version)
     if qrels_version:
         doc["provenance"]["qrels_decodes_by_worker"] = decodes
+    return name_topic_metadata(doc, job.topic_metadata_version)
+
+
+def name_topic_metadata(doc: dict, version: str | None) -> dict:
+    """``doc`` (an evaluation's or comparison's) with ``provenance.topic_metadata_version``:
+    the stored topic metadata (``id@version``) its segments came from, if they came from
+    stored metadata (issue #28); its digest is in ``provenance.options.topic_metadata``."""
+    if version:
+        doc.setdefault("provenance", {})["topic_metadata_version"] = version
     return doc
 
 
@@ -286,15 +295,6 @@ def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
     """Keep ``doc`` (built with per-topic values) as a result in ``results``, then shape it
     as the request asked: ``recorded`` added (``{"id", "system", "label"}``), the per-topic
     values (and per-topic curves) removed unless ``per_topic``. Returns ``doc``.
-    return name_topic_metadata(doc, job.topic_metadata_version)
-
-
-def name_topic_metadata(doc: dict, version: str | None) -> dict:
-    """``doc`` (an evaluation's or comparison's) with ``provenance.topic_metadata_version``:
-    the stored topic metadata (``id@version``) its segments came from, if they came from
-    stored metadata (issue #28); its digest is in ``provenance.options.topic_metadata``."""
-    if version:
-        doc.setdefault("provenance", {})["topic_metadata_version"] = version
     ``job_id``: the queued job's; asked again, it finds the result recorded before."""
     summary = (results.record(tenant, record, doc) if job_id is None
                else results.record(tenant, record, doc, job_id=job_id))

@@ -31,9 +31,9 @@ from .negotiation import negotiate
 from .problems import Problem
 from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, strict_bool
 from .timing import timed
-
 from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
 from .topic_metadata import resolve as resolve_topic_metadata
+
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
 
 
@@ -80,12 +80,12 @@ class EvaluationRequestSchema(Schema):
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
-    measures = NameList(max_names=200, load_default=None)
     # stored topic metadata (issue #28), optionally @version: not with options.topic_metadata
     topic_metadata_id = fields.String(load_default=None, allow_none=False,
                                       validate=validate.Regexp(
                                           TOPIC_METADATA_REF, error="must be a stored topic "
                                           "metadata id, optionally @version"))
+    measures = NameList(max_names=200, load_default=None)
     options = fields.Nested(EvaluationOptionsSchema,
                             load_default=lambda: dict(_DEFAULT_OPTIONS))
     # None: not given; load_request makes it true, or false for trec_eval's text (which,
@@ -133,8 +133,8 @@ def load_request(fmt: str = "application/json") -> dict:
     req = load_body(_REQUEST_SCHEMA, form_body)
     if req["per_topic"] is None:
         req["per_topic"] = fmt != "text/plain"
-    return req
     resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
+    return req
 
 
 # --------------------------------------------------------------------------------------------
