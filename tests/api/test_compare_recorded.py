@@ -165,7 +165,10 @@ def test_another_tenants_results_are_unknown():
     ok = keyed.post("/v1/comparisons", headers=a, json={
         "runs": [{"run": NIGHT3}], "qrels": QRELS, "measures": MEASURES,
         "baseline": {"system": "bm25"}})
-    assert ok.status_code == 200
+    assert ok.status_code == 200, ok.get_json()
+    # its own baseline (night-1, AP 1 everywhere) against night 3 (AP 0.5 on 6 of 20 topics)
+    pair = next(p for p in ok.get_json()["pairs"] if p["measure"] == "map")
+    assert pair["mean_diff"] == pytest.approx(-0.5 * 6 / 20)
 
 
 def test_queued_comparison_reads_recorded_results(app, client):

@@ -90,6 +90,11 @@ def test_comparison_limits_come_from_the_configuration():
     over = run(TOPICS + 1, DOCS + 1)
     resp = client.post("/v1/comparisons", json=compare_body(over, over, qrels=qrels(TOPICS + 1)))
     assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+    doc = resp.get_json()
+    assert doc["topics"] == [f"q{t}" for t in range(TOPICS + 1)]
+    # AP 1 on every topic but q2, whose second relevant document (d2) is at rank 3: 5/6
+    assert doc["summary"]["map"]["run1"]["aggregate"] == pytest.approx((TOPICS + 5 / 6)
+                                                                       / (TOPICS + 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -99,6 +104,9 @@ def test_comparison_limits_come_from_the_configuration():
 def test_pool_at_the_limits_passes(client):
     resp = client.post("/v1/pools", json={"runs": [{"run": run()}, {"run": run()}], "depth": 2})
     assert resp.status_code == 200, resp.get_data(as_text=True)[:300]
+    doc = resp.get_json()  # the top two of each topic (d0, d1), once however many runs
+    assert doc["topics"] == {f"q{t}": ["d0", "d1"] for t in range(TOPICS)}
+    assert doc["total"] == 2 * TOPICS
 
 
 def test_pool_run_over_max_topics_is_413(client):

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import cranfield
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 RUN = (DATA / "results.test").read_bytes()
 QRELS = (DATA / "qrels.test").read_bytes()
@@ -49,8 +51,17 @@ def test_a_mislabelled_part_is_the_same_refusal_on_both_routes(client, declared,
 
 
 def test_a_text_part_labelled_as_text_is_read_on_both_routes(client):
-    assert evaluation(client, "text/plain", "text/plain").status_code == 200
-    assert comparison(client, "text/plain", "text/plain").status_code == 200
+    """Read as the engine reads the same text: trec_eval's map on its own test files."""
+    expected = cranfield.evaluate(QRELS, RUN, ["map"])
+    assert round(expected.aggregate["map"], 4) == 0.1785  # out.test's map
+    ev = evaluation(client, "text/plain", "text/plain")
+    assert ev.status_code == 200, ev.get_json()
+    assert ev.get_json()["aggregate"]["map"] == pytest.approx(expected.aggregate["map"], abs=1e-12)
+    cmp = comparison(client, "text/plain", "text/plain")
+    assert cmp.status_code == 200, cmp.get_json()
+    for name in ("a", "b"):
+        assert cmp.get_json()["summary"]["map"][name]["aggregate"] == \
+            pytest.approx(expected.aggregate["map"], abs=1e-12)
 
 
 def test_an_arrow_run_over_the_row_limit_is_413_sync_and_queued_on_both_routes(app, client):

@@ -89,8 +89,13 @@ def test_async_unknown_measure_is_rejected_before_queueing(client):
 
 def test_large_bodies_are_queued(app, client):
     app.config["ASYNC_THRESHOLD_BYTES"] = 100
-    resp = client.post("/v1/evaluations", json={"run": RUN, "qrels": QRELS})
+    resp = client.post("/v1/evaluations", json={"run": RUN, "qrels": QRELS,
+                                                "measures": ["map", "P.2"]})
     assert resp.status_code == 202
+    job = finished_job(client, resp.headers["Location"])
+    # q1: d1 (rel) at 1, d3 (rel) at 3: AP (1 + 2/3)/2; q2: d9 not retrieved: 0
+    assert job["result"]["aggregate"]["map"] == pytest.approx((1 + 2 / 3) / 2 / 2)
+    assert job["result"]["aggregate"]["P_2"] == pytest.approx((1 / 2 + 0) / 2)
 
 
 def test_unknown_job_is_404(client):

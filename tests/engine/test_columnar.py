@@ -241,8 +241,12 @@ def test_bad_grades_are_refused(grades, words):
     assert err.value.field == "qrels.grade" and words in str(err.value)
 
 
-def test_nan_scores_from_pandas_are_refused():
-    pd = pytest.importorskip("pandas")
+def test_nan_scores_from_pandas_are_refused(require):
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    require(pd is not None, "pandas is installed (the test extra)")
     frame = pd.DataFrame({"topic": ["1", "1"], "docid": ["a", "b"], "score": [1.0, None]})
     with pytest.raises(InputError) as err:
         columnar.run_from_table(frame)
@@ -285,16 +289,6 @@ def test_is_table_imports_nothing():
     assert columnar.is_table(run_table(RUN))
 
 
-def _evaluate_takes_tables() -> bool:
-    try:
-        cranfield.read_run(run_table(RUN[:3]))
-    except InputError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _evaluate_takes_tables(), reason="cranfield.io.read_run does not "
-                    "dispatch tables to cranfield.columnar yet")
 def test_evaluate_takes_tables_and_frames():
     ref = cranfield.evaluate(text_qrels(QRELS), text_run(RUN), MEASURES)
     for _name, run, qrels in [("table", run_table(RUN), qrels_table(QRELS))]:

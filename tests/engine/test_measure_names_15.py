@@ -147,6 +147,7 @@ def test_the_first_suggestion_is_the_name_most_likely_meant(typed, meant):
 
 def test_every_suggestion_resolves():
     for typed in ["ndcg_cut10", "mapp", "P@", "recal", "ERR_IA@", "xyz@10", "Sucess@5"]:
+        assert suggest(typed), typed  # something is suggested, and each suggestion resolves
         for s in suggest(typed):
             parse_measure(s)
 

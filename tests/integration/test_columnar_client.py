@@ -29,10 +29,9 @@ def frames():
 
 
 @pytest.mark.parametrize("kind", ["pyarrow", "pandas", "polars"])
-def test_client_sends_frames_as_arrow(live_server, kind):
+def test_client_sends_frames_as_arrow(live_server, kind, require):
     available = frames()
-    if kind not in available:
-        pytest.skip(f"{kind} is not installed")
+    require(kind in available, f"{kind} is installed (the test extra)")
     run, qrels = available[kind]
     api = Client(live_server)
     text = api.evaluate(DATA / "qrels.test", DATA / "results.test", measures=MEASURES)
