@@ -222,8 +222,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``qrels_prefs`` (preference judgments) read ``qrels`` as that format
     (:mod:`cranfield.prefs`) and return a :class:`cranfield.prefs.JgEvaluation`
     (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.prefs.format_jg`)
-    with their own measures; they take ``relevance_level`` (qrels_jg only), ``depth`` and
-    ``profile`` and refuse the other options.
+    with their own measures; they take ``relevance_level`` and ``judged_only`` (qrels_jg
+    only), ``depth``, ``complete_topics`` and ``profile`` and refuse the other options.
 
     ``topic_metadata`` (:mod:`cranfield.segments`): a path, text (``topic labels [weight]``
     lines) or a mapping ``{topic: {"segments": [...], "weight": w}}``: the evaluation then
@@ -331,21 +331,24 @@ def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
                               "['qrels', 'qrels_jg', 'prefs', 'qrels_prefs']",
                               field="options.qrels_format")
     check_options(relevance_level=o["relevance_level"], depth=o["depth"], collection_size=0)
-    refused = [k for k, off in (("judged_only", False), ("complete_topics", False),
-                                ("collection_size", 0), ("aggregation", "macro"),
+    refused = [k for k, off in (("collection_size", 0), ("aggregation", "macro"),
                                 ("zscores", None), ("topic_metadata", None))
                if o[k] != off]
     if qrels_format != "qrels_jg" and o["relevance_level"] != 1:
         refused.append("relevance_level")
+    if qrels_format != "qrels_jg" and o["judged_only"]:  # trec_eval's prefs ignore -J
+        refused.append("judged_only")
     if refused:
         raise EvaluationError(f"qrels_format {qrels_format!r} does not take "
                               f"{', '.join(refused)}", field=f"options.{refused[0]}")
     names = [measures] if isinstance(measures, str) else measures
     if qrels_format == "qrels_jg":
         return evaluate_jg(qrels, run, names, relevance_level=o["relevance_level"],
-                           depth=o["depth"], profile=o["profile"])
+                           depth=o["depth"], profile=o["profile"],
+                           complete_topics=o["complete_topics"], judged_only=o["judged_only"])
     return evaluate_prefs(qrels, run, names, depth=o["depth"], profile=o["profile"],
-                          qrels=qrels_format == "qrels_prefs")
+                          qrels=qrels_format == "qrels_prefs",
+                          complete_topics=o["complete_topics"])
 
 
 def _topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:

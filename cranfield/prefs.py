@@ -38,6 +38,9 @@ class JudgmentGroups:
 
     topics: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     source: str = "qrels_jg"
+    # the lines skipped as comments (trec_eval 10.0 skips them; 9.0.8 refuses them:
+    # _refuse_comments)
+    comment_lines: list[int] = field(default_factory=list)
 
 
 def _key(s: str) -> bytes:
@@ -148,7 +151,10 @@ def read_qrels_jg(source: Any, *, name: str | None = None) -> JudgmentGroups:
     jgs = JudgmentGroups(source=label)
     for n, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
-        if not fields or fields[0].startswith("#"):
+        if not fields:
+            continue
+        if fields[0].startswith("#"):
+            jgs.comment_lines.append(n)
             continue
         if len(fields) != 4:
             raise InputError(label, "a qrels_jg line has four fields (qid jg docno rel), "
@@ -169,10 +175,52 @@ def read_qrels_jg(source: Any, *, name: str | None = None) -> JudgmentGroups:
     return jgs
 
 
+BOGUS_DOCNO = "ceci_nest_pas_un_docno"  # trec_eval 10.0's one-document ranking under -c
+
+
+def _bogus(profile: str, complete: bool) -> bool:
+    """Whether a judged topic the run lacks is evaluated (trec_eval 10.0's -c, against a
+    ranking of one unjudged document); 9.0.8's -c only counts it in the divisor."""
+    from .measures.registry import PROFILES
+
+    return complete and PROFILES[profile].prints_topics_missing_from_run
+
+
+def _evaluated(run, judged: dict, profile: str, complete: bool) -> list[str]:
+    """The topics an evaluation walks, in strcmp order (for the budget, before any work)."""
+    if _bogus(profile, complete):
+        return sorted(judged, key=_key)
+    return [t for t in run.topics if t in judged]
+
+
+def _refuse_comments(judgments, profile: str) -> None:
+    """trec_eval 9.0.8's readers of prefs, qrels_prefs and qrels_jg files have no comment
+    lines: a ``#`` line is a malformed line to them ("Malformed line", exit 2), where 10.0
+    skips it. The 9.0.8 profile refuses it, naming the first."""
+    from .measures.registry import PROFILES
+
+    if judgments.comment_lines and not PROFILES[profile].skips_judgment_comments:
+        raise InputError(judgments.source, "trec_eval 9.0.8 reads no comment lines in "
+                         "this format (10.0 skips them): remove the line or evaluate with "
+                         "the trec_eval-10 profile", line=judgments.comment_lines[0])
+
+
 def _judged_topics(run, judged: dict, profile: str, depth: int | None,
-                   ties_ascending: bool = False):
+                   ties_ascending: bool = False, complete: bool = False):
     """(topic, its judgments, its ranking) for each topic of ``run`` that ``judged`` has, in
-    the run's (strcmp) order: the loop both judgment-group and preference evaluations make."""
+    the run's (strcmp) order: the loop both judgment-group and preference evaluations make.
+    With ``complete`` (-c) in trec_eval 10.0, every judged topic in strcmp order, one the
+    run lacks ranked as 10.0 ranks it: the single unjudged document ``BOGUS_DOCNO``."""
+    if _bogus(profile, complete):
+        index = {topic: t for t, topic in enumerate(run.topics)}
+        for topic in sorted(judged, key=_key):
+            if topic not in index:
+                yield topic, judged[topic], [BOGUS_DOCNO][:depth]
+                continue
+            yield topic, judged[topic], _ranking(
+                run, np.flatnonzero(run.topic_index == index[topic]), profile, depth,
+                ties_ascending=ties_ascending)
+        return
     for t, topic in enumerate(run.topics):
         if topic in judged:
             yield topic, judged[topic], _ranking(run, np.flatnonzero(run.topic_index == t),
@@ -244,6 +292,19 @@ class JgEvaluation:
         return {k: (s if k in self.counts else s / n if n else 0.0) for k, s in sums.items()}
 
 
+HEADER = ("runid", "num_q")
+
+
+def _header(measures: list[str] | None, nicknames: tuple[str, ...]) -> tuple[str, ...]:
+    """Which of runid and num_q the summary prints: those asked for by name or through a
+    nickname (each of trec_eval's nicknames lists both first); no measures means the
+    format's nickname."""
+    asked = {m.strip() for spec in measures or [nicknames[0]] for m in spec.split(",")}
+    if asked & set(nicknames):
+        return HEADER
+    return tuple(h for h in HEADER if h in asked)
+
+
 def _names(measures: list[str] | None) -> list[str]:
     wanted: list[str] = []
     for spec in measures or ["qrels_jg"]:
@@ -253,6 +314,8 @@ def _names(measures: list[str] | None) -> list[str]:
                 wanted.extend(JG_MEASURES)
             elif m in JG_MEASURES:
                 wanted.append(m)
+            elif m in HEADER:  # printed by format_jg (JgEvaluation.header)
+                continue
             else:
                 raise MeasureError(m, "is not computed from judgment groups (-R qrels_jg)",
                                    list(("qrels_jg",) + JG_MEASURES))
@@ -290,31 +353,42 @@ def _check_budget(names: list[str], judged: list[int], pairs: bool) -> None:
 
 def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
                 relevance_level: int = 1, depth: int | None = None,
-                profile: str = "trec_eval-10") -> JgEvaluation:
+                profile: str = "trec_eval-10", complete_topics: bool = False,
+                judged_only: bool = False) -> JgEvaluation:
     """Evaluate ``run`` against judgment groups (``qrels``: a :class:`JudgmentGroups` or what
     :func:`read_qrels_jg` reads). Topics are those of the run that the qrels judge, in
     strcmp order; each ``*_avgjg`` value is the mean over the topic's groups (the sum when
     there is one group), each group scored as trec_eval's ``map``, ``P`` and ``Rprec_mult``
-    (0/0 gives 0)."""
+    (0/0 gives 0). ``complete_topics`` (-c): the mean is over every judged topic (10.0 also
+    prints the ones the run lacks, scored on its one-document bogus ranking: 0);
+    ``judged_only`` (-J): each group's ranking keeps the documents that group judged (rel
+    >= 0), in rank order, after ``depth`` (form_res_rels_jg.c)."""
     from .io import read_run
 
     if not isinstance(qrels, JudgmentGroups):
         qrels = read_qrels_jg(qrels)
+    _refuse_comments(qrels, profile)
     run = read_run(run)
     names = _names(measures)
     _check_budget(names, [sum(len(g) for g in qrels.topics[t].values())
-                          for t in run.topics if t in qrels.topics], pairs=False)
+                          for t in _evaluated(run, qrels.topics, profile, complete_topics)],
+                  pairs=False)
     per_topic: dict[str, dict[str, float]] = {}
-    for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth):
+    for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth,
+                                                complete=complete_topics):
         sums = dict.fromkeys(names, 0.0)
         for jg in sorted(groups, key=_key):
-            values = _group_values(ranked, groups[jg], relevance_level)
+            judged = groups[jg]
+            mine = [d for d in ranked if judged.get(d, -1) >= 0] if judged_only else ranked
+            values = _group_values(mine, judged, relevance_level)
             for k in names:
                 sums[k] += values[k]
         if len(groups) > 1:
             sums = {k: v / len(groups) for k, v in sums.items()}
         per_topic[topic] = sums
-    return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names)
+    return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names,
+                        header=_header(measures, ("qrels_jg",)),
+                        num_q=len(qrels.topics) if complete_topics else None)
 
 
 def _num(ev: JgEvaluation, name: str, value: float) -> str:
@@ -361,6 +435,7 @@ class Preferences:
 
     topics: dict[str, list[tuple[str, str, str, float]]] = field(default_factory=dict)
     source: str = "prefs"
+    comment_lines: list[int] = field(default_factory=list)  # as JudgmentGroups'
 
 
 def _read_bytes(source: Any, name: str | None, kind: str) -> tuple[str, str]:
@@ -391,7 +466,10 @@ def read_prefs(source: Any, *, name: str | None = None, qrels: bool = False) -> 
     prefs = Preferences(source=label)
     for n, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
-        if not fields or fields[0].startswith("#"):
+        if not fields:
+            continue
+        if fields[0].startswith("#"):
+            prefs.comment_lines.append(n)
             continue
         if len(fields) != width:
             grammar = "qid jg docno rel" if qrels else "qid jg jsg docno rel_level"
@@ -669,6 +747,8 @@ def _prefs_names(measures: list[str] | None) -> list[str]:
                 wanted.update(PREFS_MEASURES[:6])
             elif m in PREFS_MEASURES:
                 wanted.add(m)
+            elif m in HEADER:  # printed by format_jg (JgEvaluation.header)
+                continue
             else:
                 raise MeasureError(m, "is not computed from preferences (-R prefs / "
                                    "qrels_prefs)", ["all_prefs", *PREFS_MEASURES[:4]])
@@ -677,25 +757,35 @@ def _prefs_names(measures: list[str] | None) -> list[str]:
 
 def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
                    depth: int | None = None, profile: str = "trec_eval-10",
-                   qrels: bool = False) -> JgEvaluation:
+                   qrels: bool = False, complete_topics: bool = False) -> JgEvaluation:
     """Evaluate ``run`` against preference judgments (a :class:`Preferences` or what
     :func:`read_prefs` reads; ``qrels=True`` reads a qrels file as trec_eval's
     ``-R qrels_prefs``). Topics: those of the run that have preferences, in strcmp order.
     The three ``prefs_num_*`` counts are summed in the summary; the ratios are averaged,
-    a 0/0 ratio giving 0."""
+    a 0/0 ratio giving 0. ``complete_topics`` (-c): the ratios' mean is over every topic
+    with preferences (10.0 also evaluates the ones the run lacks, on its one-document bogus
+    ranking, and adds their counts)."""
     from .io import read_run
+    from .measures.registry import PROFILES
 
     if not isinstance(prefs, Preferences):
         prefs = read_prefs(prefs, qrels=qrels)
+    _refuse_comments(prefs, profile)
     run = read_run(run)
     names = _prefs_names(measures)
+    as_float = PROFILES[profile].float32_scores  # its sims and rel_levels alike
     _check_budget(names, [len({d for _, _, d, _ in prefs.topics[t]})
-                          for t in run.topics if t in prefs.topics], pairs=True)
+                          for t in _evaluated(run, prefs.topics, profile, complete_topics)],
+                  pairs=True)
     per_topic: dict[str, dict[str, float]] = {}
     for topic, items, ranked in _judged_topics(run, prefs.topics, profile, depth,
-                                               ties_ascending=True):
+                                               ties_ascending=True, complete=complete_topics):
+        if as_float:  # 9.0.8 reads rel_level into a C float: 2 and 2.00000001 are one level
+            items = [(jg, jsg, d, float(np.float32(level))) for jg, jsg, d, level in items]
         njr, nj, groups, ca = _topic_groups(items, ranked, prefs.source, topic)
         values = _prefs_values(njr, nj, groups, ca)
         per_topic[topic] = {k: values[k] for k in names}
     return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names,
-                        counts=frozenset(PREFS_COUNTS))
+                        counts=frozenset(PREFS_COUNTS),
+                        header=_header(measures, ("all_prefs", "prefs")),
+                        num_q=len(prefs.topics) if complete_topics else None)

@@ -47,14 +47,19 @@ class Profile:
     # -c: a qrels topic missing from the run keeps the values of the one-document ranking
     # (10.0; the reset measures aside); 9.0.8 scores it 0
     keeps_missing_topic_values: bool
+    # a line of a prefs, qrels_prefs or qrels_jg file starting with '#' is a comment (10.0);
+    # 9.0.8's readers of those formats have no comments and refuse it (cranfield.prefs)
+    skips_judgment_comments: bool
 
 
 # by name, in the order they are listed (the first is the default)
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("trec_eval-9.0.8", float32_scores=True, rounded_recall_cutoffs=False,
-            prints_topics_missing_from_run=False, keeps_missing_topic_values=False),
+            prints_topics_missing_from_run=False, keeps_missing_topic_values=False,
+            skips_judgment_comments=False),
     Profile("trec_eval-10", float32_scores=False, rounded_recall_cutoffs=True,
-            prints_topics_missing_from_run=True, keeps_missing_topic_values=True),
+            prints_topics_missing_from_run=True, keeps_missing_topic_values=True,
+            skips_judgment_comments=True),
 )}
 DEFAULT_PROFILE = "trec_eval-9.0.8"
 

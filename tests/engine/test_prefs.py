@@ -69,15 +69,21 @@ def test_cli_refuses_what_it_cannot_do(tmp_path, capsys):
     q, r = tmp_path / "q", tmp_path / "r"
     q.write_text(QRELS)
     r.write_text("q Q0 d1 1 3 run\nq Q0 d2 2 2 run\n")
-    assert main(["eval", "-R", "qrels_jg", "-c", str(q), str(r)]) == 2
-    assert "does not take -c" in capsys.readouterr().err
+    assert main(["eval", "-R", "prefs", "-J", str(q), str(r)]) == 2
+    assert "does not take -J" in capsys.readouterr().err
     assert main(["eval", "-R", "prefs", "-l", "2", str(q), str(r)]) == 2
     assert "does not take -l" in capsys.readouterr().err
-    assert main(["eval", "-R", "qrels_jg", "-m", "map_avgjg", str(q), str(r)]) == 0
+    # QRELS has a comment line: 10.0's (9.0.8 refuses it: test_prefs_differential)
+    assert main(["eval", "--profile", "trec_eval-10", "-R", "qrels_jg", "-m", "map_avgjg",
+                 str(q), str(r)]) == 0
     out = capsys.readouterr().out
-    # this run lacks d3: A gets (1/1) / 2, B (1/2) / 1, mean 0.5
-    assert out == ("runid                 \tall\trun\nnum_q                 \tall\t1\n"
-                   "map_avgjg             \tall\t0.5000\n")
+    # this run lacks d3: A gets (1/1) / 2, B (1/2) / 1, mean 0.5; runid and num_q are
+    # printed when measured (the nickname qrels_jg names them, -m map_avgjg does not)
+    assert out == "map_avgjg             \tall\t0.5000\n"
+    assert main(["eval", "--profile", "trec_eval-10", "-R", "qrels_jg", "-m", "num_q",
+                 "-m", "map_avgjg", str(q), str(r)]) == 0
+    assert capsys.readouterr().out == ("num_q                 \tall\t1\n"
+                                       "map_avgjg             \tall\t0.5000\n")
 
 
 # --- preferences (-R prefs, -R qrels_prefs) ---
@@ -173,7 +179,7 @@ def test_library_evaluate_takes_qrels_format():
     ev = cranfield.evaluate(str(te / "qrels.123"), str(te / "results.test"),
                             qrels_format="qrels_jg")
     assert format_jg(ev, per_topic=True) == (te / "out.test.qrels_jg").read_text()
-    with pytest.raises(EvaluationError, match="complete_topics"):
-        cranfield.evaluate(QRELS, RUN, qrels_format="qrels_jg", complete_topics=True)
+    with pytest.raises(EvaluationError, match="judged_only"):
+        cranfield.evaluate(PREFS, RUN, qrels_format="prefs", judged_only=True)
     with pytest.raises(EvaluationError, match="qrels_format"):
         cranfield.evaluate(QRELS, RUN, qrels_format="trec")

@@ -63,8 +63,10 @@ for profile, folder, tag in ((V9, TE / "v9.0.8", "9.0.8"), (V10, TE, "10")):
                               id=f"{tag}-out.test.aqZ"))
 # -R qrels_jg (judgment groups): 9.0.8's expected file is byte-identical to 10.0's (MANIFEST),
 # so both profiles are held to the one top-level copy, from both qrels files of the quicktest
+# (the files with comment lines are 10.0's: 9.0.8 refuses them, as its profile does:
+# test_prefs_differential.test_upstream_comment_files_are_10_0_s)
 for profile, tag in ((V9, "9.0.8"), (V10, "10")):
-    for qrels in ("qrels.123", "qrels.comments.123"):
+    for qrels in ("qrels.123", "qrels.comments.123")[:1 if profile == V9 else 2]:
         CASES.append(pytest.param(profile, ["-m", "qrels_jg", "-q", "-R", "qrels_jg"],
                                   TE / qrels, TE / "results.test", TE / "out.test.qrels_jg",
                                   id=f"{tag}-out.test.qrels_jg-{qrels}"))
@@ -74,6 +76,8 @@ for profile, tag in ((V9, "9.0.8"), (V10, "10")):
             ("prefs", "prefs.test", "prefs.results.test", "out.test.prefs"),
             ("prefs", "prefs.comment.test", "prefs.results.test", "out.test.prefs"),
             ("qrels_prefs", "qrels.test", "results.test", "out.test.qrels_prefs")):
+        if profile == V9 and "comment" in qrels:
+            continue
         CASES.append(pytest.param(profile, ["-m", "all_prefs", "-q", "-R", fmt], TE / qrels,
                                   TE / run, TE / expected, id=f"{tag}-{expected}-{qrels}"))
 EDGE_FLAGS = {

@@ -1,0 +1,191 @@
+"""Preferences and judgment groups against the real trec_eval binaries, on random cases
+(issue #28).
+
+Data: tests/data/trec_eval_prefs_random, made by its make_expected.py from a fixed seed:
+54 random cases in -R prefs, -R qrels_prefs and -R qrels_jg (1-6 topics, 0-40 judged docs a
+topic, one to three judgment groups with one or several sub-groups, rel levels 0..3 and a
+few fractions or -1, ties in scores and ties only in float32, judged topics the run lacks and
+run topics without judgments, -q / -c / -M / -l and measure lists), each with the stdout of
+the unmodified trec_eval 9.0.8 and 10.0 binaries (MANIFEST.md: builds, commands).
+
+Every case goes through ``cranfield eval`` and through the library
+(``cranfield.evaluate(..., qrels_format=...)`` then ``format_jg``), in the profile of each
+binary, and must print that binary's bytes. Where 10.0 stops at a judged topic the run lacks
+(exit 4, its stdout the topics before it), Cranfield prints those bytes first and then goes
+on as 10.0 does on the judgments of the run's topics only (``.skip.out``): it skips the
+topic, as 9.0.8 does (README: Semantics).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import cranfield
+from cranfield.cli import main
+from cranfield.prefs import format_jg
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_prefs_random"
+TABLE = json.loads((DATA / "cases.json").read_text())
+PROFILES = {"v9.0.8": "trec_eval-9.0.8", "v10.0": "trec_eval-10"}
+
+
+def _make_expected():
+    """make_expected.py, the script that made the cases and ran the binaries, as a module."""
+    spec = importlib.util.spec_from_file_location("make_expected", DATA / "make_expected.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE_EXPECTED = _make_expected()
+
+
+def _want(row: dict, tag: str) -> tuple[str, str | None]:
+    """(the bytes Cranfield must print in the profile of binary ``tag``, the judgments text
+    to give it in place of the case's file, or None: the file)."""
+    done = row[tag]
+    out = (DATA / "expected" / f"{row['case']}.{tag}.out").read_text()
+    if done["status"] == 0:
+        assert done["stderr"] == ""
+        return out, None
+    if tag == "v10.0":  # 10.0 without -c stops at a judged topic the run lacks
+        assert done["status"] == 4 and "not found in qrels" in done["stderr"], done
+        assert "-c" not in row["flags"]
+        skip = done["skip"]
+        assert skip["status"] == 0 and skip["stderr"] == ""
+        want = (DATA / "expected" / skip["file"]).read_text()
+        assert want.startswith(out)  # what 10.0 printed before it stopped is the same
+        return want, None
+    # 9.0.8 has no comment lines: "Malformed line" (test_9_0_8_refuses_comment_lines);
+    # the values: 9.0.8 on the same judgments without them
+    assert done["status"] == 2 and "Malformed line" in done["stderr"], done
+    assert out == ""
+    plain = done["uncommented"]
+    assert plain["status"] == 0 and plain["stderr"] == ""
+    return ((DATA / "expected" / plain["file"]).read_text(),
+            MAKE_EXPECTED.uncommented(_judgments(row).read_text()))
+
+
+def _judgments(row: dict) -> Path:
+    return DATA / "inputs" / f"{row['case']}.judgments"
+
+
+def _run(row: dict) -> Path:
+    return DATA / "inputs" / f"{row['case']}.run"
+
+
+def _source(row: dict, text: str | None, tmp_path: Path) -> Path:
+    if text is None:
+        return _judgments(row)
+    path = tmp_path / "judgments"
+    path.write_text(text)
+    return path
+
+
+CASES = [pytest.param(row, tag, id=f"{row['case']}-{tag}") for row in TABLE for tag in PROFILES]
+
+
+def test_the_table_is_what_the_script_makes():
+    """The committed inputs are make_expected.py's cases (seed, flags), and cover what the
+    differential is for."""
+    made = MAKE_EXPECTED.make_cases()
+    assert [c["case"] for c in made] == [r["case"] for r in TABLE]
+    for case, row in zip(made, TABLE, strict=True):
+        assert case["flags"] == row["flags"] and case["format"] == row["format"]
+        assert (DATA / "inputs" / f"{row['case']}.judgments").read_text() == case["judgments"]
+        assert (DATA / "inputs" / f"{row['case']}.run").read_text() == case["run"]
+    assert {r["format"] for r in TABLE} == {"prefs", "qrels_prefs", "qrels_jg"}
+    flags = [f for r in TABLE for f in r["flags"]]
+    assert {"-q", "-c", "-M", "-l"} <= set(flags)
+    assert any(r["v10.0"]["status"] == 4 for r in TABLE)  # judged topics the run lacks
+
+
+@pytest.mark.parametrize("row, tag", CASES)
+def test_cli_prints_the_binary_s_bytes(capsys, tmp_path, row, tag):
+    want, text = _want(row, tag)
+    code = main(["eval", "--profile", PROFILES[tag], *row["flags"], "-R", row["format"],
+                 str(_source(row, text, tmp_path)), str(_run(row))])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == want
+
+
+def _library_options(flags: list[str]) -> tuple[list[str], dict, bool, bool]:
+    """trec_eval's flags as evaluate()'s arguments: measures, options, -q, summary."""
+    measures, options, per_topic = [], {}, False
+    it = iter(flags)
+    for flag in it:
+        if flag == "-m":
+            measures.append(next(it))
+        elif flag == "-q":
+            per_topic = True
+        elif flag == "-c":
+            options["complete_topics"] = True
+        elif flag == "-M":
+            options["depth"] = int(next(it))
+        elif flag == "-l":
+            options["relevance_level"] = int(next(it))
+        elif flag == "-J":
+            options["judged_only"] = True
+        else:
+            raise AssertionError(flag)
+    return measures, options, per_topic, True
+
+
+@pytest.mark.parametrize("row, tag", CASES)
+def test_library_gives_the_binary_s_values(tmp_path, row, tag):
+    want, text = _want(row, tag)
+    measures, options, per_topic, summary = _library_options(row["flags"])
+    ev = cranfield.evaluate(_source(row, text, tmp_path), _run(row), measures,
+                            qrels_format=row["format"], profile=PROFILES[tag], **options)
+    assert format_jg(ev, per_topic=per_topic, summary=summary) == want
+
+
+COMMENTED = [row for row in TABLE if row["v9.0.8"]["status"] == 2]
+
+
+@pytest.mark.parametrize("row", COMMENTED, ids=[r["case"] for r in COMMENTED])
+def test_9_0_8_refuses_comment_lines_10_skips_them(capsys, row):
+    """trec_eval 9.0.8's readers of prefs, qrels_prefs and qrels_jg files have no comment
+    lines: it stops at the first '#' line ("Malformed line N", exit 2) where 10.0 skips it.
+    The 9.0.8 profile refuses it naming that line, on the command line and in the library;
+    the 10.0 profile reads the file (test_cli_prints_the_binary_s_bytes holds its values)."""
+    line = int(row["v9.0.8"]["stderr"].split("Malformed line ")[1].split()[0])
+    text = _judgments(row).read_text().splitlines()
+    assert text[line - 1].startswith("# comment")  # the line 9.0.8 names is the comment
+    assert not any(x.startswith("#") for x in text[:line - 1])
+    code = main(["eval", "--profile", "trec_eval-9.0.8", *row["flags"], "-R", row["format"],
+                 str(_judgments(row)), str(_run(row))])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert f":{line}: " in err and "comment" in err  # path:line: reason
+    measures, options, _, _ = _library_options(row["flags"])
+    with pytest.raises(cranfield.InputError) as caught:
+        cranfield.evaluate(_judgments(row), _run(row), measures, qrels_format=row["format"],
+                           profile="trec_eval-9.0.8", **options)
+    assert caught.value.line == line
+    ev = cranfield.evaluate(_judgments(row), _run(row), measures, qrels_format=row["format"],
+                            profile="trec_eval-10", **options)
+    assert ev.per_topic
+
+
+TE = DATA.parent / "trec_eval"
+
+
+@pytest.mark.parametrize("fmt, judgments, run, line", [
+    ("prefs", "prefs.comment.test", "prefs.results.test", 1),
+    ("qrels_jg", "qrels.comments.123", "results.test", 2)])
+def test_upstream_comment_files_are_10_0_s(capsys, fmt, judgments, run, line):
+    """trec_eval 10.0's quicktest reads prefs.comment.test and qrels.comments.123 (its
+    out.test.prefs and out.test.qrels_jg: the conformance test); the 9.0.8 binary stops at
+    their first comment line ("trec_eval.get_prefs: Malformed line 1", "get_qrels_jg:
+    Malformed line 2", exit 2: MANIFEST.md), and so does its profile."""
+    code = main(["eval", "--profile", "trec_eval-9.0.8", "-q", "-R", fmt, str(TE / judgments),
+                 str(TE / run)])
+    out, err = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert f"{judgments}:{line}: trec_eval 9.0.8 reads no comment lines" in err
