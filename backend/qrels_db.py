@@ -52,7 +52,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from . import keys
 from . import store as cache_store
 from .results import SHARED, Base
-from .store import Busy, NotFound, canonical_text, check_if_match, describe, split_ref
+from .store import Busy, NotFound, check_if_match, split_ref, version_text
 
 log = logging.getLogger("cranfield.qrels")
 
@@ -305,9 +305,8 @@ class DurableStore:
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels, if_match: str | None = None,
-                  diversity: bool = False) -> tuple[dict, bool]:
-        text = canonical_text(qrels, diversity)
-        meta = describe(qrels, text, diversity)
+                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+        text, meta = version_text(qrels, diversity, qrels_format)
         blob = zlib.compress(text, 6)
         self.prepare()
         # dropped before as well as after: were the cache unreachable, nothing is written
@@ -369,8 +368,8 @@ class DurableStore:
                     self.cache.cache_put_text(qrels_id, meta["version"], meta["sha256"], data)
             return data
 
-        return (cache_store.QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)),
-                meta)
+        return (cache_store.QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False),
+                                            meta.get("qrels_format", "qrels")), meta)
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
         self.prepare()

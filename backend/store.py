@@ -58,6 +58,46 @@ class Busy(StoreError):
 # comment to the reader, and part of the digest, so ad hoc and subtopic readings of the same
 # lines are different versions.
 CANONICAL_HEADER = {False: b"# cranfield-qrels-2 adhoc\n", True: b"# cranfield-qrels-2 subtopics\n"}
+# The kinds trec_eval reads with -R (issue #28) have their own header, so that the same lines
+# stored as plain qrels and as judgment groups are different versions
+KIND_HEADER = {kind: f"# cranfield-qrels-2 {kind}\n".encode() for kind in
+               ("qrels_jg", "prefs", "qrels_prefs")}
+
+
+def _level_text(level: float) -> str:
+    """A preference's rel_level as the canonical text writes it: an integral value as an
+    integer (``1``), another as Python's shortest round-trip repr (``0.5``, ``1e-05``)."""
+    return str(int(level)) if level.is_integer() and abs(level) < 2.0**53 else repr(level)
+
+
+def canonical_kind_text(judgments, qrels_format: str) -> bytes:
+    """Judgment groups (``qrels_jg``: ``qid jg docno rel``) or preferences (``prefs``:
+    ``qid jg jsg docno rel_level``; ``qrels_prefs``: ``qid jg docno rel_level``) as text of
+    that format, the kind's header first, lines in byte order: what
+    :func:`cranfield.prefs.read_qrels_jg` / :func:`cranfield.prefs.read_prefs` read back to
+    the same judgments (the grammar keeps spaces out of ids)."""
+    if qrels_format == "qrels_jg":
+        rows = [f"{t} {jg} {d} {rel}" for t, groups in judgments.topics.items()
+                for jg, docs in groups.items() for d, rel in docs.items()]
+    elif qrels_format == "qrels_prefs":
+        rows = [f"{t} {jg} {d} {_level_text(level)}" for t, items in judgments.topics.items()
+                for jg, _, d, level in items]
+    else:
+        rows = [f"{t} {jg} {jsg} {d} {_level_text(level)}"
+                for t, items in judgments.topics.items() for jg, jsg, d, level in items]
+    rows.sort(key=lambda r: r.encode("utf-8", "surrogateescape"))
+    return KIND_HEADER[qrels_format] + "".join(r + "\n" for r in rows).encode(
+        "utf-8", "surrogateescape")
+
+
+def read_kind(data: bytes, qrels_format: str, name: str = "qrels"):
+    """Judgments of a kind trec_eval reads with -R from their text: the one reader of each
+    (:mod:`cranfield.prefs`)."""
+    from cranfield.prefs import read_prefs, read_qrels_jg
+
+    if qrels_format == "qrels_jg":
+        return read_qrels_jg(bytes(data), name=name)
+    return read_prefs(bytes(data), name=name, qrels=qrels_format == "qrels_prefs")
 
 
 def canonical_text(qrels: Qrels, diversity: bool = False) -> bytes:
@@ -76,14 +116,33 @@ def canonical_text(qrels: Qrels, diversity: bool = False) -> bytes:
     return CANONICAL_HEADER[bool(diversity)] + body
 
 
-def describe(qrels: Qrels, text: bytes, diversity: bool = False) -> dict:
+def describe(qrels: Qrels, text: bytes, diversity: bool = False,
+             qrels_format: str = "qrels") -> dict:
+    """The metadata of a version (``text``: its canonical text). A kind read with -R
+    (``qrels_format``) counts its lines as judgments and their last field as the grade."""
     grades: dict[str, int] = {}
-    for g in qrels.grades.tolist():
+    if qrels_format == "qrels":
+        judged = qrels.grades.tolist()
+    else:
+        judged = [line.rsplit(b" ", 1)[1].decode() for line in text.splitlines()[1:]]
+    for g in judged:
         grades[str(g)] = grades.get(str(g), 0) + 1
     digest = hashlib.sha256(text).hexdigest()
-    return {"version": digest[:VERSION_CHARS], "sha256": digest, "topics": len(qrels.topics),
-            "judgments": len(qrels), "judgments_per_grade": dict(sorted(grades.items())),
+    meta = {"version": digest[:VERSION_CHARS], "sha256": digest, "topics": len(qrels.topics),
+            "judgments": len(judged), "judgments_per_grade": dict(sorted(grades.items())),
             "size_bytes": len(text), "diversity": bool(diversity)}
+    if qrels_format != "qrels":  # a plain version's metadata stays as it was
+        meta["qrels_format"] = qrels_format
+    return meta
+
+
+def version_text(qrels, diversity: bool = False, qrels_format: str = "qrels"
+                 ) -> tuple[bytes, dict]:
+    """(canonical text, metadata) of a version to store: plain qrels or a kind read with -R
+    (``qrels_format``: ``qrels_jg``, ``prefs``, ``qrels_prefs``)."""
+    text = (canonical_text(qrels, diversity) if qrels_format == "qrels"
+            else canonical_kind_text(qrels, qrels_format))
+    return text, describe(qrels, text, diversity, qrels_format)
 
 
 class QrelsCache:
@@ -96,15 +155,19 @@ class QrelsCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, sha256: str, blob_loader, diversity: bool) -> Qrels:
+    def get(self, sha256: str, blob_loader, diversity: bool, qrels_format: str = "qrels"):
         with self._lock:
             if sha256 in self._items:
                 self.hits += 1
                 self._items.move_to_end(sha256)
                 return self._items[sha256]
             self.misses += 1
-        qrels = cranfield.read_qrels(zlib.decompress(blob_loader()), name="qrels",
-                                     diversity=diversity)
+        text = zlib.decompress(blob_loader())
+        qrels = (cranfield.read_qrels(text, name="qrels", diversity=diversity)
+                 if qrels_format == "qrels"
+                 # the kind's header is the store's line, not a comment of the judgments
+                 # (trec_eval 9.0.8 refuses comment lines in these files)
+                 else read_kind(text.removeprefix(KIND_HEADER[qrels_format]), qrels_format))
         with self._lock:
             self._items[sha256] = qrels
             while len(self._items) > self.size:
@@ -151,9 +214,8 @@ class RedisStore:
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
-                  diversity: bool = False) -> tuple[dict, bool]:
-        text = canonical_text(qrels, diversity)
-        meta = describe(qrels, text, diversity)
+                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+        text, meta = version_text(qrels, diversity, qrels_format)
         version = meta["version"]
         base, order = keys.qrels(self.prefix, qrels_id), keys.qrels_order(self.prefix, qrels_id)
         with self.redis.pipeline() as pipe:
@@ -217,7 +279,8 @@ class RedisStore:
                 raise NotFound(f"qrels {ref!r} was deleted")
             return data
 
-        return QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False)), meta
+        return QRELS_CACHE.get(meta["sha256"], blob, meta.get("diversity", False),
+                               meta.get("qrels_format", "qrels")), meta
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
         index = keys.qrels_index(self.prefix)
@@ -387,9 +450,8 @@ class MemoryStore:
             return self._tenants.setdefault(tenant, MemoryStore(parent=self))
 
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
-                  diversity: bool = False) -> tuple[dict, bool]:
-        text = canonical_text(qrels, diversity)
-        meta = describe(qrels, text, diversity)
+                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+        text, meta = version_text(qrels, diversity, qrels_format)
         with self._lock:
             order = self._order.get(qrels_id, [])
             latest = order[-1] if order else None
@@ -419,7 +481,8 @@ class MemoryStore:
         qrels_id, version = split_ref(ref)
         meta = self.meta(qrels_id, version)
         return QRELS_CACHE.get(meta["sha256"], lambda: self._texts[meta["sha256"]],
-                               meta.get("diversity", False)), meta
+                               meta.get("diversity", False),
+                               meta.get("qrels_format", "qrels")), meta
 
     def list_qrels(self, offset: int, limit: int) -> tuple[list[dict], int]:
         with self._lock:

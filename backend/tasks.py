@@ -194,6 +194,9 @@ def _load_qrels(store, job: Job, measures: list[str] | None = None):
         qrels, meta = store.scoped(job.tenant).load_qrels(source.ref)
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
     raw = store.get_blob(source.key)
+    kind = job.options.get("qrels_format", "qrels")
+    if kind != "qrels":  # judgment groups or preferences: their reader (text or JSON shape)
+        return (*_read_kind(raw, kind, source), None)
     subtopics = needs_subtopics(job.measures if measures is None else measures,
                                 job.options["profile"])
     if source.format == "json":
@@ -204,6 +207,24 @@ def _load_qrels(store, job: Job, measures: list[str] | None = None):
                                           **bounds_for(job.table_bounds, "qrels"))
         return qrels, columns_sha256(qrels), None
     return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics), source.sha256, None)
+
+
+def _read_kind(raw: bytes, kind: str, source) -> tuple:
+    """(judgment groups or preferences, SHA-256) of an inline input of ``kind``, as the
+    synchronous path reads it (``service.rel_formats.read_rel_qrels``): text hashed as
+    sent, the JSON shape by the canonical text a stored version of the kind keeps."""
+    import orjson
+
+    from cranfield.prefs import read_prefs, read_qrels_jg
+
+    from .store import canonical_kind_text, read_kind
+
+    if source.format != "json":
+        return read_kind(raw, kind), source.sha256 or hashlib.sha256(raw).hexdigest()
+    value = orjson.loads(raw)
+    read = (read_qrels_jg(value, name="qrels") if kind == "qrels_jg" else
+            read_prefs(value, name="qrels", qrels=kind == "qrels_prefs"))
+    return read, hashlib.sha256(canonical_kind_text(read, kind)).hexdigest()
 
 
 def _drop_inputs(store, keys) -> None:
@@ -254,6 +275,12 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
         raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
+    if job.options.get("qrels_format", "qrels") != "qrels":  # judgment groups, preferences
+        from cranfield.jg_document import jg_document
+
+        return jg_document(ev, job.options, run.topics, qrels.topics, run_digest, qrels_digest,
+                           per_topic=job.per_topic, qrels_version=qrels_version,
+                           latency_ms=job.latency_ms)
     details = details_for(ev, run, qrels, job.details_depth) if job.details else None
     doc = evaluation_document(ev, job.document_settings(), run_digest, qrels_digest, details,
                               qrels_version)

@@ -101,6 +101,10 @@ def check_measure_instances(req: dict) -> None:
     budget otherwise), for a request answered here and one queued alike."""
     from cranfield.names import resolve
 
+    if req["options"].get("qrels_format", "qrels") != "qrels":  # judgment groups, prefs
+        from .rel_formats import check_rel_measures
+
+        return check_rel_measures(req)
     profile = req["options"]["profile"]
     limit = current_app.config["MAX_MEASURE_INSTANCES"]
     check_measure_parameters(req["measures"])
@@ -133,6 +137,7 @@ def enqueue_evaluation(req: dict) -> Response:
     # SHA-256 is its job's to compute.
     pieces = []
     if (backend.kind == "redis" and run_format == "trec"
+            and req["options"].get("qrels_format", "qrels") == "qrels"  # no shards of prefs
             and len(run_bytes) >= cfg["SHARD_MIN_BYTES"] and cfg["SHARDS"] > 1):
         pieces = split_trec_text(run_bytes, cfg["SHARDS"])
     if len(pieces) > 1:
@@ -154,7 +159,9 @@ def submission(req: dict) -> tuple[str, dict]:
     job_id = check_job_cap()
     qrels = None
     if req.get("qrels_id"):
-        _, meta = stored_qrels(req["qrels_id"])
+        # an evaluation reads the stored kind it resolved (service.rel_formats)
+        kind = (req.get("options") or {}).get("qrels_format", "qrels")
+        _, meta = stored_qrels(req["qrels_id"], kinds=(kind,))
         qrels = QrelsInput(ref=f"{meta['id']}@{meta['version']}")
     elif req.get("qrels") is not None:
         data, fmt = serialised(req.pop("qrels"), "qrels", "qrels")

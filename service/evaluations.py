@@ -29,6 +29,7 @@ from .evaluation_request import form_body, load_body
 from .inputs import engine_problem, read_inputs
 from .negotiation import negotiate
 from .problems import Problem
+from .rel_formats import check_rel_request, evaluate_rel, resolve_format
 from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, strict_bool
 from .timing import timed
 from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
@@ -187,6 +188,11 @@ def create_evaluation():
                     "application/json, text/plain (trec_eval's text), text/csv or text/html "
                     "(a report page)")
     req = load_request(fmt)
+    if resolve_format(req) != "qrels":  # judgment groups, preferences (trec_eval -R)
+        check_rel_request(req, fmt)
+        if not wants_async():
+            with timed("evaluate"):
+                return evaluate_rel(req, fmt)
     if wants_async():
         with timed("enqueue"):
             return enqueue_evaluation(req)

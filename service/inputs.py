@@ -21,6 +21,7 @@ from flask import current_app
 
 import cranfield
 from backend import contract
+from backend.store import split_ref
 from cranfield import CranfieldError, columnar, read_qrels, read_run
 from cranfield.json_body import Columns, columns_sha256, mapping_sha256
 from cranfield.names import needs_subtopics
@@ -168,13 +169,23 @@ def measure_problem(exc: cranfield.MeasureError, names: list[str] | None) -> Pro
     return from_engine_error(exc, path)
 
 
-def stored_qrels(ref: str):
+def stored_qrels(ref: str, kinds: tuple[str, ...] = ("qrels",)):
     """(qrels, metadata) of the caller's tenant's stored qrels ``ref`` (``id`` or
-    ``id@version``); 422 naming ``qrels_id`` when there are none such."""
+    ``id@version``); 422 naming ``qrels_id`` when there are none such, or when they are of a
+    kind (``qrels_format``: judgment groups, preferences) not among ``kinds`` (comparisons
+    and pools read ad hoc qrels only)."""
     from backend.store import StoreError
 
+    scoped = current_app.extensions["cranfield"].store.scoped(current_tenant())
     try:
-        return current_app.extensions["cranfield"].store.scoped(current_tenant()).load_qrels(ref)
+        qrels_id, version = split_ref(ref)
+        kind = scoped.meta(qrels_id, version).get("qrels_format", "qrels")
+        if kind not in kinds:
+            raise Problem(422, "Invalid request", f"stored qrels {ref!r} are {kind} "
+                          f"judgments; this request reads {' or '.join(kinds)}",
+                          kind="invalid-request", errors={"qrels_id": [
+                              f"qrels_format {kind}: not one this request reads"]})
+        return scoped.load_qrels(ref)
     except StoreError as exc:
         raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
                       errors={"qrels_id": [str(exc)]}) from None

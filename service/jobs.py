@@ -66,6 +66,7 @@ def _rendered(job: dict, fmt: str) -> Response:
     """A finished job's result as text: what ``POST /v1/evaluations`` (or
     ``/v1/comparisons``) answers with ``Accept: fmt``, byte for byte; 409 while the job has
     no result, 406 for CSV of a comparison."""
+    from cranfield.jg_document import document_jg, is_jg_document
     from cranfield.trec_format import document_evaluation, format_csv, format_trec
 
     result = job.get("result")
@@ -89,8 +90,17 @@ def _rendered(job: dict, fmt: str) -> Response:
         from cranfield.comparison_text import format_text
 
         return Response(format_text(result), mimetype="text/plain")
-    ev = document_evaluation(result)
     per_topic = "per_topic" in result
+    if is_jg_document(result):  # judgment groups, preferences: trec_eval's -R text
+        if fmt == "text/csv":
+            raise Problem(406, "Not Acceptable", "an evaluation against judgment groups or "
+                          "preferences is available as application/json or text/plain",
+                          kind="not-acceptable")
+        from cranfield.prefs import format_jg
+
+        return Response(format_jg(document_jg(result), per_topic=per_topic),
+                        mimetype="text/plain")
+    ev = document_evaluation(result)
     text = (format_trec(ev, per_topic=per_topic) if fmt == "text/plain"
             else format_csv(ev, per_topic=per_topic))
     headers = {"Cranfield-Result-Id": result["recorded"]["id"]} \

@@ -15,7 +15,7 @@ import cranfield
 from backend.store import StoreError, split_ref
 
 from .auth import current_tenant
-from .limits import check_qrels
+from .limits import check_qrels, check_topics
 from .multipart import check_parts
 from .paging import boolean, boolean_word, next_page, page
 from .problems import Problem
@@ -53,12 +53,38 @@ def _store_error(exc: StoreError) -> Problem:
                    headers={"Retry-After": "1"} if exc.status == 503 else None)
 
 
-def _body_qrels() -> tuple[object, bool]:
-    """The qrels in the body (JSON {"qrels": …, "diversity": bool}, text/plain TREC qrels, or
-    a multipart file ``qrels``) and whether they are ndeval subtopic qrels."""
+def _kind(value: object, field: str) -> str:
+    """``qrels_format``: the kind of judgments stored (trec_eval's -R), 422 naming ``field``
+    when it is not one."""
+    from cranfield.jg_document import QRELS_FORMATS
+
+    if value not in QRELS_FORMATS:
+        raise Problem(422, "Invalid request", f"{field} must be one of {list(QRELS_FORMATS)}",
+                      kind="invalid-request", errors={field: [
+                          f"Must be one of: {', '.join(QRELS_FORMATS)}."]})
+    return str(value)
+
+
+def _body_kind(body_value: object) -> str:
+    """The kind a JSON or multipart body says in its ``qrels_format`` member (default
+    ``qrels``); the query parameter is text/plain's, and refused beside such a body."""
+    if "qrels_format" in request.args:
+        raise Problem(422, "Invalid request", "a JSON or multipart body says the kind in its "
+                      "qrels_format member, not in the query", kind="invalid-request",
+                      errors={"qrels_format": ["give it in the body (the query parameter is "
+                                               "for a text/plain body)"]})
+    return _kind(body_value, "qrels_format") if body_value is not None else "qrels"
+
+
+def _body_qrels() -> tuple[object, bool, str]:
+    """The qrels in the body (JSON {"qrels": …, "diversity": bool, "qrels_format": kind},
+    text/plain TREC qrels, or a multipart file ``qrels``), whether they are ndeval subtopic
+    qrels, and their kind (``qrels_format``: ``qrels``, or trec_eval's -R ``qrels_jg``,
+    ``prefs``, ``qrels_prefs``; text/plain: the query parameter)."""
     mimetype = request.mimetype
     if mimetype == "application/json":
-        body = read_json_object("qrels", {"qrels", "diversity"})
+        body = read_json_object("qrels", {"qrels", "diversity", "qrels_format"})
+        kind = _body_kind(body.get("qrels_format"))
         diversity = body.get("diversity", False)
         if not isinstance(diversity, bool):
             raise Problem(422, "Invalid request", "diversity must be true or false",
@@ -68,17 +94,19 @@ def _body_qrels() -> tuple[object, bool]:
             raise Problem(422, "Invalid request", "qrels must be a non-empty mapping or text",
                           kind="invalid-request", errors={"qrels": ["is empty or not an "
                                                                     "object or text"]})
-        return (value.encode() if isinstance(value, str) else value), diversity
+        return (value.encode() if isinstance(value, str) else value), diversity, kind
     if mimetype == "text/plain":
         data = read_body()
         if not data.strip():
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})
         # true or false (the forms' words), 400 naming it otherwise: "ture" was read as false
-        return data, boolean("diversity", False)
+        return data, boolean("diversity", False), _kind(request.args.get("qrels_format",
+                                                                         "qrels"), "qrels_format")
     if mimetype == "multipart/form-data":
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
-        check_parts(request.form, request.files, known=frozenset({"qrels", "diversity"}))
+        check_parts(request.form, request.files,
+                    known=frozenset({"qrels", "diversity", "qrels_format"}))
         # a file part, or a plain field (the text itself), as an evaluation's qrels part
         upload = request.files.get("qrels")
         field = request.form.get("qrels")
@@ -90,7 +118,7 @@ def _body_qrels() -> tuple[object, bool]:
         if diversity is None:  # as every form's boolean field: 422 naming it
             raise Problem(422, "Invalid request", "diversity must be true or false",
                           kind="invalid-request", errors={"diversity": ["must be true or false"]})
-        return data, diversity
+        return data, diversity, _body_kind(request.form.get("qrels_format"))
     raise Problem(415, "Unsupported Media Type", "send application/json, text/plain or "
                   "multipart/form-data", kind="unsupported-media-type")
 
@@ -98,21 +126,59 @@ def _body_qrels() -> tuple[object, bool]:
 @bp.put("/<qrels_id>")
 def put_qrels(qrels_id: str):
     _check_id(qrels_id)
-    source, diversity = _body_qrels()
+    source, diversity, kind = _body_qrels()
+    if kind != "qrels":
+        return _put_kind(qrels_id, source, diversity, kind)
     qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity)  # errors: handler
     if len(qrels) == 0:
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})
     # held to MAX_TOPICS now, with the 413 every evaluation using them would otherwise give
     check_qrels(qrels, "qrels", current_app.config)
+    return _stored(qrels_id, qrels, diversity, "qrels")
+
+
+def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
+    """Judgment groups or preferences (``kind``) stored as a kind of their own: read by the
+    engine's one reader of that kind (text, or the JSON shape), held to MAX_TOPICS, kept as
+    their canonical text under the kind's header (:func:`backend.store.version_text`)."""
+    from backend.store import read_kind
+    from cranfield import columnar
+    from cranfield.prefs import read_prefs, read_qrels_jg
+
+    if diversity:
+        raise Problem(422, "Invalid request", f"qrels_format {kind} has no subtopics: "
+                      "diversity is for ad hoc qrels", kind="invalid-request",
+                      errors={"diversity": [f"not with qrels_format {kind}"]})
+    if isinstance(source, dict):
+        judgments = (read_qrels_jg(source, name="qrels") if kind == "qrels_jg" else
+                     read_prefs(source, name="qrels", qrels=kind == "qrels_prefs"))
+    else:
+        if columnar.sniff(source) is not None:
+            raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "
+                          "text or its JSON shape, not an Arrow or Parquet file",
+                          kind="invalid-input", errors={"qrels": [
+                              f"not {kind} text (an Arrow or Parquet file)"]})
+        judgments = read_kind(source, kind)  # errors (naming the line): the handler's
+    check_topics(judgments.topics, "qrels", current_app.config)
+    return _stored(qrels_id, judgments, False, kind)
+
+
+def _stored(qrels_id: str, qrels, diversity: bool, kind: str) -> Response:
     try:
         meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
-                                          diversity=diversity)
+                                          diversity=diversity, qrels_format=kind)
     except StoreError as exc:
         raise _store_error(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',
                "Location": f"/v1/qrels/{qrels_id}@{meta['version']}"}
-    return _json(meta, 201 if created else 200, headers)
+    return _json(shown(meta), 201 if created else 200, headers)
+
+
+def shown(meta: dict) -> dict:
+    """A version's metadata as the API shows it: its kind (``qrels_format``) always, a
+    version stored before kinds existed being plain qrels."""
+    return {**meta, "qrels_format": meta.get("qrels_format", "qrels")}
 
 
 @bp.get("/<qrels_id>")
@@ -124,14 +190,15 @@ def get_qrels(qrels_id: str):
         meta = store().meta(qrels_id, version)
     except StoreError as exc:
         raise _store_error(exc) from None
-    return _json(meta, headers={"ETag": f'"{meta["version"]}"'})
+    return _json(shown(meta), headers={"ETag": f'"{meta["version"]}"'})
 
 
 @bp.get("")
 def list_qrels():
     offset, limit = page()
     items, total = store().list_qrels(offset, limit)
-    return _json({"items": items, "total": total, "offset": offset, "limit": limit,
+    return _json({"items": [shown(m) for m in items], "total": total, "offset": offset,
+                  "limit": limit,
                   "next": next_page("/v1/qrels", {}, offset, limit, total)})
 
 

@@ -168,6 +168,10 @@ class EvaluationOptionsSchema(OptionsSchema):
     """An evaluation's options: the engine's, and ``zscores`` (comparisons have no -Z)."""
 
     zscores = ZScoresField(allow_none=True)
+    # trec_eval's -R (issue #28): absent, no key (ordinary qrels, the options as before);
+    # service.rel_formats resolves it (a stored version's kind) and reads the formats
+    qrels_format = fields.String(validate=validate.OneOf(
+        ("qrels", "qrels_jg", "prefs", "qrels_prefs")))
 
     @post_load
     def _without_null_zscores(self, data, **kwargs):

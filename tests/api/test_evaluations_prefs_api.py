@@ -1,0 +1,324 @@
+"""POST /v1/evaluations with ``options.qrels_format`` (trec_eval's -R qrels_jg, prefs,
+qrels_prefs; issue #28): text/plain equals ``cranfield eval -R`` and NIST's out.test.*
+files; the JSON document carries trec_eval's numbers; the JSON shapes and the text give the
+same answer or the same refusal; stored qrels of those kinds keep their kind (header,
+digest) and are evaluated as it; options that do not apply, and work over a budget, are
+refused before work. Every response is checked against openapi.yaml (ContractClient)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from conftest import ContractClient, finished_job
+
+import cranfield
+from cranfield.cli import main
+from service.app import create_app
+
+TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+ASYNC = {"Prefer": "respond-async"}
+TEXT = {"Accept": "text/plain"}
+
+# (format, qrels file, run file, nickname, trec_eval's expected output)
+CASES = {
+    "prefs": ("prefs.test", "prefs.results.test", "all_prefs", "out.test.prefs"),
+    "qrels_prefs": ("qrels.test", "results.test", "all_prefs", "out.test.qrels_prefs"),
+    "qrels_jg": ("qrels.123", "results.test", "qrels_jg", "out.test.qrels_jg"),
+}
+
+
+def body(fmt: str, qrels=None, **extra) -> dict:
+    qrels_file, run_file, nickname, _ = CASES[fmt]
+    out = {"run": (TE / run_file).read_text(),
+           "qrels": (TE / qrels_file).read_text() if qrels is None else qrels,
+           "measures": [nickname], "per_topic": True,
+           "options": {"profile": "trec_eval-10", "qrels_format": fmt}}
+    out.update(extra)
+    return out
+
+
+def lines(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text().splitlines()
+            if line.split() and not line.startswith("#")]
+
+
+def as_mapping(fmt: str) -> dict:
+    """The qrels file of ``fmt`` in its JSON shape (JudgmentGroupsMapping or
+    PreferencesMapping), numbers as JSON numbers."""
+    out: dict = {}
+    for fields in lines(TE / CASES[fmt][0]):
+        if fmt == "prefs":
+            qid, jg, jsg, docno, level = fields
+            out.setdefault(qid, {}).setdefault(jg, {}).setdefault(jsg, {})[docno] = \
+                float(level) if "." in level else int(level)
+        else:
+            qid, jg, docno, rel = fields
+            out.setdefault(qid, {}).setdefault(jg, {})[docno] = int(rel)
+    return out
+
+
+def cli_text(capsys, fmt: str) -> str:
+    qrels_file, run_file, nickname, _ = CASES[fmt]
+    code = main(["eval", "--profile", "10", "-q", "-m", nickname, "-R", fmt,
+                 str(TE / qrels_file), str(TE / run_file)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return out.out
+
+
+def expected_values(fmt: str) -> dict[str, dict[str, str]]:
+    """trec_eval's printed values: topic (or all) -> measure -> text."""
+    out: dict[str, dict[str, str]] = {}
+    for name, topic, value in lines(TE / CASES[fmt][3]):
+        out.setdefault(topic, {})[name] = value
+    return out
+
+
+def without_digest(doc: dict) -> dict:
+    """A document less the qrels digest: text is hashed as sent, a JSON shape by its
+    canonical text (the one thing that tells the two apart)."""
+    return dict(doc, provenance={k: v for k, v in doc["provenance"].items()
+                                 if k != "qrels_sha256"})
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_text_equals_upstream_and_the_cli(client, capsys, fmt):
+    resp = client.post("/v1/evaluations", json=body(fmt), headers=TEXT)
+    assert resp.status_code == 200, resp.get_data()
+    expected = (TE / CASES[fmt][3]).read_text()
+    assert resp.get_data(as_text=True) == cli_text(capsys, fmt) == expected
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_json_has_trec_eval_s_numbers_and_the_library_s(client, fmt):
+    resp = client.post("/v1/evaluations", json=body(fmt))
+    assert resp.status_code == 200, resp.get_data()
+    doc = resp.get_json()
+    qrels_file, run_file, nickname, _ = CASES[fmt]
+    ev = cranfield.evaluate(TE / qrels_file, TE / run_file, [nickname],
+                            profile="trec_eval-10", qrels_format=fmt)
+    assert doc["per_topic"] == ev.per_topic
+    want = trec_eval = expected_values(fmt)
+    summary = ev.summary()
+    for name in ev.names:
+        value = doc["aggregate"][name]
+        assert value == pytest.approx(summary[name], abs=0, rel=0)
+        if name in ev.counts:  # counts are integers, summed
+            assert isinstance(value, int) and str(value) == want["all"][name]
+        else:
+            assert f"{value:.4f}" == want["all"][name]
+        for topic, row in doc["per_topic"].items():
+            text = f"{row[name]}" if name in ev.counts else f"{row[name]:.4f}"
+            assert text == trec_eval[topic][name], (topic, name)
+    assert doc["aggregate"]["num_q"] == int(want["all"]["num_q"]) == len(doc["per_topic"])
+    assert doc["aggregate"]["runid"] == want["all"]["runid"]
+    assert doc["provenance"]["options"]["qrels_format"] == fmt
+    assert doc["topics"]["evaluated"] == list(ev.per_topic)
+
+
+@pytest.mark.parametrize("fmt", list(CASES))
+def test_json_shape_and_text_give_one_answer(client, fmt):
+    as_text = client.post("/v1/evaluations", json=body(fmt))
+    as_json = client.post("/v1/evaluations", json=body(fmt, qrels=as_mapping(fmt)))
+    assert as_text.status_code == as_json.status_code == 200, as_json.get_data()
+    assert without_digest(as_json.get_json()) == without_digest(as_text.get_json())
+    text = client.post("/v1/evaluations", json=body(fmt), headers=TEXT)
+    mapped = client.post("/v1/evaluations", json=body(fmt, qrels=as_mapping(fmt)),
+                         headers=TEXT)
+    assert mapped.get_data() == text.get_data() == (TE / CASES[fmt][3]).read_bytes()
+
+
+def test_json_shape_and_text_give_one_refusal(client):
+    # a judgment group whose sub-groups prefer a over b and b over a: refused by the
+    # evaluation, whichever way the preferences were written
+    cyclic_text = "q1 g s1 a 2\nq1 g s1 b 1\nq1 g s2 b 2\nq1 g s2 a 1\n"
+    cyclic = {"q1": {"g": {"s1": {"a": 2, "b": 1}, "s2": {"b": 2, "a": 1}}}}
+    run = "q1 Q0 a 1 2.0 r\nq1 Q0 b 2 1.0 r\n"
+    answers = [client.post("/v1/evaluations", json={
+        "run": run, "qrels": qrels, "options": {"qrels_format": "prefs"}}) for qrels in
+        (cyclic_text, cyclic)]
+    assert [a.status_code for a in answers] == [422, 422]
+    assert answers[0].get_json() == answers[1].get_json()
+    assert "inconsistent" in answers[0].get_json()["detail"]
+
+
+@pytest.mark.parametrize("qrels, field, reason", [
+    ({"q1": {"g": {"d1": 1.5}}}, "qrels.q1.g.d1", "rel 1.5 is not an integer"),
+    ({"q1": {"g": {"d 1": 1}}}, "qrels.q1.g.d 1", "may not contain a space"),
+    ({"q1": {}}, "qrels.q1", "has no judgment groups"),
+    ({"q1": {"g": 1}}, "qrels.q1.g", "must be an object of docnos"),
+    ("q1 g d1 1.5\n", "qrels line 1", "is not an integer"),
+    ("q1 g d1\n", "qrels line 1", "four fields"),
+])
+def test_bad_judgment_groups_are_422_naming_the_path_or_line(client, qrels, field, reason):
+    resp = client.post("/v1/evaluations", json={
+        "run": "q1 Q0 d1 1 1.0 r\n", "qrels": qrels, "options": {"qrels_format": "qrels_jg"}})
+    assert resp.status_code == 422, resp.get_data()
+    problem = resp.get_json()
+    assert resp.mimetype == "application/problem+json"
+    assert any(reason in m for m in problem["errors"][field]), problem
+
+
+def test_multipart_equals_json(client):
+    qrels_file, run_file, _, expected = CASES["prefs"]
+    resp = client.post("/v1/evaluations", headers=TEXT, data={
+        "run": (io.BytesIO((TE / run_file).read_bytes()), "run.txt"),
+        "qrels": (io.BytesIO((TE / qrels_file).read_bytes()), "prefs.txt"),
+        "qrels_format": "prefs", "measures": "all_prefs", "per_topic": "true",
+        "profile": "trec_eval-10"}, content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.get_data()
+    assert resp.get_data() == (TE / expected).read_bytes()
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"options": {"qrels_format": "prefs", "relevance_level": 2}}, "options.relevance_level"),
+    ({"options": {"qrels_format": "prefs", "aggregation": "micro"}}, "options.aggregation"),
+    ({"options": {"qrels_format": "qrels_jg", "collection_size": 5}, "qrels": "q1 g d1 1\n"},
+     "options.collection_size"),
+    ({"options": {"qrels_format": "prefs", "zscores": {"q1": {"prefs_simp": [0, 1]}}}},
+     "options.zscores"),
+    ({"options": {"qrels_format": "prefs"}, "details": True}, "details"),
+    ({"options": {"qrels_format": "prefs"}, "curves": True}, "curves"),
+    ({"options": {"qrels_format": "prefs"}, "record": {"system": "s", "label": "l"}},
+     "record"),
+    ({"options": {"qrels_format": "prefs"}, "measures": ["map"]}, "measures[0]"),
+    ({"options": {"qrels_format": "pref"}}, "options.qrels_format"),
+])
+def test_what_does_not_apply_is_refused_naming_it(client, extra, field):
+    resp = client.post("/v1/evaluations", json={"run": "q1 Q0 d1 1 1.0 r\n",
+                                                "qrels": "q1 g s d1 1\n", **extra})
+    assert resp.status_code == 422, resp.get_data()
+    assert field in resp.get_json()["errors"], resp.get_json()
+
+
+def test_library_refuses_what_the_api_refuses():
+    with pytest.raises(cranfield.EvaluationError) as caught:
+        cranfield.evaluate("q1 g s d1 1\n", "q1 Q0 d1 1 1.0 r\n", qrels_format="prefs",
+                           aggregation="micro")
+    assert caught.value.field == "options.aggregation"
+
+
+@pytest.mark.parametrize("accept", ["text/csv", "text/html"])
+def test_csv_and_html_are_not_acceptable(client, accept):
+    resp = client.post("/v1/evaluations", json=body("prefs"), headers={"Accept": accept})
+    assert resp.status_code == 406, resp.get_data()
+
+
+def test_work_over_the_budget_is_refused_before_work():
+    app = create_app({"TESTING": True, "MAX_EVALUATION_VALUES": 100})
+    client = ContractClient(app.test_client())
+    # 20 judged documents in one topic: 400 document pairs, over 100
+    prefs = "".join(f"q1 g s d{i} {i % 3}\n" for i in range(20))
+    run = "".join(f"q1 Q0 d{i} {i} {100 - i} r\n" for i in range(20))
+    resp = client.post("/v1/evaluations", json={"run": run, "qrels": prefs,
+                                                "options": {"qrels_format": "prefs"}})
+    assert resp.status_code == 422, resp.get_data()
+    problem = resp.get_json()
+    assert problem["budget"] == {"name": "MAX_EVALUATION_VALUES", "limit": 100, "total": 400,
+                                 "factors": {"document_pairs": 400}}
+    assert "qrels" in problem["errors"]
+
+
+@pytest.mark.parametrize("fmt", ["prefs", "qrels_jg"])
+def test_queued_equals_synchronous(client, fmt):
+    sync = client.post("/v1/evaluations", json=body(fmt)).get_json()
+    resp = client.post("/v1/evaluations", json=body(fmt, qrels=as_mapping(fmt)),
+                       headers=ASYNC)
+    assert resp.status_code == 202, resp.get_data()
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    assert without_digest(job["result"]) == without_digest(sync)
+    text = client.get(resp.headers["Location"], headers=TEXT)
+    assert text.status_code == 200
+    assert text.get_data() == (TE / CASES[fmt][3]).read_bytes()
+
+
+def put_text(client, qrels_id: str, text: str, fmt: str | None):
+    query = f"?qrels_format={fmt}" if fmt else ""
+    return client.put(f"/v1/qrels/{qrels_id}{query}", data=text,
+                      content_type="text/plain")
+
+
+def test_stored_kind_round_trip(client, capsys):
+    text = (TE / "qrels.test").read_text()
+    plain = put_text(client, "plain", text, None)
+    kind = put_text(client, "asprefs", text, "qrels_prefs")
+    assert plain.status_code == kind.status_code == 201, kind.get_data()
+    assert plain.get_json()["qrels_format"] == "qrels"
+    meta = kind.get_json()
+    assert meta["qrels_format"] == "qrels_prefs"
+    # the same lines stored as another kind: another canonical text, another digest
+    assert meta["sha256"] != plain.get_json()["sha256"]
+    assert meta["judgments"] == len(lines(TE / "qrels.test"))
+    assert client.get("/v1/qrels/asprefs").get_json()["qrels_format"] == "qrels_prefs"
+    listed = {m["id"]: m["qrels_format"] for m in client.get("/v1/qrels").get_json()["items"]}
+    assert listed == {"plain": "qrels", "asprefs": "qrels_prefs"}
+    # its JSON shape is the same version (one canonical form of the kind)
+    again = client.put("/v1/qrels/asprefs", json={"qrels": as_mapping("qrels_prefs"),
+                                                  "qrels_format": "qrels_prefs"})
+    assert again.status_code == 200 and again.get_json()["version"] == meta["version"]
+    # evaluated as its kind, with no qrels_format given
+    resp = client.post("/v1/evaluations", headers=TEXT, json={
+        "run": (TE / "results.test").read_text(), "qrels_id": "asprefs",
+        "measures": ["all_prefs"], "per_topic": True,
+        "options": {"profile": "trec_eval-10"}})
+    assert resp.status_code == 200, resp.get_data()
+    assert resp.get_data(as_text=True) == cli_text(capsys, "qrels_prefs")
+    doc = client.post("/v1/evaluations", json={
+        "run": (TE / "results.test").read_text(), "qrels_id": f"asprefs@{meta['version']}",
+        "measures": ["prefs_simp"]}).get_json()
+    assert doc["provenance"]["qrels_sha256"] == meta["sha256"]
+    assert doc["provenance"]["qrels_version"] == f"asprefs@{meta['version']}"
+    assert doc["provenance"]["options"]["qrels_format"] == "qrels_prefs"
+
+
+def test_stored_kind_queued(client):
+    put_text(client, "jg", (TE / "qrels.123").read_text(), "qrels_jg")
+    resp = client.post("/v1/evaluations", headers=ASYNC, json={
+        "run": (TE / "results.test").read_text(), "qrels_id": "jg", "measures": ["qrels_jg"],
+        "per_topic": True, "options": {"profile": "trec_eval-10"}})
+    assert resp.status_code == 202, resp.get_data()
+    assert finished_job(client, resp.headers["Location"])["status"] == "finished"
+    text = client.get(resp.headers["Location"], headers=TEXT)
+    assert text.get_data() == (TE / "out.test.qrels_jg").read_bytes()
+
+
+def test_conflicting_format_for_a_stored_kind_is_422(client):
+    put_text(client, "prefs", (TE / "prefs.test").read_text(), "prefs")
+    for fmt in ("qrels", "qrels_jg"):
+        resp = client.post("/v1/evaluations", json={
+            "run": (TE / "prefs.results.test").read_text(), "qrels_id": "prefs",
+            "options": {"qrels_format": fmt}})
+        assert resp.status_code == 422, resp.get_data()
+        assert "options.qrels_format" in resp.get_json()["errors"]
+
+
+def test_comparisons_and_pools_refuse_a_stored_kind(client):
+    put_text(client, "prefs", (TE / "prefs.test").read_text(), "prefs")
+    run = (TE / "prefs.results.test").read_text()
+    pool = client.post("/v1/pools", json={"runs": [{"name": "a", "run": run}],
+                                          "depth": 5, "qrels_id": "prefs"})
+    compared = client.post("/v1/comparisons", json={
+        "runs": [{"name": "a", "run": run}, {"name": "b", "run": run}], "qrels_id": "prefs"})
+    for resp in (pool, compared):
+        assert resp.status_code == 422, resp.get_data()
+        assert "qrels_id" in resp.get_json()["errors"]
+
+
+@pytest.mark.parametrize("put, field", [
+    ({"data": "q1 g d1 1\n", "query": "?qrels_format=bogus"}, "qrels_format"),
+    ({"json": {"qrels": "q1 g d1 1\n", "qrels_format": "prefs"}}, "qrels line 1"),
+    ({"json": {"qrels": "q1 0 d1 1\n", "qrels_format": "qrels_jg", "diversity": True}},
+     "diversity"),
+    ({"json": {"qrels": "q1 0 d1 1\n"}, "query": "?qrels_format=qrels_jg"}, "qrels_format"),
+])
+def test_bad_stored_kinds_are_refused_naming_the_field(client, put, field):
+    if "json" in put:
+        resp = client.put(f"/v1/qrels/x{put.get('query', '')}", json=put["json"])
+    else:
+        resp = client.put(f"/v1/qrels/x{put['query']}", data=put["data"],
+                          content_type="text/plain")
+    assert resp.status_code in (400, 422), resp.get_data()
+    assert field in resp.get_json()["errors"], resp.get_json()
