@@ -202,7 +202,8 @@ class RedisCounter:
 def required_role() -> str:
     if request.method in ("GET", "HEAD", "OPTIONS"):
         return "read"
-    if request.method == "DELETE" and request.path.startswith("/v1/qrels"):
+    if request.method == "DELETE" and request.path.startswith(("/v1/qrels",
+                                                                "/v1/topic-metadata")):
         return "admin"
     return "write"
 

@@ -231,34 +231,89 @@ def _trend_points(store, tenant, system: str, keys: list[str], **window
     return ordered, max(total, len(ordered))
 
 
+def _scope() -> tuple[str | None, bool]:
+    """The trend's ``segment`` (a label of the results' topic metadata) or ``weighted``
+    (true: the weighted means) query parameter (issue #28); 400 for both, or a bad label."""
+    from cranfield.segments import label_problem
+
+    from .paging import boolean
+
+    segment = request.args.get("segment")
+    weighted = boolean("weighted", False)
+    if segment is not None:
+        problem = label_problem(segment) if len(segment) <= MAX_NAME else \
+            f"at most {MAX_NAME} characters"
+        if problem is not None:
+            raise bad_parameter("segment", f"a segment label of the results' topic metadata "
+                                f"(tail, lang=de...): {problem}")
+        if weighted:
+            raise bad_parameter("weighted", "give segment or weighted=true, not both")
+    return segment, weighted
+
+
+def _scoped_points(store, tenant, system: str, keys: list[str], segment: str | None,
+                   weighted: bool, **window) -> tuple[list[dict], int]:
+    """:func:`_trend_points`, of the segment's recorded aggregate or of the weighted mean
+    when the trend is asked for one (:meth:`ResultStore.segment_trend`)."""
+    if segment is None and not weighted:
+        return _trend_points(store, tenant, system, keys, **window)
+    merged: dict[str, dict] = {}
+    total = 0
+    for key in keys:  # a result's point from the first key it has, as _trend_points
+        points, count = store.segment_trend(tenant, system, key, segment, **window)
+        total += count - sum(p["id"] in merged for p in points)
+        for p in points:
+            merged.setdefault(p["id"], p)
+    ordered = sorted(merged.values(), key=lambda p: p["created_at"])
+    limit = window.get("limit")
+    if limit is not None:
+        ordered = ordered[-limit:] if limit > 0 else []
+    return ordered, max(total, len(ordered))
+
+
 @bp.get("/systems/<path:name>/trend")
 def trend(name: str):
     """The measure's mean and 95% CI per recorded result, oldest first (the newest ``limit``
     of the ``since``/``until`` window), each with its latest gate verdict, and the pinned
-    baseline's point; with ``Accept: text/html`` the trend page."""
+    baseline's point; with ``Accept: text/html`` the trend page. ``segment=LABEL``: the
+    measure's aggregate over that segment of each result's topic metadata, as recorded;
+    ``weighted=true``: its weighted mean (issue #28); a result recorded without it is left
+    out, and a segment no result has is a 404 naming the segments recorded."""
     fmt = negotiate(["application/json", "text/html"],
                     "application/json or text/html (the trend page)")
     measure = request.args.get("measure")
     if not measure or not measure.strip() or len(measure) > MAX_NAME:
         raise bad_parameter("measure", "a measure name (ndcg_cut.10, nDCG@10, ndcg_cut_10, "
                             "map...)")
+    segment, weighted = _scope()
     most = current_app.config["MAX_PAGE_ITEMS"]
     limit = integer("limit", most, 1, most)
     since, until = _time("since"), _time("until")
     system = _known_system(name)
     store, tenant = results_store(), current_tenant()
     keys = _recorded_keys(store, tenant, name, measure)
-    points, total = _trend_points(store, tenant, name, keys, since=since, until=until,
-                                  limit=limit)
+    if segment is not None and segment not in store.segments_of(tenant, name):
+        have = ", ".join(store.segments_of(tenant, name)) or "none"
+        message = (f"no recorded result of system {name!r} has segment {segment!r}; its "
+                   f"results were recorded with segments: {have}")
+        raise Problem(404, "Segment not recorded", message, kind="segment-not-recorded",
+                      errors={"segment": [message]})
+    points, total = _scoped_points(store, tenant, name, keys, segment, weighted, since=since,
+                                   until=until, limit=limit)
     baseline_point = None
     if system["baseline"] is not None:
         found = [p for p in points if p["id"] == system["baseline"]] or \
-            _trend_points(store, tenant, name, keys, ids=[system["baseline"]])[0]
+            _scoped_points(store, tenant, name, keys, segment, weighted,
+                           ids=[system["baseline"]])[0]
         baseline_point = found[0] if found else None
     measure = keys[0]  # the points' measure as recorded (the spelling asked may differ)
     doc = {"system": name, "measure": measure, "baseline": system["baseline"],
            "baseline_point": baseline_point, "points": points, "total": total,
            "limit": limit}
+    if segment is not None:
+        doc["segment"] = segment
+    if weighted:
+        doc["weighted"] = True
     if fmt == "text/html":
         from cranfield.html_report import render_trend
 
@@ -270,7 +325,9 @@ def trend(name: str):
             return (f"{root}/v1/results/{point['id']}/comparison?"
                     + urlencode({"with": previous["id"], "measures": measure}))
 
-        return Response(render_trend(doc, link), mimetype="text/html")
+        title = (f"{name}: {measure} on segment {segment} over time" if segment is not None
+                 else f"{name}: weighted {measure} over time" if weighted else None)
+        return Response(render_trend(doc, link, title=title), mimetype="text/html")
     return _json(doc)
 
 
