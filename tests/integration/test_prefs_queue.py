@@ -1,0 +1,74 @@
+"""Queued evaluations against preferences and judgment groups (issue #28) on a real Redis
+with a real RQ worker: the job carries ``options.qrels_format``, the worker reads the JSON
+shape (or a stored version of the kind) with the engine's one reader, is never cut into
+shards (the service shards large TREC runs: here, any over 1 kB), and the job's text is
+trec_eval's (NIST's out.test.prefs / out.test.qrels_jg) byte for byte."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from servers import DATA, call, running_gunicorn, running_worker, wait_job
+
+
+@pytest.fixture(scope="module")
+def api(redis_server):
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_SHARDS": "2",
+                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
+        yield url
+
+
+@pytest.fixture
+def worker(redis_server):
+    with running_worker(redis_server.url) as proc:
+        yield proc
+
+
+def prefs_mapping() -> dict:
+    out: dict = {}
+    for line in (DATA / "prefs.test").read_text().splitlines():
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            qid, jg, jsg, docno, level = fields
+            out.setdefault(qid, {}).setdefault(jg, {}).setdefault(jsg, {})[docno] = float(level)
+    return out
+
+
+def text_of(base: str, location: str) -> bytes:
+    req = urllib.request.Request(base + location, headers={"Accept": "text/plain"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.read()
+
+
+def test_queued_prefs_and_stored_judgment_groups_on_a_real_worker(api, worker):
+    body = {"run": (DATA / "prefs.results.test").read_text(), "qrels": prefs_mapping(),
+            "measures": ["all_prefs"], "per_topic": True,
+            "options": {"profile": "trec_eval-10", "qrels_format": "prefs"}}
+    status, sync_headers, sync = call(api, "POST", "/v1/evaluations", body)
+    assert status == 200, sync
+    status, headers, job = call(api, "POST", "/v1/evaluations", body,
+                                headers={"Prefer": "respond-async"})
+    assert status == 202, job
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    result = done["result"]
+    assert result["per_topic"] == sync["per_topic"]
+    assert result["aggregate"] == sync["aggregate"]
+    assert "shards" not in result["provenance"]
+    assert result["provenance"]["qrels_sha256"] == sync["provenance"]["qrels_sha256"]
+    assert text_of(api, headers["Location"]) == (DATA / "out.test.prefs").read_bytes()
+
+    status, _, meta = call(api, "PUT", "/v1/qrels/jg?qrels_format=qrels_jg",
+                           (DATA / "qrels.123").read_bytes(), content_type="text/plain")
+    assert status == 201 and meta["qrels_format"] == "qrels_jg", meta
+    status, headers, job = call(api, "POST", "/v1/evaluations", {
+        "run": (DATA / "results.test").read_text(), "qrels_id": "jg",
+        "measures": ["qrels_jg"], "per_topic": True,
+        "options": {"profile": "trec_eval-10"}}, headers={"Prefer": "respond-async"})
+    assert status == 202, job
+    done = wait_job(api, headers["Location"])
+    assert done["status"] == "finished", done
+    assert done["result"]["provenance"]["qrels_version"] == f"jg@{meta['version']}"
+    assert done["result"]["provenance"]["options"]["qrels_format"] == "qrels_jg"
+    assert text_of(api, headers["Location"]) == (DATA / "out.test.qrels_jg").read_bytes()
