@@ -498,6 +498,8 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     evaluations: dict[str, cranfield.Evaluation] = {}
     provenance_runs: dict[str, dict] = {}
     stored_qrels: dict[str, str] = {}
+    # topic metadata (issue #28) segments the comparison, not each run's evaluation
+    options = {k: v for k, v in job.options.items() if k != "topic_metadata"}
     qrels_names: dict[str, str] = {}
     for i, entry in enumerate(entries):
         name = entry["name"]
@@ -529,7 +531,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                                          "sha256": prov.get("run_sha256")}
             continue
         try:
-            evaluations[name] = cranfield.evaluate(qrels, entry["run"], measures, **job.options)
+            evaluations[name] = cranfield.evaluate(qrels, entry["run"], measures, **options)
         except BudgetError as exc:  # its own problem (the budget, its factors), run named
             raise BudgetError(f"runs[{i}] ({name!r}): {exc}", budget=exc.budget,
                               limit=exc.limit, total=exc.total, factors=exc.factors,
@@ -550,6 +552,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     gates = _gates(job.gate)
     try:
         doc = compare_evaluations(evaluations, measures, gate=gates or None,
+                                  topic_metadata=job.options.get("topic_metadata"),
                                   **job.compare_settings())
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None

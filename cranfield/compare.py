@@ -328,6 +328,8 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     doc["warnings"] = _runs_lint(run_names, evs, interface) + warnings
     doc["options"] = {**options, **settings.as_kwargs(), "tests": list(settings.tests)}
     del doc["options"]["baseline"]
+    if md is not None:  # its digest and size, as an evaluation's options record them
+        doc["options"]["topic_metadata"] = md.summary()
     if specs:
         lookup = {(name, key): values[m, r] for m, key in enumerate(measure_keys)
                   for r, name in enumerate(run_names)}

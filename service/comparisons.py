@@ -36,7 +36,15 @@ from typing import Any
 
 import orjson
 from flask import Blueprint, Response, current_app
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import (
+    RAISE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    validate,
+    validates_schema,
+)
 
 from backend.contract import ComparisonJob
 from cranfield.budget import BudgetError, evaluation_budget
@@ -63,7 +71,7 @@ from .multipart import form_number
 from .negotiation import negotiate
 from .paging import boolean_word
 from .problems import Problem
-from .schemas import NameList, OptionsSchema, RunOrQrels, strict_bool
+from .schemas import NameList, OptionsSchema, RunOrQrels, TopicMetadataField, strict_bool
 
 bp = Blueprint("comparisons", __name__)
 
@@ -81,6 +89,15 @@ class CompareOptionsSchema(OptionsSchema):
     class Meta:
         unknown = RAISE
         exclude = ("aggregation",)
+
+    # segments and weights (issue #28): each segment compared too, its own family
+    topic_metadata = TopicMetadataField(allow_none=True)
+
+    @post_load
+    def _without_null_topic_metadata(self, data, **kwargs):
+        if data.get("topic_metadata", ...) is None:  # absent or null: no key, as before
+            del data["topic_metadata"]
+        return data
 
 
 _NAME = validate.Regexp(r"^[^\x00-\x1f]{1,200}$", error="must be 1-200 printable characters")
@@ -250,7 +267,7 @@ _FORM_SCALARS = {"alpha": float, "permutations": int, "bootstrap_samples": int, 
 _FORM_BOOLEANS = ("per_topic", "curves", "judged_only", "complete_topics")
 _FORM_LISTS = ("measures", "tests", "gate")
 _OPTION_KEYS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
-                "collection_size")
+                "collection_size", "topic_metadata")
 # fields naming runs that are not uploaded (repeated): runs[].result_id, runs[].evaluation_id
 _FORM_RUN_IDS = ("result_id", "evaluation_id")
 
@@ -323,8 +340,11 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
         else:
             body[key] = parsed
     for key in files:
-        if key not in ("runs", "qrels"):
-            errors[key] = ["unknown file field (expected runs and qrels)"]
+        if key == "topic_metadata" and key in option_keys:  # its text, as a file
+            body.setdefault("options", {})[key] = files.getlist(key)[0]
+        elif key not in ("runs", "qrels"):
+            errors[key] = ["unknown file field (expected runs and qrels"
+                           + (", topic_metadata)" if "topic_metadata" in option_keys else ")")]
     if errors:
         raise Problem(422, "Invalid request", "some form fields are invalid",
                       kind="invalid-request", errors=errors)

@@ -180,15 +180,17 @@ def form_body() -> dict:
                 continue
         else:
             parsed = value
-        if key in _OPTION_NAMES:
+        if key in _OPTION_NAMES or key == "topic_metadata":  # its text, as a field
             options[key] = parsed
         else:
             body[key] = parsed
     for key in files:
         if key in JSON_FIELDS:
             errors[key] = ["send it as a form field (its value a JSON object), not a file"]
+        elif key == "topic_metadata":  # the file cranfield eval --topic-metadata reads
+            options[key] = files.getlist(key)[0]
         elif key not in ("run", "qrels"):
-            errors[key] = ["unknown file field (expected run and qrels)"]
+            errors[key] = ["unknown file field (expected run, qrels and topic_metadata)"]
     if errors:
         raise Problem(422, "Invalid request", "some form fields are invalid",
                       kind="invalid-request", errors=errors)

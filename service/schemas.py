@@ -164,10 +164,49 @@ class ZScoresField(fields.Field):
         return value
 
 
+class TopicMetadataField(fields.Field):
+    """``options.topic_metadata`` (issue #28, :mod:`cranfield.segments`): the JSON mapping
+    ``{topic: {"segments": [...], "weight": w}}``, or its text (``topic LABELS [WEIGHT]``
+    lines; a multipart ``topic_metadata`` part), held to MAX_TOPICS before a topic is read,
+    then read by the engine's one reader, whose error names the path
+    (``options.topic_metadata.q1.weight``) or the line. Loaded as the canonical mapping
+    (:meth:`TopicMetadata.as_json`): text is never handed on as a str (the engine would
+    take a str naming a file for a path), and a queued job carries it as JSON."""
+
+    default_error_messages = {"invalid": "must be an object {{topic: {{\"segments\": "
+                                         "[label, ...], \"weight\": number}}}} or its text"}
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        from flask import current_app
+
+        from cranfield.errors import InputError
+        from cranfield.segments import read_topic_metadata
+
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif isinstance(value, memoryview):
+            value = bytes(value)
+        if not isinstance(value, Mapping | bytes):
+            raise self.make_error("invalid")
+        if isinstance(value, bytes) and _blank(value):
+            raise ValidationError("is empty")
+        try:
+            md = read_topic_metadata(value, name="topic_metadata",
+                                     max_topics=current_app.config["MAX_TOPICS"])
+        except InputError as exc:
+            if exc.line is not None:
+                raise ValidationError([f"line {exc.line}: {exc.reason}"]) from None
+            where = (exc.field or "").removeprefix("topic_metadata").removeprefix(".")
+            raise ValidationError({where: [exc.reason]} if where else [exc.reason]) from None
+        return md.as_json()
+
+
 class EvaluationOptionsSchema(OptionsSchema):
-    """An evaluation's options: the engine's, and ``zscores`` (comparisons have no -Z)."""
+    """An evaluation's options: the engine's, ``zscores`` (comparisons have no -Z) and
+    ``topic_metadata``."""
 
     zscores = ZScoresField(allow_none=True)
+    topic_metadata = TopicMetadataField(allow_none=True)
     # trec_eval's -R (issue #28): absent, no key (ordinary qrels, the options as before);
     # service.rel_formats resolves it (a stored version's kind) and reads the formats
     qrels_format = fields.String(validate=validate.OneOf(
@@ -178,4 +217,6 @@ class EvaluationOptionsSchema(OptionsSchema):
         # absent (or null): no key at all, so options without -Z are exactly as before
         if data.get("zscores", ...) is None:
             del data["zscores"]
+        if data.get("topic_metadata", ...) is None:  # likewise: no segments, no key
+            del data["topic_metadata"]
         return data

@@ -1,0 +1,199 @@
+"""POST /v1/evaluations and /v1/comparisons with ``options.topic_metadata`` inline (issue #28,
+segments and weights): the JSON mapping or its text, and a multipart ``topic_metadata`` part,
+give the library's segments and weighted means (JSON), the CLI's lines (text/plain),
+synchronous and queued alike; malformed metadata is a 422 naming its path or line. Every
+response is checked against openapi.yaml (ContractClient)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import finished_job
+
+import cranfield
+from cranfield.cli import main
+from cranfield.compare import compare
+
+TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+ASYNC = {"Prefer": "respond-async"}
+META = {"301": {"segments": ["tail", "de"], "weight": 2}, "302": {"segments": ["tail"]},
+        "303": {"weight": 0.5}}
+META_TEXT = "301 tail,de 2\n302 tail\n303 - 0.5\n"
+MEASURES = ["map", "P.5", "num_ret", "num_q"]
+
+
+def body(metadata=META, **extra) -> dict:
+    return {"run": (TE / "results.test").read_text(), "qrels": (TE / "qrels.test").read_text(),
+            "measures": MEASURES, "options": {"topic_metadata": metadata}, **extra}
+
+
+def library():
+    return cranfield.evaluate(TE / "qrels.test", TE / "results.test", MEASURES,
+                              topic_metadata=META)
+
+
+def test_json_answer_has_the_library_segments_and_weighted(client):
+    resp = client.post("/v1/evaluations", json=body())
+    assert resp.status_code == 200, resp.get_data()
+    doc = resp.get_json()
+    ev = library()
+    assert doc["segments"] == ev.segments
+    assert doc["weighted"] == ev.weighted
+    # by hand: tail = 301 and 302 (AP .0324 and .4175), weights 2, 1, .5
+    assert doc["segments"]["tail"]["topics"] == 2
+    assert doc["segments"]["tail"]["aggregate"]["map"] == pytest.approx(
+        (0.03242534480374725 + 0.4174542400168801) / 2)
+    assert doc["weighted"]["num_q"] == 3.5
+    assert doc["weighted"]["num_ret"] == 1750.0  # 500 each, weighted 2 + 1 + .5
+    meta = doc["provenance"]["options"]["topic_metadata"]
+    assert meta == ev.options["topic_metadata"] and meta["topics"] == 3
+
+
+def test_text_is_what_the_cli_prints(client, capsys, tmp_path):
+    f = tmp_path / "meta.txt"
+    f.write_text(META_TEXT)
+    assert main(["eval", *(a for m in MEASURES for a in ("-m", m)), "--topic-metadata", str(f),
+                 str(TE / "qrels.test"), str(TE / "results.test")]) == 0
+    cli = capsys.readouterr().out
+    assert "map                   \tsegment=tail\t0.2249\n" in cli
+    for metadata in (META, META_TEXT):  # the mapping and its text: one answer
+        resp = client.post("/v1/evaluations", json=body(metadata),
+                           headers={"Accept": "text/plain"})
+        assert resp.status_code == 200, resp.get_data()
+        assert resp.get_data(as_text=True) == cli
+
+
+def test_multipart_part_is_the_same_metadata(client):
+    for part in ((META_TEXT.encode(), "meta.txt"), META_TEXT):  # a file, a field
+        form = {"run": ((TE / "results.test").open("rb"), "results.test"),
+                "qrels": ((TE / "qrels.test").open("rb"), "qrels.test"),
+                "measures": ",".join(MEASURES), "topic_metadata": part}
+        if isinstance(part, tuple):
+            import io
+
+            form["topic_metadata"] = (io.BytesIO(part[0]), part[1])
+        resp = client.post("/v1/evaluations", data=form, content_type="multipart/form-data")
+        assert resp.status_code == 200, resp.get_data()
+        doc = resp.get_json()
+        assert doc["segments"] == library().segments
+        assert doc["weighted"] == library().weighted
+
+
+def test_queued_job_gives_the_same_answer(client):
+    sync = client.post("/v1/evaluations", json=body(), headers={"Accept": "text/plain"})
+    queued = client.post("/v1/evaluations", json=body(), headers={"Accept": "text/plain",
+                                                                  **ASYNC})
+    assert queued.status_code == 202, queued.get_data()
+    job = finished_job(client, queued.headers["Location"])
+    assert job["status"] == "finished", job
+    text = client.get(queued.headers["Location"], headers={"Accept": "text/plain"})
+    assert text.get_data() == sync.get_data()
+    assert b"\tsegment=tail\t" in sync.get_data() and b"\tweighted\t" in sync.get_data()
+    doc = client.get(queued.headers["Location"]).get_json()
+    assert doc["result"]["segments"] == library().segments
+    assert doc["result"]["weighted"] == library().weighted
+
+
+def test_without_metadata_the_answer_is_as_before(client):
+    b = body()
+    del b["options"]["topic_metadata"]
+    doc = client.post("/v1/evaluations", json=b).get_json()
+    assert "segments" not in doc and "weighted" not in doc
+    assert "topic_metadata" not in doc["provenance"]["options"]
+    b["options"]["topic_metadata"] = None  # null: the same
+    assert client.post("/v1/evaluations", json=b).get_json()["aggregate"] == doc["aggregate"]
+
+
+@pytest.mark.parametrize("metadata, where, words", [
+    ({"301": {"weight": -1}}, "options.topic_metadata.301.weight", "must be >= 0"),
+    ({"301": {"segments": ["a b"]}}, "options.topic_metadata.301.segments", "space"),
+    ({"301": {"segments": "tail"}}, "options.topic_metadata.301.segments", "a list"),
+    ({"301": {"labels": []}}, "options.topic_metadata.301.labels", "unknown member"),
+    ({"301": []}, "options.topic_metadata.301", "must be an object"),
+    ({}, "options.topic_metadata", "holds no topics"),
+    ("301 tail\n301 head\n", "options.topic_metadata", "line 2: topic '301' is given twice"),
+    ("301 tail 1 2\n", "options.topic_metadata", "line 1: has 4 fields"),
+    (5, "options.topic_metadata", "must be an object"),
+])
+def test_malformed_metadata_is_refused_naming_the_path(client, metadata, where, words):
+    resp = client.post("/v1/evaluations", json=body(metadata))
+    assert resp.status_code == 422, resp.get_data()
+    errors = resp.get_json()["errors"]
+    assert where in errors, errors
+    assert any(words in e for e in errors[where]), errors
+
+
+def test_micro_with_metadata_is_refused(client):
+    b = body()
+    b["options"]["aggregation"] = "micro"
+    resp = client.post("/v1/evaluations", json=b)
+    assert resp.status_code == 422
+    assert "options.topic_metadata" in resp.get_json()["errors"]
+
+
+def test_more_topics_than_max_topics_are_refused(app, client):
+    app.config["MAX_TOPICS"] = 2
+    resp = client.post("/v1/evaluations", json=body())
+    assert resp.status_code in (413, 422), resp.get_data()
+    assert "over the limit of 2 topics" in str(resp.get_json()["errors"])
+
+
+# ---------------------------------------------------------------------------------------------
+# comparisons
+# ---------------------------------------------------------------------------------------------
+
+def comparison(metadata=META, **extra) -> dict:
+    run = (TE / "results.test").read_text()
+    other = "".join(line.replace("STANDARD", "OTHER") for line in run.splitlines(True)
+                    if not line.startswith("303 ") or " 1 " in line)
+    return {"runs": [{"name": "a", "run": run}, {"name": "b", "run": other}],
+            "qrels": (TE / "qrels.test").read_text(), "measures": ["map", "P.5"],
+            "tests": ["t", "randomization"], "baseline": "a",
+            "options": {"topic_metadata": metadata}, **extra}
+
+
+def library_comparison():
+    b = comparison()
+    return compare(b["qrels"], {r["name"]: r["run"] for r in b["runs"]}, b["measures"],
+                   baseline="a", tests=("t", "randomization"), topic_metadata=META)
+
+
+def test_comparison_has_the_library_segments(client):
+    resp = client.post("/v1/comparisons", json=comparison())
+    assert resp.status_code == 200, resp.get_data()
+    doc = resp.get_json()
+    lib = library_comparison()
+    assert doc["segments"] == lib["segments"] and doc["weighted"] == lib["weighted"]
+    tail = doc["segments"]["tail"]
+    assert tail["topics"] == ["301", "302"]
+    assert tail["family"] == {"segment": "tail", "tests": 2, "correction": "holm"}
+    assert doc["options"]["topic_metadata"]["topics"] == 3
+    text = client.post("/v1/comparisons", json=comparison(),
+                       headers={"Accept": "text/plain"}).get_data(as_text=True)
+    assert "segment tail: 2 topics; p-values adjusted by holm over this segment's family" in text
+
+
+def test_comparison_queued_and_multipart_agree(client):
+    sync = client.post("/v1/comparisons", json=comparison()).get_json()
+    queued = client.post("/v1/comparisons", json=comparison(), headers=ASYNC)
+    assert queued.status_code == 202, queued.get_data()
+    job = finished_job(client, queued.headers["Location"])
+    assert job["status"] == "finished", job
+    assert job["result"]["segments"] == sync["segments"]
+    import io
+
+    b = comparison()
+    form = {"runs": [(io.BytesIO(r["run"].encode()), f"{r['name']}.txt") for r in b["runs"]],
+            "qrels": (io.BytesIO(b["qrels"].encode()), "qrels.txt"), "measures": "map,P.5",
+            "tests": "t,randomization", "baseline": "a",
+            "topic_metadata": (io.BytesIO(META_TEXT.encode()), "meta.txt")}
+    resp = client.post("/v1/comparisons", data=form, content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.get_data()
+    assert resp.get_json()["segments"] == sync["segments"]
+
+
+def test_comparison_metadata_refused_naming_the_path(client):
+    resp = client.post("/v1/comparisons", json=comparison({"301": {"weight": "x"}}))
+    assert resp.status_code == 422, resp.get_data()
+    assert "options.topic_metadata.301.weight" in resp.get_json()["errors"]
