@@ -561,7 +561,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                          "runs": provenance_runs}
     if qrels_version:
         doc["provenance"]["qrels_version"] = qrels_version
-    return doc
+    return name_topic_metadata(doc, job.topic_metadata_version)
 
 
 def record_gate_verdicts(results, tenant: str | None, doc: dict,

@@ -72,6 +72,8 @@ from .negotiation import negotiate
 from .paging import boolean_word
 from .problems import Problem
 from .schemas import NameList, OptionsSchema, RunOrQrels, TopicMetadataField, strict_bool
+from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
+from .topic_metadata import resolve as resolve_topic_metadata
 
 bp = Blueprint("comparisons", __name__)
 
@@ -155,6 +157,9 @@ class GateSchema(Schema):
     test = fields.String(load_default="randomization", validate=validate.OneOf(TESTS))
     baseline = fields.String(load_default=None)
     candidate = fields.String(load_default=None)
+    # a segment of the topic metadata (issue #28): checked against it by the engine
+    # (cranfield.gate.segment_view: 422 naming gate.segment for one it lacks)
+    segment = fields.String(load_default=None, validate=validate.Length(min=1))
 
 
 class GateField(fields.Field):
@@ -196,6 +201,11 @@ class ComparisonRequestSchema(Schema):
     qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
         r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
         error="must be a stored qrels id, optionally @version"))
+    # stored topic metadata (issue #28), optionally @version: not with options.topic_metadata
+    topic_metadata_id = fields.String(load_default=None, allow_none=False,
+                                      validate=validate.Regexp(
+                                          TOPIC_METADATA_REF, error="must be a stored topic "
+                                          "metadata id, optionally @version"))
     measures = NameList(max_names=50, load_default=None)
     options = fields.Nested(CompareOptionsSchema, load_default=lambda: CompareOptionsSchema()
                             .load({}))
@@ -413,7 +423,8 @@ def _spec(req: dict) -> ComparisonJob:
                          correction=req["correction"], alpha=req["alpha"],
                          n_permutations=req["permutations"], n_samples=req["bootstrap_samples"],
                          seed=req["seed"], largest_losses=req["largest_losses"],
-                         per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"])
+                         per_topic=req["per_topic"], curves=req["curves"], gate=req["gate"],
+                         topic_metadata_version=req.get("topic_metadata_version"))
 
 
 def _recorded(req: dict, results: dict[str, dict], *, whole: bool = True
@@ -486,6 +497,7 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
     from backend.tasks import BadInput, compare_inputs, compared_measures, record_gate_verdicts
 
     queued = may_queue and wants_async()
+    resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
     # a queued comparison's worker reads the results itself: here only their names count
     recorded = _recorded(req, results or {}, whole=not queued)
     spec = _spec(req)
