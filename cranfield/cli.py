@@ -441,7 +441,8 @@ def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -
     else:  # prefs, qrels_prefs: -l does not apply (rel_level > 0 is relevant, as trec_eval)
         prefs = read_prefs(data, name=qrels_name, qrels=args.rel_format == "qrels_prefs")
         ev = evaluate_prefs(prefs, run, args.measures, depth=args.depth,
-                            profile=args.profile, complete_topics=args.complete)
+                            profile=args.profile, complete_topics=args.complete,
+                            qrels=args.rel_format == "qrels_prefs")
     sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
     return 0
 

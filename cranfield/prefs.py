@@ -21,15 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, MeasureError
+from .errors import InputError
+from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY
 
 __all__ = ["JudgmentGroups", "read_qrels_jg", "evaluate_jg", "format_jg", "JG_MEASURES",
            "Preferences", "read_prefs", "evaluate_prefs", "PREFS_MEASURES"]
 
-P_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-RPREC_MULTS = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-# the measures trec_eval's nickname "qrels_jg" names, in the order it prints them
-JG_MEASURES = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+# the registry's (cranfield/measures/judgments.py): P_avgjg's and Rprec_mult_avgjg's default
+# cutoffs and multiples, and the measures of trec_eval's nickname qrels_jg in its order
+P_CUTOFFS = REGISTRY["P_avgjg"].defaults
+RPREC_MULTS = REGISTRY["Rprec_mult_avgjg"].defaults
+JG_MEASURES = tuple(n for n in NICKNAMES["qrels_jg"](DEFAULT_PROFILE)
+                    if REGISTRY[n].input == "qrels_jg")
 
 
 @dataclass
@@ -250,7 +253,8 @@ def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None,
     return ranked if depth is None else ranked[:depth]
 
 
-def _group_values(ranked: list[str], judged: dict[str, int], level: int) -> dict[str, float]:
+def _group_values(ranked: list[str], judged: dict[str, int], level: int,
+                  cutoffs: tuple = P_CUTOFFS, mults: tuple = RPREC_MULTS) -> dict[str, float]:
     rels = [judged.get(d, -2) >= level for d in ranked]  # -2: not in the pool
     num_rel = sum(1 for g in judged.values() if g >= level)
     num_ret = len(ranked)
@@ -263,9 +267,9 @@ def _group_values(ranked: list[str], judged: dict[str, int], level: int) -> dict
             total += so_far / (i + 1)
     out["map_avgjg"] = total / num_rel if so_far else 0.0
     top = np.concatenate(([0], np.cumsum(rels, dtype=np.int64)))  # top[k]: rels in top k
-    for c in P_CUTOFFS:  # missing docs past num_ret count as nonrelevant
+    for c in cutoffs:  # missing docs past num_ret count as nonrelevant
         out[f"P_avgjg_{c}"] = int(top[min(c, num_ret)]) / c
-    for m in RPREC_MULTS:  # cutoff (long)(m*R + 0.9), as trec_eval (both versions)
+    for m in mults:  # cutoff (long)(m*R + 0.9), as trec_eval (both versions)
         c = int(m * num_rel + 0.9)
         out[f"Rprec_mult_avgjg_{m:3.2f}"] = int(top[min(c, num_ret)]) / c if c > 0 else 0.0
     return out
@@ -295,37 +299,25 @@ class JgEvaluation:
 HEADER = ("runid", "num_q")
 
 
-def _header(measures: list[str] | None, nicknames: tuple[str, ...]) -> tuple[str, ...]:
-    """Which of runid and num_q the summary prints: those asked for by name or through a
-    nickname (each of trec_eval's nicknames lists both first); no measures means the
-    format's nickname."""
-    asked = {m.strip() for spec in measures or [nicknames[0]] for m in spec.split(",")}
-    if asked & set(nicknames):
-        return HEADER
-    return tuple(h for h in HEADER if h in asked)
+def _resolved(measures, qrels_format: str, profile: str):
+    """(the instances ``measures`` name, which of runid and num_q the summary prints) for
+    judgments read as ``qrels_format``, resolved by the registry (cranfield.names.resolve)
+    as every evaluation's measures are: trec_eval's -m grammar with parameters
+    (``P_avgjg.5,10``, ``Rprec_mult_avgjg.0.50``) and printed names, the nicknames
+    (qrels_jg, all_prefs, prefs: trec_eval's lists, runid and num_q included), trec_eval's
+    table order; none named: the format's nickname. A measure of other judgments is a
+    MeasureError naming the format it needs."""
+    from .names import resolve
+
+    names = [measures] if isinstance(measures, str) else measures
+    instances = resolve(names or None, profile, qrels_format)
+    header = tuple(i.key for i in instances if i.measure.input == "any")
+    return [i for i in instances if i.measure.input != "any"], header
 
 
-def _names(measures: list[str] | None) -> list[str]:
-    wanted: list[str] = []
-    for spec in measures or ["qrels_jg"]:
-        for m in spec.split(","):
-            m = m.strip()
-            if m == "qrels_jg":
-                wanted.extend(JG_MEASURES)
-            elif m in JG_MEASURES:
-                wanted.append(m)
-            elif m in HEADER:  # printed by format_jg (JgEvaluation.header)
-                continue
-            else:
-                raise MeasureError(m, "is not computed from judgment groups (-R qrels_jg)",
-                                   list(("qrels_jg",) + JG_MEASURES))
-    names: list[str] = []
-    for m in JG_MEASURES:  # trec_eval prints measures in its own table order
-        if m in wanted:
-            names.extend(["map_avgjg"] if m == "map_avgjg" else
-                         [f"P_avgjg_{c}" for c in P_CUTOFFS] if m == "P_avgjg" else
-                         [f"Rprec_mult_avgjg_{x:3.2f}" for x in RPREC_MULTS])
-    return names
+def _names(measures: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[str]:
+    """The keys (trec_eval's printed names) of the judgment-group measures named."""
+    return [i.key for i in _resolved(measures, "qrels_jg", profile)[0]]
 
 
 def _check_budget(names: list[str], judged: list[int], pairs: bool) -> None:
@@ -369,7 +361,10 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
         qrels = read_qrels_jg(qrels)
     _refuse_comments(qrels, profile)
     run = read_run(run)
-    names = _names(measures)
+    instances, header = _resolved(measures, "qrels_jg", profile)
+    names = [i.key for i in instances]
+    cutoffs = tuple(i.value for i in instances if i.measure.name == "P_avgjg")
+    mults = tuple(i.value for i in instances if i.measure.name == "Rprec_mult_avgjg")
     _check_budget(names, [sum(len(g) for g in qrels.topics[t].values())
                           for t in _evaluated(run, qrels.topics, profile, complete_topics)],
                   pairs=False)
@@ -380,14 +375,14 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
         for jg in sorted(groups, key=_key):
             judged = groups[jg]
             mine = [d for d in ranked if judged.get(d, -1) >= 0] if judged_only else ranked
-            values = _group_values(mine, judged, relevance_level)
-            for k in names:
-                sums[k] += values[k]
+            values = _group_values(mine, judged, relevance_level, cutoffs, mults)
+            for i in instances:  # each measure's registry entry reads its value
+                sums[i.key] += i.measure.compute(values, i.value)
         if len(groups) > 1:
             sums = {k: v / len(groups) for k, v in sums.items()}
         per_topic[topic] = sums
     return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names,
-                        header=_header(measures, ("qrels_jg",)),
+                        header=header,
                         num_q=len(qrels.topics) if complete_topics else None)
 
 
@@ -420,13 +415,11 @@ def format_jg(ev: JgEvaluation, per_topic: bool = False, summary: bool = True) -
 # each jg one sub-group. Semantics follow trec_eval's form_prefs_counts.c and m_prefs_*.c,
 # including the quirks of its R-nonrel recalculation (documented at _recalc).
 
-PREFS_MEASURES = ("prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret",
-                  "prefs_simp", "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel",
-                  "prefs_simp_ret", "prefs_pair_ret", "prefs_avgjg_ret",
-                  "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
-                  "prefs_avgjg_imp")
-# counts: summed over topics in the summary, printed as integers
-PREFS_COUNTS = PREFS_MEASURES[:3]
+# the registry's: the measures of trec_eval's nickname all_prefs, in its order, and the
+# counts among them (summed over topics in the summary, printed as integers)
+PREFS_MEASURES = tuple(n for n in NICKNAMES["all_prefs"](DEFAULT_PROFILE)
+                       if REGISTRY[n].input == "prefs")
+PREFS_COUNTS = tuple(n for n in PREFS_MEASURES if REGISTRY[n].aggregate == "sum")
 
 
 @dataclass
@@ -736,23 +729,9 @@ def _prefs_values(njr: int, nj: int, groups: list[_Group], ca: np.ndarray) -> di
     return v
 
 
-def _prefs_names(measures: list[str] | None) -> list[str]:
-    wanted: set[str] = set()
-    for spec in measures or ["all_prefs"]:
-        for m in spec.split(","):
-            m = m.strip()
-            if m == "all_prefs":
-                wanted.update(PREFS_MEASURES)
-            elif m == "prefs":  # trec_eval's prefs_off_name: the first six
-                wanted.update(PREFS_MEASURES[:6])
-            elif m in PREFS_MEASURES:
-                wanted.add(m)
-            elif m in HEADER:  # printed by format_jg (JgEvaluation.header)
-                continue
-            else:
-                raise MeasureError(m, "is not computed from preferences (-R prefs / "
-                                   "qrels_prefs)", ["all_prefs", *PREFS_MEASURES[:4]])
-    return [m for m in PREFS_MEASURES if m in wanted]
+def _prefs_names(measures: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[str]:
+    """The keys of the preference measures named."""
+    return [i.key for i in _resolved(measures, "prefs", profile)[0]]
 
 
 def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
@@ -772,7 +751,8 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
         prefs = read_prefs(prefs, qrels=qrels)
     _refuse_comments(prefs, profile)
     run = read_run(run)
-    names = _prefs_names(measures)
+    instances, header = _resolved(measures, "qrels_prefs" if qrels else "prefs", profile)
+    names = [i.key for i in instances]
     as_float = PROFILES[profile].float32_scores  # its sims and rel_levels alike
     _check_budget(names, [len({d for _, _, d, _ in prefs.topics[t]})
                           for t in _evaluated(run, prefs.topics, profile, complete_topics)],
@@ -784,8 +764,9 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
             items = [(jg, jsg, d, float(np.float32(level))) for jg, jsg, d, level in items]
         njr, nj, groups, ca = _topic_groups(items, ranked, prefs.source, topic)
         values = _prefs_values(njr, nj, groups, ca)
-        per_topic[topic] = {k: values[k] for k in names}
+        per_topic[topic] = {i.key: i.measure.compute(values, i.value) for i in instances}
     return JgEvaluation(runid=run.runid, per_topic=per_topic, names=names,
-                        counts=frozenset(PREFS_COUNTS),
-                        header=_header(measures, ("all_prefs", "prefs")),
+                        counts=frozenset(i.key for i in instances
+                                         if i.measure.aggregate == "sum"),
+                        header=header,
                         num_q=len(prefs.topics) if complete_topics else None)

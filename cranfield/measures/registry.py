@@ -72,8 +72,9 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "any": ("qrels", "qrels_jg", "prefs", "qrels_prefs"),
 }
 QRELS_FORMATS = INPUTS["any"]
-_INPUT_WORDS = {"qrels": "relevance judgments (qrels)", "qrels_jg": "judgment groups",
-                "prefs": "preference judgments"}
+_INPUT_WORDS = {"qrels": "relevance judgments", "qrels_jg": "judgment groups",
+                "prefs": "preference judgments",
+                "qrels_prefs": "relevance judgments read as preferences"}
 
 
 def input_problem(measure: Measure, qrels_format: str) -> str | None:
@@ -86,7 +87,8 @@ def input_problem(measure: Measure, qrels_format: str) -> str | None:
     fields = " or ".join(f"qrels_format={f!r}" for f in formats)
     default = ", the default" if formats == ("qrels",) else ""
     return (f"{measure.name} is computed from {_INPUT_WORDS[measure.input]}: give them with "
-            f"{flags} ({fields}{default}), not as {qrels_format}")
+            f"{flags} ({fields}{default}), not {_INPUT_WORDS[qrels_format]} "
+            f"(-R {qrels_format})")
 
 
 # integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
