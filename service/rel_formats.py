@@ -81,6 +81,26 @@ def check_rel_request(req: dict, accept: str) -> None:
         raise _invalid("qrels", f"qrels_format {fmt} is read from TREC text or its JSON "
                        "shape, not an Arrow or Parquet file")
     check_rel_measures(req)
+    _check_options(req)
+
+
+def _check_options(req: dict) -> None:
+    """The options refused as the library refuses them (422 naming ``options.<name>``),
+    before anything is read or queued: the library's own evaluation of no judgments
+    against no run, which checks its options first and then has nothing to do."""
+    import numpy as np
+
+    from cranfield.io import Run
+    from cranfield.prefs import JudgmentGroups, Preferences
+
+    fmt = req["options"]["qrels_format"]
+    nothing = JudgmentGroups() if fmt == "qrels_jg" else Preferences()
+    empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
+    try:
+        cranfield.evaluate(nothing, empty, req["measures"], **req["options"])
+    except CranfieldError as exc:
+        if str(getattr(exc, "field", "") or "").startswith("options."):
+            raise engine_problem(exc, req["measures"]) from None
 
 
 def _names(measures, fmt: str) -> list[str]:

@@ -322,3 +322,14 @@ def test_bad_stored_kinds_are_refused_naming_the_field(client, put, field):
                           content_type="text/plain")
     assert resp.status_code in (400, 422), resp.get_data()
     assert field in resp.get_json()["errors"], resp.get_json()
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"qrels_format": "prefs", "aggregation": "micro"}, "options.aggregation"),
+    ({"qrels_format": "qrels_prefs", "relevance_level": 3}, "options.relevance_level"),
+])
+def test_a_queued_request_is_refused_before_it_is_queued(client, options, field):
+    resp = client.post("/v1/evaluations", headers=ASYNC, json={
+        "run": "q1 Q0 d1 1 1.0 r\n", "qrels": "q1 g s d1 1\n", "options": options})
+    assert resp.status_code == 422, resp.get_data()
+    assert field in resp.get_json()["errors"]
