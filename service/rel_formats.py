@@ -81,13 +81,14 @@ def check_rel_request(req: dict, accept: str) -> None:
         raise _invalid("qrels", f"qrels_format {fmt} is read from TREC text or its JSON "
                        "shape, not an Arrow or Parquet file")
     check_rel_measures(req)
-    _check_options(req)
 
 
-def _check_options(req: dict) -> None:
-    """The options refused as the library refuses them (422 naming ``options.<name>``),
-    before anything is read or queued: the library's own evaluation of no judgments
-    against no run, which checks its options first and then has nothing to do."""
+def check_rel_measures(req: dict) -> None:
+    """The options and measures refused as the library refuses them (422 naming
+    ``options.<name>`` or ``measures[i]``), before anything is read or queued: the
+    library's own evaluation of no judgments against no run, which checks its options and
+    names first and then has nothing to do. A format's measures are at most twenty
+    instances: within any MAX_MEASURE_INSTANCES."""
     import numpy as np
 
     from cranfield.io import Run
@@ -98,25 +99,11 @@ def _check_options(req: dict) -> None:
     empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
     try:
         cranfield.evaluate(nothing, empty, req["measures"], **req["options"])
+    except cranfield.MeasureError as exc:
+        raise measure_problem(exc, req["measures"]) from None
     except CranfieldError as exc:
         if str(getattr(exc, "field", "") or "").startswith("options."):
             raise engine_problem(exc, req["measures"]) from None
-
-
-def _names(measures, fmt: str) -> list[str]:
-    from cranfield.prefs import _names as jg_names
-    from cranfield.prefs import _prefs_names
-
-    return jg_names(measures) if fmt == "qrels_jg" else _prefs_names(measures)
-
-
-def check_rel_measures(req: dict) -> None:
-    """The measures are ones the format computes (422 naming ``measures[i]`` otherwise).
-    Their instances are at most twenty: within any MAX_MEASURE_INSTANCES."""
-    try:
-        _names(req["measures"], req["options"]["qrels_format"])
-    except cranfield.MeasureError as exc:
-        raise measure_problem(exc, req["measures"]) from None
 
 
 def read_rel_qrels(value, fmt: str, label: str = "qrels"):
