@@ -239,7 +239,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                                     relevance_level=relevance_level, judged_only=judged_only,
                                     depth=depth, complete_topics=complete_topics,
                                     collection_size=collection_size, aggregation=aggregation,
-                                    zscores=zscores, topic_metadata=topic_metadata)
+                                    zscores=zscores, topic_metadata=topic_metadata,
+                                    require_overlap=require_overlap)
     if aggregation not in AGGREGATIONS:
         raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
                               f"{list(AGGREGATIONS)}")
@@ -345,10 +346,12 @@ def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
     if qrels_format == "qrels_jg":
         return evaluate_jg(qrels, run, names, relevance_level=o["relevance_level"],
                            depth=o["depth"], profile=o["profile"],
-                           complete_topics=o["complete_topics"], judged_only=o["judged_only"])
+                           complete_topics=o["complete_topics"], judged_only=o["judged_only"],
+                           require_overlap=o["require_overlap"])
     return evaluate_prefs(qrels, run, names, depth=o["depth"], profile=o["profile"],
                           qrels=qrels_format == "qrels_prefs",
-                          complete_topics=o["complete_topics"])
+                          complete_topics=o["complete_topics"],
+                          require_overlap=o["require_overlap"])
 
 
 def _topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:

@@ -208,6 +208,17 @@ def _refuse_comments(judgments, profile: str) -> None:
                          "the trec_eval-10 profile", line=judgments.comment_lines[0])
 
 
+def _require_overlap(run, judged: dict, kind: str) -> None:
+    """trec_eval (9.0.8, with or without -c) stops when no run topic is judged: "No queries
+    with both results and relevance info" (exit 7); as for ordinary qrels."""
+    from .errors import EvaluationError
+
+    if not any(t in judged for t in run.topics):
+        raise EvaluationError("no topic has both results and relevance judgments (run "
+                              f"topics: {len(run.topics)}, {kind} topics: {len(judged)})",
+                              code="no-overlap")
+
+
 def _judged_topics(run, judged: dict, profile: str, depth: int | None,
                    ties_ascending: bool = False, complete: bool = False):
     """(topic, its judgments, its ranking) for each topic of ``run`` that ``judged`` has, in
@@ -346,7 +357,7 @@ def _check_budget(names: list[str], judged: list[int], pairs: bool) -> None:
 def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
                 relevance_level: int = 1, depth: int | None = None,
                 profile: str = "trec_eval-10", complete_topics: bool = False,
-                judged_only: bool = False) -> JgEvaluation:
+                judged_only: bool = False, require_overlap: bool = True) -> JgEvaluation:
     """Evaluate ``run`` against judgment groups (``qrels``: a :class:`JudgmentGroups` or what
     :func:`read_qrels_jg` reads). Topics are those of the run that the qrels judge, in
     strcmp order; each ``*_avgjg`` value is the mean over the topic's groups (the sum when
@@ -354,7 +365,8 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     (0/0 gives 0). ``complete_topics`` (-c): the mean is over every judged topic (10.0 also
     prints the ones the run lacks, scored on its one-document bogus ranking: 0);
     ``judged_only`` (-J): each group's ranking keeps the documents that group judged (rel
-    >= 0), in rank order, after ``depth`` (form_res_rels_jg.c)."""
+    >= 0), in rank order, after ``depth`` (form_res_rels_jg.c). No run topic judged is an
+    EvaluationError (``no-overlap``) unless ``require_overlap`` is False."""
     from .io import read_run
 
     if not isinstance(qrels, JudgmentGroups):
@@ -365,6 +377,8 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     names = [i.key for i in instances]
     cutoffs = tuple(i.value for i in instances if i.measure.name == "P_avgjg")
     mults = tuple(i.value for i in instances if i.measure.name == "Rprec_mult_avgjg")
+    if require_overlap:
+        _require_overlap(run, qrels.topics, "qrels_jg")
     _check_budget(names, [sum(len(g) for g in qrels.topics[t].values())
                           for t in _evaluated(run, qrels.topics, profile, complete_topics)],
                   pairs=False)
@@ -736,14 +750,16 @@ def _prefs_names(measures: list[str] | None, profile: str = DEFAULT_PROFILE) -> 
 
 def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
                    depth: int | None = None, profile: str = "trec_eval-10",
-                   qrels: bool = False, complete_topics: bool = False) -> JgEvaluation:
+                   qrels: bool = False, complete_topics: bool = False,
+                   require_overlap: bool = True) -> JgEvaluation:
     """Evaluate ``run`` against preference judgments (a :class:`Preferences` or what
     :func:`read_prefs` reads; ``qrels=True`` reads a qrels file as trec_eval's
     ``-R qrels_prefs``). Topics: those of the run that have preferences, in strcmp order.
     The three ``prefs_num_*`` counts are summed in the summary; the ratios are averaged,
     a 0/0 ratio giving 0. ``complete_topics`` (-c): the ratios' mean is over every topic
     with preferences (10.0 also evaluates the ones the run lacks, on its one-document bogus
-    ranking, and adds their counts)."""
+    ranking, and adds their counts). No run topic judged is an EvaluationError
+    (``no-overlap``) unless ``require_overlap`` is False."""
     from .io import read_run
     from .measures.registry import PROFILES
 
@@ -753,6 +769,8 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
     run = read_run(run)
     instances, header = _resolved(measures, "qrels_prefs" if qrels else "prefs", profile)
     names = [i.key for i in instances]
+    if require_overlap:
+        _require_overlap(run, prefs.topics, "qrels_prefs" if qrels else "prefs")
     as_float = PROFILES[profile].float32_scores  # its sims and rel_levels alike
     _check_budget(names, [len({d for _, _, d, _ in prefs.topics[t]})
                           for t in _evaluated(run, prefs.topics, profile, complete_topics)],

@@ -189,3 +189,26 @@ def test_upstream_comment_files_are_10_0_s(capsys, fmt, judgments, run, line):
     out, err = capsys.readouterr()
     assert code != 0 and out == ""
     assert f"{judgments}:{line}: trec_eval 9.0.8 reads no comment lines" in err
+
+
+@pytest.mark.parametrize("fmt, judgments", [("prefs", "q1 A s d1 2\nq1 A s d2 1\n"),
+                                            ("qrels_prefs", "q1 A d1 2\nq1 A d2 1\n"),
+                                            ("qrels_jg", "q1 A d1 1\nq1 B d2 1\n")])
+@pytest.mark.parametrize("flags", [[], ["-c"]], ids=["", "c"])
+@pytest.mark.parametrize("profile", list(PROFILES.values()))
+def test_no_judged_topic_in_the_run_is_refused(capsys, tmp_path, fmt, judgments, flags,
+                                               profile):
+    """No run topic judged: the 9.0.8 binary says "trec_eval: No queries with both results
+    and relevance info" and exits 7, with or without -c, for every -R format (checked on
+    these inputs); Cranfield too, as for ordinary qrels (it printed zeros before)."""
+    q, r = tmp_path / "judgments", tmp_path / "run"
+    q.write_text(judgments)
+    r.write_text("q9 Q0 d1 1 3 r\n")
+    code = main(["eval", "--profile", profile, *flags, "-R", fmt, str(q), str(r)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (7, "")
+    assert "no topic has both results and relevance judgments" in err
+    with pytest.raises(cranfield.EvaluationError) as caught:
+        cranfield.evaluate(q, r, qrels_format=fmt, profile=profile,
+                           complete_topics=bool(flags))
+    assert caught.value.code == "no-overlap"
