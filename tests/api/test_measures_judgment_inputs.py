@@ -6,6 +6,8 @@ a 422 naming it, with the engine's words. Every response is checked against open
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import cranfield
@@ -106,4 +108,50 @@ def test_a_measure_of_other_judgments_is_422_naming_it(client, measures, index, 
     # the engine's own words, as the library and the CLI say them
     with pytest.raises(cranfield.MeasureError) as err:
         cranfield.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}}, measures)
+    assert err.value.reason in errors[f"measures[{index}]"][0]
+
+
+TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+# trec_eval 9.0.8 (built from its sources): -R qrels_jg -m P_avgjg.10,5
+# -m Rprec_mult_avgjg.0.5,0.25,2 qrels.123 results.test, the summary lines
+JG_ALL = {"P_avgjg_5": "0.2444", "P_avgjg_10": "0.2444", "Rprec_mult_avgjg_0.25": "0.2631",
+          "Rprec_mult_avgjg_0.50": "0.2262", "Rprec_mult_avgjg_2.00": "0.0961"}
+
+
+def test_parameters_of_judgment_group_measures_through_the_api(client):
+    resp = client.post("/v1/evaluations", json={
+        "run": (TE / "results.test").read_text(), "qrels": (TE / "qrels.123").read_text(),
+        "measures": ["P_avgjg.10,5", "Rprec_mult_avgjg.0.5,0.25,2"],
+        "options": {"qrels_format": "qrels_jg"}})
+    assert resp.status_code == 200, resp.get_json()
+    aggregate = resp.get_json()["aggregate"]
+    assert list(aggregate) == list(JG_ALL)  # no runid / num_q: not named
+    assert {k: f"{v:.4f}" for k, v in aggregate.items()} == JG_ALL
+
+
+@pytest.mark.parametrize("fmt, measures, index, needs", [
+    ("qrels_jg", ["map"], 0, "map is computed from relevance judgments: give them with "
+                             "-R qrels (qrels_format='qrels', the default), not judgment "
+                             "groups (-R qrels_jg)"),
+    ("qrels_jg", ["map_avgjg", "prefs_simp"], 1, "prefs_simp is computed from preference "
+                                                 "judgments"),
+    ("prefs", ["P_avgjg.5"], 0, "P_avgjg is computed from judgment groups: give them with "
+                                "-R qrels_jg (qrels_format='qrels_jg'), not preference "
+                                "judgments (-R prefs)"),
+    ("qrels_prefs", ["prefs", "nDCG@10"], 1, "ndcg_cut is computed from relevance "
+                                             "judgments"),
+])
+def test_a_measure_of_other_judgments_than_qrels_format_is_422(client, fmt, measures, index,
+                                                                needs):
+    qrels = (TE / {"qrels_jg": "qrels.123", "prefs": "prefs.test",
+                   "qrels_prefs": "qrels.test"}[fmt]).read_text()
+    resp = client.post("/v1/evaluations", json={
+        "run": (TE / "results.test").read_text(), "qrels": qrels, "measures": measures,
+        "options": {"qrels_format": fmt}})
+    assert resp.status_code == 422 and resp.mimetype == "application/problem+json"
+    errors = resp.get_json()["errors"]
+    assert list(errors) == [f"measures[{index}]"] and needs in errors[f"measures[{index}]"][0]
+    with pytest.raises(cranfield.MeasureError) as err:  # the library's words
+        cranfield.evaluate(qrels, (TE / "results.test").read_text(), measures,
+                           qrels_format=fmt)
     assert err.value.reason in errors[f"measures[{index}]"][0]
