@@ -233,6 +233,8 @@ def test_queued_equals_synchronous(client, fmt):
     text = client.get(resp.headers["Location"], headers=TEXT)
     assert text.status_code == 200
     assert text.get_data() == (TE / CASES[fmt][3]).read_bytes()
+    assert client.get(resp.headers["Location"],
+                      headers={"Accept": "text/csv"}).status_code == 406
 
 
 def put_text(client, qrels_id: str, text: str, fmt: str | None):
@@ -287,6 +289,12 @@ def test_stored_kind_queued(client):
 
 def test_conflicting_format_for_a_stored_kind_is_422(client):
     put_text(client, "prefs", (TE / "prefs.test").read_text(), "prefs")
+    # the stored canonical text (levels such as 5.5 included) evaluates as the file does
+    same = client.post("/v1/evaluations", headers=TEXT, json={
+        "run": (TE / "prefs.results.test").read_text(), "qrels_id": "prefs",
+        "per_topic": True, "options": {"qrels_format": "prefs"}})
+    assert same.status_code == 200, same.get_data()
+    assert same.get_data() == (TE / "out.test.prefs").read_bytes()
     for fmt in ("qrels", "qrels_jg"):
         resp = client.post("/v1/evaluations", json={
             "run": (TE / "prefs.results.test").read_text(), "qrels_id": "prefs",
