@@ -2,11 +2,12 @@
 (issue #28).
 
 Data: tests/data/trec_eval_prefs_random, made by its make_expected.py from a fixed seed:
-54 random cases in -R prefs, -R qrels_prefs and -R qrels_jg (1-6 topics, 0-40 judged docs a
+69 random cases in -R prefs, -R qrels_prefs and -R qrels_jg (1-6 topics, 0-40 judged docs a
 topic, one to three judgment groups with one or several sub-groups, rel levels 0..3 and a
 few fractions or -1, ties in scores and ties only in float32, judged topics the run lacks and
-run topics without judgments, -q / -c / -M / -l and measure lists), each with the stdout of
-the unmodified trec_eval 9.0.8 and 10.0 binaries (MANIFEST.md: builds, commands).
+run topics without judgments, comment lines, -q / -c / -M / -l / -J, measure lists and
+parameters), each with the stdout of the unmodified trec_eval 9.0.8 and 10.0 binaries
+(MANIFEST.md: builds, commands, what the binaries refused).
 
 Every case goes through ``cranfield eval`` and through the library
 (``cranfield.evaluate(..., qrels_format=...)`` then ``format_jg``), in the profile of each
@@ -44,14 +45,22 @@ def _make_expected():
 MAKE_EXPECTED = _make_expected()
 
 
-def _want(row: dict, tag: str) -> tuple[str, str | None]:
-    """(the bytes Cranfield must print in the profile of binary ``tag``, the judgments text
-    to give it in place of the case's file, or None: the file)."""
+NO_OVERLAP = None  # what _want gives where Cranfield refuses: no run topic is judged
+
+
+def _want(row: dict, tag: str) -> tuple[str | None, str | None]:
+    """(the bytes Cranfield must print in the profile of binary ``tag``, or NO_OVERLAP; the
+    judgments text to give it in place of the case's file, or None: the file)."""
     done = row[tag]
     out = (DATA / "expected" / f"{row['case']}.{tag}.out").read_text()
     if done["status"] == 0:
         assert done["stderr"] == ""
         return out, None
+    if row["v9.0.8"]["status"] == 7:  # no run topic judged: 9.0.8 stops, so does Cranfield
+        assert row["v9.0.8"]["stderr"] == ("trec_eval: No queries with both results and "
+                                           "relevance info\n")
+        assert out == "" and done["status"] in (7, 4)  # 10.0: at the first judged topic
+        return NO_OVERLAP, None
     if tag == "v10.0":  # 10.0 without -c stops at a judged topic the run lacks
         assert done["status"] == 4 and "not found in qrels" in done["stderr"], done
         assert "-c" not in row["flags"]
@@ -100,8 +109,11 @@ def test_the_table_is_what_the_script_makes():
         assert (DATA / "inputs" / f"{row['case']}.run").read_text() == case["run"]
     assert {r["format"] for r in TABLE} == {"prefs", "qrels_prefs", "qrels_jg"}
     flags = [f for r in TABLE for f in r["flags"]]
-    assert {"-q", "-c", "-M", "-l"} <= set(flags)
+    assert {"-q", "-c", "-M", "-l", "-J", "P_avgjg.5,10", "Rprec_mult_avgjg.0.5,0.25,2",
+            "runid", "num_q"} <= set(flags)
     assert any(r["v10.0"]["status"] == 4 for r in TABLE)  # judged topics the run lacks
+    assert any(r["v9.0.8"]["status"] == 2 for r in TABLE)  # comment lines
+    assert any(r["v9.0.8"]["status"] == 7 for r in TABLE)  # no run topic judged
 
 
 @pytest.mark.parametrize("row, tag", CASES)
@@ -110,6 +122,9 @@ def test_cli_prints_the_binary_s_bytes(capsys, tmp_path, row, tag):
     code = main(["eval", "--profile", PROFILES[tag], *row["flags"], "-R", row["format"],
                  str(_source(row, text, tmp_path)), str(_run(row))])
     out, err = capsys.readouterr()
+    if want is NO_OVERLAP:
+        assert (code, out) == (7, "") and "no topic has both" in err
+        return
     assert code == 0, err
     assert out == want
 
@@ -140,12 +155,18 @@ def _library_options(flags: list[str]) -> tuple[list[str], dict, bool, bool]:
 def test_library_gives_the_binary_s_values(tmp_path, row, tag):
     want, text = _want(row, tag)
     measures, options, per_topic, summary = _library_options(row["flags"])
+    if want is NO_OVERLAP:
+        with pytest.raises(cranfield.EvaluationError, match="no topic has both"):
+            cranfield.evaluate(_source(row, text, tmp_path), _run(row), measures,
+                               qrels_format=row["format"], profile=PROFILES[tag], **options)
+        return
     ev = cranfield.evaluate(_source(row, text, tmp_path), _run(row), measures,
                             qrels_format=row["format"], profile=PROFILES[tag], **options)
     assert format_jg(ev, per_topic=per_topic, summary=summary) == want
 
 
 COMMENTED = [row for row in TABLE if row["v9.0.8"]["status"] == 2]
+assert COMMENTED and all("uncommented" in row["v9.0.8"] for row in COMMENTED)
 
 
 @pytest.mark.parametrize("row", COMMENTED, ids=[r["case"] for r in COMMENTED])

@@ -26,6 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SEED = 20261128
 CASES = 60
+PARAM_CASES = 9  # drawn after the others (which stay as they were)
 VERSIONS = ("v9.0.8", "v10.0")
 FORMATS = ("prefs", "qrels_prefs", "qrels_jg")
 
@@ -42,6 +43,11 @@ JG_FLAGS = [["-m", "qrels_jg"], ["-m", "qrels_jg"], ["-m", "qrels_jg"],
                                                             "-m", "qrels_jg"],
             ["-J", "-m", "qrels_jg"], ["-J", "-c", "-M", "6", "-m", "qrels_jg"],
             ["-m", "num_q", "-m", "P_avgjg"]]
+# measure parameters (both binaries take them; Cranfield since 9b3d42c)
+JG_PARAM_FLAGS = [["-m", "P_avgjg.5,10", "-m", "map_avgjg"], ["-m", "P_avgjg.1,3,100,2"],
+                  ["-m", "Rprec_mult_avgjg.0.5,0.25,2", "-m", "num_q"],
+                  ["-c", "-m", "qrels_jg", "-m", "P_avgjg.7"],
+                  ["-J", "-m", "Rprec_mult_avgjg.1.5", "-m", "P_avgjg.4"]]
 
 
 def _topic_ids(rng: random.Random, n: int) -> list[str]:
@@ -121,10 +127,13 @@ def _run(rng: random.Random, topic: str, docs: list[str], runid: str) -> list[st
 def make_cases() -> list[dict]:
     rng = random.Random(SEED)
     cases = []
-    for i in range(CASES):
-        fmt = FORMATS[i % 3]
+    for i in range(CASES + PARAM_CASES):
+        # the first CASES cycle through the formats; then qrels_jg with measure parameters
+        fmt = FORMATS[i % 3] if i < CASES else "qrels_jg"
         name = f"c{i:02d}.{fmt}"
-        flags = list(rng.choice(JG_FLAGS if fmt == "qrels_jg" else PREFS_FLAGS))
+        choices = (JG_FLAGS if fmt == "qrels_jg" else PREFS_FLAGS) if i < CASES else \
+            JG_PARAM_FLAGS
+        flags = list(rng.choice(choices))
         if rng.random() < 0.85:
             flags = ["-q", *flags]
         topics = _topic_ids(rng, rng.randint(1, 6))
@@ -199,7 +208,8 @@ def main(v9: str, v10: str) -> None:
             row["v9.0.8"]["uncommented"] = {"file": f"{name}.v9.0.8.uncommented.out",
                                             "status": done.returncode,
                                             "stderr": done.stderr.decode()}
-        if row["v10.0"]["status"] == 4 and "not found in qrels" in row["v10.0"]["stderr"]:
+        if row["v10.0"]["status"] == 4 and "not found in qrels" in row["v10.0"]["stderr"] \
+                and row["v9.0.8"]["status"] != 7:  # 7: no run topic judged, nothing to skip
             ran = {line.split()[0] for line in case["run"].splitlines()}
             part = HERE / "skip.tmp"
             part.write_text("".join(x + "\n" for x in case["judgments"].splitlines()
