@@ -351,17 +351,20 @@ def run_eval(args: argparse.Namespace) -> int:
     from .names import needs_subtopics
     from .result_document import warnings_for
 
+    if args.topic_metadata is not None and args.format == "jsonl":
+        print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
+              "ir_measures' shape, which has no segments)", file=sys.stderr)
+        return 1
+    if args.topic_metadata == "-" and "-" in (args.qrels, args.run):
+        print("cranfield: --topic-metadata - and QRELS or RUN cannot both be standard input",
+              file=sys.stderr)
+        return 1
     if args.server or ((args.record or args.qrels_id) and _environment_server()):
         if args.zscores is not None:  # the upload is a multipart form: options as text fields
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
                   "as JSON); drop --server", file=sys.stderr)
             return 1
-        if args.topic_metadata is not None:
-            print("cranfield: --topic-metadata is evaluated locally only (the API takes "
-                  "options.topic_metadata or a topic_metadata part); drop --server",
-                  file=sys.stderr)
-            return 1
-        return remote_cli.run_eval(args)
+        return remote_cli.run_eval(args)  # --topic-metadata: read here, sent as its text
     if args.record:
         print("cranfield: --record needs --server (results are kept by the service)",
               file=sys.stderr)
@@ -371,10 +374,6 @@ def run_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
 
-    if args.topic_metadata is not None and args.format == "jsonl":
-        print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
-              "ir_measures' shape, which has no segments)", file=sys.stderr)
-        return 1
     run_source, run_name = _source(args.run)
     qrels_source, qrels_name = _source(args.qrels)
     if args.rel_format != "qrels":

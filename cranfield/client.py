@@ -251,6 +251,22 @@ def _form_value(value: Any) -> str:
     return str(value)
 
 
+def _topic_metadata(value: Any):
+    """``options["topic_metadata"]`` read here, by the engine's one reader (its errors name
+    the line before anything is sent): a path (a PathLike, or a str naming a file), text,
+    bytes, the mapping or a :class:`~cranfield.segments.TopicMetadata`. Sent as the mapping
+    in a JSON body, as its text in a multipart form: the same metadata, one digest."""
+    from .segments import read_topic_metadata
+
+    if isinstance(value, str) and _names_a_file(value):
+        from pathlib import Path
+
+        value = Path(value)
+    elif isinstance(value, str):
+        value = value.encode("utf-8")  # text, never a path on the service's side
+    return read_topic_metadata(value)
+
+
 def _path_of(value: Any) -> str | None:
     """The path ``value`` names (a PathLike, or a str that :func:`_names_a_file`), checked
     to be a readable file (:class:`~cranfield.errors.InputError` otherwise), else None."""
@@ -322,8 +338,8 @@ def _form_fields(fields: dict[str, Any]) -> list[tuple[str, Any]]:
     if "qrels_id" in fields:
         form.append(("qrels_id", fields["qrels_id"]))
     form += [("measures", m) for m in fields.get("measures", ())]
-    form += [(key, _form_value(value)) for key, value in fields.get("options", {}).items()
-             if value is not None]
+    form += [(key, value.as_text() if key == "topic_metadata" else _form_value(value))
+             for key, value in fields.get("options", {}).items() if value is not None]
     if fields.get("details"):
         form.append(("details", "true"))
     if "record" in fields:
@@ -431,6 +447,9 @@ class Client:
             fields["measures"] = list(measures)
         if options:
             fields["options"] = {k: v for k, v in options.items() if v is not None}
+            if "topic_metadata" in fields["options"]:  # read here; as_json/as_text when sent
+                fields["options"]["topic_metadata"] = _topic_metadata(
+                    fields["options"]["topic_metadata"])
         if details:
             fields["details"] = True
         if record:
@@ -448,6 +467,8 @@ class Client:
                                            else [_part("qrels", qrels)])
             body = MultipartBody(_form_fields(fields), parts)
         if body is None:
+            if "topic_metadata" in fields.get("options", {}):
+                fields["options"]["topic_metadata"] = fields["options"]["topic_metadata"].as_json()
             body = {"run": _text_or_mapping(run), **(
                 {} if qrels_id is not None else {"qrels": _text_or_mapping(qrels)}), **fields}
         headers = {"Accept": accept}
@@ -542,6 +563,9 @@ class Client:
             if value is not None:
                 body[key] = list(value) if key == "measures" else value
         body.update({k: v for k, v in settings.items() if v is not None})
+        if (body.get("options") or {}).get("topic_metadata") is not None:
+            body["options"] = dict(body["options"], topic_metadata=_topic_metadata(
+                body["options"]["topic_metadata"]).as_json())
         headers = {"Accept": accept, **({"Prefer": "respond-async"} if prefer_async else {})}
         status, resp_headers, raw = self.request("POST", "/v1/comparisons", body,
                                                  headers=headers)

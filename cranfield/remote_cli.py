@@ -240,6 +240,14 @@ def _eval(args: argparse.Namespace) -> int:
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,
                "aggregation": args.aggregation}
+    if getattr(args, "topic_metadata", None) is not None:  # read here: errors name the line
+        from pathlib import Path
+
+        from .segments import read_topic_metadata
+
+        options["topic_metadata"] = read_topic_metadata(
+            sys.stdin.buffer.read() if args.topic_metadata == "-" else Path(args.topic_metadata),
+            name="<stdin>" if args.topic_metadata == "-" else args.topic_metadata)
     # jsonl: the evaluation document, printed as the local command prints it
     accept = {"trec": "text/plain", "csv": "text/csv", "json": "application/json",
               "jsonl": "application/json"}[args.format]

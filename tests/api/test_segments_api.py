@@ -12,6 +12,7 @@ import pytest
 from conftest import finished_job
 
 import cranfield
+import cranfield.segments
 from cranfield.cli import main
 from cranfield.compare import compare
 
@@ -145,12 +146,19 @@ def test_more_topics_than_max_topics_are_refused(app, client):
 
 def comparison(metadata=META, **extra) -> dict:
     run = (TE / "results.test").read_text()
-    other = "".join(line.replace("STANDARD", "OTHER") for line in run.splitlines(True)
-                    if not line.startswith("303 ") or " 1 " in line)
+    # b: 301's ranking reversed (its scores negated), the other topics as a's
+    other = "".join(_negated(line) if line.split()[0] == "301" else line
+                    for line in run.splitlines(True))
     return {"runs": [{"name": "a", "run": run}, {"name": "b", "run": other}],
             "qrels": (TE / "qrels.test").read_text(), "measures": ["map", "P.5"],
             "tests": ["t", "randomization"], "baseline": "a",
             "options": {"topic_metadata": metadata}, **extra}
+
+
+def _negated(line: str) -> str:
+    fields = line.split()
+    fields[4] = str(-float(fields[4]))
+    return " ".join(fields) + "\n"
 
 
 def library_comparison():
@@ -169,6 +177,8 @@ def test_comparison_has_the_library_segments(client):
     assert tail["topics"] == ["301", "302"]
     assert tail["family"] == {"segment": "tail", "tests": 2, "correction": "holm"}
     assert doc["options"]["topic_metadata"]["topics"] == 3
+    p_map = next(p for p in tail["pairs"] if p["measure"] == "map")
+    assert p_map["mean_diff"] < 0 and (p_map["wins"], p_map["ties"], p_map["losses"]) == (0, 1, 1)
     text = client.post("/v1/comparisons", json=comparison(),
                        headers={"Accept": "text/plain"}).get_data(as_text=True)
     assert "segment tail: 2 topics; p-values adjusted by holm over this segment's family" in text
@@ -197,3 +207,48 @@ def test_comparison_metadata_refused_naming_the_path(client):
     resp = client.post("/v1/comparisons", json=comparison({"301": {"weight": "x"}}))
     assert resp.status_code == 422, resp.get_data()
     assert "options.topic_metadata.301.weight" in resp.get_json()["errors"]
+
+
+# ---------------------------------------------------------------------------------------------
+# cranfield eval --server and the Python client: the same metadata, the same answer
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def served(app):
+    """The app on a loopback port (the CLI and the client speak HTTP)."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join()
+
+
+def test_cli_on_the_service_prints_what_it_prints_locally(served, capsys, tmp_path):
+    f = tmp_path / "meta.txt"
+    f.write_text(META_TEXT)
+    args = [*(a for m in MEASURES for a in ("-m", m)), "--topic-metadata", str(f),
+            str(TE / "qrels.test"), str(TE / "results.test")]
+    assert main(["eval", *args]) == 0
+    local = capsys.readouterr().out
+    assert main(["eval", "--server", served, *args]) == 0
+    assert capsys.readouterr().out == local
+    f.write_text("301 tail 1 2\n")  # refused here, naming the line, before anything is sent
+    assert main(["eval", "--server", served, *args]) == 2
+    assert f"{f}:1: has 4 fields" in capsys.readouterr().err
+
+
+def test_client_sends_metadata_in_either_body(served):
+    from cranfield.client import Client
+
+    client = Client(served)
+    ev = library()
+    for qrels, run in ((TE / "qrels.test", TE / "results.test"),  # paths: multipart
+                       ((TE / "qrels.test").read_text(), (TE / "results.test").read_text())):
+        for metadata in (META, META_TEXT, cranfield.segments.read_topic_metadata(META)):
+            doc = client.evaluate(qrels, run, MEASURES, options={"topic_metadata": metadata})
+            assert doc["segments"] == ev.segments and doc["weighted"] == ev.weighted

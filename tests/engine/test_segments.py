@@ -163,7 +163,7 @@ def test_segment_summary_equals_evaluating_its_topics(profile, complete, measure
     # the run lacks 303, which -c evaluates (scored as trec_eval -c scores it)
     qrels = (TE / "qrels.test").read_text()
     run = "".join(line for line in (TE / "results.test").read_text().splitlines(True)
-                  if not line.startswith("303 "))
+                  if line.split()[0] != "303")
     md = {"301": {"segments": ["a", "b"]}, "302": {"segments": ["a"]},
           "303": {"segments": ["b", "c"], "weight": 3}}
     ev = cranfield.evaluate(qrels, run, measures, profile=profile, complete_topics=complete,
@@ -438,3 +438,31 @@ def test_cli_compare_prints_segments(capsys, tmp_path):
     assert "segment tail: 2 topics; p-values adjusted by holm over this segment's family " \
            "(1 t comparisons)" in out
     assert "weighted means" in out
+
+
+@pytest.mark.parametrize("complete", [False, True])
+def test_shards_combine_to_the_whole_segments(complete):
+    """A queued run evaluated in topic shards (backend/tasks.py: each shard against the qrels
+    of its topics, then evaluate.combine) gives the segments and weights of the whole."""
+    from cranfield.evaluate import combine, evaluate_missing_topics
+
+    qrels = cranfield.read_qrels(TE / "qrels.test")
+    lines = (TE / "results.test").read_text().splitlines(True)
+    run_lines = [x for x in lines if x.split()[0] != "303"]  # -c scores 303 missing
+    md = {"301": {"segments": ["a"], "weight": 2}, "302": {"segments": ["a", "b"]},
+          "303": {"segments": ["b"], "weight": 4}}
+    measures = ["map", "num_ret", "num_rel", "gm_map", "P.5"]
+    whole = cranfield.evaluate(qrels, "".join(run_lines), measures, complete_topics=complete,
+                               topic_metadata=md)
+    parts = []
+    for topic in ("301", "302"):
+        run = cranfield.read_run("".join(x for x in run_lines if x.split()[0] == topic))
+        parts.append(cranfield.evaluate(qrels.subset(run.topics), run, measures,
+                                        require_overlap=False, complete_topics=complete,
+                                        topic_metadata=md))
+    if complete:
+        parts.append(evaluate_missing_topics(qrels, ["303"], measures, topic_metadata=md))
+    ev = combine(parts, qrels, ["301", "302"], whole.runid)
+    assert ev.segments == whole.segments
+    assert ev.weighted == whole.weighted
+    assert ev.segments["b"]["topics"] == (2 if complete else 1)
