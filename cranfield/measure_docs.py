@@ -14,7 +14,7 @@ from functools import lru_cache
 from .errors import MeasureError
 from .measures import DEFAULT_PROFILE, PROFILES, REGISTRY, Measure
 from .measures.registry import INPUTS
-from .names import IR_NAMES, KW_NAMES, RANX_AT_K, RANX_BARE, parse_measure
+from .names import IR_NAMES, KW_NAMES, RANX_AT_K, RANX_BARE, RANX_BARE_LEVEL, parse_measure
 
 FAMILIES = ("set", "rank", "graded", "diversity", "count", "info")
 
@@ -60,6 +60,15 @@ def _spelling_index() -> dict[str, dict[str, str]]:
     # ranx's own measures (registered with spelling="ranx"), as ranx spells them
     out["hits"].setdefault("hits@k", "ranx")
     out["ranx_rbp"].setdefault("rbp.<p>", "ranx")
+    out["ranx_rbp"].setdefault("rbp@<p>", "ranx")
+    # ranx's relevance level suffix, on every measure ranx takes it (written with N = 2: for
+    # ndcg and dcg a level above 1 zeroes the grades below it, a measure with gains=)
+    for spelling in [*RANX_AT_K, "hits"]:
+        for inst in _resolves(f"{spelling}@10-l2"):
+            out[inst].setdefault(f"{spelling}@k-l<N>", "ranx")
+    for spelling in [*RANX_BARE, *RANX_BARE_LEVEL, "hits", "rbp.<p>", "rbp@<p>"]:
+        for inst in _resolves(f"{spelling.replace('<p>', '9')}-l2"):
+            out[inst].setdefault(f"{spelling}-l<N>", "ranx")
     return out
 
 

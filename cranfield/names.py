@@ -10,8 +10,10 @@ ir_measures: every name of ir_measures 0.4.3's registry and its aliases, with ir
              ``SetF(beta=0.5)``, ``SetP(relative=true)``, ``RBP(rel=1,p=0.8)``, ``ERR@20``,
              ``BPM(T=1,max_rel=3)@10``, ``alpha_nDCG@20``, ``StRecall@10``, ...
 ranx:        ``ndcg@10``, ``ndcg_burges@10``, ``map@100``, ``mrr``, ``mrr@10``,
-             ``recall@100``, ``precision@5``, ``hit_rate@5``, ``f1@10``, ``r-precision``,
-             ``hits``, ``rbp.95`` (where no trec_eval name is spelled the same).
+             ``recall@100``, ``precision@5``, ``hit_rate@5``, ``hit_rate``, ``f1@10``,
+             ``r-precision``, ``hits``, ``rbp.95``, each with ranx's level suffix
+             (``ndcg@10-l2``, ``map-l2``, ``recall-l1``); a bare spelling that is also a
+             trec_eval name (``map``, ``recall``) keeps trec_eval's meaning.
 
 Every instance knows the key it is reported under (trec_eval's printed name for trec_eval
 names, the name as written for the others) and a canonical name with every parameter
@@ -85,9 +87,11 @@ IR_NAMES = _with_aliases(_IR_NAMES)
 
 # ranx's spellings -> the ir_measures-style name they mean (with @k: the cutoff is appended).
 # A bare spelling that is also a trec_eval name (map, recall, ndcg, dcg, bpref, rbp) keeps
-# trec_eval's meaning; ``hit_rate`` without @k has no Cranfield measure. ``hits`` / ``hits@k``
+# trec_eval's meaning (the same number as ranx's but for ``recall``: trec_eval's recall at its
+# cutoffs, ranx's of the whole ranking, which ``recall-l1`` spells). ``hits`` / ``hits@k``
 # are ranx's hits (a mean over topics, where trec_eval's num_rel_ret sums) and ``rbp.95`` is
-# ranx's RBP (the gain is the grade): the measures registered with spelling="ranx".
+# ranx's RBP (the gain is the grade): the measures registered with spelling="ranx". Without
+# @k ranx reads the whole ranking: ``hit_rate`` is success at any rank.
 RANX_AT_K: dict[str, str] = {
     "ndcg": "nDCG", "ndcg_burges": "nDCG(gain=exp)", "dcg": "DCG", "dcg_burges": "DCG(gain=exp)",
     "map": "AP", "mrr": "RR", "recall": "R", "precision": "P", "hit_rate": "Success",
@@ -96,7 +100,12 @@ RANX_AT_K: dict[str, str] = {
 RANX_BARE: dict[str, str] = {
     "mrr": "RR", "r-precision": "Rprec", "r_precision": "Rprec", "precision": "SetP",
     "f1": "F", "ndcg_burges": "nDCG(gain=exp)",
-    "dcg_burges": "DCG(gain=exp)",
+    "dcg_burges": "DCG(gain=exp)", "hit_rate": f"Success@{2 ** 63 - 1}",
+}
+# ranx's bare spellings that are also trec_eval names, read as ranx's only with the ``-lN``
+# suffix (``map-l2``, ``recall-l2``): what they mean there
+RANX_BARE_LEVEL: dict[str, str] = {
+    "map": "AP", "ndcg": "nDCG", "dcg": "DCG", "recall": "SetR", "bpref": "Bpref",
 }
 
 
@@ -292,7 +301,8 @@ def _candidates() -> tuple[tuple[str, str, bool], ...]:
     for n, target in RANX_AT_K.items():
         out.append((n, target, True))
     for n, target in RANX_BARE.items():
-        out.append((n, target, False))
+        # (hit_rate, success at any rank: suggested as written, not as Success@<int64 max>)
+        out.append((n, n if "@" in target else target, False))
     return tuple(out)
 
 
@@ -530,17 +540,22 @@ def _ranx(name: str) -> str | None:
     if level is not None:
         stem = level.group("stem")
         # hits / hits@k are read as the registered measure itself (no ir_measures name)
-        meant = _ranx(stem) or (stem if re.fullmatch(r"hits(@[^@()]*)?", stem) else None)
+        meant = _ranx(stem) or RANX_BARE_LEVEL.get(stem) or \
+            (stem if re.fullmatch(r"hits(@[^@()]*)?", stem) else None)
         if meant is None:
             return None
         n = int(level.group("n"))
         rel = f"rel={n}"
         head, at, k = meant.partition("@")
-        if head == "nDCG":
-            # ranx drops the judgments below N and gains the grade of the rest: trec_eval's
-            # ndcg with gain 0 for grades 1..N-1 (other grades gain themselves)
+        if head.startswith(("nDCG", "DCG")):
+            # ranx drops the judgments below N and gains the grade (burges: 2^grade - 1) of
+            # the rest: gain 0 for grades 1..N-1 (other grades gain themselves)
             zero = ",".join(f"{g}:0" for g in range(1, n))
-            return f"nDCG(gains={{{zero}}})" + at + k if zero else meant
+            if not zero:
+                return meant
+            gains = f"gains={{{zero}}}"
+            head = head[:-1] + "," + gains + ")" if head.endswith(")") else f"{head}({gains})"
+            return head + at + k
         if "(rel=" in head or ",rel=" in head:
             head = re.sub(r"rel=[0-9]+", rel, head)
         elif head.endswith(")"):
@@ -548,11 +563,13 @@ def _ranx(name: str) -> str | None:
         else:
             head += f"({rel})"
         return head + at + k
+    # ranx's rbp.95 (or rbp@95): p = 0.95, each rank weighed by its grade (ranx's own RBP)
+    rbp = re.fullmatch(r"rbp[.@]([0-9]+)", name)
+    if rbp:
+        return f"ranx_rbp(p=0.{rbp.group(1)},rel=1)"
     m = _RANX_RE.match(name)
     if not m:
-        # ranx's rbp.95: p = 0.95, each rank weighed by its grade (ranx's own RBP)
-        rbp = re.fullmatch(r"rbp\.([0-9]+)", name)
-        return f"ranx_rbp(p=0.{rbp.group(1)},rel=1)" if rbp else None
+        return None
     base, k = m.group("name"), m.group("k")
     if k is not None and base in RANX_AT_K:
         try:
@@ -623,7 +640,7 @@ def parse_ir_name(name: str) -> Instance | None:
     measure = REGISTRY[target]
     gains: dict = {}
     if "gains" in args:
-        if measure.name != "ndcg":
+        if measure.name not in ("ndcg", "dcg"):
             raise MeasureError(name, f"{m.group('name')} takes no gains")
         gains = _gains_value(args.pop("gains"), name)
     rel = _rel_level(measure, args, name)

@@ -112,10 +112,13 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
         return {s["name"]: s["tool"] for s in describe(REGISTRY[name])["spellings"]}
 
     assert tools("num_rel_ret") == {"num_rel_ret": "trec_eval", "NumRelRet": "ir_measures"}
-    assert tools("hits") == {"hits": "ranx", "hits@k": "ranx"}
+    assert tools("hits") == {"hits": "ranx", "hits@k": "ranx", "hits-l<N>": "ranx",
+                             "hits@k-l<N>": "ranx"}
     assert tools("success") == {"success": "trec_eval", "Success": "ir_measures",
-                                "hit_rate@k": "ranx"}
-    assert tools("ranx_rbp") == {"ranx_rbp": "ranx", "rbp.<p>": "ranx"}
+                                "hit_rate": "ranx", "hit_rate@k": "ranx",
+                                "hit_rate-l<N>": "ranx", "hit_rate@k-l<N>": "ranx"}
+    assert tools("ranx_rbp") == {"ranx_rbp": "ranx", "rbp.<p>": "ranx", "rbp@<p>": "ranx",
+                                 "rbp.<p>-l<N>": "ranx", "rbp@<p>-l<N>": "ranx"}
     # ir_measures' name and ir_measures' mean (a topic with no relevant document in the top
     # k has no value and is left out): tests/engine/test_accuracy_ir_measures_mean.py
     assert tools("Accuracy") == {"Accuracy": "ir_measures"}
@@ -125,4 +128,5 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
         names = [s["name"] for s in d["spellings"]]
         assert names[0] == m.name and len(set(names)) == len(names), m.name
         assert set(names) == {m.name, *d["aliases"]}, m.name
-    assert "names:      hits (ranx), hits@k (ranx)" in format_measure(describe(REGISTRY["hits"]))
+    assert "names:      hits (ranx), hits-l<N> (ranx), hits@k (ranx), hits@k-l<N> (ranx)" in \
+        format_measure(describe(REGISTRY["hits"]))
