@@ -8,8 +8,12 @@ computed once per group against the same ranking and then averaged over the topi
 ``form_res_rels_jg.c``). The summary is the mean over the evaluated topics, as for ``map``.
 
 Preference judgments (``-R prefs``, ``-R qrels_prefs``) and their fourteen ``prefs_*``
-measures are below. Not yet here (issue #28): ``-c`` and ``-J`` with these formats, measure
-parameters, the registry/API/JSON shapes.
+measures are below. The measures are named through the registry
+(cranfield/measures/judgments.py). Held byte for byte to both trec_eval binaries by
+tests/engine/test_prefs_differential.py (random cases: -q, -c, -M, -l, -J, measure lists
+and parameters) besides trec_eval's own out.test.* files. Per profile: 9.0.8 reads scores
+and rel_levels as C floats and has no comment lines in these files; 10.0 -c scores a judged
+topic the run lacks on its bogus one-document ranking.
 """
 
 from __future__ import annotations
