@@ -235,3 +235,21 @@ def test_the_spelling_is_labelled_ir_measures_with_its_summary():
     assert d["spellings"] == [{"name": "Accuracy", "tool": "ir_measures"}]
     assert d["aggregate"] == "mean_reported"
     assert "left out" in d["zero_rule"] or "leaves the topic out" in d["zero_rule"]
+
+
+def test_segments_and_weights_leave_out_the_topics_without_a_value():
+    """Per segment, the summary is the segment's own ir_measures mean; weighted, the topics
+    without a value carry no weight (numpy's average over the others)."""
+    qrels = {"0": {"a": 1, "b": 0}, "1": {"a": 0, "b": 0}, "2": {"a": 1, "b": 0, "c": 1}}
+    run = {"0": {"a": 2.0, "b": 1.0}, "1": {"a": 2.0, "b": 1.0},
+           "2": {"b": 3.0, "a": 2.0, "c": 1.0}}
+    md = {"0": {"segments": ["x"], "weight": 2.0}, "1": {"segments": ["x"], "weight": 5.0},
+          "2": {"segments": ["y"], "weight": 1.0}}
+    ev = cranfield.evaluate(qrels, run, ["Accuracy"], topic_metadata=md)
+    assert ev.per_topic["0"]["Accuracy"] == 1.0 and ev.per_topic["2"]["Accuracy"] == 0.0
+    assert math.isnan(ev.per_topic["1"]["Accuracy"])  # nothing relevant
+    assert ev.aggregate["Accuracy"] == 0.5
+    assert ev.segments["x"]["aggregate"]["Accuracy"] == 1.0  # topic 1 left out
+    assert ev.weighted["Accuracy"] == pytest.approx(np.average([1.0, 0.0], weights=[2, 1]))
+    _, x_mean = theirs("Accuracy", {t: qrels[t] for t in "01"}, {t: run[t] for t in "01"})
+    assert x_mean == 1.0
