@@ -709,6 +709,16 @@ def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
     return out
 
 
+def summary(instances, values, ranked, qrels, runid: str, complete_topics: bool,
+            profile: str = DEFAULT_PROFILE, zscored: bool = False) -> dict[str, Any]:
+    """trec_eval's summary of per-topic ``values`` over the topics of ``ranked`` (anything
+    with ``topics`` and ``in_run``; ``qrels.grades`` is read for num_rel's -c count): the
+    ``aggregate`` of an evaluation, formed for a subset of its topics too (a segment's,
+    :mod:`cranfield.segments`)."""
+    return _aggregate(instances, values, ranked, qrels, runid, complete_topics, profile,
+                      zscored)
+
+
 def trec_mean(values) -> float:
     """The mean of ``values`` as trec_eval forms it: added in turn in a double, in the order
     given (topic order, strcmp), then divided by their count (0.0 for none). Other means

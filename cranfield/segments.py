@@ -290,7 +290,7 @@ def segment_aggregates(md: TopicMetadata, instances, values: dict[str, np.ndarra
     "aggregate": {key: value}}} (labels in byte order), ``weighted`` {key: value}. ``values``
     hold one value per topic of ``ranked.topics``; ``qrels`` is read only with
     ``complete_topics`` (num_rel's -c summary counts grade > 0 over the qrels)."""
-    from .evaluate import _aggregate
+    from .evaluate import summary
 
     complete = bool(options.get("complete_topics"))
     profile = options["profile"]
@@ -311,9 +311,11 @@ def segment_aggregates(md: TopicMetadata, instances, values: dict[str, np.ndarra
         sub = SimpleNamespace(topics=[t for t, m in zip(topics, mask, strict=True) if m],
                               in_run=in_run[mask])
         sub_values = {i.key: np.asarray(values[i.key])[mask] for i in kept}
+        # the summary reads qrels only for -c's num_rel (its judgments with grade > 0): the
+        # segment's count of them stands in for its judgments
         sub_qrels = SimpleNamespace(grades=np.ones(int(grades_by_topic[mask].sum()), np.int64)
                                     if complete else np.zeros(0, np.int64))
-        segments[label] = {"topics": n, "aggregate": _aggregate(
+        segments[label] = {"topics": n, "aggregate": summary(
             kept, sub_values, sub, sub_qrels, runid, complete, profile, zscored)}
     w = md.weight_array(topics)[evaluated]
     weighted: dict[str, Any] = {}
