@@ -116,9 +116,9 @@ def get_topic_metadata(metadata_id: str):
     canonical mapping itself (``topic_metadata``)."""
     from .paging import boolean
 
+    with_content = boolean("content", False)  # the query first (400), then the id (422)
     metadata_id, version = split_ref(metadata_id)
     _check_id(metadata_id)
-    with_content = boolean("content", False)
     try:
         if with_content:
             mapping, meta = store().load(current_tenant(),
