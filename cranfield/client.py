@@ -337,6 +337,8 @@ def _form_fields(fields: dict[str, Any]) -> list[tuple[str, Any]]:
                                    if "per_topic" in fields else [])
     if "qrels_id" in fields:
         form.append(("qrels_id", fields["qrels_id"]))
+    if "topic_metadata_id" in fields:
+        form.append(("topic_metadata_id", fields["topic_metadata_id"]))
     form += [("measures", m) for m in fields.get("measures", ())]
     form += [(key, value.as_text() if key == "topic_metadata" else _form_value(value))
              for key, value in fields.get("options", {}).items() if value is not None]
@@ -419,7 +421,7 @@ class Client:
                  per_topic: bool | None = None, details: bool = False,
                  prefer_async: bool = False, accept: str = "application/json", wait: bool = True,
                  record: dict | None = None, progress: Progress | None = None,
-                 timeout: float | None = None) -> Any:
+                 timeout: float | None = None, topic_metadata_id: str | None = None) -> Any:
         """Evaluate ``run`` (a path, a mapping, TREC text or bytes, a table) against
         ``qrels`` (same forms) or stored ``qrels_id`` (``ID`` or ``ID@VERSION``), sending
         the run once. Returns the result document (``accept`` JSON), or for ``text/plain``
@@ -436,13 +438,19 @@ class Client:
         The qrels come first, as :func:`cranfield.evaluate` and trec_eval take them:
         ``evaluate(qrels, run, measures)``, or ``evaluate(run=..., qrels_id=...)``. A run
         missing is a TypeError; inputs that look swapped (a run's text, a float mapping or a
-        Run as qrels; qrels' text or a Qrels as the run) an InputError naming the order."""
+        Run as qrels; qrels' text or a Qrels as the run) an InputError naming the order.
+
+        ``options["topic_metadata"]`` (read here, by the engine's reader) or stored
+        ``topic_metadata_id`` (``ID`` or ``ID@VERSION``, :meth:`put_topic_metadata`): the
+        document gains ``segments`` and ``weighted``."""
         check_order("evaluate", qrels, run, qrels_id)
         # per_topic unsaid is the service's default for the answer's format: per-topic values
         # in JSON and CSV, the summary in text/plain (as cranfield eval without -q)
         fields: dict[str, Any] = {} if per_topic is None else {"per_topic": per_topic}
         if qrels_id is not None:
             fields["qrels_id"] = qrels_id
+        if topic_metadata_id is not None:
+            fields["topic_metadata_id"] = topic_metadata_id
         if measures is not None:
             fields["measures"] = list(measures)
         if options:
@@ -617,6 +625,33 @@ class Client:
 
     def delete_qrels(self, qrels_id: str) -> None:
         self.request("DELETE", f"/v1/qrels/{_quoted(qrels_id)}")
+
+    # -- stored topic metadata (segments and weights) ----------------------------------------
+    def put_topic_metadata(self, metadata_id: str, metadata: Any, *,
+                           if_match: str | None = None) -> dict:
+        """Store topic metadata (a path, text, bytes, the mapping or a
+        :class:`~cranfield.segments.TopicMetadata`; read here first, by the engine's reader,
+        whose errors name the line) as ``metadata_id``: its version's description
+        (``version``, ``sha256``, ``segments``...). The same metadata in any form is the same
+        version; ``if_match`` a version the latest must still be (else ApiError 412)."""
+        headers = {"If-Match": f'"{if_match}"'} if if_match else {}
+        body = {"topic_metadata": _topic_metadata(metadata).as_json()}
+        return self._json("PUT", f"/v1/topic-metadata/{_quoted(metadata_id)}", body,
+                          headers=headers)
+
+    def topic_metadata(self, metadata_id: str, *, content: bool = False) -> dict:
+        """A stored version's description (``ID`` or ``ID@VERSION``); ``content``: with the
+        mapping itself (``topic_metadata``)."""
+        query = "?content=true" if content else ""
+        return self._json("GET", f"/v1/topic-metadata/"
+                                 f"{_quoted(metadata_id).replace('%40', '@')}{query}")
+
+    def list_topic_metadata(self, offset: int = 0, limit: int = 50) -> dict:
+        """One page of the stored topic metadata (``items``, ``total``, ``next``)."""
+        return self._json("GET", f"/v1/topic-metadata?offset={offset}&limit={limit}")
+
+    def delete_topic_metadata(self, metadata_id: str) -> None:
+        self.request("DELETE", f"/v1/topic-metadata/{_quoted(metadata_id)}")
 
     def measures(self) -> dict:
         return self._json("GET", "/v1/measures")
