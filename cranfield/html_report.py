@@ -363,6 +363,19 @@ def render_evaluation(doc: dict, title: str | None = None, *,
             f'<td>{_e(m.get("aggregate", ""))}</td></tr>' for m in doc.get("measures") or []]
     body += ["<h2>Measures</h2>", _table(["measure", "canonical", "value", "aggregate"], rows,
                                           "measures")]
+    if doc.get("segments") is not None:  # topic metadata (docs/segments.md)
+        keys = [m.get("key") for m in doc.get("measures") or []
+                if m.get("key") in (doc.get("weighted") or {})]
+        rows = [f"<tr><td>{_e(label)}</td><td class=\"n\">{_num(seg.get('topics'))}</td>"
+                + "".join(f'<td class="n">{_num((seg.get("aggregate") or {}).get(k))}</td>'
+                          for k in keys) + "</tr>"
+                for label, seg in doc["segments"].items()]
+        rows.append("<tr><td><em>weighted</em></td><td></td>" + "".join(
+            f'<td class="n">{_num(doc["weighted"].get(k))}</td>' for k in keys) + "</tr>")
+        body += ["<h2>Segments</h2>", _table(["segment", "topics", *keys], rows, "segments"),
+                 '<p class="note">Each segment: the summary over the evaluated topics carrying '
+                 "its label; weighted: each topic weighted by the topic metadata (1 where it "
+                 "has none).</p>"]
     if doc.get("efficiency"):
         eff = doc["efficiency"]
         body.append("<h2>Efficiency</h2><p>" + ", ".join(
@@ -508,6 +521,7 @@ def render_comparison(doc: dict, title: str | None = None, *,
                                        *(f"{lab}: p (adjusted)" for _, lab in tests),
                                        "d_z", "W/T/L", "largest losses"], rows, "pairs"),
              '<p class="note">Bold: adjusted p &lt; α.</p>']
+    body += _segment_sections(doc, tests, alpha)
     curves = doc.get("curves")
     if curves:
         series = [(str(r), (curves.get(r) or {}).get("recall_levels"),
@@ -544,6 +558,42 @@ def render_comparison(doc: dict, title: str | None = None, *,
                     xlabel=f"topics, sorted by {m} difference {run} − {ref}, largest gain "
                            "first"))
     return _page(title, body)
+
+
+def _segment_sections(doc: dict, tests, alpha: float) -> list[str]:
+    """A comparison's segments (topic metadata, docs/segments.md): per segment its pairs,
+    their p-values adjusted over the segment's own family; then the weighted means."""
+    out: list[str] = []
+    for label, seg in (doc.get("segments") or {}).items():
+        fam = seg.get("family") or {}
+        out.append(f"<h2>Segment {_e(label)}</h2><p>{len(seg.get('topics') or [])} common "
+                   f"topic(s); p-values adjusted by {_e(fam.get('correction', '–'))} over this "
+                   f"segment's {_num(fam.get('tests'))} comparison(s).</p>")
+        rows = []
+        for p in seg.get("pairs") or []:
+            cells = [_e(p.get("measure")), _e(p.get("a")), _e(p.get("b")),
+                     _ci(p.get("mean_diff"), p.get("ci_low"), p.get("ci_high"))]
+            for k, _ in tests:
+                b = p.get(k) or {}
+                text = f"{_p(b.get('p_value'))} ({_p(b.get('p_adjusted'))})"
+                sig = _finite(b.get("p_adjusted")) and b["p_adjusted"] < alpha
+                cells.append(f'<strong class="sig">{text}</strong>' if sig else text)
+            cells.append(f"{_num(p.get('wins'))}/{_num(p.get('ties'))}/{_num(p.get('losses'))}")
+            rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        if rows:
+            out.append(_table(["measure", "a", "b", "mean diff b − a [CI]",
+                               *(f"{lab}: p (adjusted)" for _, lab in tests), "W/T/L"], rows,
+                              "segment-pairs"))
+    weighted = doc.get("weighted") or {}
+    if weighted:
+        runs = [r.get("name") for r in doc.get("runs") or []]
+        rows = [f"<tr><td>{_e(key)}</td>" + "".join(
+            f'<td class="n">{_num(per_run.get(r))}</td>' for r in runs) + "</tr>"
+            for key, per_run in weighted.items()]
+        out += ["<h2>Weighted means</h2>", _table(["measure", *runs], rows, "weighted"),
+                '<p class="note">Over the common topics, each weighted by the topic metadata '
+                "(1 where it has none).</p>"]
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -252,3 +252,22 @@ def test_client_sends_metadata_in_either_body(served):
         for metadata in (META, META_TEXT, cranfield.segments.read_topic_metadata(META)):
             doc = client.evaluate(qrels, run, MEASURES, options={"topic_metadata": metadata})
             assert doc["segments"] == ev.segments and doc["weighted"] == ev.weighted
+
+
+def test_comparison_work_budget_counts_the_segments(app, client):
+    """The whole comparison fits MAX_COMPARISON_WORK; with its segments' comparisons it does
+    not: 422 before any test runs, the figures counting every segment."""
+    from cranfield.compare import comparison_work
+
+    tests = ("t", "randomization")
+    whole = comparison_work(1, 2, 3, tests, 10_000, 10_000)
+    with_segments = comparison_work(1, 2, 3, tests, 10_000, 10_000, [1, 2])  # de, tail
+    app.config["MAX_COMPARISON_WORK"] = whole.total
+    b = comparison()
+    del b["options"]["topic_metadata"]
+    assert client.post("/v1/comparisons", json=b).status_code == 200
+    resp = client.post("/v1/comparisons", json=comparison())
+    assert resp.status_code == 422, resp.get_data()
+    problem = resp.get_json()
+    assert problem["work"]["total"] == with_segments.total > whole.total
+    assert "2 segment(s) compared as well" in problem["work"]["formula"]

@@ -466,3 +466,23 @@ def test_shards_combine_to_the_whole_segments(complete):
     assert ev.segments == whole.segments
     assert ev.weighted == whole.weighted
     assert ev.segments["b"]["topics"] == (2 if complete else 1)
+
+
+def test_report_pages_show_segments_and_weighted():
+    from cranfield.html_report import render_comparison, render_evaluation
+
+    ev = cranfield.evaluate(QRELS, RUN_A, ["P.2"], topic_metadata=META)
+    page = render_evaluation(evaluation_document(ev, {"per_topic": False}, "0" * 64, "0" * 64,
+                                                 None))
+    assert "<h2>Segments</h2>" in page
+    assert '<td>tail</td><td class="n">2</td><td class="n">0.5000</td>' in page
+    assert '<td><em>weighted</em></td><td></td><td class="n">0.5556</td>' in page
+    doc = compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["P.2"], baseline="A", tests=("t",),
+                  topic_metadata=META)
+    page = render_comparison(doc)
+    assert "<h2>Segment tail</h2><p>2 common topic(s); p-values adjusted by holm over this " \
+           "segment's 1 comparison(s).</p>" in page
+    assert "<h2>Weighted means</h2>" in page
+    plain = render_comparison(compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["P.2"], baseline="A",
+                                      tests=("t",)))
+    assert "Segment" not in plain and "Weighted means" not in plain
