@@ -240,6 +240,8 @@ def _eval(args: argparse.Namespace) -> int:
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,
                "aggregation": args.aggregation}
+    if getattr(args, "rel_format", "qrels") != "qrels":  # -R: the service reads it so too
+        options["qrels_format"] = args.rel_format
     if getattr(args, "topic_metadata", None) is not None:  # read here: errors name the line
         from pathlib import Path
 

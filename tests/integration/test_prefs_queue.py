@@ -6,10 +6,11 @@ trec_eval's (NIST's out.test.prefs / out.test.qrels_jg) byte for byte."""
 
 from __future__ import annotations
 
+import subprocess
 import urllib.request
 
 import pytest
-from servers import DATA, call, running_gunicorn, running_worker, wait_job
+from servers import CRANFIELD, DATA, ROOT, call, running_gunicorn, running_worker, wait_job
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +73,17 @@ def test_queued_prefs_and_stored_judgment_groups_on_a_real_worker(api, worker):
     assert done["result"]["provenance"]["qrels_version"] == f"jg@{meta['version']}"
     assert done["result"]["provenance"]["options"]["qrels_format"] == "qrels_jg"
     assert text_of(api, headers["Location"]) == (DATA / "out.test.qrels_jg").read_bytes()
+
+
+@pytest.mark.parametrize("fmt, qrels, run, expected", [
+    ("prefs", "prefs.test", "prefs.results.test", "out.test.prefs"),
+    ("qrels_jg", "qrels.123", "results.test", "out.test.qrels_jg"),
+])
+def test_eval_server_with_R_prints_what_local_eval_prints(api, fmt, qrels, run, expected):
+    # -R goes to the service as options.qrels_format (it was left behind: plain qrels read)
+    flags = ["-q", "--profile", "10", "-R", fmt, str(DATA / qrels), str(DATA / run)]
+    local, remote = (subprocess.run([CRANFIELD, "eval", *server, *flags], capture_output=True,
+                                    text=True, cwd=ROOT, timeout=120)
+                     for server in ([], ["--server", api]))
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout == (DATA / expected).read_text()
