@@ -706,13 +706,18 @@ class Client:
 
     def trend(self, system: str, measure: str, *, since: str | None = None,
               until: str | None = None, limit: int | None = None,
-              accept: str = "application/json") -> Any:
+              accept: str = "application/json", segment: str | None = None,
+              weighted: bool = False) -> Any:
         """A measure's mean and 95% CI for each recorded result of ``system``, oldest first,
         with its latest gate verdict (``GET /v1/systems/{name}/trend``): the newest ``limit``
         recorded in the ``since``/``until`` window (ISO 8601). ``accept="text/html"``: the
-        trend page's HTML instead of the document."""
+        trend page's HTML instead of the document. ``segment``: the measure's recorded
+        aggregate over that segment of the results' topic metadata; ``weighted``: their
+        weighted means."""
         query = urllib.parse.urlencode({"measure": measure, **{
-            k: v for k, v in (("since", since), ("until", until), ("limit", limit))
+            k: v for k, v in (("since", since), ("until", until), ("limit", limit),
+                              ("segment", segment),
+                              ("weighted", "true" if weighted else None))
             if v is not None}})
         path = f"/v1/systems/{_quoted(system)}/trend?{query}"
         if accept == "application/json":

@@ -54,6 +54,13 @@ def test_client_stores_names_and_gates_on_topic_metadata(live_server, tmp_path):
     # unchanged), within its allowed 0.3
     assert tail["drop"] == pytest.approx(1 - 5 / 12, abs=1e-12)
     assert whole["drop"] == pytest.approx((1 - 5 / 12) / 2, abs=1e-12)
+    for label in ("base", "cand"):
+        api.evaluate(QRELS, BASE if label == "base" else CAND, ["map"],
+                     topic_metadata_id="traffic", record={"system": "s", "label": label})
+    trend = api.trend("s", "map", segment="tail")
+    assert [p["mean"] for p in trend["points"]] == [1.0, expected.segments["tail"][
+        "aggregate"]["map"]]
+    assert api.trend("s", "map", weighted=True)["points"][1]["mean"] == expected.weighted["map"]
     api.delete_topic_metadata("traffic")
     with pytest.raises(ApiError) as gone:
         api.evaluate(QRELS, CAND, ["map"], topic_metadata_id="traffic")
