@@ -20,7 +20,7 @@ from cranfield.jg_document import REL_FORMATS, jg_document
 from cranfield.json_body import Columns
 
 from .auth import current_tenant
-from .enqueue import over_budget
+from .enqueue import check_measure_parameters, over_budget
 from .inputs import digest, engine_problem, measure_problem, read_input, stored_qrels
 from .limits import check_run, check_topics
 from .problems import Problem
@@ -94,6 +94,7 @@ def check_rel_measures(req: dict) -> None:
     from cranfield.io import Run
     from cranfield.prefs import JudgmentGroups, Preferences
 
+    check_measure_parameters(req["measures"])  # the names' size, before they are split
     fmt = req["options"]["qrels_format"]
     nothing = JudgmentGroups() if fmt == "qrels_jg" else Preferences()
     empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
