@@ -283,3 +283,21 @@ def test_the_trend_of_a_segment(client):
     assert missing.status_code == 404 and "head, tail" in missing.get_json()["detail"]
     both = client.get("/v1/systems/bm25/trend?measure=map&segment=tail&weighted=true")
     assert both.status_code == 400
+
+
+def test_a_queued_comparison_gates_on_the_version_it_named(client):
+    version = put_metadata(client, "traffic", METADATA).get_json()["version"]
+    resp = client.post("/v1/comparisons", headers={"Prefer": "respond-async"}, json={
+        "runs": [{"name": "base", "run": BASE}, {"name": "cand", "run": CAND}],
+        "qrels": QRELS, "measures": ["map"], "baseline": "base", "tests": ["randomization"],
+        "gate": ["map:0.01@segment=tail", "map:0.01"], "topic_metadata_id": "traffic"})
+    assert resp.status_code == 202
+    # a new version put meanwhile does not change what the job was asked with
+    put_metadata(client, "traffic", dict(METADATA, q00={"segments": ["head"]}))
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    doc = job["result"]
+    assert doc["provenance"]["topic_metadata_version"] == f"traffic@{version}"
+    assert len(doc["segments"]["tail"]["topics"]) == 10
+    assert [(c.get("segment"), c["verdict"]) for c in doc["gate"]["checks"]] == [
+        ("tail", "fail"), (None, "pass")]
