@@ -597,19 +597,25 @@ class Client:
 
     # -- stored qrels -------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Any, *, diversity: bool = False,
-                  if_match: str | None = None) -> dict:
+                  if_match: str | None = None, qrels_format: str = "qrels") -> dict:
         """Store ``qrels`` (a path, streamed as TREC text; text; or a mapping) as
         ``qrels_id``: their metadata (``id``, ``version``, ``judgments``...). The same
         judgments again are the same version (unchanged); ``if_match`` a version the
-        latest must still be (else ApiError 412)."""
+        latest must still be (else ApiError 412). ``qrels_format`` (trec_eval's -R:
+        ``qrels_jg``, ``prefs``, ``qrels_prefs``): judgments of that kind, stored as it (an
+        evaluation with this id reads them so)."""
         headers = {"If-Match": f'"{if_match}"'} if if_match else {}
         path = _path_of(qrels)
         if path is not None:
-            query = "?diversity=true" if diversity else ""
+            params = (["diversity=true"] if diversity else []) + \
+                ([f"qrels_format={qrels_format}"] if qrels_format != "qrels" else [])
+            query = "?" + "&".join(params) if params else ""
             return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}{query}",
                               Part("qrels", os.path.basename(path), TEXT_PART, path=path),
                               headers=headers, content_type="text/plain")
         body = {"qrels": _text_or_mapping(qrels), "diversity": diversity}
+        if qrels_format != "qrels":
+            body["qrels_format"] = qrels_format
         return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
 
     def qrels(self, qrels_id: str) -> dict:

@@ -293,7 +293,8 @@ def _qrels_put(args: argparse.Namespace) -> int:
     client = client_for(args)
     with ExitStack() as stack:
         meta = client.put_qrels(args.qrels_id, _file_or_stdin(args.file, stack),
-                                diversity=args.diversity, if_match=args.if_match)
+                                diversity=args.diversity, if_match=args.if_match,
+                                qrels_format=args.qrels_format)
     if args.format == "json":
         _dump(meta)
     else:
@@ -551,6 +552,11 @@ def register(sub) -> None:
     put.add_argument("file", metavar="FILE", help="TREC qrels ('-' reads standard input)")
     put.add_argument("--diversity", action="store_true",
                      help="subtopic qrels (ndeval's: topic subtopic docid grade)")
+    put.add_argument("-R", "--qrels-format", dest="qrels_format", default="qrels",
+                     choices=("qrels", "qrels_jg", "prefs", "qrels_prefs"),
+                     help="the kind of judgments, as trec_eval's -R (qrels_jg: judgment "
+                     "groups; prefs, qrels_prefs: preferences): stored as that kind, which "
+                     "eval --qrels-id then reads")
     put.add_argument("--if-match", default=None, metavar="VERSION",
                      help="store only if ID's latest version is still VERSION (else exit 2)")
     put.add_argument("--format", choices=("text", "json"), default="text")

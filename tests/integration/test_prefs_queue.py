@@ -87,3 +87,18 @@ def test_eval_server_with_R_prints_what_local_eval_prints(api, fmt, qrels, run, 
                      for server in ([], ["--server", api]))
     assert local.returncode == remote.returncode == 0, remote.stderr
     assert remote.stdout == local.stdout == (DATA / expected).read_text()
+
+
+def test_qrels_put_R_stores_the_kind_that_eval_qrels_id_reads(api):
+    def cranfield(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([CRANFIELD, *args], capture_output=True, text=True, cwd=ROOT,
+                              timeout=120)
+
+    put = cranfield("qrels", "put", "--server", api, "-R", "qrels_jg", "--format", "json",
+                    "cli-jg", str(DATA / "qrels.123"))
+    assert put.returncode == 0, put.stderr
+    assert '"qrels_format": "qrels_jg"' in put.stdout
+    done = cranfield("eval", "--server", api, "--qrels-id", "cli-jg", "-q", "--profile", "10",
+                     "-", str(DATA / "results.test"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (DATA / "out.test.qrels_jg").read_text()
