@@ -17,7 +17,8 @@ from typing import Any
 
 import cranfield
 
-from .prefs import JgEvaluation, _key
+from .io import byte_key
+from .prefs import JgEvaluation
 
 #: the formats (trec_eval's -R) read by cranfield.prefs; "qrels" is the ordinary one
 REL_FORMATS = ("qrels_jg", "prefs", "qrels_prefs")
@@ -35,7 +36,7 @@ def _clean(value: Any, integer: bool) -> Any:
 
 
 def _sorted(topics) -> list[str]:
-    return sorted(topics, key=_key)
+    return sorted(topics, key=byte_key)
 
 
 def jg_document(ev: JgEvaluation, options: dict, run_topics, judged_topics,

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .io import byte_key
 from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY
 
 __all__ = ["JudgmentGroups", "read_qrels_jg", "evaluate_jg", "format_jg", "JG_MEASURES",
@@ -48,11 +49,6 @@ class JudgmentGroups:
     # the lines skipped as comments (trec_eval 10.0 skips them; 9.0.8 refuses them:
     # _refuse_comments)
     comment_lines: list[int] = field(default_factory=list)
-
-
-def _key(s: str) -> bytes:
-    """trec_eval's strcmp order: the UTF-8 bytes."""
-    return s.encode("utf-8", "surrogateescape")
 
 
 def _mapping_leaves(source: Mapping, label: str, levels: tuple[str, ...]) -> list[tuple]:
@@ -196,7 +192,7 @@ def _bogus(profile: str, complete: bool) -> bool:
 def _evaluated(run, judged: dict, profile: str, complete: bool) -> list[str]:
     """The topics an evaluation walks, in strcmp order (for the budget, before any work)."""
     if _bogus(profile, complete):
-        return sorted(judged, key=_key)
+        return sorted(judged, key=byte_key)
     return [t for t in run.topics if t in judged]
 
 
@@ -231,7 +227,7 @@ def _judged_topics(run, judged: dict, profile: str, depth: int | None,
     run lacks ranked as 10.0 ranks it: the single unjudged document ``BOGUS_DOCNO``."""
     if _bogus(profile, complete):
         index = {topic: t for t, topic in enumerate(run.topics)}
-        for topic in sorted(judged, key=_key):
+        for topic in sorted(judged, key=byte_key):
             if topic not in index:
                 yield topic, judged[topic], [BOGUS_DOCNO][:depth]
                 continue
@@ -257,7 +253,8 @@ def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None,
     scores = run.scores[topic_row]
     if profile.endswith("9.0.8"):
         scores = scores.astype(np.float32)
-    order = sorted(range(len(docs)), key=lambda i: _key(docs[i]), reverse=not ties_ascending)
+    order = sorted(range(len(docs)), key=lambda i: byte_key(docs[i]),
+                   reverse=not ties_ascending)
     order.sort(key=lambda i: -float(scores[i]))  # stable: the docno order stays for ties
     ranked = [docs[i] for i in order]
     seen = set()
@@ -390,7 +387,7 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth,
                                                 complete=complete_topics):
         sums = dict.fromkeys(names, 0.0)
-        for jg in sorted(groups, key=_key):
+        for jg in sorted(groups, key=byte_key):
             judged = groups[jg]
             mine = [d for d in ranked if judged.get(d, -1) >= 0] if judged_only else ranked
             values = _group_values(mine, judged, relevance_level, cutoffs, mults)
@@ -537,7 +534,7 @@ def _topic_groups(items, ranked: list[str], label: str, topic: str):
     ret = [d for d in ranked if d in judged]
     njr = len(ret)
     rank = {d: i for i, d in enumerate(ret)}
-    for d in sorted(judged - set(rank), key=_key):
+    for d in sorted(judged - set(rank), key=byte_key):
         rank[d] = len(rank)
     nj = len(rank)
     ca = np.zeros((nj, nj), dtype=np.int64)
@@ -545,8 +542,8 @@ def _topic_groups(items, ranked: list[str], label: str, topic: str):
     for jg, jsg, d, level in items:
         by_jg.setdefault(jg, []).append((jsg, level, rank[d], d))
     groups = []
-    for jg in sorted(by_jg, key=_key):
-        rows = sorted(by_jg[jg], key=lambda r: (_key(r[0]), -r[1], r[2]))
+    for jg in sorted(by_jg, key=byte_key):
+        rows = sorted(by_jg[jg], key=lambda r: (byte_key(r[0]), -r[1], r[2]))
         jsgs = {r[0] for r in rows}
         if len(jsgs) == 1:
             ecs: list[tuple[float, list[int]]] = []

@@ -53,6 +53,7 @@ import numpy as np
 
 from .errors import InputError
 from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
+from .io import byte_key
 
 KIND = "topic_metadata"
 MIN_GEO_MEAN = 1e-5  # as evaluate's gm_*: log(max(v, 1e-5))
@@ -79,7 +80,7 @@ class TopicMetadata:
         """Every label any topic carries, in byte (strcmp) order: the order segments are
         reported in."""
         seen = {label for labels in self.labels.values() for label in labels}
-        return sorted(seen, key=lambda s: s.encode("utf-8", "surrogateescape"))
+        return sorted(seen, key=byte_key)
 
     def weight(self, topic: str) -> float:
         """The topic's weight: 1 when the metadata does not name it."""
@@ -272,11 +273,8 @@ def _from_mapping(mapping: Mapping, label: str) -> TopicMetadata:
 def _digest(labels: dict[str, tuple[str, ...]], weights: dict[str, float]) -> str:
     """sha256 of the canonical text (topics in byte order, labels sorted, weight repr): the
     same metadata has one digest whichever form it came in."""
-    def key(s: str) -> bytes:
-        return s.encode("utf-8", "surrogateescape")
-
-    canon = "".join(f"{t}\t{','.join(sorted(labels[t], key=key)) or '-'}\t{weights[t]!r}\n"
-                    for t in sorted(labels, key=key))
+    canon = "".join(f"{t}\t{','.join(sorted(labels[t], key=byte_key)) or '-'}\t{weights[t]!r}\n"
+                    for t in sorted(labels, key=byte_key))
     return hashlib.sha256(canon.encode("utf-8", "surrogateescape")).hexdigest()
 
 
