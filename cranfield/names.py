@@ -169,8 +169,9 @@ KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "
                             for alias in ((m.ir_name,) if m.ir_name else
                                           (n,) if m.extra.get("spelling") == "ranx" else ())
                             + m.aliases}
-KW_ONLY = {"nDCG": {"gain", "discount", "b", "ties"}, "DCG": {"gain", "discount", "b", "ties"},
-           "NDCG": {"ties"},
+KW_ONLY = {"nDCG": {"gain", "discount", "b", "ties", "min_grade"},
+           "DCG": {"gain", "discount", "b", "ties", "min_grade"},
+           "NDCG": {"ties", "min_grade"},
            "AP": {"norm"}}
 # ... and these with @k (nDCG(gains={...}) without a cutoff is trec_eval's ndcg.<gains>)
 KW_WITH_CUTOFF = {"nDCG": {"gains"}, "NDCG": {"gains"}}
@@ -549,12 +550,11 @@ def _ranx(name: str) -> str | None:
         head, at, k = meant.partition("@")
         if head.startswith(("nDCG", "DCG")):
             # ranx drops the judgments below N and gains the grade (burges: 2^grade - 1) of
-            # the rest: gain 0 for grades 1..N-1 (other grades gain themselves)
-            zero = ",".join(f"{g}:0" for g in range(1, n))
-            if not zero:
+            # the rest: min_grade=N, one parameter whatever N (never an entry per grade)
+            if n <= 1:
                 return meant
-            gains = f"gains={{{zero}}}"
-            head = head[:-1] + "," + gains + ")" if head.endswith(")") else f"{head}({gains})"
+            low = f"min_grade={n}"
+            head = head[:-1] + "," + low + ")" if head.endswith(")") else f"{head}({low})"
             return head + at + k
         if "(rel=" in head or ",rel=" in head:
             head = re.sub(r"rel=[0-9]+", rel, head)

@@ -46,10 +46,17 @@ _GAINS = Param("gains", "mapping grade->gain", None, "ir_measures' gains={grade:
                key=Param("grade", "integer", None, "relevance grade", minimum=0))
 
 
-def _gain(labels: np.ndarray, kind: str, gains=None) -> np.ndarray:
+_MIN_GRADE = Param("min_grade", "integer", 1, "grades below it gain 0 whatever gains= says "
+                   "(ranx's -lN suffix: min_grade=N); 1: every positive grade gains",
+                   minimum=1)
+
+
+def _gain(labels: np.ndarray, kind: str, gains=None, min_grade: int = 1) -> np.ndarray:
     g = np.where(labels > 0, labels, 0).astype(np.float64)
     for grade, value in gains or ():
         g[labels == grade] = max(value, 0.0)
+    if min_grade > 1:  # one comparison, whatever N: no entry per grade below it
+        g[labels < min_grade] = 0.0
     return np.power(2.0, g) - 1.0 if kind == "exp" else g
 
 
@@ -67,14 +74,14 @@ def _top(ctx: Context, k) -> np.ndarray:
 def _dcg(ctx: Context, p: dict) -> tuple[np.ndarray, np.ndarray]:
     """(DCG@k of the run, DCG@k of the ideal ranking) per topic."""
     k, gain, disc, b = p["k"], p["gain"], p["discount"], p["b"]
-    gains = p.get("gains")
+    gains, low = p.get("gains"), p.get("min_grade", 1)
     if p.get("ties") == "average":
-        run = _tie_averaged(ctx, k, _gain(ctx.hl, gain, gains), disc, b)
+        run = _tie_averaged(ctx, k, _gain(ctx.hl, gain, gains, low), disc, b)
     else:
         top = _top(ctx, k)
-        run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain, gains) *
+        run = ctx.tsum(ctx.ht[top], _gain(ctx.hl[top], gain, gains, low) *
                        _discount(ctx.hr[top], disc, b))
-    it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain, gains))
+    it, ik, ig, _ = ctx.ideal(_gain(ctx.qg, gain, gains, low))
     keep = ik <= k if k is not None else np.ones(len(ik), dtype=bool)
     ideal = ctx.tsum(it[keep], ig[keep] * _discount(ik[keep], disc, b))
     return run, ideal
@@ -115,12 +122,13 @@ def cumulative_gain(ctx: Context, p: dict):
 
 
 @register("dcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES), ir_name="DCG")
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES, _MIN_GRADE), ir_name="DCG")
 def discounted_cumulative_gain(ctx: Context, p: dict):
     """Discounted cumulative gain with a choice of gain and discount.
 
     Formula: DCG@k = sum_{i <= k} gain(g_i) * disc(i); disc log2: 1/log2(i + 1); disc jk:
-    1/log_b(max(i, b)); with gains=, a listed grade's gain replaces the grade.
+    1/log_b(max(i, b)); with gains=, a listed grade's gain replaces the grade; grades below
+    min_grade gain 0 (ranx's ``dcg@k-lN`` is min_grade=N).
     ties=average (``DCG(ties=average)@10``): tied scores are not ordered by docno but averaged
     over all their orders, in closed form: a document whose tie group spans ranks i..j counts
     gain(g) * (sum_{r=i..j} disc@k(r)) / (j - i + 1), disc@k(r) = 0 for r > k; ties are
@@ -136,7 +144,7 @@ def discounted_cumulative_gain(ctx: Context, p: dict):
 
 
 @register("ndcg_gd", family="graded", kind="kw", all_trec=(), uses_rel_level=False,
-          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES), ir_name="nDCG",
+          params=(_K_OPTIONAL, _GAIN, _DISCOUNT, _BASE, _GAINS, _TIES, _MIN_GRADE), ir_name="nDCG",
           aliases=("NDCG",))
 def normalized_dcg(ctx: Context, p: dict):
     """nDCG with a choice of gain and discount; the ideal ranking sorts the topic's judged
@@ -144,7 +152,8 @@ def normalized_dcg(ctx: Context, p: dict):
 
     Formula: nDCG@k = DCG@k / IDCG@k with the same gain and discount; with gains= (ir_measures'
     nDCG(gains={...})@k, which maps the qrels' grades before trec_eval's ndcg_cut), a listed
-    grade's gain replaces the grade in both. ties=average (``nDCG(ties=average)@10``): DCG@k
+    grade's gain replaces the grade in both, and grades below min_grade gain 0 in both (ranx's
+    ``ndcg@k-lN`` is min_grade=N). ties=average (``nDCG(ties=average)@10``): DCG@k
     averaged over every order of each group of tied scores (as DCG(ties=average)); IDCG@k is
     the ideal ordering's, which has no ties to average. Equals scikit-learn's
     ndcg_score(..., k=k, ignore_ties=False) when every judged document is retrieved (sklearn's
