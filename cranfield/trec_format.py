@@ -18,8 +18,10 @@ def _value_text(measure, value: Any, zscored: bool = False) -> str:
     if measure.integer and not zscored:  # -Z prints every number %6.4f
         return str(int(value))
     if isinstance(value, float) and math.isnan(value):
-        if zscored and math.copysign(1.0, value) > 0:
+        if zscored and math.copysign(1.0, value) > 0 and \
+                measure.aggregate != "mean_reported":
             return "   nan"  # a nan from the z-scores file: glibc prints its sign
+        # a measure's "no value" (Accuracy's, z-scored or not) is spelled as the 0/0 NaN
         return "  -nan"  # glibc prints the sign of the 0/0 NaN trec_eval produces
     return "%6.4f" % value
 

@@ -190,7 +190,8 @@ def standardise(zs: ZScores, values: dict[str, np.ndarray], instances, topics: l
                 convert: np.ndarray) -> None:
     """Replace ``values`` (per measure key, one per topic of ``topics``) in place by their
     z-scores, for the topics where ``convert`` is true (the others keep their value: 9.0.8's
-    never-evaluated ``-c`` topics). Text measures (runid, relstring) are left as they are;
+    never-evaluated ``-c`` topics); a topic without a value of a ``mean_reported`` measure
+    (NaN: Accuracy's) keeps having none. Text measures (runid, relstring) are left as they are;
     ``gm_*`` are converted as trec_eval holds them, log(max(v, 1e-5))."""
     from .trec_format import printed_lines
 
@@ -205,8 +206,14 @@ def standardise(zs: ZScores, values: dict[str, np.ndarray], instances, topics: l
         name = names.get(inst.key, inst.key)
         out = raw.astype(np.float64)  # a copy: the caller's arrays may be shared
         gm = inst.measure.aggregate == "gmean"
+        # a measure whose NaN is "no value" (Accuracy: aggregate mean_reported) keeps it: a
+        # topic without a value has no z-score either (not trec_eval's MISSING), and the
+        # summary stays the mean over the topics that have one
+        no_value = inst.measure.aggregate == "mean_reported"
         for r in rows:
             v = float(out[r])
+            if no_value and math.isnan(v):
+                continue
             if gm:
                 v = math.log(max(v, MIN_GEO_MEAN))
             out[r] = zs.z(topics[r], name, v)

@@ -177,3 +177,42 @@ def test_a_str_naming_a_file_with_spaces_is_read_as_the_file(tmp_path):
     spaced.write_bytes((TE / "zscores_file").read_bytes())
     got, want = read_zscores(str(spaced)), read_zscores(TE / "zscores_file")
     assert got.table == want.table and got.source == str(spaced)
+
+
+# Accuracy@1 per topic (review R3 F9, F5): a -> 1.0 (relevant at rank 1), b and c -> no value
+# (no relevant document in the top 1); P_1 per topic: 1, 0, 0
+ACC_QRELS = {"a": {"d1": 1, "d3": 1}, "b": {"d1": 1, "d9": 1}, "c": {"d1": 1}}
+ACC_RUN = {"a": {"d1": 3.0, "d2": 2.0}, "b": {"d2": 3.0, "d3": 2.0},
+           "c": {"d2": 3.0, "d1": 2.0}}
+
+
+@pytest.mark.parametrize("z, per_topic, summary", [
+    # pairs for a and c: a -> (1 - 0.5) / 0.2 = 2.5; b (no pair) and c (no value) have none
+    ("a Accuracy@1 0.5 0.2\nc Accuracy@1 0.5 0.2\n", {"a": 2.5, "b": None, "c": None}, 2.5),
+    # a pair for every topic: still only a has a value
+    ("a Accuracy@1 0.5 0.2\nb Accuracy@1 0.5 0.2\nc Accuracy@1 0.5 0.2\n",
+     {"a": 2.5, "b": None, "c": None}, 2.5),
+    # no pair for the one topic with a value: trec_eval's MISSING there, and only there
+    ("b Accuracy@1 0.5 0.2\n", {"a": MISSING, "b": None, "c": None}, MISSING),
+])
+def test_a_topic_without_a_value_keeps_none_under_z(z, per_topic, summary):
+    ev = cranfield.evaluate(ACC_QRELS, ACC_RUN, ["Accuracy@1"], zscores=z)
+    got = {t: (None if math.isnan(row["Accuracy@1"]) else row["Accuracy@1"])
+           for t, row in ev.per_topic.items()}
+    assert got == per_topic
+    assert ev.aggregate["Accuracy@1"] == pytest.approx(summary)
+
+
+def test_no_value_prints_one_way_with_and_without_z():
+    """trec_eval's text prints a 0/0 NaN with glibc's %6.4f as ``  -nan`` (the sign bit of the
+    x86 default NaN); an Accuracy topic without a value prints the same under -Z."""
+    plain = format_trec(cranfield.evaluate(ACC_QRELS, ACC_RUN, ["Accuracy@1"]), per_topic=True)
+    zed = format_trec(cranfield.evaluate(ACC_QRELS, ACC_RUN, ["Accuracy@1"],
+                                         zscores="a Accuracy@1 0.5 0.2\nc Accuracy@1 0.5 0.2\n"),
+                      per_topic=True)
+    name = "%-22s" % "Accuracy@1"
+    for topic in ("b", "c"):
+        assert f"{name}\t{topic}\t  -nan\n" in plain
+        assert f"Z{name}\t{topic}\t  -nan\n" in zed
+    assert f"Z{name}\tall\t2.5000\n" in zed
+    assert "   nan" not in zed
