@@ -15,7 +15,9 @@ stays as typed: ``NumRelRet``, which ir_measures prints ``NumRet(rel=1)``). ``V`
 as ir_measures writes it: a float, counts too (``1500.0``), in Python's ``json`` spelling
 (the shortest repr that reads back to the same double); a string for ``runid`` and
 ``relstring``; ``null`` where trec_eval prints ``-nan`` (JSON has no NaN; ir_measures would
-print a bare ``NaN``) or for an infinity.
+print a bare ``NaN``) or for an infinity. A topic without a value of a measure that
+ir_measures aggregates over the topics that have one (``Accuracy@k``: no relevant document
+in the top k) has no line, as ir_measures prints none.
 
 Measures come in the evaluation's order (trec_eval's, as ``--format trec`` prints them), not
 ir_measures' (as typed; per topic, its provider's): the same lines, perhaps in another
@@ -29,6 +31,8 @@ import json
 import math
 from typing import Any
 
+import numpy as np
+
 from .evaluate import Evaluation
 
 
@@ -37,10 +41,11 @@ def format_jsonl(ev: Evaluation, per_topic: bool = False, summary: bool = True) 
     False is ``-n``."""
     out: list[str] = []
     if per_topic:
-        keys = [i.key for i in ev.instances if i.measure.per_topic]
+        keys = [(i.key, i.measure.aggregate == "mean_reported") for i in ev.instances
+                if i.measure.per_topic]
         for topic, row in ev.per_topic.items():
             out.extend(_line({"query_id": topic, "measure": k, "value": _value(row[k])})
-                       for k in keys)
+                       for k, reported in keys if not (reported and _no_value(row[k])))
     if summary:
         for inst in ev.instances:
             if inst.key not in ev.aggregate:
@@ -48,6 +53,12 @@ def format_jsonl(ev: Evaluation, per_topic: bool = False, summary: bool = True) 
             line = {"measure": inst.key, "value": _value(ev.aggregate[inst.key])}
             out.append(_line({"query_id": "all", **line} if per_topic else line))
     return "".join(out)
+
+
+def _no_value(v: Any) -> bool:
+    """A per-topic NaN of a measure aggregated as ir_measures does (Accuracy): the topic has
+    no value, and ir_measures prints no line for it."""
+    return isinstance(v, float | np.floating) and math.isnan(v)
 
 
 def _value(v: Any) -> Any:

@@ -180,3 +180,22 @@ def test_the_engine_does_not_import_pandas(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False\n"
+
+
+# each alone: ir_measures evaluating Accuracy beside another measure fills in a default for
+# the topic (its Accuracy evaluated alone leaves it out, the meaning Cranfield takes)
+@pytest.mark.parametrize("measures", [["Accuracy@2"], ["Accuracy"]])
+def test_jsonl_has_no_line_for_a_topic_without_an_accuracy_value(capsys, tmp_path, measures):
+    """Topic 2 has no relevant document in the top 2: ir_measures prints no Accuracy@2 line
+    for it (review R3 F8), and neither does Cranfield (not a ``"value": null`` line)."""
+    qrels = tmp_path / "qrels.txt"
+    run = tmp_path / "run.txt"
+    qrels.write_text("1 0 d1 1\n1 0 d2 0\n1 0 d3 1\n2 0 d1 1\n2 0 d9 1\n3 0 d1 1\n3 0 d2 0\n")
+    run.write_text("1 Q0 d2 1 3.0 A\n1 Q0 d1 2 2.0 A\n2 Q0 d2 1 3.0 A\n2 Q0 d3 2 2.0 A\n"
+                   "3 Q0 d2 1 3.0 A\n3 Q0 d1 2 2.0 A\n")
+    theirs = ir_measures_lines(qrels, run, measures, "-q")
+    ours = cranfield_lines(capsys, qrels, run, measures, "-q")
+    assert sorted(ours) == sorted(theirs)
+    assert not any(json.loads(line)["value"] is None for line in ours)
+    assert {json.loads(line)["query_id"] for line in ours
+            if json.loads(line)["measure"].startswith("Accuracy")} == {"1", "3", "all"}
