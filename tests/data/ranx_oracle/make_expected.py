@@ -73,8 +73,9 @@ def generate():
 
 
 def trec_order(docs: dict[str, float]) -> list[str]:
-    """trec_eval's ranking: score descending, ties by docno descending (byte order)."""
-    return sorted(docs, key=lambda d: (-docs[d], tuple(-b for b in d.encode())))
+    """trec_eval's ranking: score descending, ties by docno descending (strcmp's byte order:
+    "d11" before "d1", a prefix after its extensions)."""
+    return sorted(docs, key=lambda d: (docs[d], d.encode()), reverse=True)
 
 
 def spellings() -> list[str]:
