@@ -97,10 +97,13 @@ RANX_AT_K: dict[str, str] = {
     "map": "AP", "mrr": "RR", "recall": "R", "precision": "P", "hit_rate": "Success",
     "f1": "F",
 }
+# the cutoff that stands for "at any rank" (ranx's bare hit_rate); printed under its key, as
+# trec_eval has no name for it (not success_9223372036854775807)
+ANY_RANK = 2 ** 63 - 1
 RANX_BARE: dict[str, str] = {
     "mrr": "RR", "r-precision": "Rprec", "r_precision": "Rprec", "precision": "SetP",
     "f1": "F", "ndcg_burges": "nDCG(gain=exp)",
-    "dcg_burges": "DCG(gain=exp)", "hit_rate": f"Success@{2 ** 63 - 1}",
+    "dcg_burges": "DCG(gain=exp)", "hit_rate": f"Success@{ANY_RANK}",
 }
 # ranx's bare spellings that are also trec_eval names, read as ranx's only with the ``-lN``
 # suffix (``map-l2``, ``recall-l2``): what they mean there

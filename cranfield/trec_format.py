@@ -113,7 +113,7 @@ def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
     lacks. A key in trec_eval's spelling is its own name; another spelling is given
     trec_eval's only when that name reads back as the very same measure."""
     from .errors import MeasureError
-    from .names import measure_meaning, parse_ir_name, parse_measure
+    from .names import ANY_RANK, measure_meaning, parse_ir_name, parse_measure
 
     try:
         ir = parse_ir_name(key)
@@ -133,6 +133,8 @@ def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
     if m.kind == "none":
         name = m.name
     elif m.kind == "cutoffs":
+        if ir.value == ANY_RANK:  # ranx's hit_rate: no trec_eval name, printed as its key
+            return None
         name = f"{m.name}_{ir.value}"
     elif m.kind == "fcutoffs":
         name = f"{m.name}_{ir.value:3.2f}"

@@ -130,3 +130,23 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
         assert set(names) == {m.name, *d["aliases"]}, m.name
     assert "names:      hits (ranx), hits-l<N> (ranx), hits@k (ranx), hits@k-l<N> (ranx)" in \
         format_measure(describe(REGISTRY["hits"]))
+
+
+@pytest.mark.parametrize("measures, printed", [
+    (["hit_rate"], ["hit_rate"]),
+    (["hit_rate", "success"], ["success_1", "success_5", "success_10", "hit_rate"]),
+    (["hit_rate@5", "hit_rate"], ["success_5", "hit_rate"]),
+    (["hit_rate-l1"], ["hit_rate-l1"]),
+])
+def test_bare_hit_rate_prints_its_key_in_trec_text(measures, printed):
+    """Bare hit_rate (success at any rank) prints as its JSON key, not under the sentinel
+    cutoff that stands for "any rank" (success_9223372036854775807; review R3 F4)."""
+    from cranfield.trec_format import format_trec
+
+    qrels = _qrels([(1, 1), (2, 1)], [(9, 1)])
+    run = _run([3, 1, 2], [4, 5])
+    ev = cranfield.evaluate(qrels, run, measures)
+    lines = format_trec(ev).splitlines()
+    assert [line.split("\t")[0].rstrip() for line in lines] == printed
+    assert "9223372036854775807" not in format_trec(ev, per_topic=True)
+    assert ev.aggregate["hit_rate" if "hit_rate" in measures else measures[0]] == 0.5
