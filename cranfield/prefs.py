@@ -332,27 +332,71 @@ def _names(measures: list[str] | None, profile: str = DEFAULT_PROFILE) -> list[s
     return [i.key for i in _resolved(measures, "qrels_jg", profile)[0]]
 
 
-def _check_budget(names: list[str], judged: list[int], pairs: bool) -> None:
+def _check_budget(names: list[str], topics: int, work: list[int], what: str) -> None:
     """Budgets before work (:mod:`cranfield.budget`; none outside a budget's context, as
-    for every evaluation): the values, measures × the topics evaluated (``judged``: each
-    one's judged documents); for preferences also the document pairs of their matrices,
-    the sum over those topics of judged documents squared (a topic of n judged documents
-    makes n × n counts), held to the same values budget."""
+    for every evaluation): the values, measures × the topics evaluated; then the work
+    those topics make (``work``: one count per topic, :func:`_prefs_work` or
+    :func:`_jg_work`), held to the same values budget."""
     from .budget import BudgetError, check_values, current_budget
 
-    check_values(len(names), len(judged))
+    check_values(len(names), topics)
     budget = current_budget()
-    if not pairs or budget is None or budget.max_values is None:
+    if budget is None or budget.max_values is None:
         return
-    cells = sum(n * n for n in judged)
+    cells = sum(work)
     if cells > budget.max_values:
         raise BudgetError(
-            f"the preferences of the {len(judged):,} topics evaluated make {cells:,} "
-            f"document pairs (judged documents squared, summed over topics; the most in one "
-            f"topic {max(judged):,}), over {budget.values_name} {budget.max_values:,}: "
-            "evaluate fewer topics or judged documents", budget=budget.values_name,
-            limit=budget.max_values, total=cells, factors={"document_pairs": cells},
-            field="qrels")
+            f"the {what} of the {topics:,} topics evaluated make {cells:,} "
+            f"{_WORK[what][0]} (the most in one topic {max(work):,}), over "
+            f"{budget.values_name} {budget.max_values:,}: {_WORK[what][1]}",
+            budget=budget.values_name, limit=budget.max_values, total=cells,
+            factors={_WORK[what][2]: cells}, field="qrels")
+
+
+_WORK = {  # what: (the unit, said; the advice; the factor's name)
+    "preferences": ("document pairs (per topic the larger of its judged documents squared "
+                    "and the sum over its judgment groups of their lines squared, plus "
+                    "their documents cubed for a group of several sub-groups: its "
+                    "transitive closure)",
+                    "evaluate fewer topics, judgment groups or judged documents",
+                    "document_pairs"),
+    "judgment groups": ("group values (each topic's judgment groups × (its ranking's "
+                        "length + the measure instances))",
+                        "evaluate fewer topics, judgment groups or measures, or a shorter "
+                        "ranking (-M)", "group_values"),
+}
+
+
+def _prefs_work(items) -> int:
+    """The cells one topic's preferences make: the larger of the summed matrix CA over its
+    judged docs (nj² cells, filled from the groups' pairs) and the groups' work: per group
+    its pairs (at most its judgment lines squared) and, for a group of several sub-groups,
+    its own matrix's transitive closure (its docs cubed)."""
+    docs: set = set()
+    groups: dict[str, list] = {}
+    for jg, jsg, d, _ in items:
+        docs.add(d)
+        g = groups.setdefault(jg, [0, set(), set()])
+        g[0] += 1
+        g[1].add(jsg)
+        g[2].add(d)
+    work = sum(lines * lines + (len(gdocs) ** 3 if len(jsgs) > 1 else 0)
+               for lines, jsgs, gdocs in groups.values())
+    return max(len(docs) ** 2, work)
+
+
+def _jg_work(groups: int, ranked: int, instances: int) -> int:
+    """The values one topic's judgment groups make: each group walks the ranking and then
+    computes every measure instance."""
+    return groups * (ranked + instances)
+
+
+def _ranking_lengths(run, depth: int | None) -> dict[str, int]:
+    """Each run topic's ranking length (after ``depth``), counted before any ranking is made."""
+    counts = np.bincount(np.asarray(run.topic_index, dtype=np.int64),
+                         minlength=len(run.topics))
+    return {t: int(counts[k]) if depth is None else min(int(counts[k]), depth)
+            for k, t in enumerate(run.topics)}
 
 
 def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
@@ -380,9 +424,11 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
     mults = tuple(i.value for i in instances if i.measure.name == "Rprec_mult_avgjg")
     if require_overlap:
         _require_overlap(run, qrels.topics, "qrels_jg")
-    _check_budget(names, [sum(len(g) for g in qrels.topics[t].values())
-                          for t in _evaluated(run, qrels.topics, profile, complete_topics)],
-                  pairs=False)
+    evaluated = _evaluated(run, qrels.topics, profile, complete_topics)
+    lengths = _ranking_lengths(run, depth)
+    _check_budget(names, len(evaluated),
+                  [_jg_work(len(qrels.topics[t]), lengths.get(t, 1), len(names))
+                   for t in evaluated], "judgment groups")
     per_topic: dict[str, dict[str, float]] = {}
     for topic, groups, ranked in _judged_topics(run, qrels.topics, profile, depth,
                                                 complete=complete_topics):
@@ -507,7 +553,8 @@ class _Group:
 
     ecs: list[tuple[float, list[int]]] | None  # single sub-group: (rel_level, docid ranks)
     pa: np.ndarray | None  # several sub-groups: transitive preference matrix
-    rel: np.ndarray | None  # with pa: each doc's rel_level, -1 when the group lacks it
+    rel: np.ndarray | None  # with pa: each doc's rel_level (the group's docs, rank order)
+    ranks: np.ndarray | None = None  # with pa: the topic-wide docid rank of each of them
     ful_ret: int = 0
     poss_ret: int = 0
     ful_imp: int = 0
@@ -551,14 +598,16 @@ def _topic_groups(items, ranked: list[str], label: str, topic: str):
                 if not ecs or ecs[-1][0] != level:
                     ecs.append((level, []))
                 ecs[-1][1].append(r)
-            a, b = [], []
-            for i, (_, r1) in enumerate(ecs):
-                for _, r2 in ecs[i + 1:]:
-                    if set(r1) & set(r2):
-                        raise InputError(label, f"topic {topic!r}: a docno has two rel_levels "
-                                         f"in judgment group {jg!r}")
-                    a += [x for x in r1 for _ in r2]
-                    b += r2 * len(r1)
+            if len({r for _, rs in ecs for r in rs}) < sum(len(rs) for _, rs in ecs) and \
+                    any(set(r1) & set(r2) for i, (_, r1) in enumerate(ecs)
+                        for _, r2 in ecs[i + 1:]):
+                raise InputError(label, f"topic {topic!r}: a docno has two rel_levels "
+                                 f"in judgment group {jg!r}")
+            a, b = [], []  # each doc of a class is preferred to each doc of a later class
+            for i, (_, r1) in enumerate(ecs[:-1]):
+                rest = np.array([r for _, r2 in ecs[i + 1:] for r in r2], dtype=np.int64)
+                a.append(np.repeat(np.array(r1, dtype=np.int64), len(rest)))
+                b.append(np.tile(rest, len(r1)))
             g = _Group(ecs=ecs, pa=None, rel=None)
             for level, ranks in ecs:
                 n_ret = sum(1 for r in ranks if r < njr)
@@ -568,31 +617,40 @@ def _topic_groups(items, ranked: list[str], label: str, topic: str):
                 else:
                     g.num_nonrel += len(ranks)
                     g.num_nonrel_ret += n_ret
-            pa_, pb = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+            pa_ = np.concatenate(a) if a else np.zeros(0, dtype=np.int64)
+            pb = np.concatenate(b) if b else np.zeros(0, dtype=np.int64)
             np.add.at(ca, (pa_, pb), 1)
-        else:
-            rel = np.full(nj, -1.0)
-            m = np.zeros((nj, nj), dtype=bool)
-            for i, (jsg, level, r, d) in enumerate(rows):
-                if (rel[r] > 0.0 and level == 0.0) or (rel[r] == 0.0 and level > 0.0):
+        else:  # the group's own documents only (its ranks ascending): n_g, not nj, squared
+            ranks = np.array(sorted({r[2] for r in rows}), dtype=np.int64)
+            local = {int(r): k for k, r in enumerate(ranks)}
+            rel = np.full(len(ranks), -1.0)
+            m = np.zeros((len(ranks), len(ranks)), dtype=bool)
+            for _, level, r, d in rows:
+                k = local[r]
+                if (rel[k] > 0.0 and level == 0.0) or (rel[k] == 0.0 and level > 0.0):
                     raise InputError(label, f"topic {topic!r}: doc {d!r} has both 0 and "
                                      f"non-0 rel_level in judgment group {jg!r}")
-                rel[r] = level
-                for jsg2, level2, r2, _ in rows[i + 1:]:
-                    if jsg2 == jsg and level2 != level:
-                        m[r, r2] = True
+                rel[k] = level
+            for jsg in jsgs:  # within a sub-group a higher rel_level is preferred
+                sub = [(level, local[r]) for s_, level, r, _ in rows if s_ == jsg]
+                lv = np.array([x[0] for x in sub])
+                ks = np.array([x[1] for x in sub], dtype=np.int64)
+                ii, jj = np.nonzero(lv[:, None] > lv[None, :])
+                m[ks[ii], ks[jj]] = True
             m = _closure(m)
             if np.any(m & m.T):
                 raise InputError(label, f"topic {topic!r}: judgment group {jg!r} has "
                                  "inconsistent (cyclic) preferences")
             np.fill_diagonal(m, False)
-            g = _Group(ecs=None, pa=m, rel=rel)
-            g.num_rel_ret = int(np.sum(rel[:njr] > 0.0))
-            g.num_nonrel_ret = int(np.sum(rel[:njr] == 0.0))
+            g = _Group(ecs=None, pa=m, rel=rel, ranks=ranks)
+            ret_ = ranks < njr
+            g.num_rel_ret = int(np.sum(rel[ret_] > 0.0))
+            g.num_nonrel_ret = int(np.sum(rel[ret_] == 0.0))
             g.num_rel = int(np.sum(rel > 0.0))
             g.num_nonrel = int(np.sum(rel == 0.0))
-            pa_, pb = np.nonzero(m)
-            ca += m
+            la, lb = np.nonzero(m)
+            pa_, pb = ranks[la], ranks[lb]
+            ca[np.ix_(ranks, ranks)] += m
         ra, rb = pa_ < njr, pb < njr
         g.ful_ret = int(np.sum(ra & rb & (pa_ < pb)))
         g.poss_ret = int(np.sum(ra & rb))
@@ -641,18 +699,20 @@ def _recalc(g: _Group, njr: int, ret_only: bool) -> tuple[int, int]:
                     else:
                         poss += 1
         return ful, poss + ful
-    rel, a = g.rel, g.pa
-    limit = njr if ret_only else len(rel)
+    rel, a, ranks = g.rel, g.pa, g.ranks  # the group's docs in rank order
+    limit = njr if ret_only else int(ranks[-1]) + 1 if len(ranks) else 0
     seen, fdn = 0, limit
-    for i in range(limit):
-        if rel[i] == 0.0:
+    for k in range(len(rel)):
+        if ranks[k] >= limit:
+            break
+        if rel[k] == 0.0:
             seen += 1
             if seen == g.num_rel + 1:
-                fdn = i
+                fdn = int(ranks[k])
                 break
-    keep = ~((np.arange(len(rel)) >= fdn) & (rel == 0.0))
+    keep = ~((ranks >= fdn) & (rel == 0.0))
     sub = a & np.outer(keep, keep)
-    r_ = np.arange(len(rel)) < njr
+    r_ = ranks < njr
     upper = np.triu(np.ones_like(sub), 1)
     ful = int(np.sum(sub[np.ix_(r_, r_)] & upper[np.ix_(r_, r_)]))
     poss = int(np.sum(sub[np.ix_(r_, r_)] & ~upper[np.ix_(r_, r_)]))
@@ -773,9 +833,9 @@ def evaluate_prefs(prefs: Any, run: Any, measures: list[str] | None = None, *,
     if require_overlap:
         _require_overlap(run, prefs.topics, "qrels_prefs" if qrels else "prefs")
     as_float = PROFILES[profile].float32_scores  # its sims and rel_levels alike
-    _check_budget(names, [len({d for _, _, d, _ in prefs.topics[t]})
-                          for t in _evaluated(run, prefs.topics, profile, complete_topics)],
-                  pairs=True)
+    evaluated = _evaluated(run, prefs.topics, profile, complete_topics)
+    _check_budget(names, len(evaluated), [_prefs_work(prefs.topics[t]) for t in evaluated],
+                  "preferences")
     per_topic: dict[str, dict[str, float]] = {}
     for topic, items, ranked in _judged_topics(run, prefs.topics, profile, depth,
                                                ties_ascending=True, complete=complete_topics):
