@@ -341,3 +341,43 @@ def test_a_queued_request_is_refused_before_it_is_queued(client, options, field)
         "run": "q1 Q0 d1 1 1.0 r\n", "qrels": "q1 g s d1 1\n", "options": options})
     assert resp.status_code == 422, resp.get_data()
     assert field in resp.get_json()["errors"]
+
+
+@pytest.mark.parametrize("fmt, shape, text, measure, value", [
+    ("qrels_jg", {"q1": {"g": {"d\u00a01": 1, "d2": 0}}}, "q1 g d\u00a01 1\nq1 g d2 0\n",
+     "map_avgjg", 1.0),
+    ("prefs", {"q1": {"g": {"s": {"d\u20281": 1, "d2": 0}}}},
+     "q1 g s d\u20281 1\nq1 g s d2 0\n", "prefs_num_prefs_ful", 1),
+])
+def test_unicode_ids_read_alike_inline_as_json_as_text_and_stored(client, fmt, shape, text,
+                                                                  measure, value):
+    """Review R1 F3: an id holding U+00A0 or U+2028 is one id in the JSON shape, the text
+    and a stored version (whose canonical text the text reader reads back)."""
+    run = "q1 Q0 d\u00a01 1 3.0 r\nq1 Q0 d\u20281 2 2.0 r\nq1 Q0 d2 3 1.0 r\n"
+    put = client.put("/v1/qrels/uni", json={"qrels": shape, "qrels_format": fmt})
+    assert put.status_code == 201, put.get_data()
+    answers = []
+    for judged in ({"qrels": shape}, {"qrels": text}, {"qrels_id": "uni"}):
+        options = {} if "qrels_id" in judged else {"qrels_format": fmt}
+        resp = client.post("/v1/evaluations", json={"run": run, "measures": [measure],
+                                                    "options": options, **judged})
+        assert resp.status_code == 200, resp.get_data()
+        answers.append(resp.get_json()["aggregate"][measure])
+    assert answers == [value] * 3
+
+
+@pytest.mark.parametrize("qrels, where, reason", [
+    ("q1 g d1 1_0\n", "qrels line 1", "not a plain decimal integer"),
+    ("q1 g d1 100000000000000000000000000000\n", "qrels line 1",
+     "outside the 64-bit integer range"),
+    ("q1 g d\x011 1\n", "qrels line 1", "control character U+0001"),
+])
+def test_text_outside_the_grammar_is_refused_inline_and_at_put(client, qrels, where, reason):
+    resp = client.post("/v1/evaluations", json={"run": "q1 Q0 d1 1 1.0 r\n", "qrels": qrels,
+                                                "options": {"qrels_format": "qrels_jg"}})
+    assert resp.status_code == 422, resp.get_data()
+    said = [m for ms in resp.get_json()["errors"].values() for m in ms]
+    assert any(reason in m for m in said), said
+    put = client.put("/v1/qrels/bad?qrels_format=qrels_jg", data=qrels.encode(),
+                     content_type="text/plain")
+    assert put.status_code == 422 and reason in put.get_data(as_text=True)
