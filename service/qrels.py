@@ -107,6 +107,13 @@ def _body_qrels() -> tuple[object, bool, str]:
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
         check_parts(request.form, request.files,
                     known=frozenset({"qrels", "diversity", "qrels_format"}))
+        # qrels_format and diversity are words: a file part of either was ignored (judgment
+        # groups stored as plain qrels; review R1 F7), so it is refused naming it
+        as_files = sorted({"diversity", "qrels_format"} & set(request.files))
+        if as_files:
+            raise Problem(422, "Invalid request", f"{', '.join(as_files)} sent as a file part: "
+                          "send it as a form field", kind="invalid-request",
+                          errors={k: ["send it as a form field, not a file"] for k in as_files})
         # a file part, or a plain field (the text itself), as an evaluation's qrels part
         upload = request.files.get("qrels")
         field = request.form.get("qrels")

@@ -381,3 +381,21 @@ def test_text_outside_the_grammar_is_refused_inline_and_at_put(client, qrels, wh
     put = client.put("/v1/qrels/bad?qrels_format=qrels_jg", data=qrels.encode(),
                      content_type="text/plain")
     assert put.status_code == 422 and reason in put.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("part, content", [("qrels_format", b"qrels_jg"),
+                                           ("diversity", b"true")])
+def test_multipart_put_refuses_a_word_sent_as_a_file_part(client, part, content):
+    """Review R1 F7: a qrels_format (or diversity) file part was ignored, the judgment groups
+    stored as plain qrels; it is refused naming it, and nothing is stored."""
+    resp = client.put("/v1/qrels/m1", data={
+        "qrels": (io.BytesIO(b"q1 g d1 1\nq1 h d2 1\n"), "q.txt"),
+        part: (io.BytesIO(content), "f.txt")}, content_type="multipart/form-data")
+    assert resp.status_code == 422, resp.get_data()
+    assert resp.get_json()["errors"] == {part: ["send it as a form field, not a file"]}
+    assert client.get("/v1/qrels/m1").status_code == 404
+    # the same word as a form field is read
+    resp = client.put("/v1/qrels/m1", data={
+        "qrels": (io.BytesIO(b"q1 g d1 1\nq1 h d2 1\n"), "q.txt"), "qrels_format": "qrels_jg"},
+        content_type="multipart/form-data")
+    assert resp.status_code == 201 and resp.get_json()["qrels_format"] == "qrels_jg"
