@@ -30,6 +30,10 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_MEASURE_INSTANCES": 10_000,
     "MAX_EVALUATION_VALUES": 5_000_000,
     "MAX_QUEUED_EVALUATION_VALUES": 20_000_000,
+    # topic metadata (issue #28): distinct segment labels (each its own summary, and in a
+    # comparison its own paired-test family), synchronous and queued; more: 422. Its
+    # aggregates, instances x (topic-label pairs + labels), count against the values above
+    "MAX_SEGMENTS": 1_000,
     # a pool's work, runs × topics × documents pooled per topic (min(depth, the longest
     # topic)), synchronous and queued: a larger one is 422 (cranfield.pooling.pool_work)
     "MAX_POOL_WORK": 2_000_000,
@@ -64,7 +68,8 @@ APP_DEFAULTS: dict[str, Any] = {
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
-                 "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_POOL_WORK",
+                 "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_SEGMENTS",
+                 "MAX_POOL_WORK",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")
@@ -168,6 +173,7 @@ def work_bounds(config: Mapping[str, Any]) -> dict[str, int | None]:
     job is held to (the queued ones; the measure instances as a synchronous request's)."""
     return {"max_measure_instances": config.get("MAX_MEASURE_INSTANCES"),
             "max_evaluation_values": config.get("MAX_QUEUED_EVALUATION_VALUES"),
+            "max_segments": config.get("MAX_SEGMENTS"),
             "max_pool_work": config.get("MAX_QUEUED_POOL_WORK"),
             # the input limits, held in the worker as the API holds them (413 alike)
             "max_topics": config.get("MAX_TOPICS"),

@@ -166,7 +166,8 @@ def job_budget(job: Job) -> Iterator[None]:
     bounds = job.work_bounds or {}
     with evaluation_budget(bounds.get("max_measure_instances"),
                            bounds.get("max_evaluation_values"),
-                           values_name="MAX_QUEUED_EVALUATION_VALUES"):
+                           values_name="MAX_QUEUED_EVALUATION_VALUES",
+                           max_segments=bounds.get("max_segments")):
         yield
 
 

@@ -23,7 +23,8 @@ from .errors import EvaluationError
 class BudgetError(EvaluationError):
     """Work over a budget, refused before it is done: ``budget`` (the setting's name, e.g.
     ``MAX_EVALUATION_VALUES``), ``limit``, ``total`` and ``factors`` (name -> count, whose
-    product is the total); ``field`` is the request field to change."""
+    product is the total; for topic metadata's aggregates instances × (pairs + segments));
+    ``field`` is the request field to change."""
 
     code = "over-budget"
 
@@ -42,6 +43,8 @@ class EvaluationBudget:
     max_values: int | None = None
     instances_name: str = "MAX_MEASURE_INSTANCES"
     values_name: str = "MAX_EVALUATION_VALUES"
+    max_segments: int | None = None  # distinct segment labels of topic metadata (issue #28)
+    segments_name: str = "MAX_SEGMENTS"
 
 
 _BUDGET: ContextVar[EvaluationBudget | None] = ContextVar("cranfield_evaluation_budget",
@@ -51,11 +54,16 @@ _BUDGET: ContextVar[EvaluationBudget | None] = ContextVar("cranfield_evaluation_
 @contextmanager
 def evaluation_budget(max_instances: int | None = None, max_values: int | None = None, *,
                       instances_name: str = "MAX_MEASURE_INSTANCES",
-                      values_name: str = "MAX_EVALUATION_VALUES") -> Iterator[EvaluationBudget]:
+                      values_name: str = "MAX_EVALUATION_VALUES",
+                      max_segments: int | None = None,
+                      segments_name: str = "MAX_SEGMENTS") -> Iterator[EvaluationBudget]:
     """Within the block, every :func:`cranfield.evaluate` made in this context (thread, task)
     is held to ``max_instances`` measure instances and ``max_values`` values (instances ×
-    topics); None: no bound."""
-    budget = EvaluationBudget(max_instances, max_values, instances_name, values_name)
+    topics; with topic metadata also instances × (topic-label pairs + segments)), and its
+    topic metadata (and a comparison's) to ``max_segments`` distinct segment labels; None:
+    no bound."""
+    budget = EvaluationBudget(max_instances, max_values, instances_name, values_name,
+                              max_segments, segments_name)
     token = _BUDGET.set(budget)
     try:
         yield budget
@@ -117,3 +125,34 @@ def check_values(n_instances: int, n_topics: int,
         "measures, or evaluate fewer topics",
         budget=budget.values_name, limit=budget.max_values, total=total,
         factors={"instances": n_instances, "topics": n_topics})
+
+
+def check_segments(n_instances: int | None, n_pairs: int, n_segments: int,
+                   budget: EvaluationBudget | None = None) -> None:
+    """:class:`BudgetError` (field ``options.topic_metadata``) when topic metadata has more
+    distinct segment labels than ``max_segments`` (each is a summary of its own, and a
+    comparison's a paired-test family), or when its aggregates, ``n_instances`` ×
+    (``n_pairs`` topic-label pairs read + ``n_segments`` values answered), exceed
+    ``max_values``: before any input is read (``n_instances`` None: the labels only)."""
+    budget = budget or _BUDGET.get()
+    if budget is None:
+        return
+    if budget.max_segments is not None and n_segments > budget.max_segments:
+        raise BudgetError(
+            f"the topic metadata has {n_segments:,} distinct segment labels, over "
+            f"{budget.segments_name} {budget.max_segments:,}: each is aggregated (and "
+            "compared) on its own; use fewer labels",
+            budget=budget.segments_name, limit=budget.max_segments, total=n_segments,
+            factors={"segments": n_segments}, field="options.topic_metadata")
+    if n_instances is None or budget.max_values is None:
+        return
+    total = n_instances * (n_pairs + n_segments)
+    if total <= budget.max_values:
+        return
+    raise BudgetError(
+        f"the segments' aggregates are {n_instances:,} instances × ({n_pairs:,} topic-label "
+        f"pairs + {n_segments:,} segments) = {total:,} values, over {budget.values_name} "
+        f"{budget.max_values:,}: ask for fewer measures, or use fewer labels",
+        budget=budget.values_name, limit=budget.max_values, total=total,
+        factors={"instances": n_instances, "topic_label_pairs": n_pairs,
+                 "segments": n_segments}, field="options.topic_metadata")

@@ -277,15 +277,22 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     topics, rows = _common_topics(run_names, evs, warnings, interface)
     pair_runs = _pairs(run_names, settings.baseline)
     md = masks = None
+    sizes: list[int] = []
     if topic_metadata is not None:
-        from .segments import read_topic_metadata, segment_masks
+        from .budget import check_segments
+        from .segments import read_topic_metadata
 
         md = read_topic_metadata(topic_metadata)
-        masks = segment_masks(md, topics)
+        check_segments(None, 0, len(md.segment_names()))  # MAX_SEGMENTS, before any work
+        # each segment's common topics, in one pass over the topics' labels
+        sizes = [int(r.size) for r in md.segment_rows(topics).values()]
     _check_work(comparison_work(len(pair_runs), len(keys), len(topics), settings.tests,
-                                settings.n_permutations, settings.n_samples,
-                                [int(m.sum()) for m in masks.values()] if masks else ()),
+                                settings.n_permutations, settings.n_samples, sizes),
                 max_work)
+    if md is not None:  # the masks (labels x topics) once the work is within the budget
+        from .segments import segment_masks
+
+        masks = segment_masks(md, topics)
     # values[m, r, t]: measure m of run r on common topic t
     values = np.empty((len(keys), len(evs), len(topics)))
     for m, run_keys in enumerate(keys):
@@ -368,9 +375,18 @@ class Work:
         if self.segments:
             whole = replace(self, segments=(), total=self.total - sum(
                 s.total for s in self.segments))
-            return (f"{whole.describe()}; and {len(self.segments)} segment(s) compared as well "
-                    f"({', '.join(f'{s.topics:,} topics: {s.total:,}' for s in self.segments)})"
-                    f": {self.total:,} in all")
+            # bounded whatever the number of segments: segments of one size grouped, the
+            # three sizes of most work named
+            sizes: dict[int, list] = {}
+            for s in self.segments:
+                sizes.setdefault(s.topics, [0, s.total])[0] += 1
+            ranked = sorted(sizes.items(), key=lambda kv: (-kv[1][0] * kv[1][1], kv[0]))
+            said = ", ".join(f"{n:,} of {t:,} topic(s): {w:,} each"
+                             for t, (n, w) in ranked[:3])
+            if len(ranked) > 3:
+                said += f", and {len(ranked) - 3:,} other size(s)"
+            return (f"{whole.describe()}; and {len(self.segments):,} segment(s) compared as "
+                    f"well ({said}): {self.total:,} in all")
         parts = [f"{self.permutations:,} permutations"] if self.permutations else []
         if self.bootstrap_samples:
             parts.append(f"{self.bootstrap_samples:,} bootstrap samples")

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .budget import check_instances, check_values
+from .budget import check_instances, check_segments, check_values
 from .errors import EvaluationError
 from .io import Qrels, Run, arrow_strings, read_qrels, read_run
 from .measures import DEFAULT_PROFILE, PROFILES, Context
@@ -274,8 +274,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     # budgets before work (issue #27): the instances before any input is read, the values
     # once the topics are known (cranfield.budget; no bound outside a budget's context)
     check_instances(len(instances), measures, profile)
-    if md is not None:  # the per-segment aggregates read instances x topic-label pairs
-        check_values(len(instances), md.assignments())
+    if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
+        check_segments(len(instances), md.assignments(), len(md.segment_names()))
     if any(i.measure.family == "diversity" for i in instances):
         return _evaluate_diversity(qrels, run, instances, options, require_overlap, zs, md)
     run_obj: Run = read_run(run)

@@ -46,6 +46,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import SimpleNamespace
 from typing import Any
 
@@ -76,11 +77,19 @@ class TopicMetadata:
     def topics(self) -> list[str]:
         return list(self.labels)
 
+    @cached_property
+    def _names(self) -> tuple[str, ...]:
+        seen = {label for labels in self.labels.values() for label in labels}
+        return tuple(sorted(seen, key=byte_key))
+
+    @cached_property
+    def _label_sets(self) -> dict[str, frozenset[str]]:
+        return {t: frozenset(labels) for t, labels in self.labels.items()}
+
     def segment_names(self) -> list[str]:
         """Every label any topic carries, in byte (strcmp) order: the order segments are
         reported in."""
-        seen = {label for labels in self.labels.values() for label in labels}
-        return sorted(seen, key=byte_key)
+        return list(self._names)
 
     def weight(self, topic: str) -> float:
         """The topic's weight: 1 when the metadata does not name it."""
@@ -88,8 +97,18 @@ class TopicMetadata:
 
     def members(self, topics: list[str], label: str) -> np.ndarray:
         """Boolean mask over ``topics``: those carrying ``label``."""
-        return np.fromiter((label in self.labels.get(t, ()) for t in topics), bool,
-                           len(topics))
+        sets = self._label_sets
+        return np.fromiter((label in sets.get(t, ()) for t in topics), bool, len(topics))
+
+    def segment_rows(self, topics: list[str]) -> dict[str, np.ndarray]:
+        """{label: the positions in ``topics`` (ascending) of the topics carrying it} for
+        every label (byte order; a label no topic of ``topics`` carries: empty), in one pass
+        over the topics and their labels: linear in topics + topic-label pairs."""
+        rows: dict[str, list[int]] = {label: [] for label in self._names}
+        for i, t in enumerate(topics):
+            for label in self.labels.get(t, ()):
+                rows[label].append(i)
+        return {label: np.asarray(r, dtype=np.intp) for label, r in rows.items()}
 
     def weight_array(self, topics: list[str]) -> np.ndarray:
         return np.fromiter((self.weights.get(t, 1.0) for t in topics), np.float64, len(topics))
@@ -116,26 +135,31 @@ class TopicMetadata:
 
 
 def read_topic_metadata(source: Any, *, name: str | None = None,
-                        max_topics: int | None = None) -> TopicMetadata:
+                        max_topics: int | None = None,
+                        max_segments: int | None = None) -> TopicMetadata:
     """A :class:`TopicMetadata` from a path, text, bytes or file object (``topic LABELS
     [WEIGHT]`` lines), a mapping ``{topic: {"segments": [...], "weight": w}}`` or a
     TopicMetadata. Errors are :class:`InputError` naming the line (text) or the path
     (``topic_metadata.q1.weight``; with ``name``, that prefix). ``max_topics``: more topics
-    than this is an InputError (code ``too-large``) before any topic is read."""
+    than this is an InputError (code ``too-large``) before any topic is read;
+    ``max_segments``: more distinct segment labels than this (or more on one topic) is one
+    too, as soon as the reading meets the label over it."""
     if isinstance(source, TopicMetadata):
         _check_size(len(source.labels), max_topics, name or source.source)
+        if max_segments is not None and len(source.segment_names()) > max_segments:
+            _too_many_labels(len(source.segment_names()), max_segments, name or source.source)
         return source
     if isinstance(source, Mapping):
         label = name or KIND
         _check_size(len(source), max_topics, label)
-        return _from_mapping(source, label)
+        return _from_mapping(source, label, max_segments)
     from .io import load_bytes
 
     data, label = load_bytes(source, name, KIND)
     data = bytes(data)
     if max_topics is not None:  # a bound on lines bounds topics: counted before reading
         _check_size(data.count(b"\n") + 1, max_topics, label, lines=True)
-    return _from_text(data, label)
+    return _from_text(data, label, max_segments)
 
 
 def _check_size(n: int, max_topics: int | None, label: str, lines: bool = False) -> None:
@@ -143,6 +167,12 @@ def _check_size(n: int, max_topics: int | None, label: str, lines: bool = False)
         what = "lines" if lines else "topics"
         raise InputError(label, f"{n:,} {what}, over the limit of {max_topics:,} topics",
                          field=label, code="too-large")
+
+
+def _too_many_labels(n: int, max_segments: int, label: str, **where) -> None:
+    raise InputError(label, f"more than {max_segments:,} distinct segment labels (at least "
+                     f"{n:,}): at most {max_segments:,} segments", code="too-large",
+                     **({"field": label} if not where else where))
 
 
 def label_problem(label: object) -> str | None:
@@ -174,20 +204,29 @@ def weight_problem(value: object) -> str | None:
     return None
 
 
-def _labels(items, where) -> tuple[str, ...]:
-    """The labels of one topic, checked; ``where(reason)`` raises the located error."""
+def _labels(items, where, distinct: set[str], max_segments: int | None,
+            too_many) -> tuple[str, ...]:
+    """The labels of one topic, checked (linear: a set finds a repeat); ``where(reason)``
+    raises the located error. Each new label joins ``distinct``; past ``max_segments`` of
+    them, ``too_many(n)`` raises."""
     out: list[str] = []
+    seen: set[str] = set()
     for item in items:
         problem = label_problem(item)
         if problem is not None:
             where(problem)
-        if item in out:
+        if item in seen:
             where(f"segment label {item!r} is given twice")
+        seen.add(item)
         out.append(item)
+        if item not in distinct:
+            distinct.add(item)
+            if max_segments is not None and len(distinct) > max_segments:
+                too_many(len(distinct))
     return tuple(out)
 
 
-def _from_text(data: bytes, label: str) -> TopicMetadata:
+def _from_text(data: bytes, label: str, max_segments: int | None = None) -> TopicMetadata:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -199,6 +238,7 @@ def _from_text(data: bytes, label: str) -> TopicMetadata:
     labels: dict[str, tuple[str, ...]] = {}
     weights: dict[str, float] = {}
     where_given: dict[str, int] = {}
+    distinct: set[str] = set()
     for lineno, line in enumerate(text.split("\n"), 1):
         fields = split_fields(line)
         if not fields or fields[0].startswith("#"):
@@ -217,7 +257,9 @@ def _from_text(data: bytes, label: str) -> TopicMetadata:
         where_given[topic] = lineno
         raw = fields[1]
         items = [] if raw == "-" else raw.split(",")
-        labels[topic] = _labels(items, lambda r: fail(r, "segments"))
+        labels[topic] = _labels(items, lambda r: fail(r, "segments"), distinct, max_segments,
+                                lambda n, lineno=lineno: _too_many_labels(
+                                    n, max_segments, label, line=lineno, field="segments"))
         weight = 1.0
         if len(fields) == 3:
             try:
@@ -236,9 +278,11 @@ def _from_text(data: bytes, label: str) -> TopicMetadata:
 _MEMBERS = ("segments", "weight")
 
 
-def _from_mapping(mapping: Mapping, label: str) -> TopicMetadata:
+def _from_mapping(mapping: Mapping, label: str,
+                  max_segments: int | None = None) -> TopicMetadata:
     labels: dict[str, tuple[str, ...]] = {}
     weights: dict[str, float] = {}
+    distinct: set[str] = set()
     for topic, entry in mapping.items():
         path = f"{label}.{topic}"
         problem = id_problem(topic)
@@ -259,7 +303,9 @@ def _from_mapping(mapping: Mapping, label: str) -> TopicMetadata:
         def fail(reason: str, path=path):
             raise InputError(label, reason, field=f"{path}.segments")
 
-        labels[str(topic)] = _labels(segs, fail)
+        labels[str(topic)] = _labels(segs, fail, distinct, max_segments,
+                                     lambda n, path=path: _too_many_labels(
+                                         n, max_segments, label, field=f"{path}.segments"))
         weight = entry.get("weight", 1.0)
         problem = weight_problem(weight)
         if problem is not None:
@@ -300,18 +346,18 @@ def segment_aggregates(md: TopicMetadata, instances, values: dict[str, np.ndarra
     kept = [i for i in instances if i.measure.aggregate not in ("runid", "none")
             and i.measure.name not in ("runid", "relstring")]
     segments: dict[str, dict] = {}
-    for label in md.segment_names():
-        mask = md.members(topics, label) & evaluated
-        n = int(mask.sum())
+    arrays = {i.key: np.asarray(values[i.key]) for i in kept}
+    for label, rows in md.segment_rows(topics).items():
+        rows = rows[evaluated[rows]]  # ascending: the segment's topics in the run's order
+        n = int(rows.size)
         if not n:
             segments[label] = {"topics": 0, "aggregate": {}}
             continue
-        sub = SimpleNamespace(topics=[t for t, m in zip(topics, mask, strict=True) if m],
-                              in_run=in_run[mask])
-        sub_values = {i.key: np.asarray(values[i.key])[mask] for i in kept}
+        sub = SimpleNamespace(topics=[topics[i] for i in rows.tolist()], in_run=in_run[rows])
+        sub_values = {key: arr[rows] for key, arr in arrays.items()}
         # the summary reads qrels only for -c's num_rel (its judgments with grade > 0): the
         # segment's count of them stands in for its judgments
-        sub_qrels = SimpleNamespace(grades=np.ones(int(grades_by_topic[mask].sum()), np.int64)
+        sub_qrels = SimpleNamespace(grades=np.ones(int(grades_by_topic[rows].sum()), np.int64)
                                     if complete else np.zeros(0, np.int64))
         segments[label] = {"topics": n, "aggregate": summary(
             kept, sub_values, sub, sub_qrels, runid, complete, profile, zscored)}
@@ -366,8 +412,14 @@ def unlabelled(md: TopicMetadata, evaluated: list[str]) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 def segment_masks(md: TopicMetadata, topics: list[str]) -> dict[str, np.ndarray]:
-    """{label: boolean mask over ``topics``} for every label of the metadata."""
-    return {label: md.members(topics, label) for label in md.segment_names()}
+    """{label: boolean mask over ``topics``} for every label of the metadata (built from
+    :meth:`TopicMetadata.segment_rows`: one pass over the topics' labels)."""
+    out = {}
+    for label, rows in md.segment_rows(topics).items():
+        mask = np.zeros(len(topics), bool)
+        mask[rows] = True
+        out[label] = mask
+    return out
 
 
 def segment_document(document: dict, label: str) -> dict:

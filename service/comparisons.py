@@ -551,7 +551,8 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
         # inline run is evaluated within an evaluation's budget (MAX_EVALUATION_VALUES:
         # instances × topics, before its per-topic arrays), as POST /v1/evaluations is
         with work_budget(cfg["MAX_COMPARISON_WORK"]) as budget, evaluation_budget(
-                cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"]):
+                cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"],
+                max_segments=cfg["MAX_SEGMENTS"]):
             try:
                 doc = compare_inputs(entries, qrels, qrels_digest, version, spec, measures)
             except (BadInput, WorkBudgetError):

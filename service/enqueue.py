@@ -67,7 +67,7 @@ def over_budget(exc: BudgetError, queued_limit: int | None = None,
 
     problem = budget_problem(exc)
     detail = problem["detail"]
-    if queued_limit is not None and exc.total <= queued_limit:
+    if queued_limit is not None and exc.total <= queued_limit and exc.budget != "MAX_SEGMENTS":
         detail += (f"; or ask for it to be queued with Prefer: respond-async (queued work is "
                    f"held to {queued_name} {queued_limit:,})")
     return Problem(422, problem["title"], detail, kind="work-over-budget",

@@ -151,7 +151,8 @@ def run_evaluation(req: dict):
     check_measure_instances(req)
     run, qrels, run_digest, qrels_digest = read_inputs(req)
     try:
-        with evaluation_budget(cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"]):
+        with evaluation_budget(cfg["MAX_MEASURE_INSTANCES"], cfg["MAX_EVALUATION_VALUES"],
+                               max_segments=cfg["MAX_SEGMENTS"]):
             ev = cranfield.evaluate(qrels, run, req["measures"], **req["options"])
     except BudgetError as exc:
         raise over_budget(exc, cfg["MAX_QUEUED_EVALUATION_VALUES"],

@@ -192,7 +192,8 @@ class TopicMetadataField(fields.Field):
             raise ValidationError("is empty")
         try:
             md = read_topic_metadata(value, name="topic_metadata",
-                                     max_topics=current_app.config["MAX_TOPICS"])
+                                     max_topics=current_app.config["MAX_TOPICS"],
+                                     max_segments=current_app.config["MAX_SEGMENTS"])
         except InputError as exc:
             if exc.line is not None:
                 raise ValidationError([f"line {exc.line}: {exc.reason}"]) from None

@@ -63,7 +63,8 @@ def read_metadata(source, field: str):
 
     # errors (a line, a topic's path; over MAX_TOPICS): the handler's 4xx naming them
     metadata = read_topic_metadata(source, name=field,
-                                   max_topics=current_app.config["MAX_TOPICS"])
+                                   max_topics=current_app.config["MAX_TOPICS"],
+                                   max_segments=current_app.config["MAX_SEGMENTS"])
     mapping = canonical_mapping(metadata)
     for topic, entry in mapping.items():
         for label in entry.get("segments", []):

@@ -271,3 +271,42 @@ def test_comparison_work_budget_counts_the_segments(app, client):
     problem = resp.get_json()
     assert problem["work"]["total"] == with_segments.total > whole.total
     assert "2 segment(s) compared as well" in problem["work"]["formula"]
+
+
+def test_many_labels_are_refused_before_any_work(app, client):
+    """Review R2 F2: 10 topics x 5,000 labels each (a 0.5 MB body) held 140 s of a worker;
+    now MAX_SEGMENTS (default 1,000) refuses it while the metadata is read, naming it. A
+    stored metadata over a lowered MAX_SEGMENTS is refused by the evaluation's budget."""
+    assert app.config["MAX_SEGMENTS"] == 1000
+    many = {t: {"segments": [f"L{t}_{j}" for j in range(5000)]} for t in ("301", "302")}
+    for where in ("options", "comparison"):
+        if where == "options":
+            resp = client.post("/v1/evaluations", json=body(many))
+        else:
+            resp = client.post("/v1/comparisons", json=comparison(many))
+        assert resp.status_code == 422, resp.get_data()
+        errors = resp.get_json()["errors"]
+        assert any("more than 1,000 distinct segment labels" in e
+                   for e in errors["options.topic_metadata.301.segments"]), errors
+    app.config["MAX_SEGMENTS"] = 2
+    resp = client.post("/v1/evaluations", json=body())  # tail and de: within
+    assert resp.status_code == 200, resp.get_data()
+    three = {**META, "303": {"segments": ["head"]}}
+    resp = client.put("/v1/topic-metadata/three", json={"topic_metadata": three})
+    assert resp.status_code in (413, 422), resp.get_data()
+    app.config["MAX_SEGMENTS"] = 3
+    assert client.put("/v1/topic-metadata/three",
+                      json={"topic_metadata": three}).status_code == 201
+    app.config["MAX_SEGMENTS"] = 2  # lowered since it was stored: the budget refuses it
+    b = body(None, topic_metadata_id="three")
+    del b["options"]["topic_metadata"]
+    resp = client.post("/v1/evaluations", json=b)
+    assert resp.status_code == 422, resp.get_data()
+    problem = resp.get_json()
+    assert problem["budget"]["name"] == "MAX_SEGMENTS" and problem["budget"]["total"] == 3
+    assert "Prefer: respond-async" not in problem["detail"]
+    b = comparison(None, topic_metadata_id="three")
+    del b["options"]["topic_metadata"]
+    resp = client.post("/v1/comparisons", json=b)
+    assert resp.status_code == 422, resp.get_data()
+    assert "over MAX_SEGMENTS 2" in resp.get_json()["detail"]

@@ -486,3 +486,99 @@ def test_report_pages_show_segments_and_weighted():
     plain = render_comparison(compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["P.2"], baseline="A",
                                       tests=("t",)))
     assert "Segment" not in plain and "Weighted means" not in plain
+
+
+# ---------------------------------------------------------------------------------------------
+# Budgets before work (review R2 F2, F6): distinct labels bounded, the aggregates charged,
+# the masks built in one pass and only once the work is within its budget
+# ---------------------------------------------------------------------------------------------
+
+def _many_labels(n_topics: int, per_topic: int) -> dict:
+    return {f"t{i}": {"segments": [f"L{i}_{j}" for j in range(per_topic)]}
+            for i in range(n_topics)}
+
+
+@pytest.mark.parametrize("source, kwargs, where", [
+    # distinct labels over max_segments: the mapping names the topic, the text the line
+    (_many_labels(3, 2), {"max_segments": 5}, {"field": "topic_metadata.t2.segments"}),
+    ("t0 a,b\nt1 c,d\nt2 e,f\n", {"max_segments": 5}, {"line": 3, "field": "segments"}),
+    # one topic's labels over it, before the next is read
+    (_many_labels(1, 6), {"max_segments": 5}, {"field": "topic_metadata.t0.segments"}),
+    ("t0 " + ",".join(f"x{j}" for j in range(6)) + "\n", {"max_segments": 5}, {"line": 1}),
+])
+def test_more_labels_than_max_segments_are_refused_while_reading(source, kwargs, where):
+    with pytest.raises(InputError) as err:
+        read_topic_metadata(source, **kwargs)
+    assert err.value.code == "too-large"
+    assert "more than 5 distinct segment labels" in err.value.reason
+    for key, value in where.items():
+        assert getattr(err.value, key) == value
+    assert len(read_topic_metadata(source).segment_names()) == 6  # no bound: read
+
+
+def test_segment_rows_equal_members():
+    md = read_topic_metadata({**META, "t9": {"segments": ["none"]}})
+    topics = ["t4", "t3", "t2", "t1", "t0"]
+    rows = md.segment_rows(topics)
+    assert list(rows) == md.segment_names() == ["de", "head", "none", "tail"]
+    for label, r in rows.items():
+        assert r.tolist() == np.flatnonzero(md.members(topics, label)).tolist()
+    assert rows["tail"].tolist() == [2, 3] and rows["none"].size == 0
+
+
+@pytest.mark.parametrize("metadata, measures, budget, refused", [
+    # the reviewer's shape: 10 topics x 5,000 labels each (50,000 distinct)
+    (_many_labels(10, 5000), ["map"], {"max_segments": 1000}, "MAX_SEGMENTS"),
+    (_many_labels(10, 100), ["map"], {"max_segments": 1000}, None),
+    # values: instances x (topic-label pairs + labels): 1 x (1,000 + 1,000) = 2,000
+    (_many_labels(10, 100), ["map"], {"max_values": 1999}, "MAX_EVALUATION_VALUES"),
+    (_many_labels(10, 100), ["map"], {"max_values": 2000}, None),
+    (_many_labels(10, 100), ["map", "P.5"], {"max_values": 2000}, "MAX_EVALUATION_VALUES"),
+])
+def test_segment_budget_is_checked_before_the_run_is_read(metadata, measures, budget, refused,
+                                                          tmp_path):
+    from cranfield.budget import BudgetError, evaluation_budget
+
+    missing = tmp_path / "no-such-run"  # read only if the budget lets the evaluation on
+    qrels = {t: {"d": 1} for t in metadata}
+    with evaluation_budget(**budget):
+        if refused is None:
+            with pytest.raises(InputError):  # past the budget: the run is read
+                cranfield.evaluate(qrels, missing, measures, topic_metadata=metadata)
+            return
+        with pytest.raises(BudgetError) as err:
+            cranfield.evaluate(qrels, missing, measures, topic_metadata=metadata)
+    assert err.value.budget == refused and err.value.field == "options.topic_metadata"
+
+
+def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
+    """10 topics x 1,000 labels: the work budget refuses it from the segments' sizes (one
+    pass), before a mask is made; its message is bounded (F6)."""
+    import cranfield.segments as segments
+    from cranfield.compare import WorkBudgetError, compare_evaluations
+
+    metadata = _many_labels(10, 1000)
+    qrels = {t: {"a": 1, "b": 0} for t in metadata}
+    evs = {name: cranfield.evaluate(qrels, {t: {"a": s, "b": 1 - s} for t in metadata},
+                                    ["map"]) for name, s in (("x", 1.0), ("y", 0.0))}
+
+    def no_masks(*args):
+        raise AssertionError("masks built before the work budget was checked")
+
+    monkeypatch.setattr(segments, "segment_masks", no_masks)
+    with pytest.raises(WorkBudgetError) as err:
+        compare_evaluations(evs, ["map"], topic_metadata=metadata, max_work=10**9)
+    message = str(err.value)
+    assert len(message) < 1500, len(message)
+    tests = ("t", "randomization", "bootstrap")  # the default tests
+    per = comparison_work(1, 1, 1, tests, 10000, 10000).total
+    assert f"10,000 segment(s) compared as well (10,000 of 1 topic(s): {per:,} each)" in message
+    assert err.value.work.total == (comparison_work(1, 1, 10, tests, 10000, 10000).total
+                                    + 10_000 * per)
+
+
+def test_work_description_names_the_largest_sizes():
+    work = comparison_work(1, 1, 100, ("t",), 10000, 10000, [1, 1, 1, 1, 1, 1, 5, 4, 3, 2, 0])
+    assert ("; and 10 segment(s) compared as well (6 of 1 topic(s): 40,000 each, 1 of 5 "
+            "topic(s): 200,000 each, 1 of 4 topic(s): 160,000 each, and 2 other size(s)): "
+            "4,800,000 in all") in work.describe()
