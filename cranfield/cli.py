@@ -359,6 +359,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print("cranfield: --topic-metadata - and QRELS or RUN cannot both be standard input",
               file=sys.stderr)
         return 1
+    if args.rel_format != "qrels" and _rel_format_refused(args):
+        return 2  # locally and with --server alike (review R1 F9)
     if args.server or ((args.record or args.qrels_id) and _environment_server()):
         if args.zscores is not None:  # the upload is a multipart form: options as text fields
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
@@ -410,12 +412,9 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
-    """-R qrels_jg / prefs / qrels_prefs (cranfield.prefs): judgment groups and preference
-    judgments, with their own measures and trec_eval's text output."""
-    from .io import read_run
-    from .prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
-
+def _rel_format_refused(args) -> bool:
+    """Whether ``-R`` (qrels_jg, prefs, qrels_prefs) is asked with options it does not take:
+    said on stderr (the caller exits 2), before any input is read or sent to a server."""
     refused = [flag for flag, on in (("-J", args.judged_only
                                       and args.rel_format != "qrels_jg"),
                                      ("-Z", args.zscores is not None),
@@ -429,6 +428,16 @@ def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -
     if refused:
         print(f"cranfield: -R {args.rel_format} does not take {', '.join(refused)}",
               file=sys.stderr)
+    return bool(refused)
+
+
+def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
+    """-R qrels_jg / prefs / qrels_prefs (cranfield.prefs): judgment groups and preference
+    judgments, with their own measures and trec_eval's text output."""
+    from .io import read_run
+    from .prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
+
+    if _rel_format_refused(args):
         return 2
     data = _file_bytes(args.qrels) if isinstance(qrels_source, str) else qrels_source
     run = read_run(run_source, name=run_name)

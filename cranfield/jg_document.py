@@ -25,10 +25,6 @@ REL_FORMATS = ("qrels_jg", "prefs", "qrels_prefs")
 QRELS_FORMATS = ("qrels", *REL_FORMATS)
 
 
-def _family(qrels_format: str) -> str:
-    return "judgment-groups" if qrels_format == "qrels_jg" else "preferences"
-
-
 def _clean(value: Any, integer: bool) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -44,9 +40,13 @@ def jg_document(ev: JgEvaluation, options: dict, run_topics, judged_topics,
                 qrels_version: str | None = None, latency_ms: dict | None = None) -> dict:
     """The document of ``ev``, made with ``options`` (the request's, ``qrels_format``
     among them) from a run with ``run_topics`` against judgments of ``judged_topics``."""
+    from .names import resolve
+
     fmt = options["qrels_format"]
     profile = options["profile"]
-    params = f"rel={options['relevance_level']}," if fmt == "qrels_jg" else ""
+    # each key's registry instance (review R1 F11): its registry name, canonical and family,
+    # as GET /v1/measures and an ordinary evaluation's document say them
+    instances = {i.key: i for i in resolve(list(ev.names), profile, fmt)}
     measures: list[dict] = []
     aggregate: dict[str, Any] = {}
     if "runid" in ev.header:
@@ -59,10 +59,13 @@ def jg_document(ev: JgEvaluation, options: dict, run_topics, judged_topics,
         aggregate["num_q"] = len(ev.per_topic) if ev.num_q is None else ev.num_q
     for name in ev.names:
         counted = name in ev.counts
-        measures.append({"key": name, "measure": name,
-                         "canonical": f"{name}(qrels_format={fmt},{params}profile={profile})",
-                         "family": _family(fmt), "aggregate": "sum" if counted else "mean",
-                         "per_topic": True})
+        inst = instances[name]
+        measures.append({"key": name, "measure": inst.measure.name,
+                         "canonical": inst.canonical(
+                             profile, options.get("relevance_level", 1),
+                             bool(options.get("judged_only", False)), options.get("depth")),
+                         "family": inst.measure.family,
+                         "aggregate": "sum" if counted else "mean", "per_topic": True})
     aggregate.update({k: _clean(v, k in ev.counts) for k, v in ev.summary().items()})
     run_topics, judged_topics = set(run_topics), set(judged_topics)
     run_only = _sorted(run_topics - judged_topics)

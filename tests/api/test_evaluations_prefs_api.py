@@ -399,3 +399,57 @@ def test_multipart_put_refuses_a_word_sent_as_a_file_part(client, part, content)
         "qrels": (io.BytesIO(b"q1 g d1 1\nq1 h d2 1\n"), "q.txt"), "qrels_format": "qrels_jg"},
         content_type="multipart/form-data")
     assert resp.status_code == 201 and resp.get_json()["qrels_format"] == "qrels_jg"
+
+
+@pytest.mark.parametrize("fmt", ["qrels_jg", "prefs"])
+def test_document_measures_are_the_registrys(client, fmt):
+    """Review R1 F11: each measures[] entry names its registry measure, canonical and family
+    as GET /v1/measures and `cranfield measures` do (P_avgjg_5 is P_avgjg(k=5,...))."""
+    doc = client.post("/v1/evaluations", json=body(fmt)).get_json()
+    listed = {m["name"]: m for m in client.get("/v1/measures").get_json()["measures"]}
+    from cranfield.names import resolve
+
+    for m in doc["measures"]:
+        if m["key"] in ("runid", "num_q"):
+            continue
+        assert m["measure"] in listed, m
+        assert m["family"] == listed[m["measure"]]["family"]
+        (inst,) = [i for i in resolve([m["key"]], "trec_eval-10", fmt) if i.key == m["key"]]
+        assert m["canonical"] == inst.canonical("trec_eval-10", 1)
+    by_key = {m["key"]: m for m in doc["measures"]}
+    if fmt == "qrels_jg":
+        assert by_key["P_avgjg_5"]["measure"] == "P_avgjg"
+        assert by_key["P_avgjg_5"]["canonical"] == "P_avgjg(k=5,rel=1,profile=trec_eval-10)"
+
+
+@pytest.fixture
+def served(app):
+    """The app on a loopback port (the CLI speaks HTTP)."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join()
+
+
+@pytest.mark.parametrize("fmt, extra", [
+    ("qrels_jg", ["--format", "json"]), ("qrels_jg", ["--format", "jsonl"]),
+    ("qrels_jg", ["--format", "csv"]), ("prefs", ["--format", "jsonl"]),
+    ("prefs", ["-Z", "z.txt"]), ("qrels_jg", ["--curves"]),
+])
+def test_cli_server_refuses_what_the_local_command_refuses(served, capsys, fmt, extra):
+    """Review R1 F9: `cranfield eval --server -R` refuses, before sending, what the local
+    command refuses, with the same message and exit status (no traceback)."""
+    qrels_file, run_file, nickname, _ = CASES[fmt]
+    args = ["-R", fmt, *extra, "-m", nickname, "-q", str(TE / qrels_file), str(TE / run_file)]
+    assert main(["eval", *args]) == 2
+    local = capsys.readouterr().err
+    assert local.startswith(f"cranfield: -R {fmt} does not take ")
+    assert main(["eval", "--server", served, *args]) == 2
+    assert capsys.readouterr().err == local
+
