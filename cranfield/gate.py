@@ -367,7 +367,8 @@ def _check(document: dict, spec: Gate, key: str, base: str, cand: str, pair: dic
     drop = None if pair["mean_diff"] is None else -sign * pair["mean_diff"]
     rel_drop = (drop / abs(mean_base) if drop is not None and mean_base else None)
     result = pair[TEST_KEYS[spec.test]]
-    n_topics = len(document["topics"])
+    # the topics the pair's tests are over (Accuracy: those where both runs have a value)
+    n_topics = pair.get("n_topics", len(document["topics"]))
     floor = stats.correct_p_values(np.full(max(1, family_size), _smallest_p(spec, pair,
                                                                             n_topics)),
                                    method)[0].item()
