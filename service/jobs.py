@@ -123,6 +123,12 @@ def _page(job: dict) -> Response:
     if job.get("status") == "finished" and result is not None and job.get("kind") == "pool":
         return Response(_pool_page(job), mimetype="text/html")
     if job.get("status") == "finished" and result is not None:
+        from cranfield.jg_document import is_jg_document
+
+        if is_jg_document(result):  # as POST /v1/evaluations answers Accept: text/html
+            raise Problem(406, "Not Acceptable", "an evaluation against judgment groups or "
+                          "preferences is available as application/json or text/plain",
+                          kind="not-acceptable")
         # titled by what was evaluated ("Evaluation of RUNID", "Comparison: a vs b"): the
         # renderers' own titles; the job's id is the line under the title
         render = render_comparison if "pairs" in result else render_evaluation

@@ -453,3 +453,23 @@ def test_cli_server_refuses_what_the_local_command_refuses(served, capsys, fmt, 
     assert main(["eval", "--server", served, *args]) == 2
     assert capsys.readouterr().err == local
 
+
+
+@pytest.mark.parametrize("fmt", ["qrels_jg", "prefs"])
+def test_html_is_refused_queued_as_synchronously(client, fmt):
+    """Review R1 F13: the page of a queued jg/prefs evaluation is refused (406) as the
+    synchronous request with Accept: text/html is; JSON and text stay served."""
+    html = {"Accept": "text/html"}
+    sync = client.post("/v1/evaluations", json=body(fmt), headers=html)
+    assert sync.status_code == 406
+    resp = client.post("/v1/evaluations", json=body(fmt), headers=ASYNC)
+    job = finished_job(client, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    for url in (resp.headers["Location"], resp.headers["Location"] + "/report"):
+        page = client.get(url, headers=html)
+        assert page.status_code == 406, (url, page.get_data())
+        assert page.get_json()["detail"] == (
+            "an evaluation against judgment groups or preferences is available as "
+            "application/json or text/plain")
+    assert client.get(resp.headers["Location"], headers=TEXT).get_data() == \
+        (TE / CASES[fmt][3]).read_bytes()
