@@ -67,7 +67,7 @@ from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
-from .multipart import form_number
+from .multipart import OPTIONS_FIELD, form_number
 from .negotiation import negotiate
 from .paging import boolean_word
 from .problems import Problem
@@ -328,6 +328,9 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
             body[key] = items
             continue
         value = values[-1]
+        if key == "options":  # refused alone or beside option fields (review R2 F9)
+            errors[key] = [OPTIONS_FIELD]
+            continue
         try:
             if key in _FORM_BOOLEANS:
                 parsed: Any = boolean_word(value)  # the one rule of every form boolean

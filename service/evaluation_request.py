@@ -158,6 +158,9 @@ def form_body() -> dict:
         if key in ("run", "qrels", "measures"):
             continue
         value = form[key]
+        if key == "options":  # refused alone or beside option fields: never dropped
+            errors[key] = [multipart.OPTIONS_FIELD]
+            continue
         if key in ("per_topic", "details", "judged_only", "complete_topics", "curves"):
             if value.lower() not in _BOOL:
                 errors[key] = ["must be true or false"]
@@ -185,7 +188,9 @@ def form_body() -> dict:
         else:
             body[key] = parsed
     for key in files:
-        if key in JSON_FIELDS:
+        if key == "options":
+            errors[key] = [multipart.OPTIONS_FIELD]
+        elif key in JSON_FIELDS:
             errors[key] = ["send it as a form field (its value a JSON object), not a file"]
         elif key == "topic_metadata":  # the file cranfield eval --topic-metadata reads
             options[key] = files.getlist(key)[0]

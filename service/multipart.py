@@ -107,6 +107,13 @@ _FORM_NUMBER = {int: re.compile(r"-?[0-9]+"),  # the schema bounds it, naming th
                 float: re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?")}
 
 
+#: why a form's ``options`` field is refused, whatever else the form holds (review R2 F9: it
+#: was dropped when an option field was present): a form flattens the options
+OPTIONS_FIELD = ("a form takes each option as a field of its own (complete_topics, depth, "
+                 "topic_metadata...), not an options object: send the body as JSON to give "
+                 "options as an object")
+
+
 def form_number(value: str, kind: type = int) -> int | float:
     """A form field's ``int`` or ``float``, written as JSON writes one; ValueError else."""
     if not _FORM_NUMBER[kind].fullmatch(value):

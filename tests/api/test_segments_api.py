@@ -310,3 +310,30 @@ def test_many_labels_are_refused_before_any_work(app, client):
     resp = client.post("/v1/comparisons", json=b)
     assert resp.status_code == 422, resp.get_data()
     assert "over MAX_SEGMENTS 2" in resp.get_json()["detail"]
+
+
+@pytest.mark.parametrize("route", ["/v1/evaluations", "/v1/comparisons"])
+@pytest.mark.parametrize("others", [{}, {"topic_metadata": "file"},
+                                    {"topic_metadata": "301 a\n"}, {"judged_only": "true"}],
+                         ids=["alone", "metadata-file", "metadata-field", "option-field"])
+def test_form_options_field_is_refused_whatever_else_is_sent(client, route, others):
+    """Review R2 F9: a multipart ``options`` field was refused alone but silently dropped
+    (complete_topics, depth, its topic_metadata lost: a 200) beside an option field or a
+    topic_metadata part. Now the same 422 naming it, whatever else the form holds."""
+    import io
+
+    run, qrels = (TE / "results.test").read_bytes(), (TE / "qrels.test").read_bytes()
+    if route == "/v1/evaluations":
+        form = {"run": (io.BytesIO(run), "results.test"), "measures": "num_q,map"}
+    else:
+        form = {"runs": [(io.BytesIO(run), "a.txt"), (io.BytesIO(run), "b.txt")],
+                "measures": "map"}
+    form["qrels"] = (io.BytesIO(qrels), "qrels.test")
+    form["options"] = '{"complete_topics": true, "depth": 3, "topic_metadata": "302 b\\n"}'
+    for key, value in others.items():
+        form[key] = (io.BytesIO(b"301 a\n"), "meta.txt") if value == "file" else value
+    resp = client.post(route, data=form, content_type="multipart/form-data")
+    assert resp.status_code == 422, resp.get_data()
+    errors = resp.get_json()["errors"]
+    assert list(errors) == ["options"], errors
+    assert "a field of its own" in errors["options"][0]
