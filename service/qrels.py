@@ -167,6 +167,13 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
                           kind="invalid-input", errors={"qrels": [
                               f"not {kind} text (an Arrow or Parquet file)"]})
         judgments = read_kind(source, kind)  # errors (naming the line): the handler's
+        if judgments.comment_lines:  # review R1 F6: see docs/api.md
+            from cranfield.errors import InputError
+
+            raise InputError("qrels", f"a stored {kind} version keeps no comment lines "
+                             "(trec_eval 9.0.8 refuses them in this format, 10.0 skips them; "
+                             "the version is its judgments, either profile reads it): remove "
+                             "them", line=judgments.comment_lines[0])
     check_topics(judgments.topics, "qrels", current_app.config)
     return _stored(qrels_id, judgments, False, kind)
 

@@ -473,3 +473,23 @@ def test_html_is_refused_queued_as_synchronously(client, fmt):
             "application/json or text/plain")
     assert client.get(resp.headers["Location"], headers=TEXT).get_data() == \
         (TE / CASES[fmt][3]).read_bytes()
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("qrels_jg", "q1 g d1 1\n# a comment\nq1 h d2 1\n"),
+    ("prefs", "q1 g s d1 1\n# a comment\nq1 g s d2 0\n"),
+])
+def test_put_refuses_comment_lines_as_9_0_8_does_inline(client, fmt, text):
+    """Review R1 F6: the same text is not refused inline (9.0.8) and accepted when stored:
+    PUT refuses it naming the line; nothing is stored."""
+    run = "q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2 1.0 r\n"
+    inline = client.post("/v1/evaluations", json={
+        "run": run, "qrels": text, "options": {"qrels_format": fmt,
+                                               "profile": "trec_eval-9.0.8"}})
+    assert inline.status_code == 422 and "qrels line 2" in inline.get_json()["errors"]
+    put = client.put(f"/v1/qrels/c1?qrels_format={fmt}", data=text.encode(),
+                     content_type="text/plain")
+    assert put.status_code == 422, put.get_data()
+    assert list(put.get_json()["errors"]) == ["qrels line 2"]
+    assert "keeps no comment lines" in put.get_json()["detail"]
+    assert client.get("/v1/qrels/c1").status_code == 404
