@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -55,6 +56,7 @@ import numpy as np
 from .errors import InputError
 from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
 from .io import byte_key
+from .measures.registry import WEIGHT_LIMIT
 
 KIND = "topic_metadata"
 MIN_GEO_MEAN = 1e-5  # as evaluate's gm_*: log(max(v, 1e-5))
@@ -190,17 +192,26 @@ def label_problem(label: object) -> str | None:
 
 
 def weight_problem(value: object) -> str | None:
-    """Why ``value`` (a JSON value) is not a weight, or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return "a weight must be a number"
+    """Why ``value`` (a JSON value, or any real number: numpy's too; not a bool) is not a
+    weight, or None: a finite number from 0 to WEIGHT_LIMIT (1e100, as gains and utility's
+    coefficients: weighted sums over any number of topics stay finite)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return f"a weight must be a number, got {type(value).__name__}"
     try:
         w = float(value)
-    except OverflowError:
+    except (OverflowError, ValueError, TypeError):
         return "a weight must be a finite number"
+    return _range_problem(w, repr(value))
+
+
+def _range_problem(w: float, shown: str) -> str | None:
     if not math.isfinite(w):
         return "a weight must be a finite number"
     if w < 0:
-        return f"a weight must be >= 0, got {value!r}"
+        return f"a weight must be >= 0, got {shown}"
+    if w > WEIGHT_LIMIT:
+        return (f"a weight must be at most {WEIGHT_LIMIT:.0e} (so that weighted sums stay "
+                f"finite), got {shown}")
     return None
 
 
@@ -266,9 +277,10 @@ def _from_text(data: bytes, label: str, max_segments: int | None = None) -> Topi
                 weight = parse_score(fields[2])
             except GrammarError as exc:
                 fail(f"weight {exc}", "weight")
-            if weight < 0:
-                fail(f"a weight must be >= 0, got {fields[2]}", "weight")
-        weights[topic] = float(weight)
+            problem = _range_problem(weight, fields[2])
+            if problem is not None:
+                fail(problem, "weight")
+        weights[topic] = float(weight) + 0.0  # -0 is 0: one content, one digest
     if not labels:
         raise InputError(label, "holds no topics (the file is empty or only comments)",
                          code="empty-input")
@@ -310,7 +322,7 @@ def _from_mapping(mapping: Mapping, label: str,
         problem = weight_problem(weight)
         if problem is not None:
             raise InputError(label, problem, field=f"{path}.weight")
-        weights[str(topic)] = float(weight)
+        weights[str(topic)] = float(weight) + 0.0  # -0 is 0: one content, one digest
     if not labels:
         raise InputError(label, "holds no topics", field=label, code="empty-input")
     return TopicMetadata(labels, weights, label, _digest(labels, weights))

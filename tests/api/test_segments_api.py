@@ -337,3 +337,30 @@ def test_form_options_field_is_refused_whatever_else_is_sent(client, route, othe
     errors = resp.get_json()["errors"]
     assert list(errors) == ["options"], errors
     assert "a field of its own" in errors["options"][0]
+
+
+@pytest.mark.parametrize("metadata, where", [
+    ({"301": {"weight": 1e308}, "302": {"weight": 1e308}}, "options.topic_metadata.301.weight"),
+    ("301 tail 1e308\n302 tail 1e308\n", "options.topic_metadata"),
+])
+def test_weights_over_the_limit_are_refused(client, metadata, where):
+    """Review R2 F1: two weights of 1e308 overflowed the weighted sums (map's weighted mean
+    answered 0.0, num_q null); weights are held to WEIGHT_LIMIT (1e100)."""
+    resp = client.post("/v1/evaluations", json=body(metadata))
+    assert resp.status_code == 422, resp.get_data()
+    errors = resp.get_json()["errors"]
+    said = errors[where][0]
+    assert "at most 1e+100" in said and ("line 1" in said or where.endswith("301.weight"))
+    resp = client.post("/v1/comparisons", json=comparison(metadata))
+    assert resp.status_code == 422 and where in resp.get_json()["errors"]
+
+
+def test_minus_zero_weight_is_the_same_version(client):
+    """Review R2 F4: weight -0 and 0 were two versions of one content."""
+    first = client.put("/v1/topic-metadata/z", json={"topic_metadata": "1 a 0\n"})
+    again = client.put("/v1/topic-metadata/z", json={"topic_metadata": "1 a -0\n"})
+    assert first.status_code == 201 and again.status_code == 200, again.get_data()
+    assert again.get_json()["version"] == first.get_json()["version"]
+    evs = [client.post("/v1/evaluations", json=body(m)).get_json()
+           for m in ({"301": {"weight": 0}}, {"301": {"weight": -0.0}}, "301 - -0\n")]
+    assert len({ev["provenance"]["options"]["topic_metadata"]["sha256"] for ev in evs}) == 1

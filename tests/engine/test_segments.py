@@ -335,6 +335,9 @@ BAD_TEXT = [
     ("t1 - -1\n", 1, "weight", "must be >= 0"),
     ("t1 - abc\n", 1, "weight", "is not a number"),
     ("t1 - inf\n", 1, "weight", "not a finite number"),
+    # review R2 F1: weights whose sums overflow (1e308 + 1e308) gave a weighted map of 0.0
+    ("t1 - 1e308\n", 1, "weight", "at most 1e+100 (so that weighted sums stay finite)"),
+    ("t1 - 1e101\n", 1, "weight", "got 1e101"),
     ("# only a comment\n\n", None, None, "holds no topics"),
     ("t1 tail\nt2 a\x0bb 1\n", 2, None, "not allowed"),
 ]
@@ -361,6 +364,8 @@ BAD_MAPPING = [
     ({"t1": {"weight": True}}, "topic_metadata.t1.weight", "must be a number"),
     ({"t1": {"weight": float("nan")}}, "topic_metadata.t1.weight", "finite"),
     ({"t1": {"weight": "2"}}, "topic_metadata.t1.weight", "must be a number"),
+    ({"t1": {"weight": 1e308}}, "topic_metadata.t1.weight", "at most 1e+100"),
+    ({"t1": {"weight": np.bool_(True)}}, "topic_metadata.t1.weight", "must be a number"),
     ({"t1": {"labels": ["x"]}}, "topic_metadata.t1.labels", "unknown member 'labels'"),
     ({"t 1": {}}, "topic_metadata.t 1", "topic"),
     ({}, "topic_metadata", "holds no topics"),
@@ -582,3 +587,29 @@ def test_work_description_names_the_largest_sizes():
     assert ("; and 10 segment(s) compared as well (6 of 1 topic(s): 40,000 each, 1 of 5 "
             "topic(s): 200,000 each, 1 of 4 topic(s): 160,000 each, and 2 other size(s)): "
             "4,800,000 in all") in work.describe()
+
+
+@pytest.mark.parametrize("weight, read", [
+    (np.int64(2), 2.0), (np.float32(0.5), 0.5), (np.float64(3), 3.0),  # F10: numpy numbers
+    (1e100, 1e100), (-0.0, 0.0), (0, 0.0),  # WEIGHT_LIMIT itself; F4: -0 is 0
+])
+def test_weights_read_as_numbers(weight, read):
+    md = read_topic_metadata({"t1": {"segments": ["a"], "weight": weight}})
+    assert md.weights["t1"] == read and repr(md.weights["t1"]) == repr(read)
+    assert md.sha256 == read_topic_metadata(f"t1 a {read!r}\n").sha256
+
+
+def test_minus_zero_is_one_digest():
+    """Review R2 F4: "1 a -0" and "1 a 0" were two digests (two stored versions)."""
+    zero, minus = read_topic_metadata("1 a 0\n"), read_topic_metadata("1 a -0\n")
+    assert minus == zero and minus.sha256 == zero.sha256
+    assert minus.as_text() == "1\ta\t0.0\n"
+
+
+def test_largest_weights_give_the_unweighted_mean():
+    """Review R2 F1: weights at the limit keep their sums finite: two topics weighing 1e100
+    each give their plain mean (two weighing 1e308 were accepted and gave 0.0)."""
+    ev = cranfield.evaluate(QRELS, RUN_A, MEASURES, topic_metadata={
+        "t1": {"weight": 1e100}, "t2": {"weight": 1e100}, "t3": {"weight": 0}, "t4": {"weight": 0}})
+    assert ev.weighted["P_2"] == pytest.approx(0.5) and ev.weighted["num_q"] == 2e100
+    assert ev.weighted["recip_rank"] == pytest.approx(0.75)
