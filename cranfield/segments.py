@@ -155,10 +155,11 @@ def read_topic_metadata(source: Any, *, name: str | None = None,
         label = name or KIND
         _check_size(len(source), max_topics, label)
         return _from_mapping(source, label, max_segments)
-    from .io import load_bytes
+    from .io import load_bytes, refuse_bom
 
     data, label = load_bytes(source, name, KIND)
     data = bytes(data)
+    refuse_bom(data, label)  # as qrels and runs: the one sentence, line 1
     if max_topics is not None:  # a bound on lines bounds topics: counted before reading
         _check_size(data.count(b"\n") + 1, max_topics, label, lines=True)
     return _from_text(data, label, max_segments)

@@ -364,3 +364,22 @@ def test_minus_zero_weight_is_the_same_version(client):
     evs = [client.post("/v1/evaluations", json=body(m)).get_json()
            for m in ({"301": {"weight": 0}}, {"301": {"weight": -0.0}}, "301 - -0\n")]
     assert len({ev["provenance"]["options"]["topic_metadata"]["sha256"] for ev in evs}) == 1
+
+
+def test_byte_order_mark_is_refused_as_in_qrels(client, tmp_path):
+    """Review R2 F3: a leading BOM was read into the first topic ("\\ufeff301": its labels
+    and weight lost, a 200); now refused as qrels and runs refuse it, naming the input."""
+    qrels = client.post("/v1/evaluations", json={**body(None), "qrels": "\ufeff" + body(
+        None)["qrels"]})
+    bom = "line 1 starts with a UTF-8 byte-order mark (EF BB BF)"
+    assert qrels.status_code == 422 and bom in str(qrels.get_json()["errors"])
+    resp = client.post("/v1/evaluations", json=body("\ufeff" + META_TEXT))
+    assert resp.status_code == 422, resp.get_data()
+    assert any(bom in e for e in resp.get_json()["errors"]["options.topic_metadata"])
+    put = client.put("/v1/topic-metadata/bom", data=("\ufeff" + META_TEXT).encode(),
+                     content_type="text/plain")
+    assert put.status_code == 422 and bom in str(put.get_json()["errors"])
+    f = tmp_path / "meta.txt"
+    f.write_bytes(b"\xef\xbb\xbf" + META_TEXT.encode())
+    assert main(["eval", "-m", "map", "--topic-metadata", str(f), str(TE / "qrels.test"),
+                 str(TE / "results.test")]) != 0

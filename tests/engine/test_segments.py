@@ -340,6 +340,9 @@ BAD_TEXT = [
     ("t1 - 1e101\n", 1, "weight", "got 1e101"),
     ("# only a comment\n\n", None, None, "holds no topics"),
     ("t1 tail\nt2 a\x0bb 1\n", 2, None, "not allowed"),
+    # review R2 F3: a byte-order mark, refused as qrels and runs refuse it (it was read into
+    # the first topic's id, "\ufeff1", its labels and weight silently lost)
+    ("\ufeff1 tail 2\n", 1, None, "byte-order mark (EF BB BF)"),
 ]
 
 
