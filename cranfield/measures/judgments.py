@@ -178,7 +178,8 @@ def prefs_simp_imp(values: Mapping, _=None):
     """prefs_simp ignoring the preferences neither of whose documents is retrieved.
 
     Formula: Σ_g (ful_ret_g + ful_imp_g) / Σ_g (poss_ret_g + poss_imp_g).
-    0/0: gives 0.
+    0/0: no preference with a retrieved document (Σ_g (poss_ret_g + poss_imp_g) = 0)
+    gives 0.
     Reference: trec_eval m_prefs_simp_imp.c.
     """
     return values["prefs_simp_imp"]

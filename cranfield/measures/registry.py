@@ -296,8 +296,10 @@ class Measure:
                     out.append(rest)
                 continue
             if grab:
+                # a heading is capitalised (Formula:, Reference:); a wrapped formula line
+                # may start with a variable and a colon (``b: the mean ...``): it continues
                 if not line.strip() or line.startswith("0/0:") or (
-                        line[:1].isalpha() and ":" in line.split(" ")[0]):
+                        line[:1].isupper() and ":" in line.split(" ")[0]):
                     break
                 out.append(line.strip())
         return " ".join(out)
