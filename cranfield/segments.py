@@ -143,7 +143,9 @@ def read_topic_metadata(source: Any, *, name: str | None = None,
     [WEIGHT]`` lines), a mapping ``{topic: {"segments": [...], "weight": w}}`` or a
     TopicMetadata. Errors are :class:`InputError` naming the line (text) or the path
     (``topic_metadata.q1.weight``; with ``name``, that prefix). ``max_topics``: more topics
-    than this is an InputError (code ``too-large``) before any topic is read;
+    than this is an InputError (code ``too-large``): a mapping's before any topic is read,
+    text's as the reading meets the topic over it (topics are counted, not lines: blank and
+    comment lines do not count, so N topics pass or fail alike in either form);
     ``max_segments``: more distinct segment labels than this (or more on one topic) is one
     too, as soon as the reading meets the label over it."""
     if isinstance(source, TopicMetadata):
@@ -160,16 +162,14 @@ def read_topic_metadata(source: Any, *, name: str | None = None,
     data, label = load_bytes(source, name, KIND)
     data = bytes(data)
     refuse_bom(data, label)  # as qrels and runs: the one sentence, line 1
-    if max_topics is not None:  # a bound on lines bounds topics: counted before reading
-        _check_size(data.count(b"\n") + 1, max_topics, label, lines=True)
-    return _from_text(data, label, max_segments)
+    return _from_text(data, label, max_segments, max_topics)
 
 
-def _check_size(n: int, max_topics: int | None, label: str, lines: bool = False) -> None:
+def _check_size(n: int, max_topics: int | None, label: str, **where) -> None:
     if max_topics is not None and n > max_topics:
-        what = "lines" if lines else "topics"
-        raise InputError(label, f"{n:,} {what}, over the limit of {max_topics:,} topics",
-                         field=label, code="too-large")
+        said = f"{n:,} topics" if not where else f"more than {max_topics:,} topics"
+        raise InputError(label, f"{said}, over the limit of {max_topics:,} topics",
+                         code="too-large", **(where or {"field": label}))
 
 
 def _too_many_labels(n: int, max_segments: int, label: str, **where) -> None:
@@ -238,7 +238,8 @@ def _labels(items, where, distinct: set[str], max_segments: int | None,
     return tuple(out)
 
 
-def _from_text(data: bytes, label: str, max_segments: int | None = None) -> TopicMetadata:
+def _from_text(data: bytes, label: str, max_segments: int | None = None,
+               max_topics: int | None = None) -> TopicMetadata:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -263,6 +264,7 @@ def _from_text(data: bytes, label: str, max_segments: int | None = None) -> Topi
             fail(f"has {len(fields)} fields; a topic metadata line is 'topic "
                  "label[,label...] [weight]' ('-' for no label)")
         topic = fields[0]
+        _check_size(len(where_given) + 1, max_topics, label, line=lineno)
         if topic in where_given:
             fail(f"topic {topic!r} is given twice (lines {where_given[topic]} and {lineno})",
                  "topic")

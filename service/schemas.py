@@ -195,9 +195,17 @@ class TopicMetadataField(fields.Field):
                                      max_topics=current_app.config["MAX_TOPICS"],
                                      max_segments=current_app.config["MAX_SEGMENTS"])
         except InputError as exc:
-            if exc.line is not None:
-                raise ValidationError([f"line {exc.line}: {exc.reason}"]) from None
+            said = f"line {exc.line}: {exc.reason}" if exc.line is not None else exc.reason
             where = (exc.field or "").removeprefix("topic_metadata").removeprefix(".")
+            if exc.code == "too-large":  # over MAX_TOPICS / MAX_SEGMENTS: 413, as stored
+                from service.problems import Problem  # metadata and inline qrels over theirs
+
+                field = "options.topic_metadata" + (f".{where}" if exc.line is None and where
+                                                    else "")
+                raise Problem(413, "Request Entity Too Large", f"{field}: {said}",
+                              kind="too-large", errors={field: [said]}) from None
+            if exc.line is not None:
+                raise ValidationError([said]) from None
             raise ValidationError({where: [exc.reason]} if where else [exc.reason]) from None
         return md.as_json()
 

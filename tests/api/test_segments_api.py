@@ -136,8 +136,31 @@ def test_micro_with_metadata_is_refused(client):
 def test_more_topics_than_max_topics_are_refused(app, client):
     app.config["MAX_TOPICS"] = 2
     resp = client.post("/v1/evaluations", json=body())
-    assert resp.status_code in (413, 422), resp.get_data()
+    assert resp.status_code == 413, resp.get_data()
     assert "over the limit of 2 topics" in str(resp.get_json()["errors"])
+
+
+def test_max_topics_counts_topics_in_either_form_inline_and_stored(app, client):
+    """Review R2 F8: text was held to its lines + 1 (1,000 topics refused as text, accepted
+    as JSON; comment lines counted), and inline was 422 where stored was 413. Now topics are
+    counted (exactly MAX_TOPICS pass, one more fails) and over the limit is 413 both ways,
+    as qrels over MAX_TOPICS are."""
+    app.config["MAX_TOPICS"] = 4
+    for n, status in ((4, (200, 201)), (5, (413, 413))):
+        text = "# topic labels\n\n" * 3 + "".join(f"t{i} a\n" for i in range(n))
+        mapping = {f"t{i}": {"segments": ["a"]} for i in range(n)}
+        for metadata in (text, mapping):
+            resp = client.post("/v1/evaluations", json=body(metadata))
+            assert resp.status_code == status[0], (n, metadata, resp.get_data())
+            put = client.put(f"/v1/topic-metadata/m{n}", json={"topic_metadata": metadata})
+            assert put.status_code in (status[1], 200), (n, metadata, put.get_data())
+            if status[0] == 413:
+                assert put.status_code == 413
+                for r in (resp, put):
+                    assert "over the limit of 4 topics" in str(r.get_json()["errors"])
+        put = client.put(f"/v1/topic-metadata/t{n}", data=text.encode(),
+                         content_type="text/plain")
+        assert put.status_code == status[1], put.get_data()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,7 +307,7 @@ def test_many_labels_are_refused_before_any_work(app, client):
             resp = client.post("/v1/evaluations", json=body(many))
         else:
             resp = client.post("/v1/comparisons", json=comparison(many))
-        assert resp.status_code == 422, resp.get_data()
+        assert resp.status_code == 413, resp.get_data()  # over a size limit: as MAX_TOPICS
         errors = resp.get_json()["errors"]
         assert any("more than 1,000 distinct segment labels" in e
                    for e in errors["options.topic_metadata.301.segments"]), errors
@@ -293,7 +316,7 @@ def test_many_labels_are_refused_before_any_work(app, client):
     assert resp.status_code == 200, resp.get_data()
     three = {**META, "303": {"segments": ["head"]}}
     resp = client.put("/v1/topic-metadata/three", json={"topic_metadata": three})
-    assert resp.status_code in (413, 422), resp.get_data()
+    assert resp.status_code == 413, resp.get_data()
     app.config["MAX_SEGMENTS"] = 3
     assert client.put("/v1/topic-metadata/three",
                       json={"topic_metadata": three}).status_code == 201

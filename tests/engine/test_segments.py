@@ -616,3 +616,22 @@ def test_largest_weights_give_the_unweighted_mean():
         "t1": {"weight": 1e100}, "t2": {"weight": 1e100}, "t3": {"weight": 0}, "t4": {"weight": 0}})
     assert ev.weighted["P_2"] == pytest.approx(0.5) and ev.weighted["num_q"] == 2e100
     assert ev.weighted["recip_rank"] == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize("text, refused_at", [
+    ("".join(f"t{i} a\n" for i in range(4)), None),  # exactly max_topics, newline-ended
+    ("".join(f"t{i} a\n" for i in range(4)).rstrip("\n"), None),
+    ("# c\n" * 10 + "\n\n" + "".join(f"t{i} a\n" for i in range(4)), None),  # comments free
+    ("".join(f"t{i} a\n" for i in range(5)), 5),
+    ("# c\n" * 2 + "".join(f"t{i} a\n" for i in range(5)), 7),
+])
+def test_max_topics_counts_topics_not_lines(text, refused_at):
+    """Review R2 F8: text was held to its newlines + 1, so exactly max_topics topics were
+    refused as text (accepted as a mapping) and comment lines counted."""
+    if refused_at is None:
+        assert len(read_topic_metadata(text, max_topics=4).labels) == 4
+        return
+    with pytest.raises(InputError) as err:
+        read_topic_metadata(text, max_topics=4)
+    assert err.value.code == "too-large" and err.value.line == refused_at
+    assert "more than 4 topics, over the limit of 4 topics" in err.value.reason
