@@ -67,7 +67,7 @@ from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
 from .inputs import digest, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
-from .multipart import OPTIONS_FIELD, form_number
+from .multipart import OPTIONS_FIELD, form_number, measure_list
 from .negotiation import negotiate
 from .paging import boolean_word
 from .problems import Problem
@@ -323,7 +323,8 @@ def _form_request(option_keys=_OPTION_KEYS, max_runs: int | None = None) -> dict
             body[key] = "" if not items else items if len(items) > 1 else items[0]
             continue
         if key in _FORM_LISTS:
-            items = [v.strip() for value in values for v in value.split(",") if v.strip()]
+            items = (measure_list(values) if key == "measures" else
+                     [v.strip() for value in values for v in value.split(",") if v.strip()])
             # an empty field: as if the list were empty (the schema decides)
             body[key] = items
             continue

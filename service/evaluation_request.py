@@ -149,8 +149,7 @@ def form_body() -> dict:
             body[name] = file_parts(files, name)[0]
         elif name in form:
             body[name] = form[name]
-    measures = [m.strip() for v in form.getlist("measures") for m in v.split(",")
-                if m.strip()]
+    measures = multipart.measure_list(form.getlist("measures"))
     if measures:
         body["measures"] = measures
     options: dict[str, Any] = {}

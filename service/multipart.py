@@ -220,3 +220,35 @@ def _disposition(head: bytes):
         # no name: kept as None (an empty name as ""), for parse to refuse naming the part
         found = (params.get("name"), params.get("filename"))
     return found + (content_type,) if found is not None else None
+
+
+def measure_list(values: list[str]) -> list[str]:
+    """The measure names of form fields (repeated, or comma-separated in one field) as the
+    JSON body's list would hold them: a comma inside parentheses (``nDCG(a=1,b=2)@10``) or
+    one that continues a trec_eval parameter list (``P.5,10``, ``Rprec_mult_avgjg.0.5,0.25``:
+    a piece that is not a measure name itself) does not separate names (review R1 F12)."""
+    from cranfield.errors import MeasureError
+    from cranfield.names import parse_measure
+
+    out: list[str] = []
+    for value in values:
+        pieces, depth, start = [], 0, 0
+        for i, ch in enumerate(value):
+            depth += (ch == "(") - (ch == ")")
+            if ch == "," and depth == 0:
+                pieces.append(value[start:i])
+                start = i + 1
+        pieces.append(value[start:])
+        names: list[str] = []
+        for piece in (p.strip() for p in pieces):
+            if not piece:
+                continue
+            if names and "." in names[-1] and not piece[:1].isalpha():
+                try:
+                    parse_measure(piece)
+                except MeasureError:  # a parameter value: it continues the list
+                    names[-1] += "," + piece
+                    continue
+            names.append(piece)
+        out += names
+    return out
