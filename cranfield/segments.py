@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -59,6 +60,8 @@ from .io import byte_key
 from .measures.registry import WEIGHT_LIMIT
 
 KIND = "topic_metadata"
+#: the longest segment label (characters), in every way in: what a recorded result keeps
+MAX_LABEL = 200
 MIN_GEO_MEAN = 1e-5  # as evaluate's gm_*: log(max(v, 1e-5))
 
 
@@ -179,17 +182,31 @@ def _too_many_labels(n: int, max_segments: int, label: str, **where) -> None:
 
 
 def label_problem(label: object) -> str | None:
-    """Why ``label`` is not a segment label, or None."""
+    """Why ``label`` is not a segment label, or None: the one rule of a label in metadata, a
+    gate's ``@segment=`` and a trend's ``?segment=``: a string of at most MAX_LABEL
+    characters, an id of the grammar (no ASCII space or control), no Unicode control,
+    format or space character (C1, NEL, U+2028, U+200E...), no comma, not ``-``."""
     if not isinstance(label, str):
         return "a segment label must be a string"
+    if len(label) > MAX_LABEL:
+        return f"a segment label of {len(label):,} characters; at most {MAX_LABEL}"
     problem = id_problem(label)
     if problem is not None:
         return "a segment label " + problem.removeprefix("an id ").removeprefix("ids ")
+    if not label.isascii():  # beyond the id rule: no Unicode control, format or space
+        for ch in label:     # (C1, NEL, U+2028/9 break lines in text and CSV output)
+            if unicodedata.category(ch) in _NOT_IN_LABEL or ch.isspace():
+                return (f"a segment label may not contain U+{ord(ch):04X} "
+                        f"({unicodedata.name(ch, 'a control character')}): no control, "
+                        "format or space character")
     if "," in label:
         return f"segment label {label!r} contains a comma (labels are separated by commas)"
     if label == "-":
         return "'-' is not a segment label (in text it stands for no label)"
     return None
+
+
+_NOT_IN_LABEL = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
 
 
 def weight_problem(value: object) -> str | None:
@@ -303,6 +320,9 @@ def _from_mapping(mapping: Mapping, label: str,
         problem = id_problem(topic)
         if problem is not None:
             raise InputError(label, f"topic {problem}", field=path)
+        if topic.startswith("#"):  # one grammar: text cannot hold it (as_text reads back)
+            raise InputError(label, f"topic {topic!r} starts with '#', which the text form "
+                             "reads as a comment line: a topic may not", field=path)
         if not isinstance(entry, Mapping):
             raise InputError(label, 'must be an object {"segments": [label, ...], '
                              '"weight": number}', field=path)

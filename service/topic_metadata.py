@@ -28,7 +28,6 @@ from .request_body import read_body, read_json_object
 bp = Blueprint("topic_metadata", __name__, url_prefix="/v1/topic-metadata")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$"
-MAX_LABEL = 200  # a segment label, as the results database keeps it (result_segments)
 
 
 def store() -> TopicMetadataStore:
@@ -56,24 +55,16 @@ def _check_id(metadata_id: str) -> None:
 
 def read_metadata(source, field: str):
     """``source`` (a mapping, or text as bytes or str) read by the engine's one reader, its
-    errors the 422 naming ``field`` (and the line or topic); labels held to MAX_LABEL
-    characters (what a recorded result keeps). Returns (the metadata, its canonical
-    mapping)."""
+    errors the 422 naming ``field`` (and the line or topic); labels held to the engine's
+    MAX_LABEL characters (what a recorded result keeps) by its label rule, as the library's
+    and the CLI's are. Returns (the metadata, its canonical mapping)."""
     from cranfield.segments import read_topic_metadata
 
     # errors (a line, a topic's path; over MAX_TOPICS): the handler's 4xx naming them
     metadata = read_topic_metadata(source, name=field,
                                    max_topics=current_app.config["MAX_TOPICS"],
                                    max_segments=current_app.config["MAX_SEGMENTS"])
-    mapping = canonical_mapping(metadata)
-    for topic, entry in mapping.items():
-        for label in entry.get("segments", []):
-            if len(label) > MAX_LABEL:
-                reason = (f"topic {topic!r}: segment label of {len(label)} characters; at "
-                          f"most {MAX_LABEL}")
-                raise Problem(422, "Invalid input", f"{field}: {reason}",
-                              kind="invalid-input", errors={field: [reason]})
-    return metadata, mapping
+    return metadata, canonical_mapping(metadata)
 
 
 def _body_source():
@@ -156,7 +147,7 @@ def resolve(req: dict, options: dict) -> None:
     ``options["topic_metadata"]`` as its canonical mapping, ``req["topic_metadata_version"]``
     naming it (``id@version``); 422 naming ``topic_metadata_id`` if there is none such, and
     when ``options.topic_metadata`` is given too. Inline metadata is read (422 naming
-    ``options.topic_metadata``) and its labels held to MAX_LABEL. A queued job carries
+    ``options.topic_metadata``). A queued job carries
     the mapping inline, pinned to the version current at submission."""
     ref = req.pop("topic_metadata_id", None)
     req.setdefault("topic_metadata_version", None)

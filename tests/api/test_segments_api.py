@@ -406,3 +406,22 @@ def test_byte_order_mark_is_refused_as_in_qrels(client, tmp_path):
     f.write_bytes(b"\xef\xbb\xbf" + META_TEXT.encode())
     assert main(["eval", "-m", "map", "--topic-metadata", str(f), str(TE / "qrels.test"),
                  str(TE / "results.test")]) != 0
+
+
+@pytest.mark.parametrize("metadata, where, words", [
+    ({"301": {"segments": ["a\u0085b"]}}, "options.topic_metadata.301.segments", "U+0085"),
+    ({"301": {"segments": ["a\u2028b"]}}, "options.topic_metadata.301.segments", "U+2028"),
+    ("301 a\u2028b\n", "options.topic_metadata", "line 1: a segment label may not contain"),
+    ({"301": {"segments": ["x" * 300]}}, "options.topic_metadata.301.segments",
+     "a segment label of 300 characters; at most 200"),
+    ({"#301": {"segments": ["a"]}}, "options.topic_metadata.#301", "starts with '#'"),
+])
+def test_labels_and_topics_refused_by_the_engine_rule(client, metadata, where, words):
+    """Review R2 F11, F12, F13: the engine's reader holds a label to 200 characters and
+    refuses Unicode controls and line separators (a recorded 'a<NEL>b' could never be
+    trended), and a mapping topic starting with '#' (its text is a comment); the API says
+    the engine's words."""
+    resp = client.post("/v1/evaluations", json=body(metadata))
+    assert resp.status_code == 422, resp.get_data()
+    errors = resp.get_json()["errors"]
+    assert any(words in e for e in errors[where]), errors

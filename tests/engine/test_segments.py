@@ -343,6 +343,11 @@ BAD_TEXT = [
     # review R2 F3: a byte-order mark, refused as qrels and runs refuse it (it was read into
     # the first topic's id, "\ufeff1", its labels and weight silently lost)
     ("\ufeff1 tail 2\n", 1, None, "byte-order mark (EF BB BF)"),
+    # review R2 F13, F12: a label breaking a line of the text or CSV output, one too long
+    ("t1 a\u2028b\n", 1, "segments", "U+2028 (LINE SEPARATOR)"),
+    ("t1 a\x85b\n", 1, "segments", "U+0085"),
+    ("t1 a\u00a0b\n", 1, "segments", "U+00A0 (NO-BREAK SPACE)"),
+    ("t1 " + "x" * 201 + "\n", 1, "segments", "of 201 characters; at most 200"),
 ]
 
 
@@ -368,6 +373,12 @@ BAD_MAPPING = [
     ({"t1": {"weight": float("nan")}}, "topic_metadata.t1.weight", "finite"),
     ({"t1": {"weight": "2"}}, "topic_metadata.t1.weight", "must be a number"),
     ({"t1": {"weight": 1e308}}, "topic_metadata.t1.weight", "at most 1e+100"),
+    # review R2 F11: text reads a '#' line as a comment, so as_text() lost the topic
+    ({"#1": {"segments": ["a"]}}, "topic_metadata.#1", "starts with '#'"),
+    ({"t1": {"segments": ["a\u200eb"]}}, "topic_metadata.t1.segments", "U+200E"),
+    ({"t1": {"segments": ["a\ufeffb"]}}, "topic_metadata.t1.segments", "U+FEFF"),
+    ({"t1": {"segments": ["\u2029"]}}, "topic_metadata.t1.segments", "U+2029"),
+    ({"t1": {"segments": ["x" * 201]}}, "topic_metadata.t1.segments", "at most 200"),
     ({"t1": {"weight": np.bool_(True)}}, "topic_metadata.t1.weight", "must be a number"),
     ({"t1": {"labels": ["x"]}}, "topic_metadata.t1.labels", "unknown member 'labels'"),
     ({"t 1": {}}, "topic_metadata.t 1", "topic"),
@@ -635,3 +646,30 @@ def test_max_topics_counts_topics_not_lines(text, refused_at):
         read_topic_metadata(text, max_topics=4)
     assert err.value.code == "too-large" and err.value.line == refused_at
     assert "more than 4 topics, over the limit of 4 topics" in err.value.reason
+
+
+@pytest.mark.parametrize("label, ok", [
+    ("x" * 200, True), ("x" * 201, False), ("lang=de", True), ("日本語", True), ("é", True),
+    ("a\x85b", False), ("a\u2028b", False), ("a\u202eb", False), ("a\u3000b", False),
+])
+def test_one_label_rule_for_metadata_gates_and_the_cli(label, ok, tmp_path, capsys):
+    """Review R2 F12, F13: the label rule (length, Unicode controls and spaces) is the
+    engine's: the library's reader, a gate's @segment= and the CLI agree (the API's 200
+    characters were the service's alone; C1 and U+2028 passed everywhere)."""
+    from cranfield.gate import parse_gate
+    from cranfield.segments import label_problem
+
+    assert (label_problem(label) is None) is ok
+    if ok:
+        assert read_topic_metadata({"t1": {"segments": [label]}}).labels["t1"] == (label,)
+        assert read_topic_metadata(f"t1 {label}\n").labels["t1"] == (label,)
+    else:
+        for source in ({"t1": {"segments": [label]}}, f"t1 {label}\n"):
+            with pytest.raises(InputError):
+                read_topic_metadata(source)
+        with pytest.raises(ValueError, match="segment label"):
+            parse_gate(f"map:0.01@segment={label}")
+        f = tmp_path / "meta.txt"
+        f.write_text(f"301 {label}\n", encoding="utf-8")
+        assert main(["eval", "-m", "map", "--topic-metadata", str(f), str(TE / "qrels.test"),
+                     str(TE / "results.test")]) != 0
