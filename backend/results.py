@@ -309,13 +309,17 @@ def encode_segments(document: dict) -> list[dict[str, Any]]:
     """One :class:`ResultSegment` row (as a dict) per segment and measure of the document's
     ``segments`` (``{label: {"topics": n, "aggregate": {key: value}}}``) and per measure of
     its ``weighted`` means (``{key: value}``, over the evaluated topics); a value that is
-    not a finite number is kept as None (the document keeps it as it was)."""
+    not a finite number is kept as None (the document keeps it as it was). A segment no
+    evaluated topic carries (``topics`` 0, no aggregate) is kept too, each measure None
+    over 0 topics, so the trend knows it was recorded (review R2 F7)."""
     def number(v: Any) -> float | None:
         return float(v) if _is_number(v) and math.isfinite(v) else None
 
     rows = []
+    measures = list(document.get("weighted") or {})  # the measures a segment aggregates
     for label, seg in (document.get("segments") or {}).items():
-        for key, value in (seg.get("aggregate") or {}).items():
+        aggregate = seg.get("aggregate") or dict.fromkeys(measures)
+        for key, value in aggregate.items():
             rows.append({"scope": SEGMENT, "segment": str(label), "measure": key,
                          "n_topics": int(seg.get("topics") or 0), "value": number(value)})
     evaluated = len((document.get("topics") or {}).get("evaluated") or [])

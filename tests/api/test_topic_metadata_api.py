@@ -301,3 +301,24 @@ def test_a_queued_comparison_gates_on_the_version_it_named(client):
     assert len(doc["segments"]["tail"]["topics"]) == 10
     assert [(c.get("segment"), c["verdict"]) for c in doc["gate"]["checks"]] == [
         ("tail", "fail"), (None, "pass")]
+
+
+def test_the_trend_of_a_segment_recorded_without_topics(client):
+    """Review R2 F7: a segment no evaluated topic carried was in the recorded document but
+    not in the trend's rows, so ?segment= said the results were never recorded with it. Now
+    it is a point over 0 topics with no mean; a label never recorded is still 404."""
+    metadata = {**METADATA, "gone1": {"segments": ["gone"]}}  # no such topic in the run
+    doc = evaluate(client, CAND, options={"topic_metadata": metadata},
+                   record={"system": "s", "label": "one"})
+    assert doc["segments"]["gone"] == {"topics": 0, "aggregate": {}}
+    gone = client.get("/v1/systems/s/trend?measure=map&segment=gone")
+    assert gone.status_code == 200, gone.get_json()
+    points = gone.get_json()["points"]
+    assert [(p["label"], p["n_topics"], p["mean"]) for p in points] == [("one", 0, None)]
+    page = client.get("/v1/systems/s/trend?measure=map&segment=gone",
+                      headers={"Accept": "text/html"})
+    assert page.status_code == 200 and "map on segment gone" in page.get_data(as_text=True)
+    tail = client.get("/v1/systems/s/trend?measure=map&segment=tail").get_json()
+    assert [p["mean"] for p in tail["points"]] == [doc["segments"]["tail"]["aggregate"]["map"]]
+    never = client.get("/v1/systems/s/trend?measure=map&segment=german")
+    assert never.status_code == 404 and "gone, head, tail" in never.get_json()["detail"]
