@@ -297,8 +297,14 @@ def _ranking(run, topic_row: np.ndarray, profile: str, depth: int | None,
 
 def _group_values(ranked: list[str], judged: dict[str, int], level: int,
                   cutoffs: tuple = P_CUTOFFS, mults: tuple = RPREC_MULTS) -> dict[str, float]:
-    rels = [judged.get(d, -2) >= level for d in ranked]  # -2: not in the pool
-    num_rel = sum(1 for g in judged.values() if g >= level)
+    # form_res_rels_jg.c: a retrieved doc the group did not judge is RELVALUE_NONPOOL (-1),
+    # one it judged below 0 RELVALUE_UNJUDGED (-2); num_rel and num_rel_ret count judged
+    # grades >= 0 only. With -l >= 0 neither value is relevant; below 0 they differ from
+    # the grades (review R1 F8, held to both binaries).
+    values = [(-1 if g is None else -2 if g < 0 else g) for g in map(judged.get, ranked)]
+    rels = [v >= level for v in values]
+    num_rel = sum(1 for g in judged.values() if g >= 0 and g >= level)
+    num_rel_ret = sum(1 for v in values if v >= 0 and v >= level)
     num_ret = len(ranked)
     out: dict[str, float] = {}
     # map: precision at each relevant retrieved doc, summed in rank order, over num_rel
@@ -307,13 +313,20 @@ def _group_values(ranked: list[str], judged: dict[str, int], level: int,
         if r:
             so_far += 1
             total += so_far / (i + 1)
-    out["map_avgjg"] = total / num_rel if so_far else 0.0
+    out["map_avgjg"] = _div(total, num_rel) if so_far else 0.0
     top = np.concatenate(([0], np.cumsum(rels, dtype=np.int64)))  # top[k]: rels in top k
     for c in cutoffs:  # missing docs past num_ret count as nonrelevant
         out[f"P_avgjg_{c}"] = int(top[min(c, num_ret)]) / c
     for m in mults:  # cutoff (long)(m*R + 0.9), as trec_eval (both versions)
         c = int(m * num_rel + 0.9)
-        out[f"Rprec_mult_avgjg_{m:3.2f}"] = int(top[min(c, num_ret)]) / c if c > 0 else 0.0
+        if c <= 0:
+            value = 0.0
+        elif c > num_ret:
+            value = num_rel_ret / c
+        else:  # m_Rprec_mult_avgjg.c counts down from num_rel_ret, stopping at 0
+            left = num_rel_ret - int(top[num_ret] - top[c])
+            value = left / c if left > 0 else 0.0
+        out[f"Rprec_mult_avgjg_{m:3.2f}"] = value
     return out
 
 
@@ -478,7 +491,7 @@ def evaluate_jg(qrels: Any, run: Any, measures: list[str] | None = None, *,
 
 
 def _num(ev: JgEvaluation, name: str, value: float) -> str:
-    return str(int(value)) if name in ev.counts else f"{value:.4f}"
+    return str(int(value)) if name in ev.counts else f"{value:6.4f}"  # C's %6.4f: "   inf"
 
 
 def format_jg(ev: JgEvaluation, per_topic: bool = False, summary: bool = True) -> str:
