@@ -259,8 +259,11 @@ def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
     column). CI: the (1−level)/2 and (1+level)/2 quantiles of the B means. p-value (shift
     method: H0 distribution is the bootstrap distribution centred at 0):
     ``p = (#{|m*_b − m| ≥ |m|} + 1) / (B + 1)``, ties within 1e-10·mean|d| counted.
-    Edge cases: n = 0 → all nan; an all-zero column → p 1.0 and CI (0, 0); a constant
-    non-zero column → p 1/(B+1) and a CI of width 0.
+    Edge cases: n = 0 → all nan; n = 1 → no p-value and no CI (nan; the mean difference is
+    the one topic's), as the t test has none at df 0: every resample is that topic, so
+    there is no distribution to test against (its p would be 1/(B+1), "significant" on
+    one topic; review R2 F5); an all-zero column → p 1.0 and CI (0, 0); a constant
+    non-zero column of n ≥ 2 → p 1/(B+1) and a CI of width 0.
 
     Memory: the quantiles need all B means of a column at once. Columns are taken in tiles
     whose B means fit in 64 MiB (one tile of every column when B × columns fit; a tile has
@@ -279,6 +282,9 @@ def bootstrap_test(diffs, n_samples: int = 10000, seed: int = 0,
     if n == 0:
         nan = np.full(k, np.nan)
         return BootstrapResult(nan, nan, nan, nan, level, n_samples, seed)
+    if n == 1:  # one topic: no distribution to test against (as the t test at df 0)
+        nan = np.full(k, np.nan)
+        return BootstrapResult(nan, d[0].astype(np.float64), nan, nan, level, n_samples, seed)
     observed = d.sum(axis=0) / n
     tol = _REL_TOL * np.abs(d).sum(axis=0) / n
     reach = np.abs(observed) - tol  # |m*_b − m| at least this counts

@@ -673,3 +673,17 @@ def test_one_label_rule_for_metadata_gates_and_the_cli(label, ok, tmp_path, caps
         f.write_text(f"301 {label}\n", encoding="utf-8")
         assert main(["eval", "-m", "map", "--topic-metadata", str(f), str(TE / "qrels.test"),
                      str(TE / "results.test")]) != 0
+
+
+def test_one_topic_segment_has_no_bootstrap_p():
+    """Review R2 F5: a segment of one common topic reported bootstrap p 1/(B+1), significant
+    (a '*' in text), where the t test has no p (df 0). Now it has none either."""
+    doc = compare(QRELS, {"A": RUN_A, "B": RUN_B}, ["recip_rank"], baseline="A",
+                  topic_metadata={"t3": {"segments": ["one"]}})
+    pair = doc["segments"]["one"]["pairs"][0]
+    assert pair["mean_diff"] == pytest.approx(0.5 - 1 / 3)
+    assert pair["t_test"]["p_value"] is None
+    boot = pair["bootstrap"]
+    assert (boot["p_value"], boot["p_adjusted"], boot["significant"]) == (None, None, False)
+    assert boot["ci_low"] is None and boot["ci_high"] is None
+    assert doc["segments"]["one"]["correction"]["family_size"]["bootstrap"] == 0

@@ -238,7 +238,12 @@ def test_bootstrap_p_agrees_with_normal_theory():
 def test_bootstrap_edge_cases():
     r = stats.bootstrap_test(np.zeros((10, 1)), n_samples=500)
     assert (r.p_value[0], r.ci_low[0], r.ci_high[0]) == (1.0, 0.0, 0.0)
-    r = stats.bootstrap_test(np.array([[0.25]]), n_samples=500)
+    r = stats.bootstrap_test(np.array([[0.25, 0.0]]), n_samples=500)
+    # one topic (review R2 F5): no p-value, no CI (it was p 1/(B+1): "significant" on one
+    # topic), as the t test at df 0; the mean difference is the topic's
+    assert np.isnan(r.p_value).all() and np.isnan(r.ci_low).all() and np.isnan(r.ci_high).all()
+    assert r.mean_diff.tolist() == [0.25, 0.0]
+    r = stats.bootstrap_test(np.array([[0.25], [0.25]]), n_samples=500)  # constant, n = 2
     assert (r.p_value[0], r.ci_low[0], r.ci_high[0]) == (1 / 501, 0.25, 0.25)
 
 
