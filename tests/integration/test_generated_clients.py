@@ -42,10 +42,12 @@ MEASURES = ["map", "P.5", "ndcg_cut.10"]
 PACKAGE = "cranfield_api"
 
 # What openapi-python-client 0.29 cannot express, and says so while generating: a text/plain
-# request body (PUT /v1/qrels/{id} takes the same qrels as JSON or multipart) and the
-# application/yaml answer of GET /openapi.yaml. Any other warning (a schema dropped, an
-# operation without its body) is a contract generators cannot read.
+# request body (PUT /v1/qrels/{id} takes the same qrels as JSON or multipart, PUT
+# /v1/topic-metadata/{id} the same metadata as JSON) and the application/yaml answer of GET
+# /openapi.yaml. Any other warning (a schema dropped, an operation without its body) is a
+# contract generators cannot read.
 KNOWN_WARNINGS = {"WARNING parsing PUT /v1/qrels/{qrels_id} within qrels.",
+                  "WARNING parsing PUT /v1/topic-metadata/{metadata_id} within topic_metadata.",
                   "WARNING parsing GET /openapi.yaml within operations."}
 
 
@@ -148,7 +150,8 @@ def _python_client_story(base: str) -> dict:
     ops = {name: importlib.import_module(f"{PACKAGE}.api.{group}.{name}") for group, name in (
         ("qrels", "put_qrels"), ("evaluations", "create_evaluation"),
         ("evaluations", "get_job"), ("results", "pin_baseline"),
-        ("comparisons", "create_comparison"), ("results", "get_trend"))}
+        ("comparisons", "create_comparison"), ("results", "get_trend"),
+        ("topic_metadata", "put_topic_metadata"))}
     with api.Client(base_url=base, raise_on_unexpected_status=True, timeout=120) as client:
         return _python_story(client, m, ops, base)
 
@@ -181,6 +184,27 @@ def _python_story(client, m, ops: dict, base: str) -> dict:
         measures=["map"], baseline=m.SystemRef(system=system),
         gate=m.GateSpec(measure="map", max_drop=0.01, test=m.TestName.T)))
     trend = sync("get_trend", name=system, measure="map")
+    # segments (issue #28): metadata stored through the client, an evaluation naming it
+    topics = sorted(trec_mapping(QRELS_TEXT))
+    metadata = {t: {"segments": ["head" if i % 2 else "tail"], "weight": i + 1}
+                for i, t in enumerate(topics)}
+    stored_metadata = sync("put_topic_metadata", metadata_id="py-segments",
+                           body=m.TopicMetadataPutBody(
+                               topic_metadata=m.TopicMetadataMapping.from_dict(metadata)))
+    segmented = sync("create_evaluation", body=m.EvaluationRequest(
+        run=RUN_TEXT, qrels_id=qrels_id, measures=MEASURES, topic_metadata_id="py-segments"))
+    expected = cranfield.evaluate(QRELS_TEXT, RUN_TEXT, MEASURES, topic_metadata=metadata)
+    assert stored_metadata.topics == len(topics)
+    got = segmented.segments.to_dict()
+    assert sorted(got) == sorted(expected.segments) == ["head", "tail"]
+    for label, seg in expected.segments.items():
+        assert got[label]["topics"] == seg["topics"]
+        for key in ("map", "P_5", "ndcg_cut_10"):
+            assert math.isclose(got[label]["aggregate"][key], seg["aggregate"][key],
+                                rel_tol=1e-12), (label, key)
+    for key in ("map", "P_5", "ndcg_cut_10"):
+        assert math.isclose(segmented.weighted.to_dict()[key], expected.weighted[key],
+                            rel_tol=1e-12), key
     queued = sync("create_evaluation", prefer="respond-async",
                   body=m.EvaluationRequest(run=RUN_TEXT, qrels_id=qrels_id,
                                            measures=MEASURES))
