@@ -105,12 +105,12 @@ bench-queue: $(STAMP)
 #   make mutation MUTATION_MODULES=cranfield/grammar.py:tests/engine/test_grammar.py
 #   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
 MUTATION_MODULES ?= \
-	cranfield/measures/trec.py:tests/engine/test_trec_mutants.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
-	cranfield/ranking.py:tests/engine/test_ranking_mutants.py,tests/engine/test_trec_mutants.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
-	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_15.py,tests/engine/test_gate_15.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_mutants.py \
-	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_mutants.py \
-	backend/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_mutants.py,tests/api/test_queued_limits.py \
-	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_mutants.py \
+	cranfield/measures/trec.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
+	cranfield/ranking.py:tests/engine/test_ranking_reference.py,tests/engine/test_trec_measures.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
+	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_wilcoxon.py,tests/engine/test_gate.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_edges.py \
+	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_messages.py \
+	backend/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_problems.py,tests/api/test_queued_limits.py \
+	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_exact.py \
 	backend/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
 MUTATION_JOBS ?= 2
 MUTATION_KEEP ?=
