@@ -4,7 +4,9 @@
 #   make run PORT=8001       another port; CRANFIELD_BIND=HOST:PORT make run another address
 #                            (the service's address setting, as gunicorn reads it; PORT wins)
 #   make test                lint and every test: installs the test tools as well (`.[test]`,
-#                            and tests/package.json's with npm ci)
+#                            and tests/package.json's with npm ci), never a system package
+#   make system-deps         the system packages some tests need (Chromium; nginx unpacked
+#                            into .venv), saying what and why; .ci/run runs it before make test
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -13,7 +15,7 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
 PORT   ?=
 
-.PHONY: venv test lint browser proxy run bench bench-http bench-queue mutation clean
+.PHONY: venv test lint system-deps browser proxy run bench bench-http bench-queue mutation clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,32 +43,42 @@ venv: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check cranfield backend service worker tests bench
 
-# The report page's browser test drives Debian's Chromium (tests/browser): installed here when
-# missing, as root or through sudo; without it those tests skip, or fail under CI=true.
+# System packages some tests need, installed only by this explicit step (`make test` installs
+# none; .ci/run runs `make system-deps` first). It says what it installs and why, and fails if
+# it cannot; without them those tests skip, or fail under CI=true.
+#   chromium  the report pages' browser tests (tests/browser, tests/integration/
+#             test_nightly_story.py): Debian's package, apt-get install as root or through sudo
+#   nginx     the slow-client test (tests/integration/test_slow_clients.py: the recommended
+#             deployment puts nginx in front of gunicorn, deploy/nginx.conf.template). One on
+#             PATH is used; else Debian's package is unpacked into the virtualenv (dpkg -x:
+#             nothing installed system-wide, no service started, no root needed but for a
+#             first apt-get update)
+system-deps: browser proxy
+
 CHROMIUM := /usr/bin/chromium
 browser:
-	@test -x $(CHROMIUM) || { \
+	@echo "system-deps: chromium ($(CHROMIUM)), for the report pages' browser tests (tests/browser, test_nightly_story)"
+	@if test -x $(CHROMIUM); then echo "  already installed"; else \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  echo "installing chromium for the report page's browser test"; \
+	  echo "  installing Debian's chromium: $${SUDO:+sudo }apt-get install -y chromium"; \
 	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
-	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null; } || \
-	  echo "could not install chromium: the browser tests will skip (fail with CI=true)"; }
+	  { $$SUDO apt-get update -q >/dev/null && $$SUDO apt-get install -y -q chromium >/dev/null; } && \
+	  test -x $(CHROMIUM) || \
+	  { echo "  could not install chromium: the browser tests will skip (fail with CI=true)"; exit 1; }; fi
 
-# The slow-client test's nginx (tests/integration/test_slow_clients.py: the recommended
-# deployment puts nginx in front of gunicorn, deploy/nginx.conf.template). One on PATH is used;
-# else Debian's package is unpacked into the virtualenv (dpkg -x: nothing installed system-wide,
-# no service started, no root needed but for a first apt-get update). Without it that test
-# skips, or fails under CI=true.
 NGINX := $(VENV)/nginx/usr/sbin/nginx
 proxy:
-	@command -v nginx >/dev/null || test -x $(NGINX) || { \
-	  echo "unpacking Debian's nginx into $(VENV)/nginx for the slow-client test"; \
+	@echo "system-deps: nginx, for the slow-client test (tests/integration/test_slow_clients.py)"
+	@if command -v nginx >/dev/null; then echo "  on PATH: $$(command -v nginx)"; \
+	elif test -x $(NGINX); then echo "  already unpacked: $(NGINX)"; else \
+	  echo "  unpacking Debian's nginx into $(VENV)/nginx (apt-get download; dpkg -x)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); tmp=$$(mktemp -d); \
 	  ( cd $$tmp && { apt-get download -q nginx >/dev/null 2>&1 || \
-	    { $$SUDO apt-get update -q >/dev/null 2>&1 && apt-get download -q nginx >/dev/null 2>&1; }; } ) && \
-	  mkdir -p $(VENV)/nginx && dpkg -x $$tmp/nginx_*.deb $(VENV)/nginx && test -x $(NGINX) || \
-	  echo "could not unpack nginx: the slow-client test will skip (fail with CI=true)"; \
-	  rm -rf $$tmp; }
+	    { $$SUDO apt-get update -q >/dev/null && apt-get download -q nginx >/dev/null; }; } ) && \
+	  mkdir -p $(VENV)/nginx && dpkg -x $$tmp/nginx_*.deb $(VENV)/nginx && test -x $(NGINX); \
+	  status=$$?; rm -rf $$tmp; \
+	  test $$status = 0 || \
+	  { echo "  could not unpack nginx: the slow-client test will skip (fail with CI=true)"; exit 1; }; fi
 
 # The generated-client test's TypeScript tools (tests/package.json, versions locked in
 # tests/package-lock.json), installed once per lock file. Without npm the install is left
@@ -77,7 +89,9 @@ $(NPM_STAMP): tests/package.json tests/package-lock.json
 	  npm ci --prefix tests --no-audit --no-fund --loglevel=error && touch $(NPM_STAMP); \
 	else echo "npm not found: the generated TypeScript client test will skip (fail with CI=true)"; fi
 
-test: $(STAMP) $(NPM_STAMP) lint browser proxy
+test: $(STAMP) $(NPM_STAMP) lint
+	@test -x $(CHROMIUM) && { command -v nginx >/dev/null || test -x $(NGINX); } || \
+	  echo "note: chromium or nginx missing (make system-deps): their tests skip, or fail under CI=true"
 	$(BIN)/python -m pytest -q
 
 # the address: CRANFIELD_BIND (default 127.0.0.1:8000, read by `cranfield serve`), its port
@@ -105,12 +119,12 @@ bench-queue: $(STAMP)
 #   make mutation MUTATION_MODULES=cranfield/grammar.py:tests/engine/test_grammar.py
 #   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
 MUTATION_MODULES ?= \
-	cranfield/measures/trec.py:tests/engine/test_trec_mutants.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
-	cranfield/ranking.py:tests/engine/test_ranking_mutants.py,tests/engine/test_trec_mutants.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
-	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_15.py,tests/engine/test_gate_15.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_mutants.py \
-	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_mutants.py \
-	backend/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_mutants.py,tests/api/test_queued_limits.py \
-	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_mutants.py \
+	cranfield/measures/trec.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
+	cranfield/ranking.py:tests/engine/test_ranking_reference.py,tests/engine/test_trec_measures.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
+	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_wilcoxon.py,tests/engine/test_gate.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_edges.py \
+	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_messages.py \
+	backend/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_problems.py,tests/api/test_queued_limits.py \
+	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_exact.py \
 	backend/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py
 MUTATION_JOBS ?= 2
 MUTATION_KEEP ?=

@@ -51,7 +51,7 @@ WORK_PER_DIFFERENCE = 40_000  # holding and reporting one per-topic difference (
 WILCOXON_RESAMPLES = 40_000   # the Wilcoxon test (cranfield.stats): under a millisecond per column
 # Below this many topics the bootstrap shift test rejects a true null too often (measured by
 # simulation at alpha 0.05: 0.50 at 2 topics, 0.15 at 5, 0.08-0.11 at 10, 0.07 at 20-25,
-# 0.06 at 30; tests/engine/test_gate_15.py): a warning, and no gate on it.
+# 0.06 at 30; tests/engine/test_gate.py): a warning, and no gate on it.
 BOOTSTRAP_MIN_TOPICS = 30
 
 

@@ -14,7 +14,7 @@ from browser_tools import CHROMIUM, Chromium
 def chromium(tmp_path):
     """A :class:`Chromium` with a fresh profile directory."""
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        message = f"{CHROMIUM} not installed (apt-get install -y chromium)"
+        message = f"{CHROMIUM} not installed (make system-deps; or apt-get install -y chromium)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)

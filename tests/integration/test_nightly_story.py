@@ -52,7 +52,8 @@ def worker(results_worker):
 
 @pytest.fixture
 def chromium(tmp_path, require):
-    require(os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} (apt-get install -y chromium)")
+    require(os.access(CHROMIUM, os.X_OK),
+            f"{CHROMIUM} (make system-deps; or apt-get install -y chromium)")
     profile = tmp_path / "chromium-profile"
     profile.mkdir()
     return Chromium(CHROMIUM, profile)

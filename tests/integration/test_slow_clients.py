@@ -3,7 +3,7 @@
 docker-compose.yml puts nginx (deploy/nginx.conf.template) in front of gunicorn: nginx reads
 each request whole before gunicorn sees it, so 50 connections trickling their headers or
 their body hold nginx connections, never gunicorn's 2 × 4 threads. Here the same template is
-rendered for a local nginx (Debian's, installed by ``make test``: the Makefile's ``proxy``
+rendered for a local nginx (Debian's, unpacked by ``make system-deps``: the Makefile's ``proxy``
 target) in front of the repository's gunicorn (2 workers × 4 threads, Redis), all on
 loopback, and every request of the normal traffic (``/healthz`` and a small ``POST
 /v1/evaluations``) must answer within 2 s while the 50 trickle. The same load against gunicorn
@@ -43,7 +43,7 @@ EVALUATION = orjson.dumps({"run": (DATA / "results.test").read_text(),
 
 
 def nginx_binary() -> str:
-    """nginx: CRANFIELD_NGINX, the one ``make proxy`` unpacked into the virtualenv, or one
+    """nginx: CRANFIELD_NGINX, the one ``make system-deps`` unpacked into the virtualenv, or one
     on PATH (Debian's package). Missing: skip, or fail under CI=true."""
     candidates = [os.environ.get("CRANFIELD_NGINX"),
                   str(ROOT / ".venv" / "nginx" / "usr" / "sbin" / "nginx"),
@@ -51,7 +51,7 @@ def nginx_binary() -> str:
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return path
-    message = "nginx not installed (make proxy; or apt-get install nginx-light)"
+    message = "nginx not installed (make system-deps; or apt-get install nginx-light)"
     if os.environ.get("CI") == "true":
         pytest.fail(message)
     pytest.skip(message)
