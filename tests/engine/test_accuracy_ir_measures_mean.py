@@ -24,6 +24,7 @@ import ir_measures
 import numpy as np
 import pytest
 from ir_measures import Qrel, ScoredDoc
+from trec_order import trec_order
 
 import cranfield
 
@@ -53,12 +54,6 @@ UPSTREAM_RUN = """
 2 0 B1_1 2 0.2 run
 2 0 C1_1 3 0.1 run
 """
-
-
-def trec_order(docs: dict[str, float]) -> list[str]:
-    """trec_eval's ranking: score descending, ties by docno descending (strcmp's byte order:
-    "d11" before "d1", a prefix after its extensions)."""
-    return sorted(docs, key=lambda d: (docs[d], d.encode()), reverse=True)
 
 
 def ir_inputs(qrels: dict, run: dict):
@@ -254,15 +249,3 @@ def test_segments_and_weights_leave_out_the_topics_without_a_value():
     assert ev.weighted["Accuracy"] == pytest.approx(np.average([1.0, 0.0], weights=[2, 1]))
     _, x_mean = theirs("Accuracy", {t: qrels[t] for t in "01"}, {t: run[t] for t in "01"})
     assert x_mean == 1.0
-
-
-def test_trec_order_is_cranfields_ranking_on_docnos_that_prefix_each_other():
-    """The helper that hands the oracle Cranfield's ranking is trec_eval's order (strcmp
-    descending on ties: "d11" before "d1"), checked against Cranfield's own ranks."""
-    docs = {"d1": 3.0, "d11": 3.0, "d10": 3.0, "d2": 2.0, "d": 3.0, "e": 1.0}
-    assert trec_order(docs) == ["d11", "d10", "d1", "d", "d2", "e"]
-    qrels = {f"q{i}": {d: 1} for i, d in enumerate(docs)}
-    run = {f"q{i}": docs for i in range(len(docs))}
-    ev = cranfield.evaluate(qrels, run, ["recip_rank"])
-    rank = {d: round(1 / ev.per_topic[f"q{i}"]["recip_rank"]) for i, d in enumerate(docs)}
-    assert sorted(docs, key=rank.__getitem__) == trec_order(docs)

@@ -42,6 +42,7 @@ import ir_measures
 import numpy as np
 import pyndeval  # noqa: F401
 import pytest
+from trec_order import trec_order
 
 import cranfield
 from cranfield import parse_measure
@@ -122,12 +123,6 @@ def generate(seed: int, n_topics: int = 8):
                 grade = int(g) if rng.random() < 0.7 else int(rng.integers(-1, 3))
                 sub.append((topic, int(s), d, grade))
     return run, qrels, sub
-
-
-def trec_order(docs: dict[str, float]) -> list[str]:
-    """trec_eval's ranking: score descending, ties by docno descending (strcmp's byte order:
-    "d11" before "d1", a prefix after its extensions)."""
-    return sorted(docs, key=lambda d: (docs[d], d.encode()), reverse=True)
 
 
 class Data:
@@ -440,15 +435,3 @@ def test_the_engine_never_imports_the_oracles():
             "if m in sys.modules]; print(bad)")
     out = subprocess.check_output([sys.executable, "-c", code], text=True)
     assert out.strip() == "[]"
-
-
-def test_trec_order_is_cranfields_ranking_on_docnos_that_prefix_each_other():
-    """The helper that hands the oracle Cranfield's ranking is trec_eval's order (strcmp
-    descending on ties: "d11" before "d1"), checked against Cranfield's own ranks."""
-    docs = {"d1": 3.0, "d11": 3.0, "d10": 3.0, "d2": 2.0, "d": 3.0, "e": 1.0}
-    assert trec_order(docs) == ["d11", "d10", "d1", "d", "d2", "e"]
-    qrels = {f"q{i}": {d: 1} for i, d in enumerate(docs)}
-    run = {f"q{i}": docs for i in range(len(docs))}
-    ev = cranfield.evaluate(qrels, run, ["recip_rank"])
-    rank = {d: round(1 / ev.per_topic[f"q{i}"]["recip_rank"]) for i, d in enumerate(docs)}
-    assert sorted(docs, key=rank.__getitem__) == trec_order(docs)

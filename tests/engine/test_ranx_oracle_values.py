@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
+from trec_order import trec_order
 
 import cranfield
 from cranfield.measure_docs import describe
@@ -33,12 +34,6 @@ VALUES = DOC["values"]
 
 def read(path: Path) -> list[list[str]]:
     return [line.split() for line in path.read_text(encoding="ascii").splitlines()]
-
-
-def trec_order(docs: dict[str, float]) -> list[str]:
-    """trec_eval's ranking: score descending, ties by docno descending (strcmp's byte order:
-    "d11" before "d1", a prefix after its extensions)."""
-    return sorted(docs, key=lambda d: (docs[d], d.encode()), reverse=True)
 
 
 def test_the_committed_values_say_where_they_came_from():
@@ -147,15 +142,3 @@ def test_cranfield_measures_names_ranxs_spellings_with_tool_ranx():
     assert tools("bpref")["bpref-l<N>"] == "ranx"
     assert tools("Rprec")["r-precision-l<N>"] == "ranx"
     assert tools("ranx_rbp")["rbp@<p>-l<N>"] == "ranx"
-
-
-def test_trec_order_is_cranfields_ranking_on_docnos_that_prefix_each_other():
-    """The helper that hands the oracle Cranfield's ranking is trec_eval's order (strcmp
-    descending on ties: "d11" before "d1"), checked against Cranfield's own ranks."""
-    docs = {"d1": 3.0, "d11": 3.0, "d10": 3.0, "d2": 2.0, "d": 3.0, "e": 1.0}
-    assert trec_order(docs) == ["d11", "d10", "d1", "d", "d2", "e"]
-    qrels = {f"q{i}": {d: 1} for i, d in enumerate(docs)}
-    run = {f"q{i}": docs for i in range(len(docs))}
-    ev = cranfield.evaluate(qrels, run, ["recip_rank"])
-    rank = {d: round(1 / ev.per_topic[f"q{i}"]["recip_rank"]) for i, d in enumerate(docs)}
-    assert sorted(docs, key=rank.__getitem__) == trec_order(docs)
