@@ -752,6 +752,27 @@ def _split_lines(data: bytes, label: str):
         yield lineno, fields
 
 
+def content_lines(data: bytes, label: str):
+    """Yield (line number, fields) for every content line of a small side file (topic
+    metadata, z-scores) by the input grammar: UTF-8 text ("is not UTF-8 text" naming the
+    line), no control character (:func:`grammar.text_problem`), fields split on ASCII space
+    and tab only; blank lines and ``#`` comments skipped. Errors are :class:`InputError`
+    naming ``label`` and the line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(label, "is not UTF-8 text", line=line) from None
+    bad = grammar.text_problem(text)
+    if bad is not None:
+        raise InputError(label, bad[1], line=bad[0])
+    for lineno, line in enumerate(text.split("\n"), 1):
+        fields = grammar.split_fields(line)
+        if not fields or fields[0].startswith("#"):
+            continue
+        yield lineno, fields
+
+
 def _line_fields(data: bytes, line: int) -> list[str]:
     """The fields of line ``line`` (1-based) of valid TREC text: for error messages."""
     return grammar.split_fields(data.split(b"\n", line)[line - 1].decode("utf-8"))

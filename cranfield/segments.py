@@ -55,8 +55,8 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
-from .io import byte_key
+from .grammar import GrammarError, id_problem, parse_score
+from .io import byte_key, content_lines
 from .measures.registry import WEIGHT_LIMIT
 
 KIND = "topic_metadata"
@@ -257,22 +257,11 @@ def _labels(items, where, distinct: set[str], max_segments: int | None,
 
 def _from_text(data: bytes, label: str, max_segments: int | None = None,
                max_topics: int | None = None) -> TopicMetadata:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(label, "is not UTF-8 text", line=line) from None
-    bad = text_problem(text)
-    if bad is not None:
-        raise InputError(label, bad[1], line=bad[0])
     labels: dict[str, tuple[str, ...]] = {}
     weights: dict[str, float] = {}
     where_given: dict[str, int] = {}
     distinct: set[str] = set()
-    for lineno, line in enumerate(text.split("\n"), 1):
-        fields = split_fields(line)
-        if not fields or fields[0].startswith("#"):
-            continue
+    for lineno, fields in content_lines(data, label):
 
         def fail(reason: str, column: str | None = None, lineno=lineno):
             raise InputError(label, reason, line=lineno, field=column)

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .grammar import GrammarError, id_problem, parse_score, split_fields, text_problem
-from .io import load_bytes
+from .grammar import GrammarError, id_problem, parse_score
+from .io import content_lines, load_bytes
 
 MISSING = -1000000.0  # trec_eval.h MISSING_ZSCORE_VALUE
 MIN_GEO_MEAN = 1e-5   # trec_eval.h: gm_* per-topic values are log(max(v, this))
@@ -91,20 +91,9 @@ def read_zscores(source: Any, *, name: str | None = None) -> ZScores:
 
 
 def _from_text(data: bytes, label: str) -> ZScores:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(label, "is not UTF-8 text", line=line) from None
-    bad = text_problem(text)
-    if bad is not None:
-        raise InputError(label, bad[1], line=bad[0])
     table: dict[str, dict[str, tuple[float, float]]] = {}
     where: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(text.split("\n"), 1):
-        fields = split_fields(line)
-        if not fields or fields[0].startswith("#"):
-            continue
+    for lineno, fields in content_lines(data, label):
         if len(fields) != 4:
             raise InputError(label, f"has {len(fields)} fields; a z-scores line is "
                              "'topic measure mean stddev'", line=lineno)
