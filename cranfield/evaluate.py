@@ -254,22 +254,15 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     if zscores is not None:
         from .zscores import read_zscores
 
-        if aggregation != "macro":
-            raise EvaluationError("zscores cannot be combined with micro aggregation: "
-                                  "trec_eval standardises per-topic values",
-                                  field="options.zscores")
-        zs = read_zscores(zscores)
-        options["zscores"] = zs.summary()
+        zs = _per_topic_option("zscores", zscores, read_zscores, aggregation, options,
+                               "trec_eval standardises per-topic values")
     md = None
     if topic_metadata is not None:
         from .segments import read_topic_metadata
 
-        if aggregation != "macro":
-            raise EvaluationError("topic_metadata cannot be combined with micro aggregation: "
-                                  "segments and weights aggregate per-topic values",
-                                  field="options.topic_metadata")
-        md = read_topic_metadata(topic_metadata)
-        options["topic_metadata"] = md.summary()
+        md = _per_topic_option("topic_metadata", topic_metadata, read_topic_metadata,
+                               aggregation, options,
+                               "segments and weights aggregate per-topic values")
     instances = resolve(measures, profile)
     # budgets before work (issue #27): the instances before any input is read, the values
     # once the topics are known (cranfield.budget; no bound outside a budget's context)
@@ -321,6 +314,19 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         _standardise(zs, values, instances, ranked, profile)
     return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options,
                    md)
+
+
+def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options: dict,
+                      why: str):
+    """A per-topic side input of :func:`evaluate` (``kind``: zscores, topic_metadata) read
+    once by ``reader``, its summary put in ``options``; refused with micro aggregation
+    (``why``: what it acts on per topic)."""
+    if aggregation != "macro":
+        raise EvaluationError(f"{kind} cannot be combined with micro aggregation: {why}",
+                              field=f"options.{kind}")
+    read = reader(source)
+    options[kind] = read.summary()
+    return read
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
