@@ -459,26 +459,28 @@ def _zscores(path: str | None):
     """-Z FILE read once (cranfield.zscores), '-' from standard input."""
     if path is None:
         return None
-    from pathlib import Path
-
     from .zscores import read_zscores
 
-    if path == "-":
-        return read_zscores(sys.stdin.buffer.read(), name="<stdin>")
-    return read_zscores(Path(path), name=path)  # a Path: never read as text
+    return _side_file(path, read_zscores)
 
 
 def _topic_metadata(path: str | None):
     """--topic-metadata FILE read once (cranfield.segments), '-' from standard input."""
     if path is None:
         return None
-    from pathlib import Path
-
     from .segments import read_topic_metadata
 
+    return _side_file(path, read_topic_metadata)
+
+
+def _side_file(path: str, reader):
+    """A per-topic side file (-Z, --topic-metadata) read once by ``reader``: '-' from
+    standard input (named <stdin>), else the file named (as a Path: never read as text)."""
+    from pathlib import Path
+
     if path == "-":
-        return read_topic_metadata(sys.stdin.buffer.read(), name="<stdin>")
-    return read_topic_metadata(Path(path), name=path)  # a Path: never read as text
+        return reader(sys.stdin.buffer.read(), name="<stdin>")
+    return reader(Path(path), name=path)
 
 
 def _environment_server() -> str | None:
