@@ -217,15 +217,22 @@ def _trend_points(store, tenant, system: str, keys: list[str], **window
     has), oldest first, the newest ``limit`` of them."""
     if len(keys) == 1:
         return store.trend(tenant, system, keys[0], **window)
+    return _merged_points(lambda key: store.trend(tenant, system, key, **window), keys,
+                          window.get("limit"))
+
+
+def _merged_points(points_of, keys: list[str], limit: int | None) -> tuple[list[dict], int]:
+    """The points ``points_of(key)`` gives for each of ``keys`` (spellings of one measure),
+    merged: a result's point from the first key it has, oldest first, the newest ``limit``;
+    and how many there are."""
     merged: dict[str, dict] = {}
     total = 0
     for key in keys:
-        points, count = store.trend(tenant, system, key, **window)
+        points, count = points_of(key)
         total += count - sum(p["id"] in merged for p in points)
         for p in points:
             merged.setdefault(p["id"], p)
     ordered = sorted(merged.values(), key=lambda p: p["created_at"])
-    limit = window.get("limit")
     if limit is not None:
         ordered = ordered[-limit:] if limit > 0 else []
     return ordered, max(total, len(ordered))
@@ -257,18 +264,9 @@ def _scoped_points(store, tenant, system: str, keys: list[str], segment: str | N
     when the trend is asked for one (:meth:`ResultStore.segment_trend`)."""
     if segment is None and not weighted:
         return _trend_points(store, tenant, system, keys, **window)
-    merged: dict[str, dict] = {}
-    total = 0
-    for key in keys:  # a result's point from the first key it has, as _trend_points
-        points, count = store.segment_trend(tenant, system, key, segment, **window)
-        total += count - sum(p["id"] in merged for p in points)
-        for p in points:
-            merged.setdefault(p["id"], p)
-    ordered = sorted(merged.values(), key=lambda p: p["created_at"])
-    limit = window.get("limit")
-    if limit is not None:
-        ordered = ordered[-limit:] if limit > 0 else []
-    return ordered, max(total, len(ordered))
+    return _merged_points(
+        lambda key: store.segment_trend(tenant, system, key, segment, **window), keys,
+        window.get("limit"))
 
 
 @bp.get("/systems/<path:name>/trend")
