@@ -7,9 +7,10 @@
 # to a new one unnoticed (plain 3.11-slim follows Debian's current stable).
 FROM python:3.11-slim-bookworm AS builder
 
-# A C compiler, in this stage only, for cranfield/_mapscan.c (the compiled fast paths for plain
-# TREC run lines, Python mappings and per-topic joins; docs/performance.md has the figures):
-# the runtime stage gets the compiled module with /app, and no compiler.
+# A C compiler, in this stage only, for cranfield/_mapscan.c and _jsonscan.c (the engine's one
+# compiled accelerator: plain TREC run lines, Python mappings, per-topic joins and large JSON
+# bodies; docs/performance.md has the figures): the runtime stage gets the compiled module
+# with /app, and no compiler.
 # Not pinned to Debian versions (hadolint's DL3008), on purpose: libc6-dev must be the exact
 # version of the libc6 the base image already has, which moves with every rebuild of
 # python:3.11-slim-bookworm, and Debian's archive keeps only the newest point release of
@@ -38,14 +39,15 @@ RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))
 # Where the code lives: the source tree at /app, installed in editable mode, so the one copy of
 # the code is /app whatever imports it (gunicorn started in /app, or the `cranfield` script
 # from anywhere), /app/openapi.yaml is the contract service/docs.py serves, `-c
-# service/gunicorn.conf.py` is a path relative to WORKDIR, and numba's cache (keyed by the
-# source file's path) warmed below is the one both roles load.
+# service/gunicorn.conf.py` is a path relative to WORKDIR, and the extension compiled in place
+# below is the one both roles load.
 COPY openapi.yaml ./
 COPY cranfield/ cranfield/
 COPY backend/ backend/
 COPY service/ service/
 COPY worker/ worker/
-# The editable install compiles cranfield/_mapscan.c in place (/app/cranfield/_mapscan.*.so).
+# The editable install compiles the extension in place (/app/cranfield/_mapscan.*.so, from
+# cranfield/_mapscan.c and cranfield/_jsonscan.c).
 # pyproject marks the extension optional, so a failed compile would only be a warning: the
 # import makes it an error here, rather than an image that quietly runs the slower paths.
 # checked-hash .pyc files stay valid whatever timestamps COPY gives the sources
@@ -56,16 +58,9 @@ RUN pip install --no-cache-dir --no-deps --editable . \
 
 FROM python:3.11-slim-bookworm AS runtime
 
-# NUMBA_CACHE_DIR: numba's cache, written by the warm-up below, in a directory the non-root
-# user owns. NUMBA_CPU_NAME=generic: numba keys its cache by CPU model, so a cache compiled for
-# the build machine's CPU would be recompiled (~15 s) at every start on another one; generic
-# code keeps the cache valid on any host of this architecture (the JSON scan measured no
-# slower).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH \
-    NUMBA_CACHE_DIR=/home/cranfield/.cache/numba \
-    NUMBA_CPU_NAME=generic \
     CRANFIELD_BIND=0.0.0.0:8000
 
 # A fixed numeric id, so that Kubernetes' runAsNonRoot can check it.
@@ -79,10 +74,10 @@ COPY --from=builder /app /app
 WORKDIR /app
 USER 10001:10001
 
-# Compile the large-JSON kernels into numba's cache now (as `make` does), as the user who runs
-# the service: gunicorn's master and each worker then load them in about a second. And import
-# the compiled module here, where the service runs (no compiler in this stage): it must have
-# come with /app and load against this stage's libc.
+# Import the compiled module here, as the user who runs the service, where it runs (no
+# compiler in this stage): it must have come with /app and load against this stage's libc; and
+# read a JSON body with its scan (json_body.warm_up(): nothing is compiled at run time, so
+# neither gunicorn nor a worker has a warm-up to pay at start).
 RUN python -c "import cranfield._mapscan; from cranfield.json_body import warm_up; assert warm_up()"
 
 EXPOSE 8000

@@ -94,7 +94,7 @@ def median_of(fn, repeat: int) -> float:
 
 
 def json_fast_path(ds, run, repeat: int) -> None:
-    """The JSON fast path (numba scan) against orjson on the mapping shape, orjson on a
+    """The JSON fast path (the compiled scan) against orjson on the mapping shape, orjson on a
     columnar JSON shape, and Arrow, on the M run."""
     import orjson
 
@@ -113,10 +113,10 @@ def json_fast_path(ds, run, repeat: int) -> None:
     arrow_body = ipc_stream(tables(run, _empty_qrels())[0])
     t0 = time.perf_counter()
     warm_up()
-    print(f"  numba kernels ready (compile or cache load) in this process: "
+    print(f"  compiled scan loaded in this process: "
           f"{time.perf_counter() - t0:.2f} s")
 
-    def numba_scan():
+    def compiled_scan():
         body = decode_body(mapping_body, min_bytes=0)
         assert body is not None
 
@@ -137,7 +137,7 @@ def json_fast_path(ds, run, repeat: int) -> None:
 
     print(f"  body sizes: mapping JSON {len(mapping_body) / 2**20:.0f} MB, columnar JSON "
           f"{len(columnar_body) / 2**20:.0f} MB, Arrow IPC {len(arrow_body) / 2**20:.0f} MB")
-    for name, fn in (("numba scan of the mapping (json_body.decode_body)", numba_scan),
+    for name, fn in (("compiled scan of the mapping (json_body.decode_body)", compiled_scan),
                      ("orjson mapping + read_run(mapping)", orjson_mapping),
                      ("orjson columnar JSON + columnar.run_from_table", orjson_columns),
                      ("Arrow IPC + columnar.read_run_bytes", arrow)):
@@ -210,7 +210,7 @@ def main() -> int:
               "multipart TREC text": text_body, "JSON mappings": json_body}
     _post_each(bodies, args, engine)
     if args.json:  # the JSON body again, the compiled scan switched off: orjson decodes it
-        _post_each({"JSON mappings, no numba scan": json_body}, args, engine,
+        _post_each({"JSON mappings, no compiled scan": json_body}, args, engine,
                    CRANFIELD_FAST_JSON_MIN_BYTES=str(1 << 62))
     return 0
 

@@ -47,6 +47,9 @@
  *     qrels rows ascending.
  * Both return None (the callers then sort) when a table probe runs past MAX_PROBE, and
  * block_join when the pairs pass 8 per row: hashes that collide on purpose.
+ *
+ * json_*, hash_hits: the large-JSON scan of cranfield.json_body, in cranfield/_jsonscan.c
+ * (the second source of this module; cranfield/_json_kernels.py gives them their names).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -770,6 +773,17 @@ done:
     return result;
 }
 
+/* cranfield/_jsonscan.c: the large-JSON kernels (cranfield/_json_kernels.py names them) */
+PyObject *json_skip_ws(PyObject *, PyObject *);
+PyObject *json_value_end(PyObject *, PyObject *);
+PyObject *json_member_at(PyObject *, PyObject *);
+PyObject *json_after_value(PyObject *, PyObject *);
+PyObject *json_object_start(PyObject *, PyObject *);
+PyObject *json_scores(PyObject *, PyObject *);
+PyObject *json_repeated_keys(PyObject *, PyObject *);
+PyObject *json_hash_hits(PyObject *, PyObject *);
+void jsonscan_set_seed(uint64_t);
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a {topic: {docid: value}} mapping's columns, or None."},
     {"parse_run", parse_run, METH_VARARGS, "A run's plainest lines as columns, or None."},
@@ -777,6 +791,14 @@ static PyMethodDef methods[] = {
     {"block_join", block_join, METH_VARARGS, "Run and qrels rows of equal hash, by topic."},
     {"positions", positions, METH_VARARGS, "Each query score's tie group in its segment."},
     {"lookup", lookup, METH_VARARGS, "Each judged docid's score in a run mapping (NaN: absent)."},
+    {"json_skip_ws", json_skip_ws, METH_VARARGS, "The first non-whitespace position."},
+    {"json_value_end", json_value_end, METH_VARARGS, "The end of the JSON value at i, or -1."},
+    {"json_member_at", json_member_at, METH_VARARGS, "A member's key span and value start."},
+    {"json_after_value", json_after_value, METH_VARARGS, "After a member's value: next or end."},
+    {"json_object_start", json_object_start, METH_VARARGS, "After the top-level '{'."},
+    {"json_scores", json_scores, METH_VARARGS, "A {topic: {docid: number}} mapping as columns."},
+    {"json_repeated_keys", json_repeated_keys, METH_VARARGS, "Whether a key may repeat."},
+    {"hash_hits", json_hash_hits, METH_VARARGS, "Rows whose hash is set in a bitmap."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -792,5 +814,6 @@ PyMODINIT_FUNC PyInit__mapscan(void) {
     if (PyBytes_Check(bytes) && PyBytes_GET_SIZE(bytes) == 8)
         memcpy(&seed, PyBytes_AS_STRING(bytes), 8);
     Py_DECREF(bytes);
+    jsonscan_set_seed(seed);
     return PyModule_Create(&module);
 }

@@ -2,18 +2,21 @@
 
 A 7-million-score run sent as ``{"run": {topic: {docid: score}}}`` costs orjson about two
 seconds to turn into dicts, floats and strings, five times what evaluating it costs. This
-module reads such a body in one compiled pass (numba, ``_json_kernels.py``; large mappings in
-pieces on all cores): it walks the top-level object, and for ``run`` and ``qrels`` values
-shaped ``{string: {string: number}}`` copies the docids into an Arrow buffer and converts the
-numbers — exactly when Clinger's fast path applies (at most 15 significant digits, a power of
-ten up to 22), else by Arrow's correctly rounding parser — so every value is the double any
-conforming JSON parser gives. Everything else in the body is handed to orjson with the big
-values replaced by a placeholder, so the envelope is decoded and checked exactly as before.
+module reads such a body in one compiled pass (C: ``_jsonscan.c`` in the ``cranfield._mapscan``
+extension, named by ``_json_kernels.py``; large mappings in pieces on all cores): it walks the
+top-level object, and for ``run`` and ``qrels`` values shaped ``{string: {string: number}}``
+copies the docids into an Arrow buffer and converts the numbers — exactly when Clinger's fast
+path applies (at most 15 significant digits, a power of ten up to 22), else by Arrow's
+correctly rounding parser — so every value is the double any conforming JSON parser gives.
+Everything else in the body is handed to orjson with the big values replaced by a placeholder,
+so the envelope is decoded and checked exactly as before.
 
 The fast path is *sound, not complete*: it accepts only input it reads exactly as orjson
 would, and answers ``None`` for anything else — escapes in a key, a docid or topic given twice,
-a non-number score, a non-finite value, numba or pyarrow missing, a malformed body — and the
-caller decodes the body with :func:`loads`, which gives the precise error.
+a non-number score, a non-finite value, the extension or pyarrow missing, a malformed body —
+and the caller decodes the body with :func:`loads`, which gives the precise error. Without the
+extension (installed where no C compiler was found) every body takes that path: the same
+answers, slower (tests/engine/test_json_scan_fallback.py holds both paths equal).
 
 A key given twice in one object is never read "last wins" (what JSON readers do, silently):
 :func:`loads` reads repeated keys as TREC text reads the same lines — a topic given twice in a
@@ -47,7 +50,7 @@ FAST_JSON_MIN_BYTES = SETTINGS.fast_json_min_bytes
 # The members whose values may be read as columns, and what they become.
 COLUMN_MEMBERS = ("run", "qrels")
 
-_kernels: Any = None  # cranfield._json_kernels once imported; False if numba is missing
+_kernels: Any = None  # cranfield._json_kernels once imported; False without the extension
 
 
 def _load_kernels():
@@ -63,12 +66,19 @@ def _load_kernels():
 
 
 def warm_up() -> bool:
-    """Compile the kernels (or load them from numba's cache) now, so that a server pays it at
-    start and not on its first large request."""
+    """Load the compiled kernels now and read a small body with them: whether the compiled
+    scan is there (the C extension ``cranfield._mapscan``; nothing is compiled at run time,
+    so this costs milliseconds)."""
     if not _load_kernels():
         return False
     decode_body(b'{"run": {"q": {"d": 1, "e": 0.5e1}}, "qrels": {"q": {"d": 1}}}', min_bytes=0)
     return True
+
+
+def scan_module() -> str | None:
+    """The module whose compiled scan reads large JSON bodies (``"cranfield._mapscan"``), or
+    None where the extension was not built and every body is read by orjson."""
+    return "cranfield._mapscan" if _load_kernels() else None
 
 
 class Columns:

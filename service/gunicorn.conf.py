@@ -67,19 +67,6 @@ def on_starting(server):
     _metrics_directory(server)
 
 
-def post_worker_init(worker):
-    """In each worker, beside serving: compile the large-JSON kernels (or load them from
-    numba's cache, ~1 s). A fresh checkout has no cache and the first compile takes ~20 s of
-    CPU: done here, on a thread, the API answers at once (``make run`` is ready in seconds
-    after the install) and only a large JSON body sent in those first seconds waits for it
-    (numba's compile lock); smaller bodies never use the kernels."""
-    import threading
-
-    from cranfield.json_body import warm_up
-
-    threading.Thread(target=warm_up, name="cranfield-json-warm-up", daemon=True).start()
-
-
 def _metrics_directory(server) -> None:
     """Every worker process writes its HTTP metrics to files in ``PROMETHEUS_MULTIPROC_DIR``
     and /metrics sums them all. Not set: a fresh directory of our own, removed on exit. Set

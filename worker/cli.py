@@ -269,7 +269,7 @@ def preload() -> None:
     from cranfield.io import warm_up_columnar_reader
     from cranfield.json_body import warm_up
 
-    warm_up()  # JSON runs: the compiled scan, loaded from numba's cache
+    warm_up()  # JSON runs: the compiled scan (the C extension: milliseconds, nothing compiled)
     try:  # the results database, opened and migrated once: each work horse inherits it
         from backend.results_access import result_store
 

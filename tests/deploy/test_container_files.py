@@ -349,22 +349,22 @@ def test_python_environment_and_pip_hygiene():
                     assert "--no-cache-dir" in command, f"line {ins.line}: {command.strip()}"
 
 
-def test_numba_cache_is_warmed_for_the_user_who_runs_the_service():
+def test_json_scan_is_loaded_as_the_user_who_runs_the_service():
+    """The large-JSON scan is the C extension's (issue #29: numba, its cache and its warm-up
+    are gone): the final stage reads a body with it (json_body.warm_up()) as the service's
+    user, and the build fails if it is not there; the Makefile says whether it loaded."""
     makefile = (ROOT / "Makefile").read_text()
-    assert "warm_up()" in makefile, "the Makefile must warm numba's cache"
+    assert "warm_up()" in makefile, "the Makefile must say whether the accelerator loaded"
     user = FINAL.last("USER")
     runs = FINAL.all("RUN")
     warm = [i for i in runs if "warm_up()" in i.args]
-    assert warm, "the final stage does not warm numba's cache (cranfield.json_body.warm_up)"
+    assert warm, "the final stage does not check the JSON scan (cranfield.json_body.warm_up)"
+    assert "assert warm_up()" in warm[-1].args, "a scan that did not load must fail the build"
     assert user is not None and user.line < warm[-1].line, (
-        "warm the cache as the service's user, or it writes where that user cannot")
-    cache_dir = FINAL.env().get("NUMBA_CACHE_DIR")
-    assert cache_dir and cache_dir.startswith("/"), "NUMBA_CACHE_DIR: an absolute path"
-    assert not cache_dir.startswith(str(FINAL.workdir_at()) + "/"), (
-        "the cache inside the code directory, which the service user must not own")
-    # numba keys its cache by CPU model: "generic" keeps a cache built on one machine valid
-    # on another (otherwise every start on a different CPU compiles for ~15 s)
-    assert FINAL.env().get("NUMBA_CPU_NAME") == "generic"
+        "check it as the service's user, who must be able to load it")
+    assert not [k for k in FINAL.env() if k.startswith("NUMBA_")], "numba is gone"
+    assert "numba" not in {re.split(r"[<>=\[ ;]", d)[0].lower()
+                           for d in PYPROJECT["project"]["dependencies"]}
 
 
 def test_exposed_port_is_the_one_gunicorn_binds(monkeypatch):
