@@ -41,7 +41,6 @@ from sqlalchemy import (
     String,
     Text,
     delete,
-    func,
     insert,
     select,
 )
@@ -51,8 +50,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from . import keys
 from . import store as cache_store
-from .results import SHARED, Base
+from .results import Base
 from .store import Busy, NotFound, check_if_match, split_ref, version_text
+from .versioned_sets import add_set, find_set, last_put, set_page, tenant_key
 
 log = logging.getLogger("cranfield.qrels")
 
@@ -102,10 +102,6 @@ SETS, VERSIONS, ORDER = QrelsSet.__table__, QrelsVersion.__table__, QrelsOrder._
 Entry = tuple[list[str], dict[str, dict], float]
 
 
-def _tenant(tenant: str | None) -> str:
-    return SHARED if tenant is None else tenant
-
-
 class QrelsDatabase:
     """The stored qrels in the results database (``engine``: the results store's)."""
 
@@ -114,11 +110,7 @@ class QrelsDatabase:
 
     @staticmethod
     def _set(conn: Connection, tenant: str | None, qrels_id: str, *, lock: bool = False):
-        query = select(SETS.c.pk, SETS.c.created).where(SETS.c.tenant == _tenant(tenant),
-                                                        SETS.c.qrels_id == qrels_id)
-        if lock and conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        return conn.execute(query).first()
+        return find_set(conn, SETS, "qrels_id", tenant, qrels_id, lock=lock)
 
     @staticmethod
     def _entry(conn: Connection, set_pk: int, created: float) -> Entry:
@@ -147,18 +139,13 @@ class QrelsDatabase:
             try:
                 with self.engine.begin() as conn:
                     found = self._set(conn, tenant, qrels_id, lock=True)
-                    last = None if found is None else conn.execute(
-                        select(ORDER.c.position, ORDER.c.version)
-                        .where(ORDER.c.set_pk == found.pk)
-                        .order_by(ORDER.c.position.desc()).limit(1)).first()
+                    last = None if found is None else last_put(conn, ORDER, found.pk)
                     check_if_match(qrels_id, last.version if last else None, if_match)
                     if last is not None and last.version == version:
                         return self._entry(conn, found.pk, found.created), False
                     now = time.time()
                     if found is None:
-                        pk = conn.execute(insert(SETS).values(
-                            tenant=_tenant(tenant), qrels_id=qrels_id, created=now)
-                        ).inserted_primary_key[0]
+                        pk = add_set(conn, SETS, "qrels_id", tenant, qrels_id, now)
                         created = now
                     else:
                         pk, created = found.pk, found.created
@@ -183,7 +170,7 @@ class QrelsDatabase:
         """One version's compressed canonical text (None: no such version)."""
         with self.engine.connect() as conn:
             return conn.scalar(select(VERSIONS.c.text).join(SETS, SETS.c.pk == VERSIONS.c.set_pk)
-                               .where(SETS.c.tenant == _tenant(tenant),
+                               .where(SETS.c.tenant == tenant_key(tenant),
                                       SETS.c.qrels_id == qrels_id,
                                       VERSIONS.c.version == version))
 
@@ -191,12 +178,9 @@ class QrelsDatabase:
              ) -> tuple[list[tuple[str, Entry]], int]:
         """A page of the tenant's ids, oldest first, with their entries; and how many there
         are."""
-        where = SETS.c.tenant == _tenant(tenant)
         with self.engine.connect() as conn:
-            total = conn.scalar(select(func.count()).select_from(SETS).where(where))
-            rows = conn.execute(select(SETS.c.pk, SETS.c.qrels_id, SETS.c.created).where(where)
-                                .order_by(SETS.c.created, SETS.c.pk)
-                                .offset(offset).limit(limit)).all()
+            rows, total = set_page(conn, SETS, [SETS.c.pk, SETS.c.qrels_id, SETS.c.created],
+                                   tenant, offset, limit)
             pks = [r.pk for r in rows]
             orders: dict[int, list[str]] = {pk: [] for pk in pks}
             metas: dict[int, dict[str, dict]] = {pk: {} for pk in pks}
@@ -233,9 +217,7 @@ class QrelsDatabase:
             with self.engine.begin() as conn:
                 if self._set(conn, tenant, qrels_id) is not None:
                     return False
-                pk = conn.execute(insert(SETS).values(tenant=_tenant(tenant),
-                                                      qrels_id=qrels_id, created=created)
-                                  ).inserted_primary_key[0]
+                pk = add_set(conn, SETS, "qrels_id", tenant, qrels_id, created)
                 for version in dict.fromkeys(order):
                     conn.execute(insert(VERSIONS).values(
                         set_pk=pk, version=version, sha256=metas[version]["sha256"],

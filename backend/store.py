@@ -181,10 +181,12 @@ class QrelsCache:
 QRELS_CACHE = QrelsCache()
 
 
-def check_if_match(qrels_id: str, latest: str | None, if_match: str | None) -> None:
-    """``If-Match`` must name the latest version (an ETag, quoted or not), if given."""
+def check_if_match(qrels_id: str, latest: str | None, if_match: str | None,
+                   kind: str = "qrels") -> None:
+    """``If-Match`` must name the latest version (an ETag, quoted or not), if given (``kind``:
+    what the id names in the message: qrels, topic metadata)."""
     if if_match is not None and if_match.strip('"') != (latest or ""):
-        raise VersionMismatch(f"qrels {qrels_id!r} is at version {latest!r}, not {if_match!r}")
+        raise VersionMismatch(f"{kind} {qrels_id!r} is at version {latest!r}, not {if_match!r}")
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:

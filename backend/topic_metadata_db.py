@@ -33,7 +33,6 @@ from sqlalchemy import (
     String,
     Text,
     delete,
-    func,
     insert,
     select,
 )
@@ -41,8 +40,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .results import SHARED, Base
-from .store import VERSION_CHARS, Busy, NotFound, VersionMismatch, split_ref
+from .results import Base
+from .store import VERSION_CHARS, Busy, NotFound, check_if_match, split_ref
+from .versioned_sets import add_set, find_set, last_put, set_page
 
 MAX_ID = 128
 PUT_ATTEMPTS = 20  # concurrent puts of one id on SQLite: see backend/qrels_db.py
@@ -77,10 +77,6 @@ class TopicMetadataVersion(Base):
 
 
 SETS, VERSIONS = TopicMetadataSet.__table__, TopicMetadataVersion.__table__
-
-
-def _tenant(tenant: str | None) -> str:
-    return SHARED if tenant is None else tenant
 
 
 def _strcmp(value: str) -> bytes:
@@ -126,12 +122,6 @@ def describe(metadata, mapping: dict[str, dict[str, Any]], text: bytes) -> dict:
             "size_bytes": len(text)}
 
 
-def _check_if_match(metadata_id: str, latest: str | None, if_match: str | None) -> None:
-    if if_match is not None and if_match.strip('"') != (latest or ""):
-        raise VersionMismatch(f"topic metadata {metadata_id!r} is at version {latest!r}, "
-                              f"not {if_match!r}")
-
-
 class TopicMetadataStore:
     """Stored topic metadata in the results database (``engine``: the results store's), per
     tenant (None: the shared space of a service without API keys)."""
@@ -141,11 +131,7 @@ class TopicMetadataStore:
 
     @staticmethod
     def _set(conn: Connection, tenant: str | None, metadata_id: str, *, lock: bool = False):
-        query = select(SETS.c.pk, SETS.c.created).where(SETS.c.tenant == _tenant(tenant),
-                                                        SETS.c.metadata_id == metadata_id)
-        if lock and conn.dialect.name == "postgresql":
-            query = query.with_for_update()
-        return conn.execute(query).first()
+        return find_set(conn, SETS, "metadata_id", tenant, metadata_id, lock=lock)
 
     @staticmethod
     def _view(conn: Connection, set_pk: int, metadata_id: str, version: str | None) -> dict:
@@ -176,18 +162,14 @@ class TopicMetadataStore:
             try:
                 with self.engine.begin() as conn:
                     found = self._set(conn, tenant, metadata_id, lock=True)
-                    last = None if found is None else conn.execute(
-                        select(VERSIONS.c.position, VERSIONS.c.version)
-                        .where(VERSIONS.c.set_pk == found.pk)
-                        .order_by(VERSIONS.c.position.desc()).limit(1)).first()
-                    _check_if_match(metadata_id, last.version if last else None, if_match)
+                    last = None if found is None else last_put(conn, VERSIONS, found.pk)
+                    check_if_match(metadata_id, last.version if last else None, if_match,
+                                   kind="topic metadata")
                     if last is not None and last.version == version:
                         return self._view(conn, found.pk, metadata_id, version), False
                     now = time.time()
                     if found is None:
-                        pk = conn.execute(insert(SETS).values(
-                            tenant=_tenant(tenant), metadata_id=metadata_id, created=now)
-                        ).inserted_primary_key[0]
+                        pk = add_set(conn, SETS, "metadata_id", tenant, metadata_id, now)
                     else:
                         pk = found.pk
                     first = conn.scalar(select(VERSIONS.c.meta).where(
@@ -228,12 +210,9 @@ class TopicMetadataStore:
     def list(self, tenant: str | None, offset: int, limit: int) -> tuple[list[dict], int]:
         """A page of the tenant's ids (latest version of each), oldest first, and how many
         there are."""
-        where = SETS.c.tenant == _tenant(tenant)
         with self.engine.connect() as conn:
-            total = conn.scalar(select(func.count()).select_from(SETS).where(where))
-            rows = conn.execute(select(SETS.c.pk, SETS.c.metadata_id).where(where)
-                                .order_by(SETS.c.created, SETS.c.pk)
-                                .offset(offset).limit(limit)).all()
+            rows, total = set_page(conn, SETS, [SETS.c.pk, SETS.c.metadata_id], tenant,
+                                   offset, limit)
             items = []
             for row in rows:
                 try:
