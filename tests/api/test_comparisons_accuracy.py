@@ -8,30 +8,9 @@ of two identical runs passes; the weighted mean is the evaluation's."""
 from __future__ import annotations
 
 import pytest
+from accuracy_ranks import RANKS, qrels_and_runs
 
-# Accuracy@3 per topic (R relevant, N not, ranks 1..3):
-#   t1  A R N N 1.0 | B N R N 0.5     t2  A R R N 1.0 | B N R R 0.0
-#   t3  A N N N --  | B R N N 1.0     t4  A N R N 0.5 | B R N N 1.0
-#   t5  A R N R 0.5 | B R N R 0.5
-# over t1 t2 t4 t5 (t3 left out): d = B - A = -0.5 -1 +0.5 0, wins/ties/losses 1/1/2
-RANKS = {"A": {"t1": "RNN", "t2": "RRN", "t3": "NNN", "t4": "NRN", "t5": "RNR"},
-         "B": {"t1": "NRN", "t2": "NRR", "t3": "RNN", "t4": "RNN", "t5": "RNR"}}
-
-
-def _data(ranks):
-    qrels: dict = {}
-    runs: dict = {}
-    for name, topics in ranks.items():
-        runs[name] = {}
-        for t, pattern in topics.items():
-            for i, c in enumerate(pattern):
-                doc = f"{name}{t}{c}{i}"
-                qrels.setdefault(t, {})[doc] = 1 if c == "R" else 0
-                runs[name].setdefault(t, {})[doc] = float(10 - i)
-    return qrels, runs
-
-
-QRELS, RUNS = _data(RANKS)
+QRELS, RUNS = qrels_and_runs(RANKS)  # with its hand computation: tests/accuracy_ranks.py
 
 
 def post(client, runs, **extra):
@@ -65,7 +44,7 @@ def test_identical_runs_gated_on_accuracy_pass(client):
 
 def test_a_pair_no_topic_values_for_both_is_untested_and_contract_valid(client):
     ranks = {"A": {"t1": "RNN", "t2": "NNN"}, "B": {"t1": "NNN", "t2": "RNN"}}
-    qrels, runs = _data(ranks)
+    qrels, runs = qrels_and_runs(ranks)
     resp = client.post("/v1/comparisons", json={
         "runs": [{"name": n, "run": r} for n, r in runs.items()], "qrels": qrels,
         "measures": ["Accuracy@3"], "baseline": "A", "gate": "Accuracy@3:0.01"})

@@ -13,38 +13,12 @@ import math
 import numpy as np
 import pytest
 import scipy.stats
+from accuracy_ranks import RANKS, qrels_and_runs
 
 import cranfield
 from cranfield.compare import compare
 
-# Accuracy@3 per topic (R relevant, N not; ranks 1..3):
-#   t1  A R N N -> 1.0    B N R N -> 1 - 1/2 = 0.5
-#   t2  A R R N -> 1.0    B N R R -> 1 - 2/2 = 0.0
-#   t3  A N N N -> none   B R N N -> 1.0           (left out: A has no value)
-#   t4  A N R N -> 0.5    B R N N -> 1.0
-#   t5  A R N R -> 0.5    B R N R -> 0.5
-# over t1 t2 t4 t5: d = B - A = -0.5 -1.0 +0.5 0 -> mean -0.25, wins/ties/losses 1/1/2;
-# means A 0.75, B 0.5; aggregates (each run's own topics) A 0.75, B 0.6
-RANKS = {"A": {"t1": "RNN", "t2": "RRN", "t3": "NNN", "t4": "NRN", "t5": "RNR"},
-         "B": {"t1": "NRN", "t2": "NRR", "t3": "RNN", "t4": "RNN", "t5": "RNR"}}
-
-
-def _data(ranks):
-    qrels: dict = {}
-    runs: dict = {}
-    for name, topics in ranks.items():
-        runs[name] = {}
-        for t, pattern in topics.items():
-            docs = {}
-            for i, c in enumerate(pattern):
-                doc = f"{name}{t}{c}{i}"
-                qrels.setdefault(t, {})[doc] = 1 if c == "R" else 0
-                docs[doc] = float(10 - i)
-            runs[name][t] = docs
-    return qrels, runs
-
-
-QRELS, RUNS = _data(RANKS)
+QRELS, RUNS = qrels_and_runs(RANKS)  # with its hand computation: tests/accuracy_ranks.py
 D = np.array([-0.5, -1.0, 0.5, 0.0])
 
 
@@ -94,7 +68,7 @@ def test_identical_runs_gated_on_accuracy_pass():
 
 def test_a_pair_with_no_topic_valued_by_both_says_it_is_not_tested():
     ranks = {"A": {"t1": "RNN", "t2": "NNN"}, "B": {"t1": "NNN", "t2": "RNN"}}
-    qrels, runs = _data(ranks)
+    qrels, runs = qrels_and_runs(ranks)
     doc = compare(qrels, runs, ["Accuracy@3"], baseline="A",
                   gate="Accuracy@3:0.01")
     (pair,) = doc["pairs"]
