@@ -147,3 +147,18 @@ def app():
 @pytest.fixture
 def client(app):
     return ContractClient(app.test_client())
+
+
+@pytest.fixture
+def served(app):
+    """The app on a loopback port, its URL (the CLI and the client speak HTTP)."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join()

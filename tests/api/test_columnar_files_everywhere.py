@@ -101,28 +101,16 @@ def test_a_corrupt_parquet_is_one_sentence_everywhere(client, files, tmp_path):
     assert doc["detail"] == f"run: {sentence}"
 
 
-def test_eval_on_a_service_prints_the_same_jsonl(app, files, capsys):
+def test_eval_on_a_service_prints_the_same_jsonl(served, files, capsys):
     """``cranfield eval --server URL --format jsonl`` (a Parquet run streamed to a service
     answering on a loopback port) prints the lines the local command prints."""
-    import threading
-
-    from werkzeug.serving import make_server
-
     from cranfield.cli import main
 
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        q, r = files["parquet"]
-        flags = ["--format", "jsonl", *[a for m in MEASURES for a in ("-m", m)]]
-        for extra in ([], ["-q"], ["-q", "-n"]):
-            assert main(["eval", *flags, *extra, str(q), str(r)]) == 0
-            local = capsys.readouterr().out
-            assert main(["eval", "--server", f"http://127.0.0.1:{server.server_port}",
-                         *flags, *extra, str(q), str(r)]) == 0
-            remote = capsys.readouterr().out
-            assert remote == local and local
-    finally:
-        server.shutdown()
-        thread.join()
+    q, r = files["parquet"]
+    flags = ["--format", "jsonl", *[a for m in MEASURES for a in ("-m", m)]]
+    for extra in ([], ["-q"], ["-q", "-n"]):
+        assert main(["eval", *flags, *extra, str(q), str(r)]) == 0
+        local = capsys.readouterr().out
+        assert main(["eval", "--server", served, *flags, *extra, str(q), str(r)]) == 0
+        remote = capsys.readouterr().out
+        assert remote == local and local

@@ -422,21 +422,6 @@ def test_document_measures_are_the_registrys(client, fmt):
         assert by_key["P_avgjg_5"]["canonical"] == "P_avgjg(k=5,rel=1,profile=trec_eval-10)"
 
 
-@pytest.fixture
-def served(app):
-    """The app on a loopback port (the CLI speaks HTTP)."""
-    import threading
-
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join()
-
-
 @pytest.mark.parametrize("fmt, extra", [
     ("qrels_jg", ["--format", "json"]), ("qrels_jg", ["--format", "jsonl"]),
     ("qrels_jg", ["--format", "csv"]), ("prefs", ["--format", "jsonl"]),

@@ -236,21 +236,6 @@ def test_comparison_metadata_refused_naming_the_path(client):
 # cranfield eval --server and the Python client: the same metadata, the same answer
 # ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def served(app):
-    """The app on a loopback port (the CLI and the client speak HTTP)."""
-    import threading
-
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join()
-
-
 def test_cli_on_the_service_prints_what_it_prints_locally(served, capsys, tmp_path):
     f = tmp_path / "meta.txt"
     f.write_text(META_TEXT)
