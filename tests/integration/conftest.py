@@ -33,6 +33,14 @@ def redis_server():
     server.stop()
 
 
+@pytest.fixture
+def worker(redis_server):
+    """A ``cranfield worker`` on the module's :func:`redis_server`, for one test (a module
+    that needs another worker defines its own ``worker``)."""
+    with running_worker(redis_server.url) as proc:
+        yield proc
+
+
 @pytest.fixture(scope="module")
 def results_postgres(request):
     """The URL of an empty PostgreSQL database of this test module, dropped after it (None

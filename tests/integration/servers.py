@@ -186,6 +186,13 @@ def call(base: str, method: str, path: str, body=None, headers=None, content_typ
         return err.code, dict(err.headers), orjson.loads(raw) if raw else None
 
 
+def text_of(base: str, location: str) -> bytes:
+    """A job's or result's text (``Accept: text/plain``) at ``location`` of ``base``."""
+    req = urllib.request.Request(base + location, headers={"Accept": "text/plain"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return resp.read()
+
+
 def wait_job(base: str, location: str, timeout: float = JOB_TIMEOUT,
              headers: dict | None = None) -> dict:
     """The job once it is finished, failed or canceled; after ``timeout`` seconds, as it is

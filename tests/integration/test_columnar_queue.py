@@ -5,7 +5,7 @@ reader, and the result is the synchronous one."""
 from __future__ import annotations
 
 import pytest
-from servers import DATA, arrow_tables, running_gunicorn, running_worker
+from servers import DATA, arrow_tables, running_gunicorn
 
 from cranfield.client import Client
 
@@ -14,12 +14,6 @@ from cranfield.client import Client
 def api(redis_server):
     with running_gunicorn({"REDIS_URL": redis_server.url}) as url:
         yield url
-
-
-@pytest.fixture
-def worker(redis_server):
-    with running_worker(redis_server.url) as proc:
-        yield proc
 
 
 def test_queued_arrow_run_on_a_real_worker_equals_sync(api, worker):

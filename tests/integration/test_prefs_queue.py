@@ -7,10 +7,9 @@ trec_eval's (NIST's out.test.prefs / out.test.qrels_jg) byte for byte."""
 from __future__ import annotations
 
 import subprocess
-import urllib.request
 
 import pytest
-from servers import CRANFIELD, DATA, ROOT, call, running_gunicorn, running_worker, wait_job
+from servers import CRANFIELD, DATA, ROOT, call, running_gunicorn, text_of, wait_job
 
 
 @pytest.fixture(scope="module")
@@ -18,12 +17,6 @@ def api(redis_server):
     with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_SHARDS": "2",
                            "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
         yield url
-
-
-@pytest.fixture
-def worker(redis_server):
-    with running_worker(redis_server.url) as proc:
-        yield proc
 
 
 def prefs_mapping() -> dict:
@@ -34,12 +27,6 @@ def prefs_mapping() -> dict:
             qid, jg, jsg, docno, level = fields
             out.setdefault(qid, {}).setdefault(jg, {}).setdefault(jsg, {})[docno] = float(level)
     return out
-
-
-def text_of(base: str, location: str) -> bytes:
-    req = urllib.request.Request(base + location, headers={"Accept": "text/plain"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return resp.read()
 
 
 def test_queued_prefs_and_stored_judgment_groups_on_a_real_worker(api, worker):

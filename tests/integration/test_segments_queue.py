@@ -10,7 +10,7 @@ import urllib.request
 
 import orjson
 import pytest
-from servers import DATA, call, running_gunicorn, running_worker, wait_job
+from servers import DATA, call, running_gunicorn, text_of, wait_job
 
 META = {"301": {"segments": ["tail", "lang=de"], "weight": 2}, "302": {"segments": ["tail"]},
         "303": {"segments": ["head"], "weight": 0.5}}
@@ -22,18 +22,6 @@ def api(redis_server):
     with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_SHARDS": "3",
                            "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
         yield url
-
-
-@pytest.fixture
-def worker(redis_server):
-    with running_worker(redis_server.url) as proc:
-        yield proc
-
-
-def text_of(base: str, location: str) -> bytes:
-    req = urllib.request.Request(base + location, headers={"Accept": "text/plain"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
-        return resp.read()
 
 
 @pytest.mark.parametrize("complete", [False, True])
