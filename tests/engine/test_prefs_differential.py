@@ -19,11 +19,11 @@ topic, as 9.0.8 does (README: Semantics).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from binary_cases import PROFILES, make_expected
 
 import cranfield
 from cranfield.cli import main
@@ -31,18 +31,7 @@ from cranfield.prefs import format_jg
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_prefs_random"
 TABLE = json.loads((DATA / "cases.json").read_text())
-PROFILES = {"v9.0.8": "trec_eval-9.0.8", "v10.0": "trec_eval-10"}
-
-
-def _make_expected():
-    """make_expected.py, the script that made the cases and ran the binaries, as a module."""
-    spec = importlib.util.spec_from_file_location("make_expected", DATA / "make_expected.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MAKE_EXPECTED = _make_expected()
+MAKE_EXPECTED = make_expected(DATA)  # the script that made the cases and ran the binaries
 
 
 NO_OVERLAP = None  # what _want gives where Cranfield refuses: no run topic is judged

@@ -14,10 +14,10 @@ profiles, summary and -q, whole run at once and combined from shards.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 
 import pytest
+from binary_cases import PROFILES, make_expected
 
 import cranfield
 from cranfield.cli import main
@@ -26,18 +26,7 @@ from cranfield.trec_format import format_trec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_boundaries"
 EXPECTED = DATA / "expected"
-PROFILES = {"v9.0.8": "trec_eval-9.0.8", "v10.0": "trec_eval-10"}
-
-
-def _make_expected():
-    """make_expected.py, the script that ran the binaries on these cases, as a module."""
-    spec = importlib.util.spec_from_file_location("make_expected", DATA / "make_expected.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MAKE_EXPECTED = _make_expected()
+MAKE_EXPECTED = make_expected(DATA)  # the script that ran the binaries on these cases
 PREFIXES = MAKE_EXPECTED.PREFIXES
 
 
