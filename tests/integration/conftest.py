@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 from servers import (
-    RedisServer,
     postgres_database,
-    require_redis_server,
     running_gunicorn,
+    running_redis,
     running_worker,
     start_gunicorn,
     stop,
@@ -26,11 +25,8 @@ def live_server():
 def redis_server():
     """A private redis-server for each test module (skipped without one; failing with
     CI=true)."""
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
+    with running_redis() as server:
+        yield server
 
 
 @pytest.fixture

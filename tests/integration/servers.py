@@ -159,6 +159,19 @@ class RedisServer:
             self.proc = None
 
 
+@contextlib.contextmanager
+def running_redis(folder: Path | None = None):
+    """A private :class:`RedisServer` for a ``with`` block (``folder``: append-only
+    persistence there), stopped after; skipped without redis-server (failing with CI=true)."""
+    require_redis_server()
+    server = RedisServer(folder=folder)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def require_redis_server() -> None:
     """Skip without redis-server; with CI=true, fail instead (the queue tests must run)."""
     import shutil

@@ -14,9 +14,8 @@ from servers import (
     BODY,
     CRANFIELD,
     ROOT,
-    RedisServer,
     call,
-    require_redis_server,
+    running_redis,
     start_gunicorn,
     stop,
 )
@@ -26,11 +25,8 @@ from service.auth import key_line
 
 @pytest.fixture(scope="module")
 def persistent_redis(tmp_path_factory):
-    require_redis_server()
-    server = RedisServer(folder=tmp_path_factory.mktemp("redis-aof"))
-    server.start()
-    yield server
-    server.stop()
+    with running_redis(tmp_path_factory.mktemp("redis-aof")) as server:
+        yield server
 
 
 KEYS = {"ci-a": ("write", "team-a"), "ci-b": ("write", "team-b")}

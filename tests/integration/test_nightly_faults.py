@@ -24,10 +24,9 @@ from servers import (
     BODY,
     CRANFIELD,
     ROOT,
-    RedisServer,
     call,
-    require_redis_server,
     running_gunicorn,
+    running_redis,
     stop,
 )
 
@@ -38,12 +37,9 @@ MAP = 0.1785  # results.test against qrels.test (BODY)
 def persistent_redis(tmp_path):
     """A private redis-server with append-only persistence (fsync on every write): stopped
     and started again on the same port, it keeps what was queued."""
-    require_redis_server()
-    server = RedisServer(folder=tmp_path / "redis-aof")
-    server.folder.mkdir()
-    server.start()
-    yield server
-    server.stop()
+    (tmp_path / "redis-aof").mkdir()
+    with running_redis(tmp_path / "redis-aof") as server:
+        yield server
 
 
 def start_worker(redis_url: str, log: Path, env: dict | None = None,
