@@ -397,14 +397,12 @@ def test_the_key_ring_is_kept_on_the_app():
 
 @pytest.fixture(scope="module")
 def redis_url():
+    """A private redis-server's URL (tests/integration/servers.py's running_redis)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    from servers import RedisServer, require_redis_server
+    from servers import running_redis
 
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server.url
-    server.stop()
+    with running_redis() as server:
+        yield server.url
 
 
 def test_with_redis_the_rate_limit_counts_in_redis(redis_url, monkeypatch):

@@ -845,14 +845,12 @@ def test_compose_postgres_healthcheck_runs_pg_isready(compose, require):
 
 @pytest.fixture
 def redis_url():
+    """A private redis-server's URL (tests/integration/servers.py's running_redis)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    from servers import RedisServer, require_redis_server
+    from servers import running_redis
 
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server.url
-    server.stop()
+    with running_redis() as server:
+        yield server.url
 
 
 def test_compose_worker_healthcheck_sees_a_registered_worker(compose, redis_url):
