@@ -6,8 +6,10 @@ their body hold nginx connections, never gunicorn's 2 × 4 threads. Here the sam
 rendered for a local nginx (Debian's, unpacked by ``make system-deps``: the Makefile's ``proxy``
 target) in front of the repository's gunicorn (2 workers × 4 threads, Redis), all on
 loopback, and every request of the normal traffic (``/healthz`` and a small ``POST
-/v1/evaluations``) must answer within 2 s while the 50 trickle. The same load against gunicorn
-alone stalls it: that control shows the load is one that matters.
+/v1/evaluations``) must answer within 2 s while the 50 trickle (on a busy machine, within
+BUSY_FACTOR times what it takes with no slow client, measured in the test: a stalled request
+never answers). The same load against gunicorn alone stalls it: that control shows the load
+is one that matters.
 
 Bounded: 50 sockets, a fixed number of normal requests, a byte per slow socket every
 ``TRICKLE_S``; the tricklers stop on an event. Without nginx the tests skip (fail under
@@ -35,7 +37,8 @@ TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
 SLOW = 50          # slow connections: half trickle headers, half a body
 TRICKLE_S = 0.25   # a byte per slow connection every TRICKLE_S seconds
 ROUNDS = 12        # normal traffic: ROUNDS × (GET /healthz, POST /v1/evaluations)
-BOUND_S = 2.0      # the longest any normal request may wait
+BOUND_S = 2.0      # the longest any normal request may wait, on an idle machine
+BUSY_FACTOR = 5    # on a busy one: this many times what it takes with no slow client
 MAX_BODY = 1_000_000  # over the evaluation below (140 kB)
 
 EVALUATION = orjson.dumps({"run": (DATA / "results.test").read_text(),
@@ -111,6 +114,7 @@ class SlowClients:
         self.socks: list[socket.socket] = []
         self.sent = 0
         self.started = threading.Event()
+        self.trickled = threading.Event()  # set once every connection has trickled a byte
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="slow-clients", daemon=True)
 
@@ -141,6 +145,7 @@ class SlowClients:
             for sock in self.socks:
                 sock.sendall(b" " if self.socks.index(sock) % 2 else b"a")
                 self.sent += 1
+            self.trickled.set()
 
     def all_open_and_unanswered(self) -> bool:
         """No slow connection has been answered or closed by the server (so they were all
@@ -177,6 +182,15 @@ def normal_traffic(base: str, rounds: int = ROUNDS, timeout: float = 30) -> list
     return seen
 
 
+def answer_bound(base: str) -> float:
+    """The longest a normal request may wait beside slow clients: BOUND_S, or, where the
+    machine is busy, BUSY_FACTOR times the slowest of a round without them, measured now
+    (a stalled request never answers at all, so any finite bound tells the two apart)."""
+    seen = normal_traffic(base, rounds=1)
+    assert {status for _, _, status, _ in seen} == {200}
+    return max(BOUND_S, BUSY_FACTOR * max(seconds for _, seconds, _, _ in seen))
+
+
 @pytest.fixture(scope="module")
 def api(redis_server):
     """gunicorn as the recommended deployment runs it: with Redis, 2 workers × 4 threads."""
@@ -194,7 +208,9 @@ def proxy(api):
 
 def test_fifty_slow_clients_leave_the_proxied_api_answering_within_2s(proxy):
     assert normal_traffic(proxy, rounds=1)[1][2:] == (200, 0.1785)  # warm, and correct
+    bound = answer_bound(proxy)
     with SlowClients(proxy) as slow:
+        assert slow.trickled.wait(30), "the slow clients never trickled"
         seen = normal_traffic(proxy)
         assert slow.all_open_and_unanswered()
         assert slow.sent >= SLOW  # they trickled while the traffic ran
@@ -204,15 +220,16 @@ def test_fifty_slow_clients_leave_the_proxied_api_answering_within_2s(proxy):
         ("healthz", 200, None), ("evaluation", 200, 0.1785)}
     slowest = max(seen, key=lambda row: row[1])
     print(f"slowest normal request: {slowest[0]} {slowest[1]:.3f} s of {len(seen)}")
-    assert slowest[1] <= BOUND_S, f"{slowest[0]} waited {slowest[1]:.2f} s: {seen}"
+    assert slowest[1] <= bound, f"{slowest[0]} waited {slowest[1]:.2f} s: {seen}"
 
 
 def test_the_same_load_stalls_gunicorn_alone(api):
     """The control: without the proxy, 50 slow clients hold every gunicorn thread, and a
     /healthz is not answered within the bound (so the test above measures something)."""
+    bound = answer_bound(api)
     with SlowClients(api):
         with pytest.raises(OSError):  # urllib's timeout
-            normal_traffic(api, rounds=1, timeout=BOUND_S)
+            normal_traffic(api, rounds=1, timeout=bound)
 
 
 def test_the_proxy_refuses_a_body_over_the_limit_as_the_api_does(api, proxy):
@@ -257,10 +274,11 @@ def test_make_run_answers_beside_three_slow_clients_not_four():
     without Redis and without a proxy (1 process × CRANFIELD_THREADS = 4 threads) answers
     beside 3 slow connections; a 4th takes the last thread and stalls it."""
     with running_gunicorn() as base:
+        bound = answer_bound(base)
         with SlowClients(base, 3):
             seen = normal_traffic(base, rounds=3)
-        assert max(seconds for _, seconds, _, _ in seen) <= BOUND_S, seen
+        assert max(seconds for _, seconds, _, _ in seen) <= bound, seen
         assert {status for _, _, status, _ in seen} == {200}
         with SlowClients(base, 4):
             with pytest.raises(OSError):  # urllib's timeout
-                normal_traffic(base, rounds=1, timeout=BOUND_S)
+                normal_traffic(base, rounds=1, timeout=bound)
