@@ -78,11 +78,11 @@ from sqlalchemy.orm import (
 )
 
 from .store import NotFound
+from .versioned_sets import tenant_key
 
 log = logging.getLogger("cranfield.results")
 
 MIGRATIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
-SHARED = ""  # the tenant None (no API keys) in the database
 
 MAX_NAME = 200    # system names and labels
 MAX_COMMIT = 100
@@ -383,10 +383,6 @@ def _window(since: datetime | str | None, until: datetime | str | None) -> list:
         ([] if end is None else [Result.created_at <= end])
 
 
-def _tenant(tenant: str | None) -> str:
-    return SHARED if tenant is None else tenant
-
-
 def _text(record: dict, key: str, limit: int, *, optional: bool = False) -> str | None:
     value = record.get(key)
     if value is None and optional:
@@ -577,7 +573,7 @@ class ResultStore:
             owner_pk = self._system_pk(tenant, system)
         try:
             with self.sessions.begin() as session:
-                result = Result(id=uuid.uuid4().hex, tenant=_tenant(tenant),
+                result = Result(id=uuid.uuid4().hex, tenant=tenant_key(tenant),
                                 system_pk=owner_pk, label=label, commit=commit,
                                 tags=_dumps(tags), created_at=created,
                                 qrels_version=provenance.get("qrels_version"),
@@ -609,7 +605,7 @@ class ResultStore:
         with self.sessions() as session:
             row = session.execute(
                 select(Result, System.name).join(System, System.pk == Result.system_pk)
-                .where(Result.tenant == _tenant(tenant), Result.job_id == job_id)).first()
+                .where(Result.tenant == tenant_key(tenant), Result.job_id == job_id)).first()
             return None if row is None else self._summary(row[0], row[1])
 
     def delete(self, tenant: str | None, result_id: str) -> bool:
@@ -712,7 +708,7 @@ class ResultStore:
             return int(session.scalar(
                 select(func.count(func.distinct(System.pk)))
                 .join(Result, Result.system_pk == System.pk)
-                .where(System.tenant == _tenant(tenant))) or 0)
+                .where(System.tenant == tenant_key(tenant))) or 0)
 
     def system(self, tenant: str | None, name: str) -> dict | None:
         """The system ``name`` as :meth:`systems` lists it; None if it has no results."""
@@ -728,7 +724,7 @@ class ResultStore:
                        Baseline.result_pk)
                 .join(Result, Result.system_pk == System.pk)
                 .outerjoin(Baseline, Baseline.system_pk == System.pk)
-                .where(System.tenant == _tenant(tenant), *where)
+                .where(System.tenant == tenant_key(tenant), *where)
                 .group_by(System.pk, System.name, Baseline.result_pk)
                 .order_by(System.name).offset(max(0, int(offset))))
             if limit is not None:
@@ -781,7 +777,7 @@ class ResultStore:
                 select(Result, System.name)
                 .join(Baseline, Baseline.result_pk == Result.pk)
                 .join(System, System.pk == Baseline.system_pk)
-                .where(System.tenant == _tenant(tenant), System.name == system)).first()
+                .where(System.tenant == tenant_key(tenant), System.name == system)).first()
             return None if row is None else self._summary(row[0], row[1])
 
     def trend(self, tenant: str | None, system: str, measure: str, *,
@@ -941,10 +937,10 @@ class ResultStore:
     @staticmethod
     def _system(session: Session, tenant: str | None, name: str, *, create: bool = False
                 ) -> System | None:
-        found = session.scalar(select(System).where(System.tenant == _tenant(tenant),
+        found = session.scalar(select(System).where(System.tenant == tenant_key(tenant),
                                                     System.name == name))
         if found is None and create:
-            found = System(tenant=_tenant(tenant), name=name)
+            found = System(tenant=tenant_key(tenant), name=name)
             session.add(found)
             session.flush()
         return found
@@ -954,7 +950,7 @@ class ResultStore:
                 ) -> Result | None:
         if not isinstance(result_id, str) or len(result_id) > 32:
             return None
-        query = select(Result).where(Result.tenant == _tenant(tenant), Result.id == result_id)
+        query = select(Result).where(Result.tenant == tenant_key(tenant), Result.id == result_id)
         if whole:
             query = query.options(undefer(Result.topics), undefer(Result.document))
         return session.scalar(query)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from sqlalchemy import Table, func, insert, select
 from sqlalchemy.engine import Connection
 
-from .results import SHARED
+# the tenant None (no API keys) in the database: here, below backend.results (which
+# imports the two stores at its end), so that importing this module first is no circle
+SHARED = ""
 
 
 def tenant_key(tenant: str | None) -> str:
