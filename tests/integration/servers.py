@@ -206,6 +206,17 @@ def text_of(base: str, location: str) -> bytes:
         return resp.read()
 
 
+def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
+    """Poll ``condition()`` until it is truthy (returned), failing after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what}"
+        time.sleep(interval)
+
+
 def wait_job(base: str, location: str, timeout: float = JOB_TIMEOUT,
              headers: dict | None = None) -> dict:
     """The job once it is finished, failed or canceled; after ``timeout`` seconds, as it is

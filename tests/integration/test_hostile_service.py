@@ -30,6 +30,7 @@ from servers import (
     start_gunicorn,
     stop,
     wait_job,
+    wait_until,
 )
 
 from service.auth import key_line
@@ -378,10 +379,7 @@ def test_a_killed_workers_job_is_finished_by_another_worker_within_the_take_over
             assert time.monotonic() < deadline, "the second worker never came up"
             time.sleep(0.1)
         # the event the old sleep stood for: the second worker blocked in its wait for a job
-        deadline = time.monotonic() + 60
-        while not _waiting_for_a_job(conn):
-            assert time.monotonic() < deadline, "the second worker never waited for a job"
-            time.sleep(0.05)
+        wait_until(lambda: _waiting_for_a_job(conn), 60, "the second worker waiting for a job")
         _kill_worker(first)
         killed = time.time()
         assert call(url, "GET", headers["Location"])[2]["status"] == "started"

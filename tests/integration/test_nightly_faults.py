@@ -28,6 +28,7 @@ from servers import (
     running_gunicorn,
     running_redis,
     stop,
+    wait_until,
 )
 
 MAP = 0.1785  # results.test against qrels.test (BODY)
@@ -62,17 +63,6 @@ def log_events(log: Path) -> list[dict]:
         except ValueError:
             continue
     return events
-
-
-def wait_until(condition, timeout: float, what: str, interval: float = 0.05):
-    """Poll ``condition()`` until it is truthy (returned), failing after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what}"
-        time.sleep(interval)
 
 
 def job_state(api: str, location: str) -> dict | None:

@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, stop, wait_job
+from servers import CRANFIELD, DATA, ROOT, call, start_gunicorn, stop, wait_job, wait_until
 
 RUN = (DATA / "results.test").read_text()
 QRELS = (DATA / "qrels.test").read_bytes()
@@ -109,10 +108,8 @@ def test_http_metrics_are_summed_over_gunicorns_processes(gunicorn):
                      b"Connection: close\r\n\r\n" % (host.encode(), port, len(body)) + body[:5])
         # the event: a gunicorn process holds the connection (it accepted it and gave it
         # to its one thread, which waits for the rest of the body)
-        deadline = time.monotonic() + 60
-        while not _held_by_a_child(master, slow.getsockname()[1], port):
-            assert time.monotonic() < deadline, "no gunicorn process took the slow request"
-            time.sleep(0.02)
+        wait_until(lambda: _held_by_a_child(master, slow.getsockname()[1], port), 60,
+                   "a gunicorn process holding the slow request")
         with ThreadPoolExecutor(4) as pool:
             statuses = list(pool.map(lambda _: call(api, "GET", "/v1/measures")[0], range(20)))
         assert statuses == [200] * 20
