@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_seeded_mix.h"
+
 #define END 0
 #define STOPPED 1
 #define NOT_THIS_SHAPE 2
@@ -44,14 +46,7 @@ static uint64_t json_seed;
 
 void jsonscan_set_seed(uint64_t s) { json_seed = s; }
 
-static inline uint64_t json_mix(uint64_t h) {
-    h ^= json_seed;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
-}
+static inline uint64_t json_mix(uint64_t h) { return seeded_mix(h, json_seed); }
 
 /* Exact powers of ten: an integer below 2**53 times or over one of these is rounded once, so
    the product or quotient is the correctly rounded value (Clinger's fast path). */
@@ -199,15 +194,21 @@ static int position_ok(Py_ssize_t i) {
     return 1;
 }
 
+/* The small kernels' arguments (a buffer, a position): the buffer held in ``v`` and the
+   position in ``i``, or -1 with the Python error set. */
+static int buffer_at(PyObject *args, Py_buffer *v, Py_ssize_t *i) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "On", &obj, i) || !position_ok(*i)) return -1;
+    return read_buffer(obj, v) ? -1 : 0;
+}
+
 /* ---- the small kernels --------------------------------------------------------------- */
 
 PyObject *json_skip_ws(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *obj;
     Py_ssize_t i;
     Py_buffer v;
-    if (!PyArg_ParseTuple(args, "On", &obj, &i) || !position_ok(i)) return NULL;
-    if (read_buffer(obj, &v)) return NULL;
+    if (buffer_at(args, &v, &i)) return NULL;
     Py_ssize_t r = skip_ws((const uint8_t *)v.buf, v.len, i);
     PyBuffer_Release(&v);
     return PyLong_FromSsize_t(r);
@@ -215,11 +216,9 @@ PyObject *json_skip_ws(PyObject *self, PyObject *args) {
 
 PyObject *json_value_end(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *obj;
     Py_ssize_t i;
     Py_buffer v;
-    if (!PyArg_ParseTuple(args, "On", &obj, &i) || !position_ok(i)) return NULL;
-    if (read_buffer(obj, &v)) return NULL;
+    if (buffer_at(args, &v, &i)) return NULL;
     Py_ssize_t r = value_end((const uint8_t *)v.buf, v.len, i);
     PyBuffer_Release(&v);
     return PyLong_FromSsize_t(r);
@@ -227,11 +226,9 @@ PyObject *json_value_end(PyObject *self, PyObject *args) {
 
 PyObject *json_member_at(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *obj;
     Py_ssize_t i;
     Py_buffer v;
-    if (!PyArg_ParseTuple(args, "On", &obj, &i) || !position_ok(i)) return NULL;
-    if (read_buffer(obj, &v)) return NULL;
+    if (buffer_at(args, &v, &i)) return NULL;
     const uint8_t *b = (const uint8_t *)v.buf;
     Py_ssize_t n = v.len, a = -1, z = -1, s = -1;
     i = skip_ws(b, n, i);
@@ -252,11 +249,9 @@ PyObject *json_member_at(PyObject *self, PyObject *args) {
 
 PyObject *json_after_value(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *obj;
     Py_ssize_t i;
     Py_buffer v;
-    if (!PyArg_ParseTuple(args, "On", &obj, &i) || !position_ok(i)) return NULL;
-    if (read_buffer(obj, &v)) return NULL;
+    if (buffer_at(args, &v, &i)) return NULL;
     const uint8_t *b = (const uint8_t *)v.buf;
     Py_ssize_t n = v.len, r = -1;
     int closed = 0;

@@ -57,6 +57,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_seeded_mix.h"
+
 /* Table slots come from a hash mixed with a per-process random seed (splitmix64's
    finalizer), so that no input can be made to cluster in the tables: the docid hashes and
    FNV-1a are public and unseeded. Probes are capped as well (MAX_PROBE): a longer one makes
@@ -64,14 +66,7 @@
 static uint64_t seed;
 #define MAX_PROBE 128
 
-static inline uint64_t mix(uint64_t h) {
-    h ^= seed;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
-}
+static inline uint64_t mix(uint64_t h) { return seeded_mix(h, seed); }
 
 /* An id holds no ASCII whitespace or control character (cranfield.grammar._ID_FORBIDDEN);
    a surrogate code point is left to the Python path (which encodes ids with
