@@ -9,8 +9,7 @@ The engine needs numpy only (pyarrow, when installed, speeds up reading TREC fil
 imports the web service, Redis or RQ.
 """
 
-__version__ = "0.1.0"
-
+from .version import __version__  # noqa: E402
 from .errors import CranfieldError, EvaluationError, InputError, MeasureError  # noqa: E402
 from .evaluate import Evaluation, TopicSets, evaluate  # noqa: E402
 from .io import Qrels, Run, read_qrels, read_run  # noqa: E402

@@ -16,7 +16,8 @@ import argparse
 import os
 import sys
 
-from . import __version__, remote_cli
+from . import remote_cli
+from .version import __version__
 from .errors import CranfieldError, InputError, error_report
 from .evaluate import evaluate
 from .measure_docs import FAMILIES

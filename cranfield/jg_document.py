@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import cranfield
 
 from .io import byte_key
 from .prefs import JgEvaluation
+from .version import __version__
 
 #: the formats (trec_eval's -R) read by cranfield.prefs; "qrels" is the ordinary one
 REL_FORMATS = ("qrels_jg", "prefs", "qrels_prefs")
@@ -85,7 +85,7 @@ def jg_document(ev: JgEvaluation, options: dict, run_topics, judged_topics,
         "topics": {"evaluated": list(ev.per_topic), "run_only": run_only,
                    "qrels_only": qrels_only},
         "warnings": warnings,
-        "provenance": {"engine": "cranfield", "engine_version": cranfield.__version__,
+        "provenance": {"engine": "cranfield", "engine_version": __version__,
                        "profile": profile, "options": dict(options),
                        "run_sha256": run_digest, "qrels_sha256": qrels_digest,
                        "runid": ev.runid},

@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-import cranfield
-
 from .measures import PROFILES
+from .version import __version__
 
 # How each interface spells the evaluation options a warning can be about: the CLI's flag
 # (trec_eval's) and the API's field of the request body. A warning about an option carries
@@ -172,7 +171,7 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
         "topics": ev.topics.as_dict(),
         "warnings": warnings_for(ev, interface),
         "provenance": {
-            "engine": "cranfield", "engine_version": cranfield.__version__,
+            "engine": "cranfield", "engine_version": __version__,
             "profile": ev.profile, "options": ev.options,
             "run_sha256": run_digest, "qrels_sha256": qrels_digest, "runid": ev.runid,
         },
