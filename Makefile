@@ -121,6 +121,7 @@ bench-queue: $(STAMP)
 #   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
 MUTATION_MODULES ?= \
 	cranfield/measures/trec.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
+	cranfield/measures/trec_graded.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
 	cranfield/ranking.py:tests/engine/test_ranking_reference.py,tests/engine/test_trec_measures.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
 	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_wilcoxon.py,tests/engine/test_gate.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_edges.py \
 	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_messages.py \

@@ -1,6 +1,7 @@
 """The measure registry. Importing this package registers every measure."""
 
-from . import trec  # noqa: F401, I001  (registers trec_eval's measures, in their order)
+from . import trec  # noqa: F401, I001  (registers trec_eval's measures, in their order: ...
+from . import trec_graded  # noqa: F401  (... from G on, after trec's)
 from . import extended  # noqa: F401  (measures beyond trec_eval)
 from . import cwl  # noqa: F401  (ir_measures' C/W/L measures, cwl_eval's definitions)
 from . import diversity  # noqa: F401  (ndeval's, from subtopic qrels)
