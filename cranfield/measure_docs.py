@@ -14,7 +14,8 @@ from functools import lru_cache
 from .errors import MeasureError
 from .measures import DEFAULT_PROFILE, PROFILES, REGISTRY, Measure
 from .measures.registry import INPUTS
-from .names import IR_NAMES, KW_NAMES, RANX_AT_K, RANX_BARE, RANX_BARE_LEVEL, parse_measure
+from .names import parse_measure
+from .peer_names import IR_NAMES, KW_NAMES, RANX_AT_K, RANX_BARE, RANX_BARE_LEVEL
 
 FAMILIES = ("set", "rank", "graded", "diversity", "count", "info")
 

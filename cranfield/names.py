@@ -1,5 +1,8 @@
 """Measure names: trec_eval's ``-m`` grammar, ir_measures' names and ranx's spellings,
-resolved against the registry into concrete measure instances.
+resolved against the registry into concrete measure instances (:class:`Instance`), and the
+names suggested for an unknown one. The peers' spellings are tabled in
+:mod:`cranfield.peer_names`, the parameters a name carries are read in
+:mod:`cranfield.name_params`. Room: measures.
 
 trec_eval:   ``map``, ``P.5,10``, ``P_5``, ``ndcg_cut.10``, ``ndcg_cut_10``, ``set_F.0.25``,
              ``ndcg.1=3,2=9``, ``iprec_at_recall..10,.20``, nicknames ``official``,
@@ -35,81 +38,34 @@ from .measures.registry import (
     NICKNAMES,
     QRELS_FORMATS,
     REGISTRY,
-    REL,
-    KwArgs,
     Measure,
     input_problem,
 )
-
-# ir_measures' names of trec_eval measures -> (the measure without a cutoff, the measure with
-# @k); each measure's aliases (declared where it is registered: ``MAP`` for ``AP``) are added
-# after its name by _with_aliases
-_IR_NAMES: dict[str, tuple[str | None, str | None]] = {
-    "AP": ("map", "map_cut"),
-    "GMAP": ("gm_map", None),
-    "nDCG": ("ndcg", "ndcg_cut"),
-    "DCG": ("dcg", None),
-    "P": (None, "P"),
-    "R": (None, "recall"),
-    "RR": ("recip_rank", "RR_cut"),
-    "Rprec": ("Rprec", None),
-    "Bpref": ("bpref", None),
-    "infAP": ("infAP", None),
-    "Success": (None, "success"),
-    "IPrec": (None, "iprec_at_recall"),
-    "NumQ": ("num_q", None),
-    "NumRet": ("num_ret", None),
-    "NumRel": ("num_rel", None),
-    "NumRelRet": ("num_rel_ret", None),
-    "SetP": ("set_P", None),
-    "SetRelP": ("set_relative_P", None),
-    "SetR": ("set_recall", None),
-    "SetF": ("set_F", None),
-    "SetAP": ("set_map", None),
-}
-
-
-def _with_aliases(ir_names: dict[str, tuple[str | None, str | None]]
-                  ) -> dict[str, tuple[str | None, str | None]]:
-    """``ir_names`` with, after each name, the aliases of the measures registered under that
-    ir_measures name (``MAP`` after ``AP``, ``NDCG`` after ``nDCG``): the same meaning."""
-    out: dict[str, tuple[str | None, str | None]] = {}
-    for name, meaning in ir_names.items():
-        out[name] = meaning
-        for m in REGISTRY.values():
-            if m.ir_name == name:
-                for alias in m.aliases:
-                    out.setdefault(alias, meaning)
-    return out
-
-
-IR_NAMES = _with_aliases(_IR_NAMES)
-
-# ranx's spellings -> the ir_measures-style name they mean (with @k: the cutoff is appended).
-# A bare spelling that is also a trec_eval name (map, recall, ndcg, dcg, bpref, rbp) keeps
-# trec_eval's meaning (the same number as ranx's but for ``recall``: trec_eval's recall at its
-# cutoffs, ranx's of the whole ranking, which ``recall-l1`` spells). ``hits`` / ``hits@k``
-# are ranx's hits (a mean over topics, where trec_eval's num_rel_ret sums) and ``rbp.95`` is
-# ranx's RBP (the gain is the grade): the measures registered with spelling="ranx". Without
-# @k ranx reads the whole ranking: ``hit_rate`` is success at any rank.
-RANX_AT_K: dict[str, str] = {
-    "ndcg": "nDCG", "ndcg_burges": "nDCG(gain=exp)", "dcg": "DCG", "dcg_burges": "DCG(gain=exp)",
-    "map": "AP", "mrr": "RR", "recall": "R", "precision": "P", "hit_rate": "Success",
-    "f1": "F",
-}
-# the cutoff that stands for "at any rank" (ranx's bare hit_rate); printed under its key, as
-# trec_eval has no name for it (not success_9223372036854775807)
-ANY_RANK = 2 ** 63 - 1
-RANX_BARE: dict[str, str] = {
-    "mrr": "RR", "r-precision": "Rprec", "r_precision": "Rprec", "precision": "SetP",
-    "f1": "F", "ndcg_burges": "nDCG(gain=exp)",
-    "dcg_burges": "DCG(gain=exp)", "hit_rate": f"Success@{ANY_RANK}",
-}
-# ranx's bare spellings that are also trec_eval names, read as ranx's only with the ``-lN``
-# suffix (``map-l2``, ``recall-l2``): what they mean there
-RANX_BARE_LEVEL: dict[str, str] = {
-    "map": "AP", "ndcg": "nDCG", "dcg": "DCG", "recall": "SetR", "bpref": "Bpref",
-}
+from .name_params import (
+    FALSE,
+    BadToken,
+    ascii_float,
+    ascii_int,
+    check_value,
+    gains_value,
+    kw_value,
+    param_named,
+    parse_value,
+    read_boolean,
+    read_number,
+    read_rel_level,
+    split_args,
+)
+from .peer_names import (
+    ALIASES,
+    IR_NAMES,
+    KW_NAMES,
+    KW_ONLY,
+    KW_WITH_CUTOFF,
+    RANX_AT_K,
+    RANX_BARE,
+    ranx_ir_name,
+)
 
 
 @dataclass(frozen=True)
@@ -163,118 +119,6 @@ class Instance:
 
 def _text(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-
-
-# ir_measures-style names (and aliases) of keyword measures; a name also in IR_NAMES goes
-# to the keyword measure only with one of ``KW_ONLY``'s parameters, or an @k that the
-# IR_NAMES measure does not take
-KW_NAMES: dict[str, str] = {alias: n for n, m in REGISTRY.items() if m.kind == "kw"
-                            for alias in ((m.ir_name,) if m.ir_name else
-                                          (n,) if m.extra.get("spelling") == "ranx" else ())
-                            + m.aliases}
-KW_ONLY = {"nDCG": {"gain", "discount", "b", "ties", "min_grade"},
-           "DCG": {"gain", "discount", "b", "ties", "min_grade"},
-           "NDCG": {"ties", "min_grade"},
-           "AP": {"norm"}}
-# ... and these with @k (nDCG(gains={...}) without a cutoff is trec_eval's ndcg.<gains>)
-KW_WITH_CUTOFF = {"nDCG": {"gains"}, "NDCG": {"gains"}}
-# how a boolean parameter may be written
-TRUE = ("true", "True", "1")
-FALSE = ("false", "False", "0")
-
-
-def _kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) -> KwArgs:
-    """Typed, checked keyword parameters (defaults filled in) for a ``kw`` measure."""
-    out = KwArgs()
-    given = dict(args)
-    if k is not None:
-        given["k"] = k
-    for p in measure.params:
-        if p.name not in given:
-            if p.required or (p.name == "k" and "required" in p.description):
-                need = "a cutoff (@k)" if p.name == "k" else f"the parameter {p.name}"
-                raise MeasureError(name, f"{measure.ir_name} needs {need}")
-            out[p.name] = p.default
-            continue
-        text = given.pop(p.name)
-        try:
-            value: Any = (ascii_int(text) if p.type == "integer" else ascii_float(text)
-                          if p.type == "number" else _boolean(text)
-                          if p.type == "boolean" else _gains_value(text, name)
-                          if p.type.startswith("mapping") else text)
-        except _BadToken as bad:
-            raise MeasureError(name, bad.why(f"parameter {p.name} of {measure.name}")) \
-                from None
-        except ValueError:
-            what = {"integer": "an integer", "number": "a number",
-                    "boolean": "true or false"}.get(p.type, p.type)
-            raise MeasureError(name, f"{p.name} must be {what}, got {text!r}") from None
-        out[p.name] = p.check(value, measure.name, name)
-        if isinstance(value, dict):  # kept hashable, as a sorted tuple of pairs
-            out[p.name] = tuple(sorted(value.items()))
-    if given:
-        what = "takes no cutoff" if set(given) == {"k"} else \
-            f"has no parameter(s) {sorted(given)}"
-        raise MeasureError(name, f"{measure.ir_name} {what}")
-    check = measure.extra.get("check")
-    why = check(out) if check else None
-    if why:
-        raise MeasureError(name, why)
-    return out
-
-
-def _boolean(text: str) -> bool:
-    if text in TRUE:
-        return True
-    if text in FALSE:
-        return False
-    raise ValueError(text)
-
-
-def _check_value(measure: Measure, value: Any, name: str) -> Any:
-    """``value`` as parsed for ``measure``'s kind (a cutoff, a tuple, a mapping, ...), checked
-    against the ranges its parameters declare at registration (:meth:`Param.check`); a
-    :class:`MeasureError` naming the measure, the parameter and the range otherwise. Every
-    way of writing a measure ends here (or in :func:`_kw_value` for keyword measures)."""
-    if value is None or not measure.params:
-        return value
-    first = measure.params[0]
-    if measure.kind in ("cutoffs", "fcutoffs", "floats"):
-        for v in value if isinstance(value, tuple) else (value,):
-            first.check(v, measure.name, name)
-    elif measure.kind in ("float", "int", "gains"):
-        first.check(value, measure.name, name)
-    elif measure.kind == "pair":
-        by_name = {p.name: p for p in measure.params}
-        for key, v in dict(value).items():
-            if key not in by_name:
-                raise MeasureError(name, f"{measure.name} has no parameter {key!r} (it takes "
-                                         f"{', '.join(by_name)})")
-            by_name[key].check(v, measure.name, name)
-    return value
-
-
-def _number(text: str, what: str, name: str) -> float:
-    try:
-        return ascii_float(text)
-    except _BadToken as bad:
-        raise MeasureError(name, bad.why(f"parameter {what}")) from None
-
-
-def _rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
-    """ir_measures' ``rel=`` (popped from ``args``), checked: only a measure that reads the
-    relevance level takes it, and it is an integer in the relevance level's range."""
-    if "rel" not in args or any(p.name == "rel" for p in measure.params):
-        return None  # none given, or the measure's own parameter (RBP, diversity)
-    text = args.pop("rel")
-    if not measure.uses_rel_level:
-        raise MeasureError(name, f"{measure.name} takes no parameter rel: it does not use a "
-                                 "relevance level")
-    try:
-        level = ascii_int(text)
-    except _BadToken as bad:
-        raise MeasureError(name, bad.why(f"parameter rel of {measure.name}")) from None
-    return REL.check(level, measure.name, name)
 
 
 def known_names() -> list[str]:
@@ -360,88 +204,8 @@ def suggest(name: str, n: int = 3) -> list[str]:
     return out
 
 
-# ir_measures' aliases (every measure's, declared where it is registered): suggested only when
-# nothing else spells the measure as well
-ALIASES = frozenset(alias for m in REGISTRY.values() for alias in m.aliases)
-
-
 def _is_trec(name: str) -> bool:
     return name in REGISTRY and REGISTRY[name].kind != "kw"
-
-
-# Numbers in measure names are ASCII, whole token (issue #27): trec_eval reads cutoffs with C's
-# atol and floats with atof, so ``ndcg_cut.1e3`` is @1 and ``P.10abc`` @10, and Python's int()
-# and float() take fullwidth digits (``P.５``), underscores (``1_0``), a '+' and surrounding
-# spaces. Each of those is one input read silently as another: refused, naming the token.
-_INT_TOKEN = re.compile(r"-?[0-9]+")
-_FLOAT_TOKEN = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-                          r"|-?(?:inf|infinity|nan)", re.IGNORECASE)
-
-
-class _BadToken(ValueError):
-    """A number that is not written as ASCII decimal, whole token."""
-
-    def __init__(self, token: str, integer: bool):
-        super().__init__(token)
-        self.token, self.integer = token, integer
-
-    def why(self, what: str) -> str:
-        kind = ("an integer in ASCII decimal digits" if self.integer else
-                "a number in ASCII (digits, '.', an exponent)")
-        return f"cannot read {what}: it must be {kind}, whole token; got {self.token!r}"
-
-
-def ascii_int(text: str) -> int:
-    """``text`` as an integer when it is ASCII decimal (an optional '-', digits) and nothing
-    else; :class:`ValueError` otherwise (no '+', space, '_', exponent, fullwidth digit)."""
-    if not isinstance(text, str) or not _INT_TOKEN.fullmatch(text):
-        raise _BadToken(str(text), True)
-    return int(text)
-
-
-def ascii_float(text: str) -> float:
-    """``text`` as a float when it is an ASCII number (``0.8``, ``.25``, ``1e-3``, ``-1``,
-    ``inf``, ``nan``) and nothing else; :class:`ValueError` otherwise."""
-    if not isinstance(text, str) or not _FLOAT_TOKEN.fullmatch(text):
-        raise _BadToken(str(text), False)
-    return float(text)
-
-
-def _parse_value(measure: Measure, text: str, name: str) -> Any:
-    """Parse trec_eval's parameter string for ``measure`` (the part after the first '.')."""
-    items = [s for s in text.split(",")]
-    try:
-        if measure.kind == "cutoffs":
-            return tuple(sorted({ascii_int(s) for s in items}))
-        if measure.kind == "fcutoffs":
-            return tuple(sorted({ascii_float(s) for s in items}))
-        if measure.kind == "floats":
-            return tuple(ascii_float(s) for s in items)
-        if measure.kind == "float":
-            return ascii_float(text)
-        if measure.kind == "int":
-            return ascii_int(text)
-        if measure.kind in ("gains", "pair"):
-            pairs = {}
-            for item in items:
-                k, sep, v = item.partition("=")
-                if not sep:
-                    raise MeasureError(name, f"expected key=value pairs, got {item!r}")
-                if measure.kind == "gains":
-                    pairs[ascii_int(k)] = ascii_float(v)
-                else:
-                    pairs[k] = ascii_float(v)
-            return pairs
-    except MeasureError:
-        raise
-    except _BadToken as bad:
-        what = f"parameter {measure.params[0].name} of {measure.name}" if measure.params \
-            else f"a parameter of {measure.name}"
-        raise MeasureError(name, bad.why(what)) from None
-    except ValueError:
-        raise MeasureError(name, f"cannot read parameters {text!r} for {measure.name} "
-                           f"({measure.kind})") from None
-    raise MeasureError(name, f"{measure.name} takes no parameters")
 
 
 def _expand(measure: Measure, value: Any, param_text: str | None, key_base: str | None = None,
@@ -453,7 +217,7 @@ def _expand(measure: Measure, value: Any, param_text: str | None, key_base: str 
             (lambda v: f"{name}_{v:3.2f}")
         return [Instance(fmt(v), measure, v, param_text, rel_level) for v in values]
     if measure.kind == "kw":
-        return [Instance(name, measure, _kw_value(measure, {}, None, name), None, rel_level)]
+        return [Instance(name, measure, kw_value(measure, {}, None, name), None, rel_level)]
     if value is None:
         default = measure.defaults
         if measure.kind in ("float", "int"):
@@ -479,12 +243,12 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
         if m.kind == "kw":
             raise MeasureError(name, f"write {base}'s parameters ir_measures-style, e.g. "
                                f"{m.ir_name}(...)@10")
-        return [(m, _check_value(m, _parse_value(m, text, name), name), text)]
+        return [(m, check_value(m, parse_value(m, text, name), name), text)]
     # trec_eval's printed form: ndcg_cut_10, P_5, iprec_at_recall_0.10
     stem, _, suffix = name.rpartition("_")
     if stem in REGISTRY and REGISTRY[stem].kind in ("cutoffs", "fcutoffs") and suffix:
         m = REGISTRY[stem]
-        return [(m, _check_value(m, _parse_value(m, suffix, name), name), suffix)]
+        return [(m, check_value(m, parse_value(m, suffix, name), name), suffix)]
     # the printed form of the other parameterised measures (set_F_0.5, utility_1,-1,0,0,
     # ndcg_rel_0=0,1=1): what a result was recorded under reads back as that measure; the
     # longest measure name before an underscore (ndcg_rel, not ndcg) whose parameters read
@@ -495,7 +259,7 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
                 and name[i + 1:]:
             text = name[i + 1:]
             try:
-                return [(m, _check_value(m, _parse_value(m, text, name), name), text)]
+                return [(m, check_value(m, parse_value(m, text, name), name), text)]
             except MeasureError:
                 continue
     raise _unknown(name)
@@ -504,85 +268,9 @@ def parse_trec_name(name: str, profile: str) -> list[tuple[Measure, Any, str | N
 # the cutoff after '@' is taken whole (whatever it holds) and read by ascii_int/ascii_float,
 # so that ``P@1_0``, ``nDCG@１`` and ``P@+5`` are refused naming the cutoff, not misread
 _IR_RE = re.compile(r"^(?P<name>[^\W\d]\w*)(?:\((?P<args>.*)\))?(?:@(?P<k>[^@()]*))?$")
-_RANX_RE = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<k>[^@()]*))?$")
 
 
 _SEPARATOR_SPACES = re.compile(r"\s*([(),={}:])\s*")
-
-
-def _split_args(text: str, name: str) -> dict[str, str]:
-    """``key=value`` pairs separated by commas outside braces; quotes around a value are
-    dropped (``dcg='exp-log2'``, ``gains={0:0,1:1}``)."""
-    items, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "{[(":
-            depth += 1
-        elif ch in "}])":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    args: dict[str, str] = {}
-    for item in items:
-        if not item.strip():
-            continue
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise MeasureError(name, f"expected key=value in parentheses, got {item!r}")
-        v = v.strip()
-        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-            v = v[1:-1]
-        args[k.strip()] = v
-    return args
-
-
-def _ranx(name: str) -> str | None:
-    """The ir_measures-style name a ranx spelling means, or None. ranx's ``-lN`` suffix
-    (``ndcg@10-l2``: judgments >= N are relevant) becomes the measure's ``rel=N``."""
-    level = re.fullmatch(r"(?P<stem>.+)-l(?P<n>[0-9]+)", name)
-    if level is not None:
-        stem = level.group("stem")
-        # hits / hits@k are read as the registered measure itself (no ir_measures name)
-        meant = _ranx(stem) or RANX_BARE_LEVEL.get(stem) or \
-            (stem if re.fullmatch(r"hits(@[^@()]*)?", stem) else None)
-        if meant is None:
-            return None
-        n = int(level.group("n"))
-        rel = f"rel={n}"
-        head, at, k = meant.partition("@")
-        if head.startswith(("nDCG", "DCG")):
-            # ranx drops the judgments below N and gains the grade (burges: 2^grade - 1) of
-            # the rest: min_grade=N, one parameter whatever N (never an entry per grade)
-            if n <= 1:
-                return meant
-            low = f"min_grade={n}"
-            head = head[:-1] + "," + low + ")" if head.endswith(")") else f"{head}({low})"
-            return head + at + k
-        if "(rel=" in head or ",rel=" in head:
-            head = re.sub(r"rel=[0-9]+", rel, head)
-        elif head.endswith(")"):
-            head = head[:-1] + "," + rel + ")"
-        else:
-            head += f"({rel})"
-        return head + at + k
-    # ranx's rbp.95 (or rbp@95): p = 0.95, each rank weighed by its grade (ranx's own RBP)
-    rbp = re.fullmatch(r"rbp[.@]([0-9]+)", name)
-    if rbp:
-        return f"ranx_rbp(p=0.{rbp.group(1)},rel=1)"
-    m = _RANX_RE.match(name)
-    if not m:
-        return None
-    base, k = m.group("name"), m.group("k")
-    if k is not None and base in RANX_AT_K:
-        try:
-            ascii_int(k)
-        except _BadToken as bad:
-            raise MeasureError(name, bad.why(f"the cutoff of {base}")) from None
-        return f"{RANX_AT_K[base]}@{k}"
-    if k is None and base in RANX_BARE and base not in REGISTRY:
-        return RANX_BARE[base]
-    return None
 
 
 def parse_ir_name(name: str) -> Instance | None:
@@ -595,7 +283,7 @@ def parse_ir_name(name: str) -> Instance | None:
     if not at or ")" in tail:
         head, at, tail = name, "", ""
     name = _SEPARATOR_SPACES.sub(r"\1", head).strip() + at + tail
-    meant = _ranx(name)
+    meant = ranx_ir_name(name)
     if meant is not None and meant != name:
         inst = parse_ir_name(meant)
         if inst is None:  # a bare trec_eval name (Rprec)
@@ -607,7 +295,7 @@ def parse_ir_name(name: str) -> Instance | None:
         return None
     if m.group("name") in REGISTRY and m.group("args") is None and m.group("k") is None:
         return None  # a bare trec_eval name (P, Rprec, infAP) keeps trec_eval's meaning
-    args = _split_args(m.group("args") or "", name)
+    args = split_args(m.group("args") or "", name)
     k = m.group("k")
     base = m.group("name")
     if args.get("judged_only", "false") in FALSE:
@@ -625,12 +313,12 @@ def parse_ir_name(name: str) -> Instance | None:
                              or (k is not None and IR_NAMES[base][1] is None)
                              or (k is not None and set(args) & KW_WITH_CUTOFF.get(base, set()))):
         measure = REGISTRY[KW_NAMES[base]]
-        rel_level = _rel_level(measure, args, name)
-        return Instance(name, measure, _kw_value(measure, args, k, name), None, rel_level)
+        rel_level = read_rel_level(measure, args, name)
+        return Instance(name, measure, kw_value(measure, args, k, name), None, rel_level)
     plain, cut = IR_NAMES[base]
     if base in ("SetP", "SetRelP") and "relative" in args:
         try:
-            relative = _boolean(args.pop("relative"))
+            relative = read_boolean(args.pop("relative"))
         except ValueError:
             raise MeasureError(name, "relative must be true or false") from None
         plain = "set_relative_P" if relative else "set_P"
@@ -645,51 +333,31 @@ def parse_ir_name(name: str) -> Instance | None:
     if "gains" in args:
         if measure.name not in ("ndcg", "dcg"):
             raise MeasureError(name, f"{m.group('name')} takes no gains")
-        gains = _gains_value(args.pop("gains"), name)
-    rel = _rel_level(measure, args, name)
+        gains = gains_value(args.pop("gains"), name)
+    rel = read_rel_level(measure, args, name)
     value: Any = None
     if k is not None:
         try:
             value = ascii_float(k) if measure.kind == "fcutoffs" else ascii_int(k)
-        except _BadToken as bad:
+        except BadToken as bad:
             what = measure.params[0].name if measure.params else "k"
             raise MeasureError(name, bad.why(f"the cutoff ({what}) of {measure.name}")) \
                 from None
     if measure.name == "set_F":
         # ir_measures hands beta to trec_eval's set_F as it is: SetF(beta=2) is set_F.2, the
         # weight of recall (F's own beta is squared: F(beta=2) is set_F.4)
-        beta = _number(args.pop("beta", "1"), "beta", name)
-        _param(REGISTRY["F"], "beta").check(beta, measure.name, name)
+        beta = read_number(args.pop("beta", "1"), "beta", name)
+        param_named(REGISTRY["F"], "beta").check(beta, measure.name, name)
         value = beta
     elif measure.kind == "pair" and "p" in args:
-        value = {"p": _number(args.pop("p"), "p", name)}
+        value = {"p": read_number(args.pop("p"), "p", name)}
     elif measure.kind == "pair":
         value = {}
     elif measure.kind == "gains":
         value = gains
     if args:
         raise MeasureError(name, f"unknown parameter(s) {sorted(args)} for {m.group('name')}")
-    return Instance(name, measure, _check_value(measure, value, name), None, rel)
-
-
-def _gains_value(text: str, name: str) -> dict:
-    """ir_measures' ``gains={grade: gain, ...}`` as trec_eval's ndcg gains."""
-    body = text.strip()
-    if not (body.startswith("{") and body.endswith("}")):
-        raise MeasureError(name, f"gains must be written {{grade: gain, ...}}, got {text!r}")
-    out: dict[int, float] = {}
-    for item in filter(None, (x.strip() for x in body[1:-1].split(","))):
-        grade, sep, gain = item.partition(":")
-        try:
-            out[ascii_int(grade.strip())] = ascii_float(gain.strip())
-        except ValueError:
-            raise MeasureError(name, f"gains must map integer grades to numbers, got "
-                                     f"{item!r}") from None
-    return out
-
-
-def _param(measure: Measure, name: str):
-    return next(p for p in measure.params if p.name == name)
+    return Instance(name, measure, check_value(measure, value, name), None, rel)
 
 
 def needs_subtopics(names, profile: str = DEFAULT_PROFILE) -> bool:

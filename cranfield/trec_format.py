@@ -113,7 +113,8 @@ def _trec_spelling(key: str) -> tuple[str, tuple | None, tuple] | None:
     lacks. A key in trec_eval's spelling is its own name; another spelling is given
     trec_eval's only when that name reads back as the very same measure."""
     from .errors import MeasureError
-    from .names import ANY_RANK, measure_meaning, parse_ir_name, parse_measure
+    from .names import measure_meaning, parse_ir_name, parse_measure
+    from .peer_names import ANY_RANK
 
     try:
         ir = parse_ir_name(key)
