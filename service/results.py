@@ -313,7 +313,7 @@ def trend(name: str):
     if weighted:
         doc["weighted"] = True
     if fmt == "text/html":
-        from cranfield.html_report import render_trend
+        from cranfield.html_trend import render_trend
 
         root = request.script_root  # the API's mount point, if it is not at /
 

@@ -17,7 +17,8 @@ import pytest
 from browser_tools import Image, decode_png
 
 import cranfield
-from cranfield.html_report import DOWN, PALETTE, UP, render_comparison, render_evaluation
+from cranfield.html_page import DOWN, PALETTE, UP
+from cranfield.html_report import render_comparison, render_evaluation
 from cranfield.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"

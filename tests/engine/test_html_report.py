@@ -15,15 +15,10 @@ from pathlib import Path
 import pytest
 
 import cranfield
-from cranfield.html_report import (
-    LABEL_PITCH,
-    MAX_BARS,
-    PALETTE,
-    VERDICT_STYLE,
-    render_comparison,
-    render_evaluation,
-    render_trend,
-)
+from cranfield.html_charts import LABEL_PITCH, MAX_BARS
+from cranfield.html_page import PALETTE
+from cranfield.html_report import render_comparison, render_evaluation
+from cranfield.html_trend import VERDICT_STYLE, render_trend
 from cranfield.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
