@@ -8,7 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from .document_segments import segments_from_document
+from .evaluate import Evaluation, TopicSets
 from .measures import PROFILES
+from .run_qrels import Qrels, Run
 from .version import __version__
 
 # How each interface spells the evaluation options a warning can be about: the CLI's flag
@@ -47,7 +50,7 @@ def warnings_for_interface(warnings: list[dict], interface: str) -> list[dict]:
     return out
 
 
-def warnings_for(ev: cranfield.Evaluation, interface: str = "api") -> list[dict]:
+def warnings_for(ev: Evaluation, interface: str = "api") -> list[dict]:
     """An input lint: things that make numbers easy to misread. A warning about an option
     has its key in ``option`` and names it as ``interface`` ("api" or "cli") spells it."""
     def name(option: str) -> str:
@@ -112,8 +115,7 @@ def warnings_for(ev: cranfield.Evaluation, interface: str = "api") -> list[dict]
     return out
 
 
-def details_for(ev: cranfield.Evaluation, run: cranfield.Run, qrels: cranfield.Qrels,
-                depth: int) -> dict:
+def details_for(ev: Evaluation, run: Run, qrels: Qrels, depth: int) -> dict:
     """Per topic, like Elasticsearch's rank_eval: ranks of the relevant documents retrieved,
     and the unjudged documents in the top ``depth``."""
     from .ranking import top_documents
@@ -198,16 +200,13 @@ def evaluation_document(ev, req: dict, run_digest: str, qrels_digest: str,
     return doc
 
 
-def evaluation_from_document(doc: dict) -> cranfield.Evaluation:
+def evaluation_from_document(doc: dict) -> Evaluation:
     """The per-topic side of an :class:`~cranfield.Evaluation` from its JSON document (a
     finished job's result), enough to compare it with others (:mod:`cranfield.compare`):
     values per measure key over the document's topics, the measures' descriptions, options,
     topic sets, aggregates and its input lint (``warnings``, kept for comparisons to show). The
     ranking is not in a document, so it has no curves.
     Raises ``ValueError`` when the document has no per-topic values."""
-    from .evaluate import Evaluation, TopicSets
-    from .trec_format import segments_from_document
-
     per_topic = doc.get("per_topic")
     if not per_topic:
         raise ValueError("it has no per-topic values (it was made with per_topic false)")

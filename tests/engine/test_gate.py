@@ -13,7 +13,8 @@ import scipy.stats
 from statsmodels.stats.multitest import multipletests
 
 from cranfield import evaluate, stats
-from cranfield.cli import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED, main
+from cranfield.cli import main
+from cranfield.cli_compare import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED
 from cranfield.compare import (
     BOOTSTRAP_MIN_TOPICS,
     compare,
