@@ -21,7 +21,7 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_FORM_MEMORY_SIZE": 512 * 1024 * 1024,  # multipart text fields (werkzeug's limit)
     "MAX_TOPICS": 100_000,
     "MAX_DOCS_PER_TOPIC": 10_000,
-    # units of work of a synchronous comparison (cranfield.compare.comparison_work); more:
+    # units of work of a synchronous comparison (cranfield.comparison_work.comparison_work); more:
     # 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
     "MAX_COMPARISON_WORK": 40_000_000_000,
     # budgets before work (issue #27), checked before the work is done: the measure

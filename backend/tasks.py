@@ -612,7 +612,7 @@ def _qrels_name(version: str | None, digest: str | None) -> str:
 def _check_recorded_measures(ev: cranfield.Evaluation, measures: list[str],
                              job: ComparisonJob, field: str) -> None:
     """BadInput naming every compared measure a recorded result has no values of."""
-    from cranfield.compare import measure_key_in
+    from cranfield.comparison_scope import measure_key_in
     from cranfield.names import resolve
 
     missing = []

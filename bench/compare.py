@@ -23,7 +23,7 @@ tracemalloc peak of one (untimed, warm-up) comparison. If ranx is installed,
 ``ranx.compare`` is timed as an anchor (see ``--ranx-permutations``).
 
 ``--budget [WORK]`` instead measures the largest comparisons a work budget allows (default:
-the service's MAX_COMPARISON_WORK; the work is ``cranfield.compare.comparison_work``). Each
+the service's MAX_COMPARISON_WORK; the work is ``cranfield.comparison_work.comparison_work``). Each
 of a few shapes — the issue's 10 runs × 30 topics with as many resamples as fit, one column
 of bootstrap over many topics (the dearest unit of work), many columns, per-topic output
 over MAX_TOPICS topics (the most memory), Wilcoxon on as many columns as fit, the default
@@ -66,7 +66,8 @@ import numpy as np
 
 import cranfield
 from cranfield import stats
-from cranfield.compare import compare_evaluations, comparison_work
+from cranfield.compare import compare_evaluations
+from cranfield.comparison_work import comparison_work
 
 MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
 MEASURES_RANX = ["map", "ndcg@10", "precision@10", "recall@100", "mrr"]

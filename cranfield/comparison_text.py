@@ -3,7 +3,7 @@ prints by default and the API answers for ``Accept: text/plain``."""
 
 from __future__ import annotations
 
-from .compare import TEST_KEYS, TESTS, percent
+from .comparison_settings import TEST_KEYS, TESTS, percent
 
 _SHORT = {"t": "t", "randomization": "rand", "bootstrap": "boot", "wilcoxon": "wilcoxon"}
 

@@ -6,6 +6,9 @@ checked on a comparison document (:mod:`cranfield.compare`): :func:`gate` for on
 finished document, :func:`gate_results` for the gates a comparison was asked for, their
 p-values adjusted over the gated measures × candidates only. A gate that cannot be decided
 fails closed (``undecided``).
+
+Compare room; above :mod:`cranfield.comparison_settings`, below :mod:`cranfield.compare`
+(which checks the gates a comparison was asked for).
 """
 
 from __future__ import annotations
@@ -19,13 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import stats
-from .compare import (
-    BOOTSTRAP_MIN_TOPICS,
-    MAX_OFFENDING_TOPICS,
-    TEST_KEYS,
-    TESTS,
-    num,
-)
+from .comparison_settings import BOOTSTRAP_MIN_TOPICS, TEST_KEYS, TESTS, num
 from .errors import InputError, MeasureError
 from .measures import DEFAULT_PROFILE
 from .names import resolve
@@ -33,6 +30,7 @@ from .names import resolve
 # A gate's drop exceeds its allowance only by more than this (× max(1, |baseline mean|)):
 # float rounding must not decide a verdict (0.4 − 0.3 is 0.10000000000000003).
 GATE_TOL = 1e-9
+MAX_OFFENDING_TOPICS = 20
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ class Gate:
     candidate: str | None = None
     #: a segment of the comparison's topic metadata (issue #28): the gate is held on that
     #: segment's own comparison (its topics, means, paired tests and correction family,
-    #: :func:`cranfield.segments.segment_document`); None: the whole comparison
+    #: :func:`cranfield.segment_comparison.segment_document`); None: the whole comparison
     segment: str | None = None
 
 
@@ -274,7 +272,7 @@ def gate_results(document: dict, specs: list[Gate], lookup: dict | None) -> dict
 
 def segment_view(document: dict, segment: str | None) -> dict:
     """The comparison document a gate on ``segment`` judges: the document itself (None),
-    else that segment's comparison (:func:`cranfield.segments.segment_document`).
+    else that segment's comparison (:func:`cranfield.segment_comparison.segment_document`).
     InputError (``gate.segment``), never a pass, when the comparison has no topic metadata,
     no such segment, or no topic of the segment common to the runs (a segment missing from
     a side)."""
@@ -293,7 +291,7 @@ def segment_view(document: dict, segment: str | None) -> dict:
         raise InputError("gate", f"segment {segment!r} has no topic common to the compared "
                          "runs (a run has none of its topics): the gate cannot be held on it",
                          field="gate.segment")
-    from .segments import segment_document
+    from .segment_comparison import segment_document
 
     return segment_document(document, segment)
 

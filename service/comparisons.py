@@ -13,7 +13,7 @@ Limits: every run and the qrels of a comparison are held to MAX_TOPICS and
 MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
 ``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``; a queued comparison's job fails with
 the same problem). A synchronous comparison's work
-(:func:`cranfield.compare.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
+(:func:`cranfield.comparison_work.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
 measures and common topics are known and before the comparison allocates anything: over it,
 422 with the figures (``work``). A comparison asked for with ``Prefer: respond-async`` (or
 too large a body) is queued whatever its work: the budget guards the web worker, and a job
@@ -48,7 +48,9 @@ from marshmallow import (
 
 from backend.contract import ComparisonJob
 from cranfield.budget import BudgetError, evaluation_budget
-from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
+from cranfield.compare import run_names
+from cranfield.comparison_settings import TESTS
+from cranfield.comparison_work import WorkBudgetError, work_budget
 from cranfield.errors import InputError
 from cranfield.html_report import render_comparison
 from cranfield.json_body import loads as json_loads

@@ -265,7 +265,7 @@ def test_client_sends_metadata_in_either_body(served):
 def test_comparison_work_budget_counts_the_segments(app, client):
     """The whole comparison fits MAX_COMPARISON_WORK; with its segments' comparisons it does
     not: 422 before any test runs, the figures counting every segment."""
-    from cranfield.compare import comparison_work
+    from cranfield.comparison_work import comparison_work
 
     tests = ("t", "randomization")
     whole = comparison_work(1, 2, 3, tests, 10_000, 10_000)

@@ -15,11 +15,8 @@ from statsmodels.stats.multitest import multipletests
 from cranfield import evaluate, stats
 from cranfield.cli import main
 from cranfield.cli_compare import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED
-from cranfield.compare import (
-    BOOTSTRAP_MIN_TOPICS,
-    compare,
-    compare_evaluations,
-)
+from cranfield.compare import compare, compare_evaluations
+from cranfield.comparison_settings import BOOTSTRAP_MIN_TOPICS
 from cranfield.comparison_text import format_text
 from cranfield.gate import GATE_TOL, gate
 

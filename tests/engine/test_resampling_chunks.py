@@ -19,13 +19,8 @@ import pytest
 
 import cranfield
 from cranfield import stats
-from cranfield.compare import (
-    WorkBudgetError,
-    compare,
-    compare_evaluations,
-    comparison_work,
-    work_budget,
-)
+from cranfield.compare import compare, compare_evaluations
+from cranfield.comparison_work import WorkBudgetError, comparison_work, work_budget
 
 # --------------------------------------------------------------------------------------------
 # The resampling as it was before chunking (cranfield/stats.py at 57cdff2), the reference

@@ -19,7 +19,8 @@ from statsmodels.stats.multitest import multipletests
 
 import cranfield
 from cranfield.cli import main
-from cranfield.compare import compare, comparison_work
+from cranfield.compare import compare
+from cranfield.comparison_work import comparison_work
 from cranfield.errors import EvaluationError, InputError
 from cranfield.gate import gate
 from cranfield.result_document import evaluation_document, evaluation_from_document
@@ -574,7 +575,8 @@ def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
     """10 topics x 1,000 labels: the work budget refuses it from the segments' sizes (one
     pass), before a mask is made; its message is bounded (F6)."""
     import cranfield.segments as segments
-    from cranfield.compare import WorkBudgetError, compare_evaluations
+    from cranfield.compare import compare_evaluations
+    from cranfield.comparison_work import WorkBudgetError
 
     metadata = _many_labels(10, 1000)
     qrels = {t: {"a": 1, "b": 0} for t in metadata}
