@@ -39,7 +39,7 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_POOL_WORK": 2_000_000,
     "MAX_QUEUED_POOL_WORK": 20_000_000,
     # the memory an uploaded Parquet / Arrow run or qrels will take once read, estimated from
-    # its metadata before anything is decompressed (cranfield.columnar.memory_estimate: rows
+    # its metadata before anything is decompressed (cranfield.table_bounds.memory_estimate: rows
     # x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable, when set,
     # bounds the library and the CLI too (CRANFIELD_TABLE_MAX_MEMORY; unset, they have none)
     "TABLE_MAX_MEMORY": 1024 * 1024 * 1024,

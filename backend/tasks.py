@@ -216,7 +216,7 @@ def _read_kind(raw: bytes, kind: str, source) -> tuple:
     sent, the JSON shape by the canonical text a stored version of the kind keeps."""
     import orjson
 
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    from cranfield.judgment_files import read_prefs, read_qrels_jg
 
     from .store import canonical_kind_text, read_kind
 

@@ -161,7 +161,7 @@ def main() -> int:
     import orjson
 
     import cranfield
-    from cranfield import columnar
+    from cranfield import columnar, table_bytes
     from cranfield.client import _arrow_stream, _multipart
 
     ds = ensure_dataset("M")
@@ -191,15 +191,15 @@ def main() -> int:
 
     fields = [("measures", m) for m in MEASURES]
     arrow_body = _multipart(fields, [  # as Client.evaluate sends a frame (topic dictionary)
-        ("run", "run.arrows", _arrow_stream(run_t, "run"), columnar.ARROW_STREAM_TYPE),
-        ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels"), columnar.ARROW_STREAM_TYPE)])
+        ("run", "run.arrows", _arrow_stream(run_t, "run"), table_bytes.ARROW_STREAM_TYPE),
+        ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels"), table_bytes.ARROW_STREAM_TYPE)])
     plain_body = _multipart(fields, [
-        ("run", "run.arrows", _arrow_stream(run_t, "run", None), columnar.ARROW_STREAM_TYPE),
+        ("run", "run.arrows", _arrow_stream(run_t, "run", None), table_bytes.ARROW_STREAM_TYPE),
         ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels", None),
-         columnar.ARROW_STREAM_TYPE)])
+         table_bytes.ARROW_STREAM_TYPE)])
     parquet_body = _multipart(fields, [
-        ("run", "run.parquet", parquet(run_t), columnar.PARQUET_TYPE),
-        ("qrels", "qrels.parquet", parquet(qrels_t), columnar.PARQUET_TYPE)])
+        ("run", "run.parquet", parquet(run_t), table_bytes.PARQUET_TYPE),
+        ("qrels", "qrels.parquet", parquet(qrels_t), table_bytes.PARQUET_TYPE)])
     text_body = _multipart(fields, [
         ("run", "run.txt", ds.run_path.read_bytes(), "text/plain"),
         ("qrels", "qrels.txt", ds.qrels_path.read_bytes(), "text/plain")])

@@ -126,7 +126,8 @@ def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> by
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    from .columnar import to_arrow, wanted_columns
+    from .columnar import to_arrow
+    from .table_bounds import wanted_columns
 
     if isinstance(value, Mapping):
         rows = [(t, d, v) for t, docs in value.items() for d, v in docs.items()]

@@ -220,8 +220,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
 
     ``qrels_format`` (trec_eval's ``-R``): ``qrels_jg`` (judgment groups), ``prefs`` or
     ``qrels_prefs`` (preference judgments) read ``qrels`` as that format
-    (:mod:`cranfield.prefs`) and return a :class:`cranfield.prefs.JgEvaluation`
-    (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.prefs.format_jg`)
+    (:mod:`cranfield.judgment_files`) and return a :class:`cranfield.jg_measures.JgEvaluation`
+    (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.jg_text.format_jg`)
     with their own measures; they take ``relevance_level`` and ``judged_only`` (qrels_jg
     only), ``depth``, ``complete_topics`` and ``profile`` and refuse the other options.
 
@@ -330,8 +330,9 @@ def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options:
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
-    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.prefs)."""
-    from .prefs import evaluate_jg, evaluate_prefs
+    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.jg_measures, prefs_measures)."""
+    from .jg_measures import evaluate_jg
+    from .prefs_measures import evaluate_prefs
 
     if qrels_format not in ("qrels_jg", "prefs", "qrels_prefs"):
         raise EvaluationError(f"unknown qrels_format {qrels_format!r}; choose one of "

@@ -449,7 +449,8 @@ def _table_data(source: Source, data, label: str, kind: str, diversity: bool = F
     file; else None."""
     if isinstance(source, str) or not bytes(data[:8]).startswith(_TABLE_MAGIC):
         return None
-    from .columnar import read_file_bytes, sniff
+    from .columnar import read_file_bytes
+    from .table_bytes import sniff
 
     fmt = sniff(data)
     return read_file_bytes(data, kind, label, diversity, fmt) if fmt is not None else None

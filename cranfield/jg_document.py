@@ -1,7 +1,7 @@
 """The evaluation document (the API's JSON answer, a queued job's result) of an evaluation
 against judgment groups or preferences (``qrels_format`` ``qrels_jg``, ``prefs`` or
-``qrels_prefs``: :class:`cranfield.prefs.JgEvaluation`), and the way back to trec_eval's text
-(:func:`cranfield.prefs.format_jg`) from it, so that a queued job's text is the synchronous
+``qrels_prefs``: :class:`cranfield.jg_measures.JgEvaluation`), and the way back to trec_eval's text
+(:func:`cranfield.jg_text.format_jg`) from it, so that a queued job's text is the synchronous
 answer's byte for byte.
 
 The document has the shape of every evaluation document (``measures``, ``aggregate``,
@@ -17,10 +17,10 @@ from typing import Any
 
 
 from .io import byte_key
-from .prefs import JgEvaluation
+from .jg_measures import JgEvaluation
 from .version import __version__
 
-#: the formats (trec_eval's -R) read by cranfield.prefs; "qrels" is the ordinary one
+#: the formats (trec_eval's -R) read by cranfield.judgment_files; "qrels" is the ordinary one
 REL_FORMATS = ("qrels_jg", "prefs", "qrels_prefs")
 QRELS_FORMATS = ("qrels", *REL_FORMATS)
 
@@ -109,7 +109,7 @@ def is_jg_document(doc: dict) -> bool:
 
 
 def document_jg(doc: dict) -> JgEvaluation:
-    """A :func:`jg_document` back as the :class:`JgEvaluation` :func:`cranfield.prefs.format_jg`
+    """A :func:`jg_document` back as the :class:`JgEvaluation` :func:`cranfield.jg_text.format_jg`
     prints exactly as it printed the evaluation the document was made from (its per-topic
     rows when it has them; its summary is the document's aggregate). Only for printing."""
     keys = [m["key"] for m in doc["measures"]]

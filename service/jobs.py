@@ -96,7 +96,7 @@ def _rendered(job: dict, fmt: str) -> Response:
             raise Problem(406, "Not Acceptable", "an evaluation against judgment groups or "
                           "preferences is available as application/json or text/plain",
                           kind="not-acceptable")
-        from cranfield.prefs import format_jg
+        from cranfield.jg_text import format_jg
 
         return Response(format_jg(document_jg(result), per_topic=per_topic),
                         mimetype="text/plain")

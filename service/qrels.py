@@ -150,8 +150,8 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
     engine's one reader of that kind (text, or the JSON shape), held to MAX_TOPICS, kept as
     their canonical text under the kind's header (:func:`backend.store.version_text`)."""
     from backend.store import read_kind
-    from cranfield import columnar
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    from cranfield import table_bytes
+    from cranfield.judgment_files import read_prefs, read_qrels_jg
 
     if diversity:
         raise Problem(422, "Invalid request", f"qrels_format {kind} has no subtopics: "
@@ -161,7 +161,7 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
         judgments = (read_qrels_jg(source, name="qrels") if kind == "qrels_jg" else
                      read_prefs(source, name="qrels", qrels=kind == "qrels_prefs"))
     else:
-        if columnar.sniff(source) is not None:
+        if table_bytes.sniff(source) is not None:
             raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "
                           "text or its JSON shape, not an Arrow or Parquet file",
                           kind="invalid-input", errors={"qrels": [

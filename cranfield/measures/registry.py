@@ -48,7 +48,7 @@ class Profile:
     # (10.0; the reset measures aside); 9.0.8 scores it 0
     keeps_missing_topic_values: bool
     # a line of a prefs, qrels_prefs or qrels_jg file starting with '#' is a comment (10.0);
-    # 9.0.8's readers of those formats have no comments and refuse it (cranfield.prefs)
+    # 9.0.8's readers of those formats have no comments and refuse it (cranfield.jg_measures)
     skips_judgment_comments: bool
 
 
@@ -240,8 +240,8 @@ class Measure:
     ``qrels`` (the default), ``qrels_jg`` (judgment groups, trec_eval's ``-R qrels_jg``),
     ``prefs`` (preference judgments, ``-R prefs`` or ``-R qrels_prefs``) or ``any`` (the
     summary's runid and num_q lines, which every evaluation can print); for the last three
-    ``compute(values, value)`` reads the values :mod:`cranfield.prefs` computes for one
-    judgment group or topic.
+    ``compute(values, value)`` reads the values :mod:`cranfield.jg_measures` and
+    :mod:`cranfield.prefs_measures` compute for one judgment group or topic.
     """
 
     name: str

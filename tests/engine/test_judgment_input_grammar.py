@@ -12,7 +12,7 @@ import pytest
 
 import cranfield
 from cranfield.errors import InputError
-from cranfield.prefs import read_prefs, read_qrels_jg
+from cranfield.judgment_files import read_prefs, read_qrels_jg
 
 RUN = "q1 Q0 d\u00a01 1 3.0 r\nq1 Q0 d2 2 2.0 r\nq1 Q0 d\u20281 3 1.0 r\n"
 
