@@ -235,11 +235,11 @@ def _is_number(v: Any) -> bool:
 
 def _column_stats(x: np.ndarray) -> tuple[int, float | None, float | None, float | None]:
     """(n, mean, ci_low, ci_high) of the finite values of ``x`` (in strcmp topic order): the
-    mean summed as trec_eval sums (cranfield.evaluate.trec_mean: in turn, in a double), so a
+    mean summed as trec_eval sums (cranfield.aggregation.trec_mean: in turn, in a double), so a
     trend point prints the evaluation's aggregate, last digit included, where numpy's
     pairwise sum printed 0.0075 beside 0.0074 (issue #27); a 95% Student-t CI
     (cranfield.stats.mean_ci); None where undefined (no values; one value has no CI)."""
-    from cranfield.evaluate import trec_mean
+    from cranfield.aggregation import trec_mean
     from cranfield.stats import mean_ci
 
     x = x[np.isfinite(x)]

@@ -408,7 +408,7 @@ def run_combine(store, job: CombineJob, shards: list[dict], results=None) -> dic
 
 
 def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
-    from cranfield.evaluate import combine, evaluate_missing_topics
+    from cranfield.shards import combine, evaluate_missing_topics
 
     for outcome in shards:
         if "problem" in outcome:

@@ -162,7 +162,7 @@ def main() -> int:
 
     import cranfield
     from cranfield import columnar, table_bytes
-    from cranfield.client import _arrow_stream, _multipart
+    from cranfield.client_body import _arrow_stream, _multipart
 
     ds = ensure_dataset("M")
     run = cranfield.read_run(str(ds.run_path))

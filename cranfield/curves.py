@@ -35,7 +35,7 @@ INTERPOLATION_NOTE = (
 
 def averaged_topics(ev: Evaluation) -> np.ndarray:
     """Per topic of ``ev.ranked``: whether the evaluation's aggregates average it (the rule
-    of ``evaluate._aggregate``: every qrels topic with complete_topics, else those the run
+    of ``aggregation._aggregate``: every qrels topic with complete_topics, else those the run
     has)."""
     ranked = ev.ranked
     if ev.options["complete_topics"]:

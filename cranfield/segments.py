@@ -20,7 +20,8 @@ A topic given twice is an error naming both lines (or, in a mapping, cannot happ
 objects with a key twice are refused by the body reader). Metadata with no topic is an
 error (``empty-input``).
 
-What it gives (:func:`segment_aggregates`, which :func:`cranfield.evaluate` calls):
+What it gives (:func:`cranfield.aggregation.segment_aggregates`, which
+:func:`cranfield.evaluate` calls):
 
 - per segment: the evaluated topics carrying its label, and over them the summary trec_eval
   forms over all topics (``evaluate``'s own rule: means, ``num_*`` summed, ``gm_*``
@@ -37,7 +38,10 @@ What it gives (:func:`segment_aggregates`, which :func:`cranfield.evaluate` call
 Micro aggregation (``aggregation="micro"``) is not combined with metadata (refused), nor
 are the ``-R`` qrels formats. In comparisons (:func:`cranfield.compare.compare_evaluations`)
 each segment is compared over its common topics with the same tests, and its p-values are
-corrected over its own family (that segment's measure x pair comparisons).
+corrected over its own family (that segment's measure x pair comparisons;
+:mod:`cranfield.segment_comparison`).
+
+This module holds the metadata and its reader. Room: inputs.
 """
 
 from __future__ import annotations
@@ -49,20 +53,19 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from .errors import InputError
 from .grammar import GrammarError, id_problem, parse_score
-from .io import byte_key, content_lines
 from .measures.registry import WEIGHT_LIMIT
+from .run_qrels import byte_key
+from .trec_lines import content_lines
 
 KIND = "topic_metadata"
 #: the longest segment label (characters), in every way in: what a recorded result keeps
 MAX_LABEL = 200
-MIN_GEO_MEAN = 1e-5  # as evaluate's gm_*: log(max(v, 1e-5))
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,7 +163,7 @@ def read_topic_metadata(source: Any, *, name: str | None = None,
         label = name or KIND
         _check_size(len(source), max_topics, label)
         return _from_mapping(source, label, max_segments)
-    from .io import load_bytes, refuse_bom
+    from .trec_source import load_bytes, refuse_bom
 
     data, label = load_bytes(source, name, KIND)
     data = bytes(data)
@@ -346,116 +349,3 @@ def _digest(labels: dict[str, tuple[str, ...]], weights: dict[str, float]) -> st
     canon = "".join(f"{t}\t{','.join(sorted(labels[t], key=byte_key)) or '-'}\t{weights[t]!r}\n"
                     for t in sorted(labels, key=byte_key))
     return hashlib.sha256(canon.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-# --------------------------------------------------------------------------------------------
-# An evaluation's segments and weighted means
-# --------------------------------------------------------------------------------------------
-
-def segment_aggregates(md: TopicMetadata, instances, values: dict[str, np.ndarray], ranked,
-                       qrels, runid: str, options: dict) -> tuple[dict, dict]:
-    """(segments, weighted) of one evaluation: ``segments`` {label: {"topics": n,
-    "aggregate": {key: value}}} (labels in byte order), ``weighted`` {key: value}. ``values``
-    hold one value per topic of ``ranked.topics``; ``qrels`` is read only with
-    ``complete_topics`` (num_rel's -c summary counts grade > 0 over the qrels)."""
-    from .evaluate import summary
-
-    complete = bool(options.get("complete_topics"))
-    profile = options["profile"]
-    zscored = bool(options.get("zscores"))
-    topics = list(ranked.topics)
-    in_run = np.asarray(ranked.in_run, bool)
-    evaluated = np.ones(len(topics), bool) if complete else in_run
-    grades_by_topic = _positive_grades(qrels, topics) if complete else None
-    kept = [i for i in instances if i.measure.aggregate not in ("runid", "none")
-            and i.measure.name not in ("runid", "relstring")]
-    segments: dict[str, dict] = {}
-    arrays = {i.key: np.asarray(values[i.key]) for i in kept}
-    for label, rows in md.segment_rows(topics).items():
-        rows = rows[evaluated[rows]]  # ascending: the segment's topics in the run's order
-        n = int(rows.size)
-        if not n:
-            segments[label] = {"topics": 0, "aggregate": {}}
-            continue
-        sub = SimpleNamespace(topics=[topics[i] for i in rows.tolist()], in_run=in_run[rows])
-        sub_values = {key: arr[rows] for key, arr in arrays.items()}
-        # the summary reads qrels only for -c's num_rel (its judgments with grade > 0): the
-        # segment's count of them stands in for its judgments
-        sub_qrels = SimpleNamespace(grades=np.ones(int(grades_by_topic[rows].sum()), np.int64)
-                                    if complete else np.zeros(0, np.int64))
-        segments[label] = {"topics": n, "aggregate": summary(
-            kept, sub_values, sub, sub_qrels, runid, complete, profile, zscored)}
-    w = md.weight_array(topics)[evaluated]
-    weighted: dict[str, Any] = {}
-    for inst in kept:
-        v = np.asarray(values[inst.key])[evaluated]
-        if inst.measure.name == "num_rel" and complete:
-            v = grades_by_topic  # as the -c summary: grade > 0 over all qrels of the topic
-        weighted[inst.key] = weighted_value(inst.measure.aggregate, v, w, zscored)
-    return segments, weighted
-
-
-def weighted_value(how: str, v: np.ndarray, w: np.ndarray, zscored: bool = False) -> float:
-    """One measure's weighted aggregate of per-topic values ``v`` with weights ``w`` (``how``:
-    the measure's aggregate: mean, sum, num_q, gmean; mean_reported: the weighted mean over
-    the topics that have a value, NaN being none)."""
-    v = np.asarray(v, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    if how == "mean_reported":
-        has = ~np.isnan(v)
-        v, w = v[has], w[has]
-    total = w.sum()
-    if how == "num_q":
-        return float(total)
-    if how == "sum":
-        return float(np.multiply(v, w).sum())
-    if how == "gmean" and not zscored:
-        v = np.log(np.maximum(v, MIN_GEO_MEAN))
-    if total == 0:
-        mean = math.nan
-    else:  # numpy.average's own arithmetic: (a * w).sum() / w.sum()
-        mean = float(np.multiply(v, w).sum() / total)
-    return math.exp(mean) if how == "gmean" and math.isfinite(mean) else mean
-
-
-def _positive_grades(qrels, topics: list[str]) -> np.ndarray:
-    """Per topic of ``topics``: its qrels' judgments with grade > 0."""
-    counts = np.bincount(np.asarray(qrels.topic_index)[np.asarray(qrels.grades) > 0],
-                         minlength=len(qrels.topics))
-    by_name = dict(zip(qrels.topics, counts.tolist(), strict=True))
-    return np.asarray([by_name.get(t, 0) for t in topics], dtype=np.int64)
-
-
-def unlabelled(md: TopicMetadata, evaluated: list[str]) -> list[str]:
-    """The evaluated topics the metadata does not name (they weigh 1, carry no label)."""
-    return [t for t in evaluated if t not in md.labels]
-
-
-# --------------------------------------------------------------------------------------------
-# Comparisons by segment
-# --------------------------------------------------------------------------------------------
-
-def segment_masks(md: TopicMetadata, topics: list[str]) -> dict[str, np.ndarray]:
-    """{label: boolean mask over ``topics``} for every label of the metadata (built from
-    :meth:`TopicMetadata.segment_rows`: one pass over the topics' labels)."""
-    out = {}
-    for label, rows in md.segment_rows(topics).items():
-        mask = np.zeros(len(topics), bool)
-        mask[rows] = True
-        out[label] = mask
-    return out
-
-
-def segment_document(document: dict, label: str) -> dict:
-    """A comparison document as seen by one segment: the document with that segment's
-    ``topics``, ``summary``, ``pairs``, ``correction`` and ``warnings`` in place of the
-    overall ones (runs, measures, options, alpha and ci unchanged), so that
-    :func:`cranfield.gate.gate_results` and :func:`cranfield.gate.gate` judge the segment
-    as they judge a whole comparison. ``per_topic`` (when present) is kept: it covers the
-    segment's topics. KeyError if the document has no such segment."""
-    seg = document["segments"][label]
-    view = {k: v for k, v in document.items() if k not in ("segments", "weighted", "gate")}
-    view.update({"topics": seg["topics"], "summary": seg["summary"], "pairs": seg["pairs"],
-                 "correction": seg["correction"], "warnings": seg.get("warnings", []),
-                 "segment": label})
-    return view

@@ -7,7 +7,8 @@ Fields follow the project's TREC text grammar (:mod:`cranfield.grammar`: space/t
 separated, blank and ``#`` lines skipped); mean and stddev are decimals, or ``nan``/``inf``
 as ``atof`` reads them (:func:`parse_number`).
 
-What trec_eval does with it (``convert_zscores.c``, ``trec_eval.c``), and so this module:
+What trec_eval does with it (``convert_zscores.c``, ``trec_eval.c``), and so
+:func:`cranfield.zscore_standardise.standardise`:
 
 - every per-topic value of every measure is replaced, before the summary is formed, by
   ``(value - mean) / stddev`` with the pair looked up by the topic and the measure's
@@ -27,6 +28,8 @@ here it is missing, as trec_eval's help says. A pair given twice (trec_eval take
 as qsort leaves them) and a negative stddev are refused, naming the lines, as is any line
 that is not four fields or whose numbers are not numbers (trec_eval's ``atof`` reads
 ``abc`` as 0).
+
+This module holds the table and its reader. Room: inputs.
 """
 
 from __future__ import annotations
@@ -37,14 +40,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .errors import InputError
 from .grammar import GrammarError, id_problem, parse_score
-from .io import content_lines, load_bytes
+from .trec_lines import content_lines
+from .trec_source import load_bytes
 
 MISSING = -1000000.0  # trec_eval.h MISSING_ZSCORE_VALUE
-MIN_GEO_MEAN = 1e-5   # trec_eval.h: gm_* per-topic values are log(max(v, this))
 
 
 @dataclass(frozen=True)
@@ -173,37 +174,3 @@ def _from_mapping(mapping: Mapping, label: str) -> ZScores:
     canon = "".join(f"{t} {m} {mean!r} {sd!r}\n" for t in sorted(table)
                     for m, (mean, sd) in sorted(table[t].items()))
     return ZScores(table, label, hashlib.sha256(canon.encode()).hexdigest())
-
-
-def standardise(zs: ZScores, values: dict[str, np.ndarray], instances, topics: list[str],
-                convert: np.ndarray) -> None:
-    """Replace ``values`` (per measure key, one per topic of ``topics``) in place by their
-    z-scores, for the topics where ``convert`` is true (the others keep their value: 9.0.8's
-    never-evaluated ``-c`` topics); a topic without a value of a ``mean_reported`` measure
-    (NaN: Accuracy's) keeps having none. Text measures (runid, relstring) are left as they are;
-    ``gm_*`` are converted as trec_eval holds them, log(max(v, 1e-5))."""
-    from .trec_format import printed_lines
-
-    names = {inst.key: name for name, inst in printed_lines(instances)}
-    rows = np.flatnonzero(convert).tolist()
-    for inst in instances:
-        if inst.measure.name in ("runid", "relstring"):
-            continue
-        raw = values[inst.key]
-        if raw.dtype == object:
-            continue
-        name = names.get(inst.key, inst.key)
-        out = raw.astype(np.float64)  # a copy: the caller's arrays may be shared
-        gm = inst.measure.aggregate == "gmean"
-        # a measure whose NaN is "no value" (Accuracy: aggregate mean_reported) keeps it: a
-        # topic without a value has no z-score either (not trec_eval's MISSING), and the
-        # summary stays the mean over the topics that have one
-        no_value = inst.measure.aggregate == "mean_reported"
-        for r in rows:
-            v = float(out[r])
-            if no_value and math.isnan(v):
-                continue
-            if gm:
-                v = math.log(max(v, MIN_GEO_MEAN))
-            out[r] = zs.z(topics[r], name, v)
-        values[inst.key] = out

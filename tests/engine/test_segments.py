@@ -24,7 +24,8 @@ from cranfield.comparison_work import comparison_work
 from cranfield.errors import EvaluationError, InputError
 from cranfield.gate import gate
 from cranfield.result_document import evaluation_document, evaluation_from_document
-from cranfield.segments import TopicMetadata, read_topic_metadata, segment_document
+from cranfield.segment_comparison import segment_document
+from cranfield.segments import TopicMetadata, read_topic_metadata
 from cranfield.trec_format import document_evaluation, format_csv, format_trec
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
@@ -463,8 +464,8 @@ def test_cli_compare_prints_segments(capsys, tmp_path):
 @pytest.mark.parametrize("complete", [False, True])
 def test_shards_combine_to_the_whole_segments(complete):
     """A queued run evaluated in topic shards (backend/tasks.py: each shard against the qrels
-    of its topics, then evaluate.combine) gives the segments and weights of the whole."""
-    from cranfield.evaluate import combine, evaluate_missing_topics
+    of its topics, then shards.combine) gives the segments and weights of the whole."""
+    from cranfield.shards import combine, evaluate_missing_topics
 
     qrels = cranfield.read_qrels(TE / "qrels.test")
     lines = (TE / "results.test").read_text().splitlines(True)
@@ -574,7 +575,7 @@ def test_segment_budget_is_checked_before_the_run_is_read(metadata, measures, bu
 def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
     """10 topics x 1,000 labels: the work budget refuses it from the segments' sizes (one
     pass), before a mask is made; its message is bounded (F6)."""
-    import cranfield.segments as segments
+    import cranfield.segment_comparison as segment_comparison
     from cranfield.compare import compare_evaluations
     from cranfield.comparison_work import WorkBudgetError
 
@@ -586,7 +587,7 @@ def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
     def no_masks(*args):
         raise AssertionError("masks built before the work budget was checked")
 
-    monkeypatch.setattr(segments, "segment_masks", no_masks)
+    monkeypatch.setattr(segment_comparison, "segment_masks", no_masks)
     with pytest.raises(WorkBudgetError) as err:
         compare_evaluations(evs, ["map"], topic_metadata=metadata, max_work=10**9)
     message = str(err.value)

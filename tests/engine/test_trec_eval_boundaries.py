@@ -21,7 +21,7 @@ from binary_cases import PROFILES, make_expected
 
 import cranfield
 from cranfield.cli import main
-from cranfield.evaluate import combine
+from cranfield.shards import combine
 from cranfield.trec_format import format_trec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_boundaries"
