@@ -123,16 +123,24 @@ def json_read(data_dir: Path, repeat: int) -> None:
         return cranfield.read_run(json_body.loads(body)["run"], name="run")
 
     def python_only():  # as an install without the compiled extension reads it
-        import cranfield.io
+        import cranfield.docid_keys
+        import cranfield.mappings
         import cranfield.ranking
+        import cranfield.trec_fast
 
-        saved = json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan
-        json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan = False, None, None
+        compiled = (cranfield.docid_keys, cranfield.mappings, cranfield.trec_fast,
+                    cranfield.ranking)
+        saved = json_body._kernels, [m._mapscan for m in compiled]
+        json_body._kernels = False
+        for m in compiled:
+            m._mapscan = None
         try:
             assert json_body.decode_body(body, min_bytes=0) is None
             return without()
         finally:
-            json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan = saved
+            json_body._kernels = saved[0]
+            for m, ext in zip(compiled, saved[1], strict=True):
+                m._mapscan = ext
 
     results = {}
     for name, fn in (("json_body.decode_body (compiled scan)", scan),

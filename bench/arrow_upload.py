@@ -145,7 +145,7 @@ def json_fast_path(ds, run, repeat: int) -> None:
 
 
 def _empty_qrels():
-    from cranfield.io import Qrels
+    from cranfield.run_qrels import Qrels
 
     return Qrels([], np.zeros(0, np.int32), np.zeros(0, object), np.zeros(0, np.int64))
 

@@ -9,12 +9,13 @@ The engine needs numpy only (pyarrow, when installed, speeds up reading TREC fil
 imports the web service, Redis or RQ.
 """
 
-from .version import __version__  # noqa: E402
 from .errors import CranfieldError, EvaluationError, InputError, MeasureError  # noqa: E402
 from .evaluate import Evaluation, TopicSets, evaluate  # noqa: E402
-from .io import Qrels, Run, read_qrels, read_run  # noqa: E402
+from .io import read_qrels, read_run  # noqa: E402
 from .measures import PROFILES, REGISTRY, Measure  # noqa: E402
 from .names import Instance, parse_measure  # noqa: E402
+from .run_qrels import Qrels, Run  # noqa: E402
+from .version import __version__  # noqa: E402
 
 __all__ = [
     "CranfieldError", "Evaluation", "EvaluationError", "InputError", "Instance", "Measure",

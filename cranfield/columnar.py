@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from . import grammar
-from . import io as _io
+from .arrow_arrays import arrow_ints, object_array
+from .arrow_arrays import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
+from .docid_keys import duplicate_suspects
 from .errors import InputError
-from .io import Qrels, Run, in_strcmp_order
-from .io import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
+from .run_qrels import Qrels, Run, in_strcmp_order
 from .table_bounds import QRELS_COLUMNS, RUN_COLUMNS, column_error, local_bounds
 from .table_bytes import read_table_bytes
 
@@ -133,8 +134,8 @@ def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = Fal
     if "iteration" in table.column_names:
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
-    qrels = Qrels(topics, topic_index[order], docids.take(_io.arrow_ints(order)), grades[order],
-                  _io.object_array(subs)[order] if subs is not None else None, label)
+    qrels = Qrels(topics, topic_index[order], docids.take(arrow_ints(order)), grades[order],
+                  object_array(subs)[order] if subs is not None else None, label)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)
@@ -334,9 +335,9 @@ def _refuse_duplicates(value, label: str, message: str, code: str,
     """Refuse a docid twice within a topic, naming the rows of the table (``rows``: the
     table row of each of ``value``'s rows, when they were reordered). The rows whose hashed
     (topic, docid) keys are shared are found as the text readers find them
-    (:func:`cranfield.io.duplicate_suspects`, whose keys or hashes are kept for matching);
+    (:func:`cranfield.docid_keys.duplicate_suspects`, whose keys or hashes are kept for matching);
     only those are compared exactly."""
-    suspects = _io.duplicate_suspects(value)
+    suspects = duplicate_suspects(value)
     if len(suspects):
         _name_duplicate(value, label, message, code, rows, suspects)
 

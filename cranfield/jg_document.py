@@ -15,9 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-
-from .io import byte_key
 from .jg_measures import JgEvaluation
+from .run_qrels import byte_key
 from .version import __version__
 
 #: the formats (trec_eval's -R) read by cranfield.judgment_files; "qrels" is the ordinary one

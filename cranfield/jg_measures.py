@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .io import byte_key
 from .judgment_files import JudgmentGroups, read_qrels_jg
 from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY
+from .run_qrels import byte_key
 
 __all__ = ["JgEvaluation", "evaluate_jg", "JG_MEASURES"]
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from . import grammar
 from .errors import InputError
-from .io import Qrels, Run, in_strcmp_order
+from .run_qrels import Qrels, Run, in_strcmp_order
 from .settings import SETTINGS
 
 # Below this size orjson is faster than the compiled scan's fixed costs.

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .io import byte_key, read_qrels, read_run
+from .io import read_qrels, read_run
 from .ranking import top_documents
+from .run_qrels import byte_key
 
 
 def pool(runs: dict[str, Any] | list, depth: int, *, judged: Any = None,

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .io import byte_key
 from .jg_measures import (
     JgEvaluation,
     c_div,
@@ -35,6 +34,7 @@ from .jg_measures import (
 )
 from .judgment_files import Preferences, read_prefs
 from .measures.registry import DEFAULT_PROFILE, NICKNAMES, REGISTRY
+from .run_qrels import byte_key
 
 __all__ = ["evaluate_prefs", "PREFS_MEASURES"]
 

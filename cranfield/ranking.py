@@ -21,12 +21,9 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .io import (
-    Qrels,
-    Run,
-    arrow_ints,
+from .arrow_arrays import arrow_ints, numpy_of, take_rows
+from .docid_keys import (
     fnv1a_hashes,
-    numpy_of,
     packed_keys,
     qrels_hashes,
     row_bits,
@@ -34,10 +31,10 @@ from .io import (
     run_hashes,
     run_packed_keys,
     shared_prefixes,
-    take_rows,
     topic_blocks,
     topic_doc_keys,
 )
+from .run_qrels import Qrels, Run
 
 try:  # compiled lookups and searches (cranfield/_mapscan.c); without it, numpy's
     from . import _mapscan

@@ -20,7 +20,7 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
-from .io import path_candidate
+from .trec_source import path_candidate
 
 HEAD = 65536  # bytes of a file or text looked at for its first content line
 
@@ -31,7 +31,7 @@ def kind_of(source: Any) -> tuple[str, str] | None:
     """``(kind, what)`` when ``source`` clearly is a run (``run``) or qrels (``qrels``), or is
     a mapping of integral float values (``floats``: a run's scores, or qrels written as
     floats); ``what`` says how it was told. None when it cannot be told cheaply."""
-    from .io import Qrels, Run
+    from .run_qrels import Qrels, Run
 
     if isinstance(source, Run):
         return RUN, "a cranfield.Run"
@@ -177,7 +177,8 @@ def swapped_message(call: str, form: str, reasons: str, runs: str = "run") -> st
 def looks_like_runs(value: Any) -> bool:
     """Whether ``value`` is compare()'s ``runs``: a mapping {name: run} whose first run is a
     Run, a path or TREC text, columns, or a {topic: {docid: score}} mapping."""
-    from .io import Run, is_columns
+    from .io import is_columns
+    from .run_qrels import Run
 
     if not isinstance(value, Mapping):
         return False

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrow_arrays import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
 from .errors import InputError
-from .io import numpy_of as _numpy  # pyarrow's own to_numpy may import pandas
 from .settings import SETTINGS
 
 RUN_COLUMNS = ("topic", "docid", "score")

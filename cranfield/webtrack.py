@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
-from .io import refuse_bom
 from .ranking import within_topic_index
 from .swapped import refuse_swapped
+from .trec_source import refuse_bom
 
 NDEVAL_DEPTHS = (5, 10, 20)
 GDEVAL_MAX_JUDGMENT = 4

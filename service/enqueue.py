@@ -13,7 +13,7 @@ from flask import Response, after_this_request, current_app, request
 import cranfield
 from backend.contract import EvaluationJob, QrelsInput
 from cranfield.budget import BudgetError, EvaluationBudget, check_instances
-from cranfield.io import split_trec_text
+from cranfield.trec_source import split_trec_text
 
 from .auth import current_tenant
 from .inputs import digest_beside, measure_problem, serialised, stored_qrels

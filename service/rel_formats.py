@@ -91,8 +91,8 @@ def check_rel_measures(req: dict) -> None:
     instances: within any MAX_MEASURE_INSTANCES."""
     import numpy as np
 
-    from cranfield.io import Run
     from cranfield.judgment_files import JudgmentGroups, Preferences
+    from cranfield.run_qrels import Run
 
     check_measure_parameters(req["measures"])  # the names' size, before they are split
     fmt = req["options"]["qrels_format"]

@@ -266,8 +266,8 @@ def preload() -> None:
     import cranfield
     import cranfield.result_document  # noqa: F401
     import worker.jobs  # noqa: F401
-    from cranfield.io import warm_up_columnar_reader
     from cranfield.json_body import warm_up
+    from cranfield.trec_fast import warm_up_columnar_reader
 
     warm_up()  # JSON runs: the compiled scan (the C extension: milliseconds, nothing compiled)
     try:  # the results database, opened and migrated once: each work horse inherits it

@@ -127,8 +127,8 @@ _register("MAP_IA", """Intent-aware mean average precision, over the whole ranki
 def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | None = None):
     """(per-topic values by instance key, the ranked view that fixes the topics) for the
     diversity ``instances``, from subtopic ``qrels``."""
-    from ..io import Qrels
     from ..ranking import rank_run
+    from ..run_qrels import Qrels
     from ..webtrack import diversity_table, docno_rank, greedy_gains
     from .context import no_topics
 
@@ -252,7 +252,7 @@ def docid_codes(docids) -> tuple[np.ndarray, np.ndarray]:
     except ImportError:
         names, code = np.unique(np.asarray(docids, dtype=object), return_inverse=True)
         return code.astype(np.int64), names
-    from ..io import arrow_strings, numpy_of, object_array
+    from ..arrow_arrays import arrow_strings, numpy_of, object_array
 
     encoded = arrow_strings(np.asarray(docids, dtype=object)).dictionary_encode()
     # (no pandas: see arrow_strings)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import cranfield
-from cranfield import columnar, parquet_reader, table_bytes
+from cranfield import columnar, docid_keys, parquet_reader, table_bytes
 from cranfield.errors import InputError
 
 MEASURES = ["map", "P.10", "ndcg_cut.10", "recip_rank", "recall.100", "bpref", "num_ret",
@@ -324,10 +324,10 @@ def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, c
     """By the engine's per-topic tables (compiled) or by its sorted keys; with every docid
     hashing alike, only true duplicates are refused."""
     if not engine_keys:
-        monkeypatch.setattr(columnar._io, "_mapscan", None)
+        monkeypatch.setattr(docid_keys, "_mapscan", None)
     if collide:
         const = lambda docids: np.zeros(len(docids), np.uint64)  # noqa: E731
-        monkeypatch.setattr(columnar._io, "docid_hashes", const)
+        monkeypatch.setattr(docid_keys, "docid_hashes", const)
     table = run_table(RUN)
     columnar.run_from_table(table)  # no duplicate: read
     rows = RUN[:50] + [(RUN[10][0], RUN[10][1], 9.0)] + RUN[50:60]

@@ -9,6 +9,8 @@ import pytest
 
 import cranfield
 import cranfield.io
+import cranfield.trec_fast
+import cranfield.trec_lines
 from cranfield import InputError, grammar, read_qrels, read_run
 
 
@@ -103,8 +105,8 @@ def test_both_readers_agree_on_large_regular_files_with_unicode():
     lines = [f"q{t} Q0 d\u00a0{i}é {i} {rng.normal():.6g} sys\n" for t in range(5)
              for i in range(200)]
     text = "".join(lines).encode()
-    slow = cranfield.io._slow_run(text, "run")
-    fast = cranfield.io._fast_run(text, "run")
+    slow = cranfield.trec_lines.slow_run(text, "run")
+    fast = cranfield.trec_fast.fast_run(text, "run")
     assert fast is not None and fast.to_dict() == slow.to_dict()
 
 

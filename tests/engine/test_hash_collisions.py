@@ -13,10 +13,13 @@ import pyarrow as pa
 import pytest
 
 import cranfield
+import cranfield.docid_keys
 import cranfield.io
+import cranfield.mappings
+import cranfield.trec_fast
 from cranfield import InputError
 
-REAL_HASHES = cranfield.io.docid_hashes
+REAL_HASHES = cranfield.docid_keys.docid_hashes
 MEASURES = ["all_trec", "ndcg_cut.3", "P.2", "recall.4", "success.1"]
 
 
@@ -104,14 +107,14 @@ def test_hashed_matching_equals_the_line_readers_whatever_the_hash(seed, hashing
                                                                     monkeypatch):
     run_text, qrels_text = _texts(seed)
     reference = _evaluate(run_text, qrels_text, columnar=False, profile=profile)
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate(run_text, qrels_text, columnar=True, profile=profile), reference)
 
 
 def test_a_collision_across_sides_is_no_match(monkeypatch):
     """The run retrieves d1, the qrels judge d10 (relevant) and not d1: with d10 hashing as
     d1 the keys agree, the bytes do not, and the run has found nothing relevant."""
-    monkeypatch.setattr(cranfield.io, "docid_hashes", _d1_as_d10)
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes", _d1_as_d10)
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
     run = cranfield.read_run("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\n")
     qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d2 0\n")
@@ -124,7 +127,7 @@ def test_a_collision_across_sides_is_no_match(monkeypatch):
 
 @pytest.mark.parametrize("hashing", ["real", "constant", "four buckets"])
 def test_duplicates_are_found_and_only_they(hashing, monkeypatch):
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes", HASHES[hashing])
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
     run = "q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq2 Q0 a 1 1 s\nq1 Q0 c 3 1 s\n"
     assert cranfield.read_run(run).to_dict() == {"q1": {"a": 3.0, "b": 2.0, "c": 1.0},
@@ -217,7 +220,7 @@ def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columna
                                                           monkeypatch):
     run_text, qrels_text = _texts(seed)
     reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate_mixed(run_text, qrels_text, columnar_run, "trec_eval-9.0.8"), reference)
 
 
@@ -225,10 +228,12 @@ def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columna
 def test_run_keys_repacked_for_more_row_bits_equal_keys_hashed_again(more_bits, monkeypatch):
     """Qrels with more rows than the run widen the row field of the keys the reader kept:
     re-packed from those keys, they equal the keys hashed from the docids anew."""
-    from cranfield.io import row_bits, run_packed_keys
+    from cranfield.docid_keys import row_bits, run_packed_keys
 
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
-    monkeypatch.setattr(cranfield.io, "_mapscan", None)  # the sorted keys, not the tables
+    monkeypatch.setattr(cranfield.docid_keys, "_mapscan", None)  # the sorted keys, not the tables
+    monkeypatch.setattr(cranfield.mappings, "_mapscan", None)
+    monkeypatch.setattr(cranfield.trec_fast, "_mapscan", None)
     text = _texts(3)[0]
     kept = cranfield.read_run(text)
     rb = row_bits(len(kept))
@@ -248,8 +253,8 @@ def test_a_run_shorter_than_its_qrels_equals_the_line_readers(seed, hashing, mon
     run_text, qrels_text = _texts(seed)
     run_text = "".join(run_text.splitlines(keepends=True)[:len(qrels_text.splitlines()) // 3])
     run = cranfield.read_run(run_text)
-    assert cranfield.io.row_bits(len(run)) < cranfield.io.row_bits(
+    assert cranfield.docid_keys.row_bits(len(run)) < cranfield.docid_keys.row_bits(
         len(cranfield.read_qrels(qrels_text)))
     reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate(run_text, qrels_text, columnar=True, profile="trec_eval-9.0.8"), reference)

@@ -183,7 +183,7 @@ def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
     """The per-row hashes the scan leaves on a run equal io.fnv1a_hashes, and matching with
     the bitmap prefilter finds exactly the judged documents."""
     from cranfield import ranking
-    from cranfield.io import fnv1a_hashes
+    from cranfield.docid_keys import fnv1a_hashes
 
     run = {f"q{t}": {f"doc-{t * 7 + i}é" if i % 5 == 0 else f"d{i}": float(i % 13)
                      for i in range(300)} for t in range(4)}

@@ -1,9 +1,10 @@
 """The JSON body read without the compiled accelerator (issue #29): where ``cranfield._mapscan``
 was not built (no C compiler at install), every JSON body is read by orjson and the mapping
 readers. That path is supported: each test here reads the same input with the extension and
-with it patched away (``json_body._kernels = False``, ``io._mapscan`` and
-``ranking._mapscan`` None, as an install without it has them) and holds the answers equal —
-the same run and qrels, digests and measures, or the same refusal (code, field, message)."""
+with it patched away (``json_body._kernels = False``, the ``_mapscan`` of ``docid_keys``,
+``mappings``, ``trec_fast`` and ``ranking`` None, as an install without it has them) and holds
+the answers equal — the same run and qrels, digests and measures, or the same refusal (code,
+field, message)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cranfield.io
+import cranfield.docid_keys
+import cranfield.mappings
 import cranfield.ranking
+import cranfield.trec_fast
 from cranfield import InputError, evaluate, json_body, read_qrels, read_run
 from cranfield.json_body import Columns, columns_sha256, decode_body, read_json_mapping
 
@@ -29,7 +32,9 @@ class _PythonPath:
     def __enter__(self):
         self.mp = pytest.MonkeyPatch()
         self.mp.setattr(json_body, "_kernels", False)
-        self.mp.setattr(cranfield.io, "_mapscan", None)
+        self.mp.setattr(cranfield.docid_keys, "_mapscan", None)
+        self.mp.setattr(cranfield.mappings, "_mapscan", None)
+        self.mp.setattr(cranfield.trec_fast, "_mapscan", None)
         self.mp.setattr(cranfield.ranking, "_mapscan", None)
         return self
 

@@ -2,7 +2,8 @@
 for: the same Run and Qrels, the same refusal (reason and field), the same numbers.
 
 Each test reads the same input twice, once with ``_mapscan`` and once with it patched out of
-``cranfield.io`` and ``cranfield.ranking`` (the path an install without a C compiler takes),
+``cranfield.docid_keys``, ``cranfield.mappings``, ``cranfield.trec_fast`` and
+``cranfield.ranking`` (the path an install without a C compiler takes),
 and compares everything. Under CI the extension must be there, so the compiled path is the
 one tested."""
 
@@ -18,11 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cranfield
+import cranfield.docid_keys
 import cranfield.io
+import cranfield.mappings
 import cranfield.ranking
+import cranfield.trec_fast
 from cranfield import InputError
 
-_mapscan = cranfield.io._mapscan
+_mapscan = cranfield.mappings._mapscan
 needs_ext = pytest.mark.skipif(_mapscan is None and os.environ.get("CI") != "true",
                                reason="cranfield._mapscan not built (no C compiler)")
 
@@ -33,7 +37,9 @@ def test_the_extension_is_built_under_ci():
 
 
 def _python_path(monkeypatch):
-    monkeypatch.setattr(cranfield.io, "_mapscan", None)
+    monkeypatch.setattr(cranfield.docid_keys, "_mapscan", None)
+    monkeypatch.setattr(cranfield.mappings, "_mapscan", None)
+    monkeypatch.setattr(cranfield.trec_fast, "_mapscan", None)
     monkeypatch.setattr(cranfield.ranking, "_mapscan", None)
 
 
@@ -189,10 +195,12 @@ def _read_text(text, monkeypatch, compiled: bool, chunk: int | None = None):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
         if not compiled:
-            mp.setattr(cranfield.io, "_mapscan", None)
+            mp.setattr(cranfield.docid_keys, "_mapscan", None)
+            mp.setattr(cranfield.mappings, "_mapscan", None)
+            mp.setattr(cranfield.trec_fast, "_mapscan", None)
             mp.setattr(cranfield.ranking, "_mapscan", None)
         if chunk is not None:
-            mp.setattr(cranfield.io, "_PARSE_CHUNK", chunk)
+            mp.setattr(cranfield.trec_fast, "_PARSE_CHUNK", chunk)
         try:
             run = cranfield.read_run(text)
         except InputError as exc:
@@ -350,7 +358,7 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
     also when every docid hashes alike (each pair then compared as strings), with qrels
     that judge a docid twice in a topic (two subtopics) and a docid twice in the run."""
     if hashing == "constant":
-        monkeypatch.setattr(cranfield.io, "docid_hashes",
+        monkeypatch.setattr(cranfield.docid_keys, "docid_hashes",
                             lambda docids: np.full(len(docids), 7, dtype=np.uint64))
     monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
     for duplicate in (False, True):
@@ -361,7 +369,9 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
         for compiled in (True, False):
             with pytest.MonkeyPatch.context() as mp:
                 if not compiled:
-                    mp.setattr(cranfield.io, "_mapscan", None)
+                    mp.setattr(cranfield.docid_keys, "_mapscan", None)
+                    mp.setattr(cranfield.mappings, "_mapscan", None)
+                    mp.setattr(cranfield.trec_fast, "_mapscan", None)
                     mp.setattr(cranfield.ranking, "_mapscan", None)
                 try:
                     run = cranfield.read_run(run_text)
@@ -412,7 +422,7 @@ def test_pairs_of_hashes_that_collide_on_purpose_go_to_the_sorting_path(monkeypa
     assert len(np.frombuffer(_mapscan.block_duplicates(same, lo, hi), np.int64)) == 300
     run_text = "".join(f"q Q0 d{i} {i} {1000 - i} s\n" for i in range(300))
     qrels_text = "".join(f"q 0 d{i * 2} {i % 3}\n" for i in range(300))
-    monkeypatch.setattr(cranfield.io, "docid_hashes",
+    monkeypatch.setattr(cranfield.docid_keys, "docid_hashes",
                         lambda docids: np.full(len(docids), 7, dtype=np.uint64))
     got = _read_text(run_text, monkeypatch, compiled=True)
     want = _read_text(run_text, monkeypatch, compiled=False)

@@ -25,7 +25,8 @@ import cranfield
 import cranfield.io
 import cranfield.ranking as ranking
 from cranfield._json_kernels import hash_hits
-from cranfield.io import Run, fnv1a_hashes, read_qrels, read_run
+from cranfield.docid_keys import fnv1a_hashes
+from cranfield.io import read_qrels, read_run
 from cranfield.ranking import (
     UNJUDGED,
     rank_run,
@@ -34,6 +35,7 @@ from cranfield.ranking import (
     topic_blocks,
     within_topic_index,
 )
+from cranfield.run_qrels import Run
 
 TIE_KS = (1, 2, 3, 5, 10)
 
