@@ -98,8 +98,8 @@ def json_fast_path(ds, run, repeat: int) -> None:
     columnar JSON shape, and Arrow, on the M run."""
     import orjson
 
-    from cranfield import columnar
-    from cranfield.json_body import decode_body, warm_up
+    from cranfield.inputs import columnar
+    from cranfield.inputs.json_body import decode_body, warm_up
 
     run_map = run.to_dict()
     mapping_body = orjson.dumps({"run": run_map})
@@ -145,7 +145,7 @@ def json_fast_path(ds, run, repeat: int) -> None:
 
 
 def _empty_qrels():
-    from cranfield.run_qrels import Qrels
+    from cranfield.inputs.run_qrels import Qrels
 
     return Qrels([], np.zeros(0, np.int32), np.zeros(0, object), np.zeros(0, np.int64))
 
@@ -161,8 +161,8 @@ def main() -> int:
     import orjson
 
     import cranfield
-    from cranfield import columnar, table_bytes
     from cranfield.client_body import _arrow_stream, _multipart
+    from cranfield.inputs import columnar, table_bytes
 
     ds = ensure_dataset("M")
     run = cranfield.read_run(str(ds.run_path))

@@ -11,10 +11,10 @@ imports the web service, Redis or RQ.
 
 from .errors import CranfieldError, EvaluationError, InputError, MeasureError  # noqa: E402
 from .evaluate import Evaluation, TopicSets, evaluate  # noqa: E402
-from .io import read_qrels, read_run  # noqa: E402
+from .inputs.io import read_qrels, read_run  # noqa: E402
+from .inputs.run_qrels import Qrels, Run  # noqa: E402
 from .measures import PROFILES, REGISTRY, Measure  # noqa: E402
-from .names import Instance, parse_measure  # noqa: E402
-from .run_qrels import Qrels, Run  # noqa: E402
+from .measures.names import Instance, parse_measure  # noqa: E402
 from .version import __version__  # noqa: E402
 
 __all__ = [

@@ -25,8 +25,8 @@ from .cli_compare import run_compare, run_pool
 from .cli_eval import run_eval
 from .cli_files import file_bytes
 from .errors import CranfieldError, error_report
-from .measure_docs import FAMILIES
 from .measures import DEFAULT_PROFILE, PROFILES
+from .reports.measure_docs import FAMILIES
 from .version import __version__
 
 COMPARE_DESCRIPTION = """\
@@ -91,7 +91,7 @@ def _probability(text: str) -> float:
 
 
 def _gate_arg(text: str):
-    from .gate import parse_gate
+    from .compare.gate import parse_gate
 
     try:
         return parse_gate(text)
@@ -331,7 +331,7 @@ def _record_arg(text: str) -> dict:
 
 
 def _tests_arg(value: str) -> tuple[str, ...]:
-    from .comparison_settings import TESTS
+    from .compare.comparison_settings import TESTS
 
     tests = tuple(t.strip() for t in value.split(",") if t.strip())
     unknown = [t for t in tests if t not in TESTS]
@@ -344,7 +344,7 @@ def run_measures(args: argparse.Namespace) -> int:
     """``cranfield measures [--family F] [NAME]``: the registry, or what NAME stands for."""
     import json
 
-    from . import measure_docs as docs
+    from .reports import measure_docs as docs
 
     if args.name is None:
         doc = docs.measures_document(args.family)
@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return run_eval(args)
         if args.command in ("ndeval", "gdeval"):
-            from . import webtrack
+            from .measures import webtrack
 
             qrels, run = file_bytes(args.qrels), file_bytes(args.run)
             if args.command == "ndeval":

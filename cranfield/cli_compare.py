@@ -17,9 +17,9 @@ EXIT_GATE_UNDECIDED = 5
 
 
 def _run_names(paths: list[str], names: str | None) -> list[str]:
-    """--names, else :func:`cranfield.compare.run_names` of the paths (the API names
+    """--names, else :func:`cranfield.compare.comparison.run_names` of the paths (the API names
     uploaded files by the same rule)."""
-    from .compare import run_names
+    from .compare.comparison import run_names
 
     if names is not None:
         given = [n.strip() for n in names.split(",")]
@@ -36,8 +36,8 @@ def run_compare(args: argparse.Namespace) -> int:
     input errors as ``eval``."""
     import json
 
-    from .compare import compare
-    from .comparison_text import format_text
+    from .compare.comparison import compare
+    from .compare.comparison_text import format_text
 
     if len(args.runs) < 2:
         print("cranfield: compare needs at least two runs", file=sys.stderr)
@@ -68,12 +68,12 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif args.format == "html":
-        from .html_report import render_comparison
+        from .reports.html_report import render_comparison
 
         sys.stdout.write(render_comparison(doc, title="Cranfield comparison: "
                                            + " vs ".join(names)))
     elif args.format in ("junit", "markdown"):
-        from . import verdicts
+        from .compare import verdicts
 
         sys.stdout.write(verdicts.RENDERERS[args.format](doc))
     else:
@@ -85,7 +85,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_pool(args: argparse.Namespace) -> int:
     import json
 
-    from .pooling import format_pool, pool
+    from .compare.pooling import format_pool, pool
 
     names = _run_names(args.runs, None)
     runs = {name: input_source(path)[0] for name, path in zip(names, args.runs, strict=True)}

@@ -13,13 +13,13 @@ from . import remote_eval
 from .cli_files import file_bytes, input_source, topic_metadata_file, zscores_file
 from .errors import InputError
 from .evaluate import evaluate
-from .trec_format import format_csv, format_json, format_trec
+from .reports.trec_format import format_csv, format_json, format_trec
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from .io import read_qrels, read_run
-    from .names import needs_subtopics
-    from .result_document import warnings_for
+    from .inputs.io import read_qrels, read_run
+    from .measures.names import needs_subtopics
+    from .reports.result_document import warnings_for
 
     if args.topic_metadata is not None and args.format == "jsonl":
         print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
@@ -71,7 +71,7 @@ def run_eval(args: argparse.Namespace) -> int:
         if args.format == "csv":
             text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
         elif args.format == "jsonl":
-            from .jsonl import format_jsonl
+            from .reports.jsonl import format_jsonl
 
             text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
         else:
@@ -102,14 +102,14 @@ def _rel_format_refused(args) -> bool:
 
 
 def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
-    """-R qrels_jg / prefs / qrels_prefs (cranfield.judgment_files, jg_measures,
+    """-R qrels_jg / prefs / qrels_prefs (cranfield.inputs.judgment_files, jg_measures,
     prefs_measures, jg_text): judgment groups and preference judgments, with their own
     measures and trec_eval's text output."""
-    from .io import read_run
-    from .jg_measures import evaluate_jg
-    from .jg_text import format_jg
-    from .judgment_files import read_prefs, read_qrels_jg
-    from .prefs_measures import evaluate_prefs
+    from .inputs.io import read_run
+    from .inputs.judgment_files import read_prefs, read_qrels_jg
+    from .measures.jg_measures import evaluate_jg
+    from .measures.prefs_measures import evaluate_prefs
+    from .reports.jg_text import format_jg
 
     if _rel_format_refused(args):
         return 2
@@ -138,7 +138,7 @@ def _environment_server() -> str | None:
 def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
     """After a file could not be read: when QRELS's lines have a run's fields (6 or more) and
     RUN's a qrels file's (4), the two were given the wrong way round; say so."""
-    from .trec_source import first_line_fields
+    from .inputs.trec_source import first_line_fields
 
     qrels_fields = first_line_fields(qrels_source)
     if qrels_fields is not None and qrels_fields >= 6 and first_line_fields(run_source) == 4:
@@ -153,7 +153,7 @@ def _sha256(source, read=None) -> str:
     import hashlib
 
     if read is not None and _is_table_file(source):
-        from .json_body import columns_sha256
+        from .inputs.json_body import columns_sha256
 
         return columns_sha256(read)
     if isinstance(source, bytes):
@@ -167,8 +167,8 @@ def _sha256(source, read=None) -> str:
 
 def _is_table_file(source) -> bool:
     """Whether a file (a path, or standard input's bytes) is a Parquet or Arrow IPC file, by
-    its magic bytes, as the readers tell it (:func:`cranfield.table_bytes.sniff`)."""
-    from .table_bytes import sniff
+    its magic bytes, as the readers tell it (:func:`cranfield.inputs.table_bytes.sniff`)."""
+    from .inputs.table_bytes import sniff
 
     if isinstance(source, bytes):
         return sniff(source) is not None

@@ -31,19 +31,19 @@ def file_bytes(path: str) -> bytes:
 
 
 def zscores_file(path: str | None):
-    """-Z FILE read once (cranfield.zscores), '-' from standard input."""
+    """-Z FILE read once (cranfield.inputs.zscores), '-' from standard input."""
     if path is None:
         return None
-    from .zscores import read_zscores
+    from .inputs.zscores import read_zscores
 
     return _side_file(path, read_zscores)
 
 
 def topic_metadata_file(path: str | None):
-    """--topic-metadata FILE read once (cranfield.segments), '-' from standard input."""
+    """--topic-metadata FILE read once (cranfield.inputs.segments), '-' from standard input."""
     if path is None:
         return None
-    from .segments import read_topic_metadata
+    from .inputs.segments import read_topic_metadata
 
     return _side_file(path, read_topic_metadata)
 

@@ -50,8 +50,8 @@ from .client_body import (
     text_or_mapping,
     topic_metadata_option,
 )
-from .io import is_columns  # (columns, told from paths and text without importing pyarrow)
-from .swapped import check_order
+from .inputs.io import is_columns  # (columns, told from paths and text without importing pyarrow)
+from .inputs.swapped import check_order
 
 #: the media types ``evaluate``'s ``accept`` takes
 TEXT_FORMATS = ("text/plain", "text/csv")
@@ -386,7 +386,7 @@ class Client:
     def put_topic_metadata(self, metadata_id: str, metadata: Any, *,
                            if_match: str | None = None) -> dict:
         """Store topic metadata (a path, text, bytes, the mapping or a
-        :class:`~cranfield.segments.TopicMetadata`; read here first, by the engine's reader,
+        :class:`~cranfield.inputs.segments.TopicMetadata`; read here first, by the engine's reader,
         whose errors name the line) as ``metadata_id``: its version's description
         (``version``, ``sha256``, ``segments``...). The same metadata in any form is the same
         version; ``if_match`` a version the latest must still be (else ApiError 412)."""

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .io import is_columns  # (columns, told from paths and text without importing pyarrow)
+from .inputs.io import is_columns  # (columns, told from paths and text without importing pyarrow)
 
 CHUNK = 1 << 20  # a streamed file part is read and sent this many bytes at a time
 
@@ -55,8 +55,8 @@ def _arrow_stream(value: Any, kind: str, compression: str | None = "zstd") -> by
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    from .columnar import to_arrow
-    from .table_bounds import wanted_columns
+    from .inputs.columnar import to_arrow
+    from .inputs.table_bounds import wanted_columns
 
     if isinstance(value, Mapping):
         rows = [(t, d, v) for t, docs in value.items() for d, v in docs.items()]
@@ -184,9 +184,9 @@ def _form_value(value: Any) -> str:
 def topic_metadata_option(value: Any):
     """``options["topic_metadata"]`` read here, by the engine's one reader (its errors name
     the line before anything is sent): a path (a PathLike, or a str naming a file), text,
-    bytes, the mapping or a :class:`~cranfield.segments.TopicMetadata`. Sent as the mapping
+    bytes, the mapping or a :class:`~cranfield.inputs.segments.TopicMetadata`. Sent as the mapping
     in a JSON body, as its text in a multipart form: the same metadata, one digest."""
-    from .segments import read_topic_metadata
+    from .inputs.segments import read_topic_metadata
 
     if isinstance(value, str) and _names_a_file(value):
         from pathlib import Path

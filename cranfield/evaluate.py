@@ -1,5 +1,5 @@
 """``evaluate``: one run against one qrels, per-topic values and trec_eval's summary
-(formed by :mod:`cranfield.aggregation`); :class:`Evaluation` holds them. Its option and
+(formed by :mod:`cranfield.measures.aggregation`); :class:`Evaluation` holds them. Its option and
 input checks are in :mod:`cranfield.evaluate_checks`; shards of a run are combined by
 :mod:`cranfield.shards`. Room: top."""
 
@@ -13,9 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from .aggregation import segment_aggregates, summary
-from .arrow_arrays import arrow_strings
-from .budget import check_instances, check_segments, check_values
 from .errors import EvaluationError
 from .evaluate_checks import (
     check_collection_size,
@@ -23,14 +20,17 @@ from .evaluate_checks import (
     require_inputs,
     topics_evaluated,
 )
-from .io import read_qrels, read_run
+from .inputs.arrow_arrays import arrow_strings
+from .inputs.io import read_qrels, read_run
+from .inputs.ranking import Ranked, rank_run
+from .inputs.run_qrels import Qrels, Run
+from .inputs.swapped import refuse_swapped
 from .measures import DEFAULT_PROFILE, PROFILES, Context
+from .measures.aggregation import segment_aggregates, summary
+from .measures.budget import check_instances, check_segments, check_values
 from .measures.context import no_topics
+from .measures.names import Instance, resolve
 from .measures.registry import INT64_MIN
-from .names import Instance, resolve
-from .ranking import Ranked, rank_run
-from .run_qrels import Qrels, Run
-from .swapped import refuse_swapped
 
 AGGREGATIONS = ("macro", "micro")
 
@@ -74,7 +74,7 @@ class Evaluation:
     # the input lint of an evaluation read back from its document (which keeps no ranking
     # to lint again); None: lint ``ranked`` (result_document.warnings_for)
     lint: list[dict] | None = field(default=None, repr=False)
-    # with topic metadata (cranfield.segments): {label: {"topics": n, "aggregate": {...}}},
+    # with topic metadata (cranfield.inputs.segments): {label: {"topics": n, "aggregate": {...}}},
     # {key: weighted value} and the metadata itself; None without
     segments: dict[str, dict] | None = None
     weighted: dict[str, Any] | None = None
@@ -192,7 +192,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``qrels``/``run``: a path, TREC text, a file object, a mapping, or what
     :func:`read_qrels`/:func:`read_run` return; given the other way round (a run's text, a
     mapping of scores or a Run as qrels; qrels' text or a Qrels as the run), an
-    :class:`InputError` says so and names the order (:mod:`cranfield.swapped`).
+    :class:`InputError` says so and names the order (:mod:`cranfield.inputs.swapped`).
     ``measures``: names as trec_eval's ``-m`` or ir_measures-style (default: trec_eval's
     ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
@@ -204,7 +204,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
     missing topics of a sharded run). ``zscores`` (trec_eval's ``-Z``): a path, text
     (``topic measure mean stddev`` lines) or a mapping ``{topic: {measure: (mean, stddev)}}``
-    (:mod:`cranfield.zscores`): every per-topic value becomes its z-score and the summary is
+    (:mod:`cranfield.inputs.zscores`): every per-topic value becomes its z-score and the summary is
     formed from them, as trec_eval does; ``options["zscores"]`` then records its digest.
 
     The integer options must lie in :data:`cranfield.evaluate_checks.OPTION_BOUNDS` (int64;
@@ -220,12 +220,13 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
 
     ``qrels_format`` (trec_eval's ``-R``): ``qrels_jg`` (judgment groups), ``prefs`` or
     ``qrels_prefs`` (preference judgments) read ``qrels`` as that format
-    (:mod:`cranfield.judgment_files`) and return a :class:`cranfield.jg_measures.JgEvaluation`
-    (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.jg_text.format_jg`)
-    with their own measures; they take ``relevance_level`` and ``judged_only`` (qrels_jg
-    only), ``depth``, ``complete_topics`` and ``profile`` and refuse the other options.
+    (:mod:`cranfield.inputs.judgment_files`) and return a
+    :class:`cranfield.measures.jg_measures.JgEvaluation` (``per_topic``, ``summary()``; trec_eval's
+    text from :func:`cranfield.reports.jg_text.format_jg`) with their own measures; they take
+    ``relevance_level`` and ``judged_only`` (qrels_jg only), ``depth``, ``complete_topics`` and
+    ``profile`` and refuse the other options.
 
-    ``topic_metadata`` (:mod:`cranfield.segments`): a path, text (``topic labels [weight]``
+    ``topic_metadata`` (:mod:`cranfield.inputs.segments`): a path, text (``topic labels [weight]``
     lines) or a mapping ``{topic: {"segments": [...], "weight": w}}``: the evaluation then
     has ``segments`` (per label, the summary over the evaluated topics carrying it) and
     ``weighted`` (each measure's weighted aggregate); ``options["topic_metadata"]`` records
@@ -252,20 +253,20 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                "aggregation": aggregation}
     zs = None
     if zscores is not None:
-        from .zscores import read_zscores
+        from .inputs.zscores import read_zscores
 
         zs = _per_topic_option("zscores", zscores, read_zscores, aggregation, options,
                                "trec_eval standardises per-topic values")
     md = None
     if topic_metadata is not None:
-        from .segments import read_topic_metadata
+        from .inputs.segments import read_topic_metadata
 
         md = _per_topic_option("topic_metadata", topic_metadata, read_topic_metadata,
                                aggregation, options,
                                "segments and weights aggregate per-topic values")
     instances = resolve(measures, profile)
     # budgets before work (issue #27): the instances before any input is read, the values
-    # once the topics are known (cranfield.budget; no bound outside a budget's context)
+    # once the topics are known (cranfield.measures.budget; no bound outside a budget's context)
     check_instances(len(instances), measures, profile)
     if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
         check_segments(len(instances), md.assignments(), len(md.segment_names()))
@@ -330,9 +331,10 @@ def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options:
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
-    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.jg_measures, prefs_measures)."""
-    from .jg_measures import evaluate_jg
-    from .prefs_measures import evaluate_prefs
+    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.measures.jg_measures,
+    prefs_measures)."""
+    from .measures.jg_measures import evaluate_jg
+    from .measures.prefs_measures import evaluate_prefs
 
     if qrels_format not in ("qrels_jg", "prefs", "qrels_prefs"):
         raise EvaluationError(f"unknown qrels_format {qrels_format!r}; choose one of "
@@ -494,7 +496,7 @@ def _standardise(zs, values: dict[str, np.ndarray], instances, ranked: Ranked,
                  profile: str) -> None:
     """-Z: trec_eval converts each topic it evaluates; 9.0.8 never evaluates a qrels topic
     the run lacks (-c), so those keep their 0s."""
-    from .zscore_standardise import standardise
+    from .measures.zscore_standardise import standardise
 
     convert = np.ones(len(ranked.topics), bool)
     if not PROFILES[profile].keeps_missing_topic_values:

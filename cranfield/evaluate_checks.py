@@ -13,9 +13,9 @@ from .errors import EvaluationError
 from .measures.registry import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
-    from .names import Instance
-    from .ranking import Ranked
-    from .run_qrels import Qrels, Run
+    from .inputs.ranking import Ranked
+    from .inputs.run_qrels import Qrels, Run
+    from .measures.names import Instance
 
 # The accepted range of each integer option of evaluate(), inclusive: (least, greatest).
 # Defined once here; the CLI and the API's request schemas check against it too. Every

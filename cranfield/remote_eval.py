@@ -24,7 +24,7 @@ def _refuse_swapped_files(qrels_name: str, qrels: str | None, run: str) -> None:
     """QRELS holding a run's lines and RUN qrels' (their first lines): the local command's
     message (the client's would name its Python call), before anything is sent."""
     from .errors import InputError
-    from .swapped import QRELS, RUN, kind_of
+    from .inputs.swapped import QRELS, RUN, kind_of
 
     if qrels is None:
         return
@@ -42,7 +42,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from .result_document import warnings_for_interface
+    from .reports.result_document import warnings_for_interface
 
     client = client_for(args)
     options = {"profile": args.profile, "relevance_level": args.rel_level,
@@ -54,7 +54,7 @@ def _eval(args: argparse.Namespace) -> int:
     if getattr(args, "topic_metadata", None) is not None:  # read here: errors name the line
         from pathlib import Path
 
-        from .segments import read_topic_metadata
+        from .inputs.segments import read_topic_metadata
 
         options["topic_metadata"] = read_topic_metadata(
             sys.stdin.buffer.read() if args.topic_metadata == "-" else Path(args.topic_metadata),
@@ -78,8 +78,8 @@ def _eval(args: argparse.Namespace) -> int:
     if isinstance(out, dict):
         recorded_line(out.get("recorded") if isinstance(out.get("recorded"), dict) else None)
         if args.format == "jsonl":
-            from .jsonl import format_jsonl
-            from .trec_format import document_evaluation
+            from .reports.jsonl import format_jsonl
+            from .reports.trec_format import document_evaluation
 
             sys.stdout.write(format_jsonl(document_evaluation(out), per_topic=args.per_topic,
                                           summary=not args.no_summary))

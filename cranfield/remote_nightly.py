@@ -101,7 +101,7 @@ def _label(args: argparse.Namespace, env) -> str:
 
 
 def run_gate(args: argparse.Namespace) -> int:
-    from . import verdicts
+    from .compare import verdicts
 
     client = client_for(args)
     env = environment()
@@ -169,7 +169,7 @@ def write_verdicts(doc: dict, args: argparse.Namespace, *, system: str | None,
     workflow commands on standard output and the Markdown appended to the step summary
     (``step_summary``). ``pinned``: ``doc`` is :func:`verdicts.pinned_document`, a first
     night's report."""
-    from . import verdicts
+    from .compare import verdicts
 
     junit, markdown, text = ((verdicts.pinned_junit, verdicts.pinned_markdown,
                               verdicts.pinned_text) if pinned else

@@ -35,7 +35,7 @@ class GateText(str):
 
 
 def _gate_text(text: str) -> GateText:
-    from .gate import parse_gate
+    from .compare.gate import parse_gate
 
     try:
         parsed = parse_gate(text)

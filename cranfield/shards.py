@@ -10,9 +10,9 @@ import numpy as np
 
 from .errors import EvaluationError
 from .evaluate import Evaluation, evaluate, finish_evaluation
-from .io import read_qrels
-from .ranking import Ranked
-from .run_qrels import Qrels, Run
+from .inputs.io import read_qrels
+from .inputs.ranking import Ranked
+from .inputs.run_qrels import Qrels, Run
 
 
 def evaluate_missing_topics(qrels: Qrels, topics: list[str], measures, **options
@@ -33,7 +33,7 @@ def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: s
     Per-topic values are taken as they are; aggregates are recomputed over all topics in
     trec_eval order, so the result equals evaluating the whole run at once.
     """
-    from .run_qrels import byte_key
+    from .inputs.run_qrels import byte_key
 
     qrels_obj = read_qrels(qrels)
     topics = [t for p in parts for t in p.topic_order]

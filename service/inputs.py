@@ -22,9 +22,10 @@ from flask import current_app
 import cranfield
 from backend import contract
 from backend.store import split_ref
-from cranfield import CranfieldError, columnar, read_qrels, read_run, table_bytes
-from cranfield.json_body import Columns, columns_sha256, mapping_sha256
-from cranfield.names import needs_subtopics
+from cranfield import CranfieldError, read_qrels, read_run
+from cranfield.inputs import columnar, table_bytes
+from cranfield.inputs.json_body import Columns, columns_sha256, mapping_sha256
+from cranfield.measures.names import needs_subtopics
 
 from .auth import current_tenant
 from .limits import check_qrels, check_run, check_topics

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ranking import UNJUDGED
+from ..inputs.ranking import UNJUDGED
 from .context import Context, safe_div
 from .registry import PROFILES, WEIGHT_LIMIT, Param, register
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ranking import segmented_search
+from ..inputs.ranking import segmented_search
 from .context import Context, f_beta, safe_div
 from .registry import WEIGHT_LIMIT, Param, register
 from .trec import CUTOFF_PARAMS, RANK_CUTOFFS, TEN, ap_terms, reciprocal_rank

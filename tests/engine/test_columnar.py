@@ -1,4 +1,4 @@
-"""cranfield.columnar (issue #19): a run and qrels given as Arrow columns (a pyarrow Table,
+"""cranfield.inputs.columnar (issue #19): a run and qrels given as Arrow columns (a pyarrow Table,
 IPC stream / file or Parquet bytes, a pandas or polars DataFrame) are read to the same Run
 and Qrels, and evaluate to the same numbers, as the same data in TREC text or as mappings;
 what one form refuses, every form refuses, with the same code."""
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import cranfield
-from cranfield import columnar, docid_keys, parquet_reader, table_bytes
 from cranfield.errors import InputError
+from cranfield.inputs import columnar, docid_keys, parquet_reader, table_bytes
 
 MEASURES = ["map", "P.10", "ndcg_cut.10", "recip_rank", "recall.100", "bpref", "num_ret",
             "num_rel_ret", "Rprec", "runid"]
@@ -139,7 +139,7 @@ def test_every_form_gives_the_text_numbers(name, run, qrels):
 
 
 def test_table_digest_equals_mapping_digest():
-    from cranfield.json_body import columns_sha256, mapping_sha256
+    from cranfield.inputs.json_body import columns_sha256, mapping_sha256
 
     table_run = columnar.run_from_table(run_table(RUN))
     assert columns_sha256(table_run) == mapping_sha256(mapping(RUN))

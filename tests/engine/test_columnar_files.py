@@ -1,7 +1,7 @@
 """Parquet and Arrow IPC files read by the library and by ``cranfield eval`` (issue #26,
 "columnar everywhere"): told by their magic bytes (never their names), as paths, bytes, binary
 file objects and standard input, with the grammar, checks and bounds the service applies to
-the same bytes uploaded (cranfield.columnar.read_file_bytes). The same data as TREC text,
+the same bytes uploaded (cranfield.inputs.columnar.read_file_bytes). The same data as TREC text,
 Parquet, an Arrow file and an Arrow stream gives the same numbers and the same stdout; a
 malformed file is the same InputError everywhere. (The API's side of the comparison:
 tests/api/test_columnar_files_everywhere.py.)"""
@@ -18,8 +18,8 @@ import pytest
 from columnar_tables import ipc_file, ipc_stream, parquet, qrels_table, run_table
 
 import cranfield
-from cranfield import columnar, table_bounds, table_bytes
 from cranfield.cli import main
+from cranfield.inputs import columnar, table_bounds, table_bytes
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
@@ -108,7 +108,7 @@ def test_cli_json_digests_a_table_by_its_content(files, capsys):
     the same upload (the same digest as the run sent as a JSON mapping), text as its bytes."""
     import json
 
-    from cranfield.json_body import columns_sha256
+    from cranfield.inputs.json_body import columns_sha256
 
     digests = set()
     for encoding in ENCODERS:

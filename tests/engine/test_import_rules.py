@@ -130,7 +130,7 @@ def test_no_backend_file_imports_service_worker_or_flask():
 
 
 def test_no_package_imports_another_packages_private_names():
-    """``from cranfield.io import _helper`` in backend/, service/ or worker/ is a private
+    """``from cranfield.inputs.io import _helper`` in backend/, service/ or worker/ is a private
     helper leaking across a layer: the engine makes it public, or the caller does without."""
     import ast
 

@@ -14,15 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cranfield import columnar, parquet_reader, table_bytes
 from cranfield.errors import InputError
+from cranfield.inputs import columnar, parquet_reader, table_bytes
 
 FOOTERS = Path(__file__).resolve().parents[1] / "data" / "parquet_footers"
 
 _CHILD = """
 import sys
-from cranfield.columnar import read_qrels_bytes, read_run_bytes
-from cranfield.table_bytes import check_table_bytes
+from cranfield.inputs.columnar import read_qrels_bytes, read_run_bytes
+from cranfield.inputs.table_bytes import check_table_bytes
 from cranfield.errors import InputError
 data = open(sys.argv[1], "rb").read()
 for name, read in (("run", lambda: read_run_bytes(data, max_rows=10**6, max_bytes=10**7)),
@@ -100,8 +100,8 @@ def test_changed_footer_bytes_never_abort():
     child = """
 import io, random, sys
 import pyarrow as pa, pyarrow.parquet as pq
-from cranfield.columnar import read_run_bytes
-from cranfield.table_bytes import check_table_bytes
+from cranfield.inputs.columnar import read_run_bytes
+from cranfield.inputs.table_bytes import check_table_bytes
 from cranfield.errors import InputError
 rnd = random.Random(20261124)
 bases = []
