@@ -43,6 +43,9 @@ import numpy as np
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# the largest magnitude of a weight that is summed or multiplied (gains, utility's
+# coefficients, F's beta): products with int64 counts and sums over a topic stay finite
+WEIGHT_LIMIT = 1e100
 
 # Characters an id may not hold: ASCII whitespace and control characters.
 _ID_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")

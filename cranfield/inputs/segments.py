@@ -58,8 +58,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..measures.registry import WEIGHT_LIMIT
-from .grammar import GrammarError, id_problem, parse_score
+from .grammar import WEIGHT_LIMIT, GrammarError, id_problem, parse_score
 from .run_qrels import byte_key
 from .trec_lines import content_lines
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MeasureError
+from ..inputs.grammar import WEIGHT_LIMIT
 from ..inputs.ranking import within_topic_index
 from .context import Context, f_beta, safe_div
-from .registry import WEIGHT_LIMIT, Param, register
+from .registry import Param, register
 
 _K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
 _K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)

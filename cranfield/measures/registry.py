@@ -94,9 +94,6 @@ def input_problem(measure: Measure, qrels_format: str) -> str | None:
 
 # integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-# the largest magnitude of a weight that is summed or multiplied (gains, utility's
-# coefficients, F's beta): products with int64 counts and sums over a topic stay finite
-WEIGHT_LIMIT = 1e100
 
 
 @dataclass(frozen=True)

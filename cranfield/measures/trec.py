@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..inputs.grammar import WEIGHT_LIMIT
 from ..inputs.ranking import UNJUDGED
 from .context import Context, safe_div
-from .registry import PROFILES, WEIGHT_LIMIT, Param, register
+from .registry import PROFILES, Param, register
 
 RANK_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..inputs.grammar import WEIGHT_LIMIT
 from ..inputs.ranking import segmented_search
 from .context import Context, f_beta, safe_div
-from .registry import WEIGHT_LIMIT, Param, register
+from .registry import Param, register
 from .trec import CUTOFF_PARAMS, RANK_CUTOFFS, TEN, ap_terms, reciprocal_rank
 
 _GAINS = (Param("gains", "mapping grade->gain", {},
