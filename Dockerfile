@@ -7,7 +7,7 @@
 # to a new one unnoticed (plain 3.11-slim follows Debian's current stable).
 FROM python:3.11-slim-bookworm AS builder
 
-# A C compiler, in this stage only, for cranfield/_mapscan.c and _jsonscan.c (the engine's one
+# A C compiler, in this stage only, for cranfield/inputs/_mapscan.c and _jsonscan.c (the engine's one
 # compiled accelerator: plain TREC run lines, Python mappings, per-topic joins and large JSON
 # bodies; docs/performance.md has the figures): the runtime stage gets the compiled module
 # with /app, and no compiler.
@@ -46,13 +46,13 @@ COPY cranfield/ cranfield/
 COPY backend/ backend/
 COPY service/ service/
 COPY worker/ worker/
-# The editable install compiles the extension in place (/app/cranfield/_mapscan.*.so, from
-# cranfield/_mapscan.c and cranfield/_jsonscan.c).
+# The editable install compiles the extension in place (/app/cranfield/inputs/_mapscan.*.so, from
+# cranfield/inputs/_mapscan.c and cranfield/inputs/_jsonscan.c).
 # pyproject marks the extension optional, so a failed compile would only be a warning: the
 # import makes it an error here, rather than an image that quietly runs the slower paths.
 # checked-hash .pyc files stay valid whatever timestamps COPY gives the sources
 RUN pip install --no-cache-dir --no-deps --editable . \
- && python -c "import cranfield._mapscan" \
+ && python -c "import cranfield.inputs._mapscan" \
  && python -m compileall -q --invalidation-mode checked-hash cranfield service worker
 
 
@@ -78,7 +78,7 @@ USER 10001:10001
 # compiler in this stage): it must have come with /app and load against this stage's libc; and
 # read a JSON body with its scan (json_body.warm_up(): nothing is compiled at run time, so
 # neither gunicorn nor a worker has a warm-up to pay at start).
-RUN python -c "import cranfield._mapscan; from cranfield.json_body import warm_up; assert warm_up()"
+RUN python -c "import cranfield.inputs._mapscan; from cranfield.inputs.json_body import warm_up; assert warm_up()"
 
 EXPOSE 8000
 # Liveness of the API (no curl in the slim image): /healthz on the port of CRANFIELD_BIND.

@@ -25,18 +25,18 @@ $(BIN)/python:
 # --no-compile: pip byte-compiles every module of every wheel (scipy, pyarrow, pandas…: about
 # half of the install's CPU time); Python compiles just what serving imports, on first import.
 # (Where PYTHONDONTWRITEBYTECODE is set, every start compiles what it imports: ~3 s of CPU.)
-$(RUN_STAMP): pyproject.toml constraints.txt cranfield/_mapscan.c cranfield/_jsonscan.c cranfield/_seeded_mix.h | $(BIN)/python
+$(RUN_STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_seeded_mix.h | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e .
 	touch $(RUN_STAMP)
 
-# The install compiles the C extension (cranfield/_mapscan.c and _jsonscan.c: the engine's one
+# The install compiles the C extension (cranfield/inputs/_mapscan.c and _jsonscan.c: the engine's one
 # compiled accelerator) where a C compiler is found; warm_up() then says whether it loaded
 # (nothing is compiled at run time). Without a compiler the install goes on and the engine
 # takes its Python paths: same answers, slower (the tests of those paths say which ran).
-$(STAMP): pyproject.toml constraints.txt cranfield/_mapscan.c cranfield/_jsonscan.c cranfield/_seeded_mix.h | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_seeded_mix.h | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
-	@$(BIN)/python -c 'from cranfield.json_body import warm_up; print("compiled accelerator (cranfield._mapscan):", "loaded" if warm_up() else "not built (no C compiler): the Python paths")'
+	@$(BIN)/python -c 'from cranfield.inputs.json_body import warm_up; print("compiled accelerator (cranfield.inputs._mapscan):", "loaded" if warm_up() else "not built (no C compiler): the Python paths")'
 	touch $(STAMP) $(RUN_STAMP)
 
 venv: $(STAMP)
@@ -117,13 +117,14 @@ bench-queue: $(STAMP)
 # (slow). Each module is mutated in its own snapshot of HEAD (git archive) in a temporary
 # directory, never in this tree: commit what you want measured. Prints the score per module
 # (killed / mutants) and the survivors; `mutmut show NAME` in a kept snapshot shows one.
-#   make mutation MUTATION_MODULES=cranfield/grammar.py:tests/engine/test_grammar.py
+#   make mutation MUTATION_MODULES=cranfield/inputs/grammar.py:tests/engine/test_grammar.py
 #   make mutation MUTATION_JOBS=1 MUTATION_KEEP=1   (one process; keep the snapshots)
 MUTATION_MODULES ?= \
 	cranfield/measures/trec.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
-	cranfield/ranking.py:tests/engine/test_ranking_reference.py,tests/engine/test_trec_measures.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
-	cranfield/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_wilcoxon.py,tests/engine/test_gate.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_edges.py \
-	cranfield/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_messages.py \
+	cranfield/measures/trec_graded.py:tests/engine/test_trec_measures.py,tests/engine/test_worked_examples.py,tests/engine/test_ap_denominator.py,tests/engine/test_cutoff_ties.py \
+	cranfield/inputs/ranking.py:tests/engine/test_ranking_reference.py,tests/engine/test_trec_measures.py,tests/engine/test_cutoff_ties.py,tests/engine/test_worked_examples.py \
+	cranfield/compare/stats.py:tests/engine/test_stats.py,tests/engine/test_stats_wilcoxon.py,tests/engine/test_gate.py,tests/engine/test_resampling_chunks.py,tests/engine/test_stats_edges.py \
+	cranfield/inputs/grammar.py:tests/engine/test_grammar.py,tests/engine/test_inputs.py,tests/engine/test_grammar_messages.py \
 	backend/limits.py:tests/api/test_limits_boundaries.py,tests/api/test_comparison_limits.py,tests/api/test_limits_problems.py,tests/api/test_queued_limits.py \
 	service/auth.py:tests/api/test_auth.py,tests/api/test_auth_exact.py \
 	backend/store.py:tests/api/test_store_scoping.py,tests/api/test_qrels_and_jobs.py,tests/api/test_auth.py

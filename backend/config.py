@@ -21,8 +21,8 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_FORM_MEMORY_SIZE": 512 * 1024 * 1024,  # multipart text fields (werkzeug's limit)
     "MAX_TOPICS": 100_000,
     "MAX_DOCS_PER_TOPIC": 10_000,
-    # units of work of a synchronous comparison (cranfield.compare.comparison_work); more:
-    # 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
+    # units of work of a synchronous comparison (cranfield.compare.comparison_work.comparison_work);
+    # more: 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
     "MAX_COMPARISON_WORK": 40_000_000_000,
     # budgets before work (issue #27), checked before the work is done: the measure
     # instances one evaluation's names expand to (P.1,2,…,20000 is 20,000); its values,
@@ -35,12 +35,12 @@ APP_DEFAULTS: dict[str, Any] = {
     # aggregates, instances x (topic-label pairs + labels), count against the values above
     "MAX_SEGMENTS": 1_000,
     # a pool's work, runs × topics × documents pooled per topic (min(depth, the longest
-    # topic)), synchronous and queued: a larger one is 422 (cranfield.pooling.pool_work)
+    # topic)), synchronous and queued: a larger one is 422 (cranfield.compare.pooling.pool_work)
     "MAX_POOL_WORK": 2_000_000,
     "MAX_QUEUED_POOL_WORK": 20_000_000,
     # the memory an uploaded Parquet / Arrow run or qrels will take once read, estimated from
-    # its metadata before anything is decompressed (cranfield.columnar.memory_estimate: rows
-    # x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable, when set,
+    # its metadata before anything is decompressed (cranfield.inputs.table_bounds.memory_estimate:
+    # rows x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable, when set,
     # bounds the library and the CLI too (CRANFIELD_TABLE_MAX_MEMORY; unset, they have none)
     "TABLE_MAX_MEMORY": 1024 * 1024 * 1024,
     "REDIS_URL": None,

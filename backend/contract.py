@@ -169,8 +169,8 @@ class ComparisonJob(Job):
     for an inline run, ``{"name", "evaluation_id"}`` for a finished evaluation, ``{"name",
     "result_id"}`` for a recorded result (read through :mod:`backend.results_access`; a
     ``"field"`` names the request field an error about it points at, ``baseline.system``
-    for a system's pinned baseline); the rest are ``cranfield.compare``'s settings and the
-    gate."""
+    for a system's pinned baseline); the rest are ``cranfield.compare.comparison``'s settings and
+    the gate."""
     kind: ClassVar[str] = "comparison"
     runs: list[dict[str, str]] = field(default_factory=list)
     baseline: str | None = None
@@ -183,7 +183,7 @@ class ComparisonJob(Job):
     largest_losses: int = 5
     gate: list[dict[str, Any]] | None = None
 
-    #: the fields passed to ``cranfield.compare.compare_evaluations`` as keywords
+    #: the fields passed to ``cranfield.compare.comparison.compare_evaluations`` as keywords
     COMPARE_SETTINGS: ClassVar[tuple[str, ...]] = (
         "baseline", "tests", "correction", "alpha", "n_permutations", "n_samples", "seed",
         "largest_losses", "per_topic", "curves")

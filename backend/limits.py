@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import cranfield
-from cranfield.ranking import topic_blocks
+from cranfield.inputs.ranking import topic_blocks
 
 
 def topics_problem(topics, label: str, max_topics: int | None) -> dict | None:

@@ -180,7 +180,7 @@ class Baseline(Base):
 
 class GateVerdict(Base):
     """A gated comparison's verdict on one recorded result it checked as a candidate (its
-    checks of that candidate, as ``cranfield.gate`` gives them, JSON). The trend marks a
+    checks of that candidate, as ``cranfield.compare.gate`` gives them, JSON). The trend marks a
     result with its latest verdict."""
     __tablename__ = "gate_verdicts"
     __table_args__ = (Index("ix_gate_verdicts_result_checked", "result_pk", "checked_at"),
@@ -235,12 +235,12 @@ def _is_number(v: Any) -> bool:
 
 def _column_stats(x: np.ndarray) -> tuple[int, float | None, float | None, float | None]:
     """(n, mean, ci_low, ci_high) of the finite values of ``x`` (in strcmp topic order): the
-    mean summed as trec_eval sums (cranfield.evaluate.trec_mean: in turn, in a double), so a
-    trend point prints the evaluation's aggregate, last digit included, where numpy's
+    mean summed as trec_eval sums (cranfield.measures.aggregation.trec_mean: in turn, in a double),
+    so a trend point prints the evaluation's aggregate, last digit included, where numpy's
     pairwise sum printed 0.0075 beside 0.0074 (issue #27); a 95% Student-t CI
-    (cranfield.stats.mean_ci); None where undefined (no values; one value has no CI)."""
-    from cranfield.evaluate import trec_mean
-    from cranfield.stats import mean_ci
+    (cranfield.compare.stats.mean_ci); None where undefined (no values; one value has no CI)."""
+    from cranfield.compare.stats import mean_ci
+    from cranfield.measures.aggregation import trec_mean
 
     x = x[np.isfinite(x)]
     if x.size == 0:
@@ -331,7 +331,7 @@ def encode_segments(document: dict) -> list[dict[str, Any]]:
 
 def _metadata_sha256(provenance: dict) -> str | None:
     """The digest of the topic metadata an evaluation was made with: its options' record of
-    it (``cranfield.segments.TopicMetadata.summary``), None without."""
+    it (``cranfield.inputs.segments.TopicMetadata.summary``), None without."""
     record = (provenance.get("options") or {}).get("topic_metadata")
     digest = record.get("sha256") if isinstance(record, dict) else None
     return digest if isinstance(digest, str) and len(digest) <= 64 else None

@@ -74,8 +74,9 @@ def canonical_kind_text(judgments, qrels_format: str) -> bytes:
     """Judgment groups (``qrels_jg``: ``qid jg docno rel``) or preferences (``prefs``:
     ``qid jg jsg docno rel_level``; ``qrels_prefs``: ``qid jg docno rel_level``) as text of
     that format, the kind's header first, lines in byte order: what
-    :func:`cranfield.prefs.read_qrels_jg` / :func:`cranfield.prefs.read_prefs` read back to
-    the same judgments (the grammar keeps spaces out of ids)."""
+    :func:`cranfield.inputs.judgment_files.read_qrels_jg` /
+    :func:`cranfield.inputs.judgment_files.read_prefs` read back to the same judgments (the grammar
+    keeps spaces out of ids)."""
     if qrels_format == "qrels_jg":
         rows = [f"{t} {jg} {d} {rel}" for t, groups in judgments.topics.items()
                 for jg, docs in groups.items() for d, rel in docs.items()]
@@ -92,8 +93,8 @@ def canonical_kind_text(judgments, qrels_format: str) -> bytes:
 
 def read_kind(data: bytes, qrels_format: str, name: str = "qrels"):
     """Judgments of a kind trec_eval reads with -R from their text: the one reader of each
-    (:mod:`cranfield.prefs`)."""
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    (:mod:`cranfield.inputs.judgment_files`)."""
+    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
     if qrels_format == "qrels_jg":
         return read_qrels_jg(bytes(data), name=name)

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 import cranfield
-from cranfield import columnar
-from cranfield.budget import BudgetError, check_values, evaluation_budget
 from cranfield.errors import error_report
-from cranfield.json_body import columns_sha256, read_json_mapping
-from cranfield.names import needs_subtopics
-from cranfield.result_document import details_for, evaluation_document
+from cranfield.inputs import columnar
+from cranfield.inputs.json_body import columns_sha256, read_json_mapping
+from cranfield.measures.budget import BudgetError, check_values, evaluation_budget
+from cranfield.measures.names import needs_subtopics
+from cranfield.reports.result_document import details_for, evaluation_document
 
 from .contract import (
     CombineJob,
@@ -216,7 +216,7 @@ def _read_kind(raw: bytes, kind: str, source) -> tuple:
     sent, the JSON shape by the canonical text a stored version of the kind keeps."""
     import orjson
 
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
     from .store import canonical_kind_text, read_kind
 
@@ -277,7 +277,7 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
     except cranfield.CranfieldError as exc:
         raise BadInput(_problem(exc)) from None
     if job.options.get("qrels_format", "qrels") != "qrels":  # judgment groups, preferences
-        from cranfield.jg_document import jg_document
+        from cranfield.reports.jg_document import jg_document
 
         return jg_document(ev, job.options, run.topics, qrels.topics, run_digest, qrels_digest,
                            per_topic=job.per_topic, qrels_version=qrels_version,
@@ -408,7 +408,7 @@ def run_combine(store, job: CombineJob, shards: list[dict], results=None) -> dic
 
 
 def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
-    from cranfield.evaluate import combine, evaluate_missing_topics
+    from cranfield.shards import combine, evaluate_missing_topics
 
     for outcome in shards:
         if "problem" in outcome:
@@ -462,8 +462,8 @@ def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
 def compared_measures(job: ComparisonJob) -> list[str]:
     """The measures a comparison evaluates: those asked for (default: compare's), plus any
     a gate checks (an unknown one is the gate's error, not the measures')."""
-    from cranfield.compare import DEFAULT_MEASURES, with_gate_measures
-    from cranfield.names import resolve
+    from cranfield.compare.comparison import DEFAULT_MEASURES, with_gate_measures
+    from cranfield.measures.names import resolve
 
     profile = job.options["profile"]
     for g in _gates(job.gate):
@@ -478,7 +478,7 @@ def compared_measures(job: ComparisonJob) -> list[str]:
 
 
 def _gates(gate) -> list[dict]:
-    """The spec's gates (dicts of :class:`cranfield.gate.Gate`'s fields) as a list."""
+    """The spec's gates (dicts of :class:`cranfield.compare.gate.Gate`'s fields) as a list."""
     return [] if gate is None else gate if isinstance(gate, list) else [gate]
 
 
@@ -491,10 +491,10 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
     against the same qrels, and recorded results must have the compared measures.
     Raises :class:`BadInput` naming the field (``runs[1].run line 3``, ``gate.measure``,
     ``baseline.system``...); an inline run over the evaluation budget of the caller's
-    context (:mod:`cranfield.budget`) :class:`BudgetError` naming the run, for the caller
+    context (:mod:`cranfield.measures.budget`) :class:`BudgetError` naming the run, for the caller
     to answer as an evaluation's (sync 422, a queued job's failure)."""
-    from cranfield.compare import compare_evaluations
-    from cranfield.result_document import evaluation_from_document
+    from cranfield.compare.comparison import compare_evaluations
+    from cranfield.reports.result_document import evaluation_from_document
 
     evaluations: dict[str, cranfield.Evaluation] = {}
     provenance_runs: dict[str, dict] = {}
@@ -612,8 +612,8 @@ def _qrels_name(version: str | None, digest: str | None) -> str:
 def _check_recorded_measures(ev: cranfield.Evaluation, measures: list[str],
                              job: ComparisonJob, field: str) -> None:
     """BadInput naming every compared measure a recorded result has no values of."""
-    from cranfield.compare import measure_key_in
-    from cranfield.names import resolve
+    from cranfield.compare.comparison_scope import measure_key_in
+    from cranfield.measures.names import resolve
 
     missing = []
     for name in measures:
@@ -711,8 +711,8 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
     read and before any is ranked, failing with the problem a synchronous pool over
     MAX_POOL_WORK gets. Each run, and the stored qrels, held to MAX_TOPICS and
     MAX_DOCS_PER_TOPIC as it is read: the synchronous pool's 413 problem."""
+    from cranfield.compare.pooling import pool
     from cranfield.measures import PROFILES
-    from cranfield.pooling import pool
 
     try:
         judged = None

@@ -1,6 +1,6 @@
 """Stored topic metadata (issue #28): topic -> segment labels and an optional weight, kept
 and versioned in the results database as stored qrels are (``backend/qrels_db.py``), read
-by the engine's one reader (:func:`cranfield.segments.read_topic_metadata`).
+by the engine's one reader (:func:`cranfield.inputs.segments.read_topic_metadata`).
 
 A version is named by its content: the engine's SHA-256 of the metadata (the same whatever
 form it came in: ``TopicMetadata.sha256``), its first 16 hex digits the version, as for
@@ -85,8 +85,8 @@ def _strcmp(value: str) -> bytes:
 
 def canonical_mapping(metadata) -> dict[str, dict[str, Any]]:
     """``{topic: {"segments": [labels], "weight": w}}`` of a
-    :class:`cranfield.segments.TopicMetadata`, topics and each topic's labels in byte
-    (strcmp) order: what :func:`~cranfield.segments.read_topic_metadata` reads back to the
+    :class:`cranfield.inputs.segments.TopicMetadata`, topics and each topic's labels in byte
+    (strcmp) order: what :func:`~cranfield.inputs.segments.read_topic_metadata` reads back to the
     same metadata (its digest included: the engine's digest orders them so too)."""
     return {t: {"segments": sorted(metadata.labels[t], key=_strcmp),
                 "weight": metadata.weights[t]}
@@ -149,7 +149,7 @@ class TopicMetadataStore:
 
     def put(self, tenant: str | None, metadata_id: str, metadata,
             if_match: str | None = None) -> tuple[dict, bool]:
-        """Keep ``metadata`` (a :class:`cranfield.segments.TopicMetadata`) as the id's latest
+        """Keep ``metadata`` (a :class:`cranfield.inputs.segments.TopicMetadata`) as the id's latest
         version unless it is already: (the version's metadata, whether it was added).
         VersionMismatch if ``if_match`` is not the latest; Busy if too many puts of the id
         race (SQLite)."""

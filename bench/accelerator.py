@@ -45,11 +45,11 @@ def install_sizes() -> None:
         spec = importlib.util.find_spec(name)
         size = du(Path(spec.origin).parent) if spec and spec.origin else 0
         print(f"  {name:10s} {size / 2**20:7.1f} MB" + ("" if spec else " (not installed)"))
-    spec = importlib.util.find_spec("cranfield._mapscan")
+    spec = importlib.util.find_spec("cranfield.inputs._mapscan")
     if spec and spec.origin:
-        print(f"  cranfield._mapscan {du(Path(spec.origin)) / 2**10:.0f} KB ({spec.origin})")
+        print(f"  cranfield.inputs._mapscan {du(Path(spec.origin)) / 2**10:.0f} KB ({spec.origin})")
     else:
-        print("  cranfield._mapscan not built")
+        print("  cranfield.inputs._mapscan not built")
 
 
 def _free_port() -> int:
@@ -103,7 +103,7 @@ def json_read(data_dir: Path, repeat: int) -> None:
     import orjson
 
     import cranfield
-    from cranfield import json_body
+    from cranfield.inputs import json_body
 
     ds = ensure_dataset("M", data_dir=data_dir)
     run = cranfield.read_run(str(ds.run_path))
@@ -123,16 +123,24 @@ def json_read(data_dir: Path, repeat: int) -> None:
         return cranfield.read_run(json_body.loads(body)["run"], name="run")
 
     def python_only():  # as an install without the compiled extension reads it
-        import cranfield.io
-        import cranfield.ranking
+        import cranfield.inputs.docid_keys
+        import cranfield.inputs.mappings
+        import cranfield.inputs.ranking
+        import cranfield.inputs.trec_fast
 
-        saved = json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan
-        json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan = False, None, None
+        compiled = (cranfield.inputs.docid_keys, cranfield.inputs.mappings,
+                    cranfield.inputs.trec_fast, cranfield.inputs.ranking)
+        saved = json_body._kernels, [m._mapscan for m in compiled]
+        json_body._kernels = False
+        for m in compiled:
+            m._mapscan = None
         try:
             assert json_body.decode_body(body, min_bytes=0) is None
             return without()
         finally:
-            json_body._kernels, cranfield.io._mapscan, cranfield.ranking._mapscan = saved
+            json_body._kernels = saved[0]
+            for m, ext in zip(compiled, saved[1], strict=True):
+                m._mapscan = ext
 
     results = {}
     for name, fn in (("json_body.decode_body (compiled scan)", scan),

@@ -98,8 +98,8 @@ def json_fast_path(ds, run, repeat: int) -> None:
     columnar JSON shape, and Arrow, on the M run."""
     import orjson
 
-    from cranfield import columnar
-    from cranfield.json_body import decode_body, warm_up
+    from cranfield.inputs import columnar
+    from cranfield.inputs.json_body import decode_body, warm_up
 
     run_map = run.to_dict()
     mapping_body = orjson.dumps({"run": run_map})
@@ -145,7 +145,7 @@ def json_fast_path(ds, run, repeat: int) -> None:
 
 
 def _empty_qrels():
-    from cranfield.io import Qrels
+    from cranfield.inputs.run_qrels import Qrels
 
     return Qrels([], np.zeros(0, np.int32), np.zeros(0, object), np.zeros(0, np.int64))
 
@@ -161,8 +161,8 @@ def main() -> int:
     import orjson
 
     import cranfield
-    from cranfield import columnar
-    from cranfield.client import _arrow_stream, _multipart
+    from cranfield.client_body import _arrow_stream, _multipart
+    from cranfield.inputs import columnar, table_bytes
 
     ds = ensure_dataset("M")
     run = cranfield.read_run(str(ds.run_path))
@@ -191,15 +191,15 @@ def main() -> int:
 
     fields = [("measures", m) for m in MEASURES]
     arrow_body = _multipart(fields, [  # as Client.evaluate sends a frame (topic dictionary)
-        ("run", "run.arrows", _arrow_stream(run_t, "run"), columnar.ARROW_STREAM_TYPE),
-        ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels"), columnar.ARROW_STREAM_TYPE)])
+        ("run", "run.arrows", _arrow_stream(run_t, "run"), table_bytes.ARROW_STREAM_TYPE),
+        ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels"), table_bytes.ARROW_STREAM_TYPE)])
     plain_body = _multipart(fields, [
-        ("run", "run.arrows", _arrow_stream(run_t, "run", None), columnar.ARROW_STREAM_TYPE),
+        ("run", "run.arrows", _arrow_stream(run_t, "run", None), table_bytes.ARROW_STREAM_TYPE),
         ("qrels", "qrels.arrows", _arrow_stream(qrels_t, "qrels", None),
-         columnar.ARROW_STREAM_TYPE)])
+         table_bytes.ARROW_STREAM_TYPE)])
     parquet_body = _multipart(fields, [
-        ("run", "run.parquet", parquet(run_t), columnar.PARQUET_TYPE),
-        ("qrels", "qrels.parquet", parquet(qrels_t), columnar.PARQUET_TYPE)])
+        ("run", "run.parquet", parquet(run_t), table_bytes.PARQUET_TYPE),
+        ("qrels", "qrels.parquet", parquet(qrels_t), table_bytes.PARQUET_TYPE)])
     text_body = _multipart(fields, [
         ("run", "run.txt", ds.run_path.read_bytes(), "text/plain"),
         ("qrels", "qrels.txt", ds.qrels_path.read_bytes(), "text/plain")])

@@ -23,12 +23,12 @@ tracemalloc peak of one (untimed, warm-up) comparison. If ranx is installed,
 ``ranx.compare`` is timed as an anchor (see ``--ranx-permutations``).
 
 ``--budget [WORK]`` instead measures the largest comparisons a work budget allows (default:
-the service's MAX_COMPARISON_WORK; the work is ``cranfield.compare.comparison_work``). Each
-of a few shapes — the issue's 10 runs × 30 topics with as many resamples as fit, one column
-of bootstrap over many topics (the dearest unit of work), many columns, per-topic output
-over MAX_TOPICS topics (the most memory), Wilcoxon on as many columns as fit, the default
-resamples over as many topics as fit — is scaled up to the budget and run in a fresh
-subprocess (``--child``), which generates and evaluates its runs, then measures
+the service's MAX_COMPARISON_WORK; the work is
+``cranfield.compare.comparison_work.comparison_work``). Each of a few shapes — the issue's 10 runs ×
+30 topics with as many resamples as fit, one column of bootstrap over many topics (the dearest unit
+of work), many columns, per-topic output over MAX_TOPICS topics (the most memory), Wilcoxon on as
+many columns as fit, the default resamples over as many topics as fit — is scaled up to the budget
+and run in a fresh subprocess (``--child``), which generates and evaluates its runs, then measures
 ``compare_evaluations(..., max_work=budget)`` plus ``orjson.dumps`` of the document (what
 the service does with it): wall and CPU time, and peak RSS above idle, read from
 /proc/self/status (VmRSS just before, after gc and malloc_trim; VmHWM after, reset through
@@ -65,8 +65,9 @@ import warnings
 import numpy as np
 
 import cranfield
-from cranfield import stats
-from cranfield.compare import compare_evaluations, comparison_work
+from cranfield.compare import stats
+from cranfield.compare.comparison import compare_evaluations
+from cranfield.compare.comparison_work import comparison_work
 
 MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.100", "recip_rank"]
 MEASURES_RANX = ["map", "ndcg@10", "precision@10", "recall@100", "mrr"]
@@ -268,7 +269,8 @@ def budget_shapes(budget: int, max_topics: int) -> list[dict]:
     shapes.append({"label": f"2 runs × 10 measures, t only, per_topic, {t:,} topics",
                    "runs": 2, "measures": 10, "topics": t, "tests": ("t",), "perms": 100,
                    "samples": 100, "docs": 10})
-    # Wilcoxon (cranfield.stats, a call per column) on as many columns as fit: runs × 10 measures
+    # Wilcoxon (cranfield.compare.stats, a call per column) on as many columns as fit: runs × 10
+    # measures
     tests = ("t", "wilcoxon")
     r = _largest(lambda x: work(x, 10, 30, tests, 0, 0) <= budget, 2, 50)
     shapes.append({"label": f"{r} runs × 10 measures × 30 topics, Wilcoxon", "runs": r,

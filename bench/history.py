@@ -3,8 +3,8 @@ nightly job's history.
 
 Records ``--results`` (default 1,000) results of one system, each an evaluation document of
 ``--topics`` (default 7,000) topics × 5 measures (map, ndcg_cut.10, P.10, recall.100,
-recip_rank) with per-topic values, as ``cranfield.result_document.evaluation_document`` makes
-it (``per_topic`` on). One synthetic run (``bench/compare.py``'s seeded data) is evaluated
+recip_rank) with per-topic values, as ``cranfield.reports.result_document.evaluation_document``
+makes it (``per_topic`` on). One synthetic run (``bench/compare.py``'s seeded data) is evaluated
 once with ``cranfield.evaluate``; each night's document is that one with every per-topic
 value perturbed (Gaussian noise, a slow drift, clipped to [0, 1]; the aggregate recomputed),
 its own run digest, and a recording time one day after the previous night's.
@@ -56,7 +56,7 @@ import orjson  # noqa: E402
 import cranfield  # noqa: E402
 from backend.results import ResultStore  # noqa: E402
 from bench.compare import MEASURES, make_data, timed  # noqa: E402
-from cranfield.result_document import evaluation_document  # noqa: E402
+from cranfield.reports.result_document import evaluation_document  # noqa: E402
 
 TREND_TARGET = 0.200   # seconds, issue #18
 COMPARE_TARGET = 1.0

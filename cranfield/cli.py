@@ -8,24 +8,27 @@ larger than allowed), 5 when none fails but one cannot be decided (the gate fail
 The commands that work on a service (``eval --server``, ``qrels``, ``baseline``, ``gate``,
 ``trend``, ``history``: :mod:`cranfield.remote_cli`) add 6, not found, and 2 for a refused
 request or a service that cannot be reached.
+
+This module holds the parser (:func:`build_parser`), ``cranfield measures`` and
+:func:`main`, the console entry point; the commands run in :mod:`cranfield.cli_eval`
+(``eval``), :mod:`cranfield.cli_compare` (``compare``, ``pool``) and the ``remote_*``
+modules (on a service). Room: the top (the command line), beside ``evaluate`` and ``client``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from . import __version__, remote_cli
-from .errors import CranfieldError, InputError, error_report
-from .evaluate import evaluate
-from .measure_docs import FAMILIES
+from . import remote_cli, remote_parsers
+from .cli_compare import run_compare, run_pool
+from .cli_eval import run_eval
+from .cli_files import file_bytes
+from .errors import CranfieldError, error_report
 from .measures import DEFAULT_PROFILE, PROFILES
-from .trec_format import format_csv, format_json, format_trec
+from .reports.measure_docs import FAMILIES
+from .version import __version__
 
-# ``cranfield compare --gate``: codes no usage or input error uses (1, 2, 4, 7)
-EXIT_GATE_FAILED = 3
-EXIT_GATE_UNDECIDED = 5
 COMPARE_DESCRIPTION = """\
 Compare RUNs evaluated against QRELS: each run's mean with a (1 - alpha) confidence
 interval, and per measure x pair the mean difference with its CI, a paired t-test, a
@@ -62,7 +65,7 @@ standard error when it is a terminal) and its result printed in --format.
 # the engine's own commands; any other is looked up among the ``cranfield.commands`` entry
 # points (see _commands)
 ENGINE_COMMANDS = ("eval", "ndeval", "gdeval", "compare", "measures", "pool",
-                   *remote_cli.REMOTE_COMMANDS)
+                   *remote_parsers.REMOTE_COMMANDS)
 COMMANDS_GROUP = "cranfield.commands"
 
 PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "trec_eval-10",
@@ -88,7 +91,7 @@ def _probability(text: str) -> float:
 
 
 def _gate_arg(text: str):
-    from .gate import parse_gate
+    from .compare.gate import parse_gate
 
     try:
         return parse_gate(text)
@@ -229,10 +232,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     cmp.add_argument("--alpha", type=_probability, default=0.05,
                      help="significance level (default %(default)s); confidence intervals are "
                           "at 1 - ALPHA and not adjusted for multiple comparisons")
-    cmp.add_argument("--permutations", type=remote_cli.positive_int, default=10000, metavar="N",
+    cmp.add_argument("--permutations", type=remote_parsers.positive_int, default=10000, metavar="N",
                      help="randomization test sign vectors (default %(default)s; exact for "
                           "16 topics or fewer)")
-    cmp.add_argument("--bootstrap", type=remote_cli.positive_int, default=10000, metavar="N",
+    cmp.add_argument("--bootstrap", type=remote_parsers.positive_int, default=10000, metavar="N",
                      help="bootstrap resamples (default %(default)s)")
     cmp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     cmp.add_argument("--tests", type=_tests_arg, default=None, metavar="T,...",
@@ -289,7 +292,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         description="Pool RUNs at depth k (trec_eval's ranking order), minus "
                                     "documents already judged in --judged.")
     pl.add_argument("runs", metavar="RUN", nargs="+", help="run files")
-    pl.add_argument("-k", type=remote_cli.positive_int, required=True, dest="depth",
+    pl.add_argument("-k", type=remote_parsers.positive_int, required=True, dest="depth",
                     metavar="DEPTH",
                     help="pool depth: each run's first DEPTH documents per topic")
     pl.add_argument("--judged", default=None, metavar="QRELS",
@@ -298,30 +301,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="trec: 'topic 0 docid' lines (default); json: the pool with counts")
     pl.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="ranking profile: 9.0.8 compares scores as float32 (default)")
-    remote_cli.register(sub)
+    remote_parsers.register(sub)
     if commands:
         for register in _commands().values():
             register(sub)
     return parser
-
-
-def _source(path: str) -> tuple:
-    """A path, or standard input's bytes for '-' (as trec_eval 10 allows)."""
-    if path == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
-    return path, path
-
-
-def _file_bytes(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    if os.path.isdir(path):
-        raise InputError(path, "is a directory")
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
 
 
 RECORD_KEYS = ("system", "label", "commit", "tags")
@@ -346,206 +330,8 @@ def _record_arg(text: str) -> dict:
     return record
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    from .io import read_qrels, read_run
-    from .names import needs_subtopics
-    from .result_document import warnings_for
-
-    if args.topic_metadata is not None and args.format == "jsonl":
-        print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
-              "ir_measures' shape, which has no segments)", file=sys.stderr)
-        return 1
-    if args.topic_metadata == "-" and "-" in (args.qrels, args.run):
-        print("cranfield: --topic-metadata - and QRELS or RUN cannot both be standard input",
-              file=sys.stderr)
-        return 1
-    if args.rel_format != "qrels" and _rel_format_refused(args):
-        return 2  # locally and with --server alike (review R1 F9)
-    if args.server or ((args.record or args.qrels_id) and _environment_server()):
-        if args.zscores is not None:  # the upload is a multipart form: options as text fields
-            print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
-                  "as JSON); drop --server", file=sys.stderr)
-            return 1
-        return remote_cli.run_eval(args)  # --topic-metadata: read here, sent as its text
-    if args.record:
-        print("cranfield: --record needs --server (results are kept by the service)",
-              file=sys.stderr)
-        return 2
-    if args.qrels_id:
-        print("cranfield: --qrels-id needs --server (qrels are stored by the service)",
-              file=sys.stderr)
-        return 1
-
-    run_source, run_name = _source(args.run)
-    qrels_source, qrels_name = _source(args.qrels)
-    if args.rel_format != "qrels":
-        return _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name)
-    try:
-        run = read_run(run_source, name=run_name)
-        # diversity measures read subtopic qrels, where a docid appears once per subtopic
-        qrels = read_qrels(qrels_source, name=qrels_name,
-                           diversity=needs_subtopics(args.measures, args.profile))
-    except InputError:
-        _raise_if_swapped(qrels_source, qrels_name, run_source)
-        raise
-    ev = evaluate(qrels, run, args.measures, profile=args.profile,
-                  relevance_level=args.rel_level, judged_only=args.judged_only,
-                  depth=args.depth, complete_topics=args.complete,
-                  collection_size=args.collection_size, aggregation=args.aggregation,
-                  zscores=_zscores(args.zscores),
-                  topic_metadata=_topic_metadata(args.topic_metadata))
-    if args.format == "json":  # the API's evaluation document; warnings are in it
-        text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
-                           per_topic=args.per_topic, curves=args.curves, interface="cli")
-    else:
-        if args.format == "csv":
-            text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
-        elif args.format == "jsonl":
-            from .jsonl import format_jsonl
-
-            text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
-        else:
-            text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
-        if not args.no_warnings:
-            _print_warnings(warnings_for(ev, "cli"))
-    sys.stdout.write(text)
-    return 0
-
-
-def _rel_format_refused(args) -> bool:
-    """Whether ``-R`` (qrels_jg, prefs, qrels_prefs) is asked with options it does not take:
-    said on stderr (the caller exits 2), before any input is read or sent to a server."""
-    refused = [flag for flag, on in (("-J", args.judged_only
-                                      and args.rel_format != "qrels_jg"),
-                                     ("-Z", args.zscores is not None),
-                                     ("--topic-metadata", args.topic_metadata is not None),
-                                     ("-N", bool(args.collection_size)),
-                                     ("--micro", args.aggregation == "micro"),
-                                     ("--format " + args.format, args.format != "trec"),
-                                     ("--curves", args.curves),
-                                     ("-l", args.rel_level != 1
-                                      and args.rel_format != "qrels_jg")) if on]
-    if refused:
-        print(f"cranfield: -R {args.rel_format} does not take {', '.join(refused)}",
-              file=sys.stderr)
-    return bool(refused)
-
-
-def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
-    """-R qrels_jg / prefs / qrels_prefs (cranfield.prefs): judgment groups and preference
-    judgments, with their own measures and trec_eval's text output."""
-    from .io import read_run
-    from .prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
-
-    if _rel_format_refused(args):
-        return 2
-    data = _file_bytes(args.qrels) if isinstance(qrels_source, str) else qrels_source
-    run = read_run(run_source, name=run_name)
-    if args.rel_format == "qrels_jg":
-        ev = evaluate_jg(read_qrels_jg(data, name=qrels_name), run, args.measures,
-                         relevance_level=args.rel_level, depth=args.depth,
-                         profile=args.profile, complete_topics=args.complete,
-                         judged_only=args.judged_only)
-    else:  # prefs, qrels_prefs: -l does not apply (rel_level > 0 is relevant, as trec_eval)
-        prefs = read_prefs(data, name=qrels_name, qrels=args.rel_format == "qrels_prefs")
-        ev = evaluate_prefs(prefs, run, args.measures, depth=args.depth,
-                            profile=args.profile, complete_topics=args.complete,
-                            qrels=args.rel_format == "qrels_prefs")
-    sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
-    return 0
-
-
-def _zscores(path: str | None):
-    """-Z FILE read once (cranfield.zscores), '-' from standard input."""
-    if path is None:
-        return None
-    from .zscores import read_zscores
-
-    return _side_file(path, read_zscores)
-
-
-def _topic_metadata(path: str | None):
-    """--topic-metadata FILE read once (cranfield.segments), '-' from standard input."""
-    if path is None:
-        return None
-    from .segments import read_topic_metadata
-
-    return _side_file(path, read_topic_metadata)
-
-
-def _side_file(path: str, reader):
-    """A per-topic side file (-Z, --topic-metadata) read once by ``reader``: '-' from
-    standard input (named <stdin>), else the file named (as a Path: never read as text)."""
-    from pathlib import Path
-
-    if path == "-":
-        return reader(sys.stdin.buffer.read(), name="<stdin>")
-    return reader(Path(path), name=path)
-
-
-def _environment_server() -> str | None:
-    from .settings import CliEnvironment
-
-    return CliEnvironment.from_environ().server
-
-
-def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
-    """After a file could not be read: when QRELS's lines have a run's fields (6 or more) and
-    RUN's a qrels file's (4), the two were given the wrong way round; say so."""
-    from .io import first_line_fields
-
-    qrels_fields = first_line_fields(qrels_source)
-    if qrels_fields is not None and qrels_fields >= 6 and first_line_fields(run_source) == 4:
-        raise InputError(qrels_name, "looks like a run file; trec_eval takes QRELS first "
-                                     "(cranfield eval QRELS RUN)") from None
-
-
-def _sha256(source, read=None) -> str:
-    """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text;
-    of a Parquet or Arrow file's columns (``read``: the run or qrels read from it), as the
-    API digests such an upload (by content: the same as the same data sent as a mapping)."""
-    import hashlib
-
-    if read is not None and _is_table_file(source):
-        from .json_body import columns_sha256
-
-        return columns_sha256(read)
-    if isinstance(source, bytes):
-        return hashlib.sha256(source).hexdigest()
-    digest = hashlib.sha256()
-    with open(source, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _is_table_file(source) -> bool:
-    """Whether a file (a path, or standard input's bytes) is a Parquet or Arrow IPC file, by
-    its magic bytes, as the readers tell it (:func:`cranfield.columnar.sniff`)."""
-    from .columnar import sniff
-
-    if isinstance(source, bytes):
-        return sniff(source) is not None
-    with open(source, "rb") as fh:
-        head = fh.read(12)
-        if not head.startswith((b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")):
-            return False
-        fh.seek(-4, os.SEEK_END)
-        return sniff(head + fh.read(4)) is not None
-
-
-def _print_warnings(warnings: list[dict]) -> None:
-    """The input lint on standard error (standard output stays trec_eval's text), one line
-    each, options named by their flags."""
-    for w in warnings:
-        topics = w.get("topics") or []
-        shown = f" (topics: {', '.join(topics[:5])}{', …' if len(topics) > 5 else ''})" \
-            if topics else ""
-        print(f"cranfield: warning: {w['message']}{shown}", file=sys.stderr)
-
-
 def _tests_arg(value: str) -> tuple[str, ...]:
-    from .compare import TESTS
+    from .compare.comparison_settings import TESTS
 
     tests = tuple(t.strip() for t in value.split(",") if t.strip())
     unknown = [t for t in tests if t not in TESTS]
@@ -554,77 +340,11 @@ def _tests_arg(value: str) -> tuple[str, ...]:
     return tests
 
 
-def _run_names(paths: list[str], names: str | None) -> list[str]:
-    """--names, else :func:`cranfield.compare.run_names` of the paths (the API names
-    uploaded files by the same rule)."""
-    from .compare import run_names
-
-    if names is not None:
-        given = [n.strip() for n in names.split(",")]
-        if len(given) != len(paths) or not all(given) or len(set(given)) != len(given):
-            raise InputError("--names", f"needs {len(paths)} distinct non-empty names, got "
-                             f"{names!r}")
-        return given
-    return run_names(paths)
-
-
-def run_compare(args: argparse.Namespace) -> int:
-    """Exit 0; with --gate ``EXIT_GATE_FAILED`` (3) when a gate fails and
-    ``EXIT_GATE_UNDECIDED`` (5) when none fails but one cannot be decided; usage errors 1,
-    input errors as ``eval``."""
-    import json
-
-    from .compare import compare
-    from .comparison_text import format_text
-
-    if len(args.runs) < 2:
-        print("cranfield: compare needs at least two runs", file=sys.stderr)
-        return 1
-    if args.format in ("junit", "markdown") and not args.gate:
-        print(f"cranfield: --format {args.format} renders a gate's verdict: give --gate",
-              file=sys.stderr)
-        return 1
-    try:
-        names = _run_names(args.runs, args.names)
-    except InputError as exc:
-        print(f"cranfield: {exc.reason}", file=sys.stderr)
-        return 1
-    if args.baseline is not None and args.baseline not in names:
-        print(f"cranfield: --baseline {args.baseline!r} is not one of the runs "
-              f"({', '.join(names)})", file=sys.stderr)
-        return 1
-    runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
-    tests = list(args.tests or ("t", "randomization", "bootstrap"))
-    if args.wilcoxon and "wilcoxon" not in tests:
-        tests.append("wilcoxon")
-    doc = compare(_source(args.qrels)[0], runs, args.measures, baseline=args.baseline,
-                  tests=tuple(tests), correction=args.correction, alpha=args.alpha,
-                  n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
-                  gate=args.gate or None, profile=args.profile,
-                  relevance_level=args.rel_level, complete_topics=args.complete,
-                  interface="cli", topic_metadata=_topic_metadata(args.topic_metadata))
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    elif args.format == "html":
-        from .html_report import render_comparison
-
-        sys.stdout.write(render_comparison(doc, title="Cranfield comparison: "
-                                           + " vs ".join(names)))
-    elif args.format in ("junit", "markdown"):
-        from . import verdicts
-
-        sys.stdout.write(verdicts.RENDERERS[args.format](doc))
-    else:
-        sys.stdout.write(format_text(doc))
-    verdict = doc.get("gate", {}).get("verdict", "pass")
-    return {"pass": 0, "fail": EXIT_GATE_FAILED}.get(verdict, EXIT_GATE_UNDECIDED)
-
-
 def run_measures(args: argparse.Namespace) -> int:
     """``cranfield measures [--family F] [NAME]``: the registry, or what NAME stands for."""
     import json
 
-    from . import measure_docs as docs
+    from .reports import measure_docs as docs
 
     if args.name is None:
         doc = docs.measures_document(args.family)
@@ -646,22 +366,6 @@ def run_measures(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_pool(args: argparse.Namespace) -> int:
-    import json
-
-    from .pooling import format_pool, pool
-
-    names = _run_names(args.runs, None)
-    runs = {name: _source(path)[0] for name, path in zip(names, args.runs, strict=True)}
-    result = pool(runs, args.depth, judged=args.judged,
-                  float32_scores=PROFILES[args.profile].float32_scores)
-    if args.format == "json":
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
-    else:
-        sys.stdout.write(format_pool(result))
-    return 0
-
-
 def _wants_commands(argv: list[str]) -> bool:
     """Whether ARGV's command is not one of the engine's (or there is none: ``--help``)."""
     first = next((a for a in argv if not a.startswith("-")), None)
@@ -676,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "eval":
             return run_eval(args)
         if args.command in ("ndeval", "gdeval"):
-            from . import webtrack
+            from .measures import webtrack
 
-            qrels, run = _file_bytes(args.qrels), _file_bytes(args.run)
+            qrels, run = file_bytes(args.qrels), file_bytes(args.run)
             if args.command == "ndeval":
                 result = webtrack.ndeval(qrels, run, alpha=args.alpha, beta=args.beta,
                                          traditional=args.traditional,

@@ -1,4 +1,7 @@
-"""``evaluate``: one run against one qrels, per-topic values and trec_eval's summary."""
+"""``evaluate``: one run against one qrels, per-topic values and trec_eval's summary
+(formed by :mod:`cranfield.measures.aggregation`); :class:`Evaluation` holds them. Its option and
+input checks are in :mod:`cranfield.evaluate_checks`; shards of a run are combined by
+:mod:`cranfield.shards`. Room: top."""
 
 from __future__ import annotations
 
@@ -10,30 +13,26 @@ from typing import Any
 
 import numpy as np
 
-from .budget import check_instances, check_segments, check_values
 from .errors import EvaluationError
-from .io import Qrels, Run, arrow_strings, read_qrels, read_run
+from .evaluate_checks import (
+    check_collection_size,
+    check_options,
+    require_inputs,
+    topics_evaluated,
+)
+from .inputs.arrow_arrays import arrow_strings
+from .inputs.io import read_qrels, read_run
+from .inputs.ranking import Ranked, rank_run
+from .inputs.run_qrels import Qrels, Run
+from .inputs.swapped import refuse_swapped
 from .measures import DEFAULT_PROFILE, PROFILES, Context
+from .measures.aggregation import segment_aggregates, summary
+from .measures.budget import check_instances, check_segments, check_values
 from .measures.context import no_topics
-from .measures.registry import INT64_MAX, INT64_MIN
-from .names import Instance, resolve
-from .ranking import Ranked, rank_run
-from .swapped import refuse_swapped
+from .measures.names import Instance, resolve
+from .measures.registry import INT64_MIN
 
-MIN_GEO_MEAN = 1e-5  # trec_eval.h: values are floored here before the geometric mean
 AGGREGATIONS = ("macro", "micro")
-
-# The accepted range of each integer option of evaluate(), inclusive: (least, greatest).
-# Defined once here; the CLI and the API's request schemas check against it too. Every
-# value in range works (2^63 - 1 included); depth may also be None (no cut).
-OPTION_BOUNDS: dict[str, tuple[int, int]] = {
-    "relevance_level": (INT64_MIN, INT64_MAX),
-    "depth": (0, INT64_MAX),
-    "collection_size": (0, INT64_MAX),
-}
-
-NO_JUDGMENTS = "the qrels hold no judgments (the file is empty or only comments)"
-NO_RESULTS = "the run holds no results (the file is empty or only comments)"
 
 # trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
 # printed name, after evaluating it against a one-document non-pool ranking.
@@ -75,7 +74,7 @@ class Evaluation:
     # the input lint of an evaluation read back from its document (which keeps no ranking
     # to lint again); None: lint ``ranked`` (result_document.warnings_for)
     lint: list[dict] | None = field(default=None, repr=False)
-    # with topic metadata (cranfield.segments): {label: {"topics": n, "aggregate": {...}}},
+    # with topic metadata (cranfield.inputs.segments): {label: {"topics": n, "aggregate": {...}}},
     # {key: weighted value} and the metadata itself; None without
     segments: dict[str, dict] | None = None
     weighted: dict[str, Any] | None = None
@@ -193,7 +192,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``qrels``/``run``: a path, TREC text, a file object, a mapping, or what
     :func:`read_qrels`/:func:`read_run` return; given the other way round (a run's text, a
     mapping of scores or a Run as qrels; qrels' text or a Qrels as the run), an
-    :class:`InputError` says so and names the order (:mod:`cranfield.swapped`).
+    :class:`InputError` says so and names the order (:mod:`cranfield.inputs.swapped`).
     ``measures``: names as trec_eval's ``-m`` or ir_measures-style (default: trec_eval's
     ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
@@ -205,12 +204,13 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
     missing topics of a sharded run). ``zscores`` (trec_eval's ``-Z``): a path, text
     (``topic measure mean stddev`` lines) or a mapping ``{topic: {measure: (mean, stddev)}}``
-    (:mod:`cranfield.zscores`): every per-topic value becomes its z-score and the summary is
+    (:mod:`cranfield.inputs.zscores`): every per-topic value becomes its z-score and the summary is
     formed from them, as trec_eval does; ``options["zscores"]`` then records its digest.
 
-    The integer options must lie in :data:`OPTION_BOUNDS` (int64; depth and collection_size
-    >= 0). A collection_size (or a measure's ``N``) given to a measure that reads it must be
-    at least each topic's retrieved plus relevant-not-retrieved documents. Empty qrels or an
+    The integer options must lie in :data:`cranfield.evaluate_checks.OPTION_BOUNDS` (int64;
+    depth and collection_size >= 0). A collection_size (or a measure's ``N``) given to a
+    measure that reads it must be at least each topic's retrieved plus relevant-not-retrieved
+    documents. Empty qrels or an
     empty run (no line but comments) are an :class:`EvaluationError`, not zeros.
 
     Subtopic qrels (a :class:`Qrels` read with ``diversity=True``, where a docid appears once
@@ -220,12 +220,13 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
 
     ``qrels_format`` (trec_eval's ``-R``): ``qrels_jg`` (judgment groups), ``prefs`` or
     ``qrels_prefs`` (preference judgments) read ``qrels`` as that format
-    (:mod:`cranfield.prefs`) and return a :class:`cranfield.prefs.JgEvaluation`
-    (``per_topic``, ``summary()``; trec_eval's text from :func:`cranfield.prefs.format_jg`)
-    with their own measures; they take ``relevance_level`` and ``judged_only`` (qrels_jg
-    only), ``depth``, ``complete_topics`` and ``profile`` and refuse the other options.
+    (:mod:`cranfield.inputs.judgment_files`) and return a
+    :class:`cranfield.measures.jg_measures.JgEvaluation` (``per_topic``, ``summary()``; trec_eval's
+    text from :func:`cranfield.reports.jg_text.format_jg`) with their own measures; they take
+    ``relevance_level`` and ``judged_only`` (qrels_jg only), ``depth``, ``complete_topics`` and
+    ``profile`` and refuse the other options.
 
-    ``topic_metadata`` (:mod:`cranfield.segments`): a path, text (``topic labels [weight]``
+    ``topic_metadata`` (:mod:`cranfield.inputs.segments`): a path, text (``topic labels [weight]``
     lines) or a mapping ``{topic: {"segments": [...], "weight": w}}``: the evaluation then
     has ``segments`` (per label, the summary over the evaluated topics carrying it) and
     ``weighted`` (each measure's weighted aggregate); ``options["topic_metadata"]`` records
@@ -252,20 +253,20 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                "aggregation": aggregation}
     zs = None
     if zscores is not None:
-        from .zscores import read_zscores
+        from .inputs.zscores import read_zscores
 
         zs = _per_topic_option("zscores", zscores, read_zscores, aggregation, options,
                                "trec_eval standardises per-topic values")
     md = None
     if topic_metadata is not None:
-        from .segments import read_topic_metadata
+        from .inputs.segments import read_topic_metadata
 
         md = _per_topic_option("topic_metadata", topic_metadata, read_topic_metadata,
                                aggregation, options,
                                "segments and weights aggregate per-topic values")
     instances = resolve(measures, profile)
     # budgets before work (issue #27): the instances before any input is read, the values
-    # once the topics are known (cranfield.budget; no bound outside a budget's context)
+    # once the topics are known (cranfield.measures.budget; no bound outside a budget's context)
     check_instances(len(instances), measures, profile)
     if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
         check_segments(len(instances), md.assignments(), len(md.segment_names()))
@@ -276,8 +277,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
         qrels_obj = one_judgment_per_document(qrels_obj)
     if require_overlap:
-        _require_inputs(run_obj, qrels_obj)
-    check_values(len(instances), _topics_evaluated(run_obj, qrels_obj, complete_topics))
+        require_inputs(run_obj, qrels_obj)
+    check_values(len(instances), topics_evaluated(run_obj, qrels_obj, complete_topics))
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
     if qrels_obj.topics:
@@ -302,8 +303,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
             contexts[level] = Context(ranked, level, profile, collection_size)
         return contexts[level]
 
-    _check_collection_size(instances, context, ranked, missing, relevance_level,
-                           collection_size)
+    check_collection_size(instances, context, ranked, missing, relevance_level,
+                          collection_size)
     values: dict[str, np.ndarray] = {}
     for inst in instances:
         arr = inst.measure.compute(context(inst.level(relevance_level)), inst.value)
@@ -312,8 +313,8 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         _fill_missing(values, instances, missing, profile)
     if zs is not None:
         _standardise(zs, values, instances, ranked, profile)
-    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options,
-                   md)
+    return finish_evaluation(instances, values, ranked, qrels_obj, run_obj.topics,
+                             run_obj.runid, options, md)
 
 
 def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options: dict,
@@ -330,8 +331,10 @@ def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options:
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
-    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.prefs)."""
-    from .prefs import evaluate_jg, evaluate_prefs
+    """trec_eval's -R qrels_jg / prefs / qrels_prefs (cranfield.measures.jg_measures,
+    prefs_measures)."""
+    from .measures.jg_measures import evaluate_jg
+    from .measures.prefs_measures import evaluate_prefs
 
     if qrels_format not in ("qrels_jg", "prefs", "qrels_prefs"):
         raise EvaluationError(f"unknown qrels_format {qrels_format!r}; choose one of "
@@ -358,63 +361,6 @@ def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
                           qrels=qrels_format == "qrels_prefs",
                           complete_topics=o["complete_topics"],
                           require_overlap=o["require_overlap"])
-
-
-def _topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:
-    """How many topics an evaluation reports (trec_eval's: the judged topics the run has,
-    or every judged topic with -c), counted before ranking: the budget's topics factor."""
-    if complete_topics:
-        return len(qrels.topics)
-    judged = set(qrels.topics)
-    return sum(1 for t in set(run.topics) if t in judged)
-
-
-def check_options(**options: Any) -> None:
-    """EvaluationError unless each given option (by name, as evaluate() takes it) is an
-    integer within :data:`OPTION_BOUNDS` (depth may be None)."""
-    for name, value in options.items():
-        if name == "depth" and value is None:
-            continue
-        lo, hi = OPTION_BOUNDS[name]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or \
-                not lo <= value <= hi:
-            raise EvaluationError(f"{name} must be an integer from {lo} to {hi}, got "
-                                  f"{value!r}", field=f"options.{name}")
-
-
-def _require_inputs(run: Run, qrels: Qrels) -> None:
-    if not len(qrels):
-        raise EvaluationError(NO_JUDGMENTS, field="qrels", code="empty-input")
-    if not len(run):
-        raise EvaluationError(NO_RESULTS, code="empty-input")
-
-
-def _check_collection_size(instances: list[Instance], context, ranked: Ranked,
-                           missing: np.ndarray, relevance_level: int,
-                           collection_size: int) -> None:
-    """A collection holds at least what a topic retrieved plus its relevant documents not
-    retrieved: a smaller size (collection_size, trec_eval's -N, or a measure's own N) given
-    to a measure that reads it is an EvaluationError naming the topic and the counts (else
-    d, the non-relevant documents not retrieved, would be negative: NPV 1.5)."""
-    for inst in instances:
-        if not inst.measure.uses_collection_size:
-            continue
-        own = inst.value.get("N") if isinstance(inst.value, dict) else None
-        n = own or collection_size
-        if not n:
-            continue  # utility without -N: trec_eval's N = 0
-        ctx = context(inst.level(relevance_level))
-        retrieved = np.where(missing, 0, ctx.N)  # a topic missing from the run retrieved none
-        unretrieved = ctx.R - ctx.num_rel_ret
-        bad = np.flatnonzero(retrieved + unretrieved > n)
-        if bad.size:
-            t = int(bad[0])
-            what = f"{inst.key}'s N={n}" if own else f"collection_size {n}"
-            raise EvaluationError(
-                f"{what} is less than topic {ranked.topics[t]!r}'s {int(retrieved[t])} "
-                f"retrieved + {int(unretrieved[t])} relevant not retrieved = "
-                f"{int(retrieved[t] + unretrieved[t])} documents",
-                field="options.collection_size" if not own else "measures")
 
 
 _ONE_PER_DOCUMENT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -452,16 +398,16 @@ def one_judgment_per_document(qrels: Qrels) -> Qrels:
     return qrels if out is None else out
 
 
-def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ranked,
-            qrels_obj: Qrels, run_topics: list[str], runid: str, options: dict,
-            md=None) -> Evaluation:
+def finish_evaluation(instances: list[Instance], values: dict[str, np.ndarray],
+                      ranked: Ranked, qrels_obj: Qrels, run_topics: list[str], runid: str,
+                      options: dict, md=None) -> Evaluation:
     """Aggregates, descriptions and topic sets for per-topic ``values`` over ``ranked``;
     with topic metadata ``md``, its segments and weighted aggregates."""
     profile = options["profile"]
     printed = ranked.in_run.copy()
     if PROFILES[profile].prints_topics_missing_from_run:
         printed[:] = True
-    aggregate = _aggregate(instances, values, ranked, qrels_obj, runid,
+    aggregate = summary(instances, values, ranked, qrels_obj, runid,
                            options["complete_topics"], profile, bool(options.get("zscores")))
     micro = _micro(instances, ranked, options) if options.get("aggregation") == "micro" else {}
     aggregate.update(micro)
@@ -479,8 +425,6 @@ def _finish(instances: list[Instance], values: dict[str, np.ndarray], ranked: Ra
     )
     segments = weighted = None
     if md is not None:
-        from .segments import segment_aggregates
-
         segments, weighted = segment_aggregates(md, instances, values, ranked, qrels_obj,
                                                 runid, options)
     return Evaluation(instances, values, ranked.topics, printed, aggregate, described,
@@ -513,60 +457,6 @@ def _description(inst: Instance, profile: str, relevance_level: int, judged_only
 _DESCRIPTIONS: dict[tuple, dict] = {}
 
 
-def evaluate_missing_topics(qrels: Qrels, topics: list[str], measures, **options
-                            ) -> Evaluation:
-    """The per-topic values complete_topics gives qrels topics a run lacks (to combine with
-    the shards of that run)."""
-    empty = Run([], np.zeros(0, np.int32), np.zeros(0, dtype=object), np.zeros(0), "", "run")
-    return evaluate(qrels.subset(topics), empty, measures, require_overlap=False,
-                    **dict(options, complete_topics=True))
-
-
-def combine(parts: list[Evaluation], qrels: Any, run_topics: list[str], runid: str
-            ) -> Evaluation:
-    """One evaluation from evaluations of disjoint sets of topics (shards of one run, each
-    evaluated with the same measures and options against the qrels of its topics; with
-    complete_topics, the qrels topics missing from the run belong to exactly one part).
-
-    Per-topic values are taken as they are; aggregates are recomputed over all topics in
-    trec_eval order, so the result equals evaluating the whole run at once.
-    """
-    from .io import byte_key
-
-    qrels_obj = read_qrels(qrels)
-    topics = [t for p in parts for t in p.topic_order]
-    if len(set(topics)) != len(topics):
-        raise EvaluationError("the parts share topics: they are not shards of one run")
-    order = sorted(range(len(topics)), key=lambda i: byte_key(topics[i]))
-    position = np.empty(len(topics), dtype=np.int64)
-    position[order] = np.arange(len(topics))
-    offsets = np.cumsum([0] + [len(p.topic_order) for p in parts])
-
-    def joined(get) -> np.ndarray:
-        return np.concatenate([np.asarray(get(p)) for p in parts])[order]
-
-    values = {inst.key: joined(lambda p, k=inst.key: p.values[k]) for inst in parts[0].instances}
-    r = [p.ranked for p in parts]
-    hit_topic = np.concatenate([position[o + x.hit_topic] for o, x in zip(offsets, r,
-                                                                            strict=False)])
-    hit_rank = np.concatenate([x.hit_rank for x in r])
-    hit_label = np.concatenate([x.hit_label for x in r])
-    srt = np.lexsort((hit_rank, hit_topic))
-    q_topic = np.concatenate([position[o + x.q_topic] for o, x in zip(offsets, r, strict=False)])
-    q_grade = np.concatenate([x.q_grade for x in r])
-    q_srt = np.argsort(q_topic, kind="stable")
-    ranked = Ranked([topics[i] for i in order], joined(lambda p: p.ranked.num_ret),
-                    hit_topic[srt], hit_rank[srt], hit_label[srt], q_topic[q_srt],
-                    q_grade[q_srt], joined(lambda p: p.ranked.in_run),
-                    {k: joined(lambda p, k=k: p.ranked.cutoff_ties[k])
-                     for k in parts[0].ranked.cutoff_ties},
-                    *((np.concatenate([getattr(x, f) for x in r])[srt]
-                       for f in ("hit_tie_first", "hit_tie_last"))
-                      if all(x.hit_tie_first is not None for x in r) else ()))
-    return _finish(parts[0].instances, values, ranked, qrels_obj, run_topics, runid,
-                   dict(parts[0].options), parts[0].topic_metadata)
-
-
 def _evaluate_diversity(qrels, run, instances, options: dict,
                         require_overlap: bool, zs=None, md=None) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
@@ -582,8 +472,8 @@ def _evaluate_diversity(qrels, run, instances, options: dict,
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels, diversity=True)
     if require_overlap:
-        _require_inputs(run_obj, qrels_obj)
-    check_values(len(instances), _topics_evaluated(run_obj, qrels_obj,
+        require_inputs(run_obj, qrels_obj)
+    check_values(len(instances), topics_evaluated(run_obj, qrels_obj,
                                                    options["complete_topics"]))
     diverse = [i for i in instances if i.measure.family == "diversity"]
     values, ranked = diversity_values(run_obj, qrels_obj, diverse, options["complete_topics"],
@@ -598,15 +488,15 @@ def _evaluate_diversity(qrels, run, instances, options: dict,
             values[inst.key] = np.asarray(inst.measure.compute(ctx, inst.value))
     if zs is not None:
         _standardise(zs, values, instances, ranked, options["profile"])
-    return _finish(instances, values, ranked, qrels_obj, run_obj.topics, run_obj.runid, options,
-                   md)
+    return finish_evaluation(instances, values, ranked, qrels_obj, run_obj.topics,
+                             run_obj.runid, options, md)
 
 
 def _standardise(zs, values: dict[str, np.ndarray], instances, ranked: Ranked,
                  profile: str) -> None:
     """-Z: trec_eval converts each topic it evaluates; 9.0.8 never evaluates a qrels topic
     the run lacks (-c), so those keep their 0s."""
-    from .zscores import standardise
+    from .measures.zscore_standardise import standardise
 
     convert = np.ones(len(ranked.topics), bool)
     if not PROFILES[profile].keeps_missing_topic_values:
@@ -659,84 +549,3 @@ def _micro(instances, ranked: Ranked, options: dict) -> dict[str, float]:
                       for x in ctx.contingency(n))
         out[inst.key] = float(form(a, b, c, d, value))
     return out
-
-
-def _aggregate(instances, values, ranked: Ranked, qrels: Qrels, runid: str,
-               complete_topics: bool, profile: str = DEFAULT_PROFILE,
-               zscored: bool = False) -> dict[str, Any]:
-    """trec_eval's summary (trec_eval.c, meas_acc.c, meas_avg.c): each averaged topic's
-    value added into a double in turn, in topic order (strcmp, the order of ``ranked``),
-    then divided by the topic count. The order and the one-at-a-time adds are what make its
-    last printed digit when a mean sits on x.xxxx5 (numpy's pairwise sum can print the other
-    one), so the sums here are sequential: :func:`_sequential_sum`. ``zscored`` (-Z): the
-    values are z-scores (gm_*'s of the logs), summed as doubles."""
-    out: dict[str, Any] = {}
-    T = len(ranked.topics) if complete_topics else int(ranked.in_run.sum())
-    use = slice(None) if complete_topics or T == len(ranked.topics) else ranked.in_run
-    # 9.0.8 -c never evaluates a qrels topic the run lacks: gm_* adds log(1e-5) for each
-    # after the sum (meas_avg.c); 10.0 evaluates it, so its log is added in its place
-    patched = complete_topics and not PROFILES[profile].keeps_missing_topic_values
-    for inst in instances:
-        how = inst.measure.aggregate
-        v = values[inst.key][use]
-        if how == "none":
-            continue
-        if how == "runid":
-            out[inst.key] = runid
-        elif how == "num_q":
-            out[inst.key] = T
-        elif how == "sum":
-            if inst.measure.name == "num_rel" and complete_topics:
-                # trec_eval -c recomputes num_rel over all qrels, counting grade > 0 (m_num_rel.c)
-                out[inst.key] = int((qrels.grades > 0).sum())
-            elif zscored:
-                out[inst.key] = _sequential_sum(v.astype(np.float64))
-            else:
-                out[inst.key] = int(v.sum())
-        elif how == "gmean":
-            v = values[inst.key][ranked.in_run] if patched else v
-            # math.log/exp: the C library's, as trec_eval calls them (numpy's own SIMD
-            # log may differ in the last bit)
-            if zscored:  # already z-scores of the logs (cranfield.zscores)
-                logs = v.astype(np.float64).tolist()
-            else:
-                logs = [math.log(x) for x in np.maximum(v.astype(np.float64), MIN_GEO_MEAN)]
-            total = _sequential_sum(np.asarray(logs, np.float64))
-            if patched:
-                total += (T - len(v)) * math.log(MIN_GEO_MEAN)
-            out[inst.key] = math.exp(total / T) if T else 0.0
-        elif how == "mean_reported":
-            # ir_measures' mean (Accuracy): over the topics that have a value, NaN if none
-            v = v.astype(np.float64)[~np.isnan(v)]
-            out[inst.key] = _sequential_sum(v) / len(v) if len(v) else math.nan
-        else:
-            v = v if v.dtype == np.float64 else v.astype(np.float64)
-            out[inst.key] = _sequential_sum(v) / T if T else 0.0
-    return out
-
-
-def summary(instances, values, ranked, qrels, runid: str, complete_topics: bool,
-            profile: str = DEFAULT_PROFILE, zscored: bool = False) -> dict[str, Any]:
-    """trec_eval's summary of per-topic ``values`` over the topics of ``ranked`` (anything
-    with ``topics`` and ``in_run``; ``qrels.grades`` is read for num_rel's -c count): the
-    ``aggregate`` of an evaluation, formed for a subset of its topics too (a segment's,
-    :mod:`cranfield.segments`)."""
-    return _aggregate(instances, values, ranked, qrels, runid, complete_topics, profile,
-                      zscored)
-
-
-def trec_mean(values) -> float:
-    """The mean of ``values`` as trec_eval forms it: added in turn in a double, in the order
-    given (topic order, strcmp), then divided by their count (0.0 for none). Other means
-    over topics (a comparison's) use it so that they print the digit trec_eval prints."""
-    v = np.asarray(values, dtype=np.float64)
-    return _sequential_sum(v) / len(v) if len(v) else 0.0
-
-
-def _sequential_sum(v: np.ndarray) -> float:
-    """v[0] + v[1] + ... one add at a time in a double, as trec_eval accumulates
-    (``accum += value`` per topic). Not ``v.sum()`` (pairwise) nor ``math.fsum`` (exact):
-    ``np.add.accumulate`` adds in order, one element after the other."""
-    if not len(v):
-        return 0.0
-    return float(np.add.accumulate(v)[-1])

@@ -1,6 +1,6 @@
 """The engine's configuration, read from the environment once, here: the only module of
 ``cranfield`` that reads ``os.environ``. The modules that use a setting copy it into a module
-constant of their own (``cranfield.io.FAST_READER_MIN_BYTES`` …), which tests may patch.
+constant of their own (``cranfield.inputs.io.FAST_READER_MIN_BYTES`` …), which tests may patch.
 
 ========================================  ========  ==============================================
 variable                                  default   what
@@ -45,7 +45,7 @@ class Settings:
     read_threads: bool = False
     # Below this size orjson is faster than the compiled JSON scan's fixed costs
     fast_json_min_bytes: int = 1 << 20
-    # Parquet / Arrow files read by path, bytes or file object (cranfield.columnar's
+    # Parquet / Arrow files read by path, bytes or file object (cranfield.inputs.columnar's
     # local_bounds): None is no bound; a compressed file may decode to far more than its size
     table_max_rows: int | None = 100_000 * 10_000
     table_max_bytes: int | None = 512 * 1024 * 1024

@@ -6,15 +6,15 @@ system's pinned baseline with ``"baseline": {"system": NAME}``, so one run is en
 against one qrels, and answers with each
 run's mean and CI per measure, paired tests with family-wide corrected p-values, effect
 sizes, wins/ties/losses, the topics with the largest losses and an optional regression gate
-(:mod:`cranfield.compare`). Large ones (a body over the async threshold, or ``Prefer:
+(:mod:`cranfield.compare.comparison`). Large ones (a body over the async threshold, or ``Prefer:
 respond-async``) run as jobs. ``Accept: text/html`` gives the report page.
 
 Limits: every run and the qrels of a comparison are held to MAX_TOPICS and
 MAX_DOCS_PER_TOPIC as an evaluation's are (413 naming ``runs[i].run``,
 ``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``; a queued comparison's job fails with
 the same problem). A synchronous comparison's work
-(:func:`cranfield.compare.comparison_work`) is held to MAX_COMPARISON_WORK, checked once its
-measures and common topics are known and before the comparison allocates anything: over it,
+(:func:`cranfield.compare.comparison_work.comparison_work`) is held to MAX_COMPARISON_WORK, checked
+once its measures and common topics are known and before the comparison allocates anything: over it,
 422 with the figures (``work``). A comparison asked for with ``Prefer: respond-async`` (or
 too large a body) is queued whatever its work: the budget guards the web worker, and a job
 is bounded by JOB_TIMEOUT.
@@ -47,12 +47,14 @@ from marshmallow import (
 )
 
 from backend.contract import ComparisonJob
-from cranfield.budget import BudgetError, evaluation_budget
-from cranfield.compare import TESTS, WorkBudgetError, run_names, work_budget
+from cranfield.compare.comparison import run_names
+from cranfield.compare.comparison_settings import TESTS
+from cranfield.compare.comparison_work import WorkBudgetError, work_budget
 from cranfield.errors import InputError
-from cranfield.html_report import render_comparison
-from cranfield.json_body import loads as json_loads
-from cranfield.names import needs_subtopics
+from cranfield.inputs.json_body import loads as json_loads
+from cranfield.measures.budget import BudgetError, evaluation_budget
+from cranfield.measures.names import needs_subtopics
+from cranfield.reports.html_report import render_comparison
 
 from .auth import current_tenant
 from .enqueue import (
@@ -158,7 +160,7 @@ class GateSchema(Schema):
     baseline = fields.String(load_default=None)
     candidate = fields.String(load_default=None)
     # a segment of the topic metadata (issue #28): checked against it by the engine
-    # (cranfield.gate.segment_view: 422 naming gate.segment for one it lacks)
+    # (cranfield.compare.gate.segment_view: 422 naming gate.segment for one it lacks)
     segment = fields.String(load_default=None, validate=validate.Length(min=1))
 
 
@@ -166,7 +168,7 @@ class GateField(fields.Field):
     """A gate: the CLI's ``MEASURE:MAX_DROP[%][@ALPHA]`` text, an object, or a list of them."""
 
     def _deserialize(self, value, attr, data, **kwargs):
-        from cranfield.gate import parse_gate
+        from cranfield.compare.gate import parse_gate
 
         items = value if isinstance(value, list) else [value]
         if not items:
@@ -579,7 +581,7 @@ def _check_measure_names(req: dict) -> None:
     and the gates' are held to an evaluation's parameter bound (a 100 MB ``P.1,1,1,…`` is
     refused unparsed: :func:`service.enqueue.check_measure_parameters`)."""
     from cranfield.errors import MeasureError
-    from cranfield.names import parse_measure
+    from cranfield.measures.names import parse_measure
 
     gate = req.get("gate")
     gates = [] if gate is None else gate if isinstance(gate, list) else [gate]
@@ -597,7 +599,7 @@ def _render(doc: dict, fmt: str) -> Response:
     if fmt == "text/html":
         return Response(render_comparison(doc), mimetype="text/html")
     if fmt == "text/plain":
-        from cranfield.comparison_text import format_text
+        from cranfield.compare.comparison_text import format_text
 
         return Response(format_text(doc), mimetype="text/plain")
     return Response(orjson.dumps(doc), mimetype="application/json")

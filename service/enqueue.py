@@ -12,8 +12,8 @@ from flask import Response, after_this_request, current_app, request
 
 import cranfield
 from backend.contract import EvaluationJob, QrelsInput
-from cranfield.budget import BudgetError, EvaluationBudget, check_instances
-from cranfield.io import split_trec_text
+from cranfield.inputs.trec_source import split_trec_text
+from cranfield.measures.budget import BudgetError, EvaluationBudget, check_instances
 
 from .auth import current_tenant
 from .inputs import digest_beside, measure_problem, serialised, stored_qrels
@@ -99,7 +99,7 @@ def check_measure_instances(req: dict) -> None:
     """Before any input is read: the measure names resolve (422 naming ``measures``
     otherwise) and expand to at most MAX_MEASURE_INSTANCES instances (422 naming the
     budget otherwise), for a request answered here and one queued alike."""
-    from cranfield.names import resolve
+    from cranfield.measures.names import resolve
 
     if req["options"].get("qrels_format", "qrels") != "qrels":  # judgment groups, prefs
         from .rel_formats import check_rel_measures

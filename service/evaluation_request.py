@@ -16,8 +16,8 @@ from flask import current_app, request
 from marshmallow import Schema, ValidationError
 
 from cranfield.errors import InputError
-from cranfield.json_body import decode_body
-from cranfield.json_body import loads as json_loads
+from cranfield.inputs.json_body import decode_body
+from cranfield.inputs.json_body import loads as json_loads
 
 from . import multipart
 from .paging import BOOLEAN_WORDS
@@ -120,7 +120,7 @@ def file_parts(files: multipart.Uploads, name: str, label=None) -> list:
     every route. A part is recognised by its magic bytes whatever its type (see
     :func:`service.inputs.read_input`); one whose Content-Type says Arrow IPC or Parquet and
     whose bytes are not that is 422 naming it (``label(i)``; default: ``name``)."""
-    from cranfield.columnar import CONTENT_TYPES, sniff
+    from cranfield.inputs.table_bytes import CONTENT_TYPES, sniff
 
     parts = files.getlist(name)
     for i, (data, content_type) in enumerate(zip(parts, files.content_types.getlist(name),

@@ -19,9 +19,9 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 import cranfield
 from backend.tasks import name_topic_metadata, record_evaluation
 from cranfield import CranfieldError
-from cranfield.budget import BudgetError, evaluation_budget
-from cranfield.result_document import details_for, evaluation_document
-from cranfield.trec_format import format_csv, format_trec
+from cranfield.measures.budget import BudgetError, evaluation_budget
+from cranfield.reports.result_document import details_for, evaluation_document
+from cranfield.reports.trec_format import format_csv, format_trec
 
 from .auth import current_tenant
 from .enqueue import check_measure_instances, enqueue_evaluation, over_budget, wants_async
@@ -222,7 +222,7 @@ def create_evaluation():
                 ev, req, run_digest, qrels_digest, details, req.get("qrels_version")),
                 req.get("topic_metadata_version"))
         if fmt == "text/html":
-            from cranfield.html_report import render_evaluation
+            from cranfield.reports.html_report import render_evaluation
 
             return Response(render_evaluation(doc), mimetype="text/html")
         return Response(orjson.dumps(doc, option=orjson.OPT_SERIALIZE_NUMPY),

@@ -22,9 +22,10 @@ from flask import current_app
 import cranfield
 from backend import contract
 from backend.store import split_ref
-from cranfield import CranfieldError, columnar, read_qrels, read_run
-from cranfield.json_body import Columns, columns_sha256, mapping_sha256
-from cranfield.names import needs_subtopics
+from cranfield import CranfieldError, read_qrels, read_run
+from cranfield.inputs import columnar, table_bytes
+from cranfield.inputs.json_body import Columns, columns_sha256, mapping_sha256
+from cranfield.measures.names import needs_subtopics
 
 from .auth import current_tenant
 from .limits import check_qrels, check_run, check_topics
@@ -39,7 +40,7 @@ def serialised(value, kind: str, label: str) -> tuple[bytes, str]:
     if isinstance(value, str):
         return value.encode("utf-8"), "trec"
     if isinstance(value, bytes | memoryview):
-        fmt = columnar.sniff(value)
+        fmt = table_bytes.sniff(value)
         if fmt is not None:
             check_table_upload(value, kind, label, fmt)
         return value, fmt or "trec"
@@ -62,7 +63,7 @@ def read_input(value, kind: str, subtopics: bool = False, label: str | None = No
         read = reader(value, name=label)
         return read, (value if len(read) <= 10_000 else read)
     data = value.encode("utf-8") if isinstance(value, str) else value
-    fmt = columnar.sniff(data)
+    fmt = table_bytes.sniff(data)
     if fmt is not None:  # an Arrow IPC or Parquet upload: digested by content, as a mapping
         read = read_table_upload(data, kind, label, subtopics, fmt)
         return read, read
@@ -96,7 +97,7 @@ def check_table_upload(data, kind: str, label: str, fmt: str | None = None) -> N
     """413 naming ``label`` when an upload's metadata is over the bounds, 422 when it is not
     a readable file (for a queued job, before it is stored)."""
     try:
-        columnar.check_table_bytes(data, kind, label, fmt=fmt, **table_bounds(kind))
+        table_bytes.check_table_bytes(data, kind, label, fmt=fmt, **table_bounds(kind))
     except CranfieldError as exc:
         if getattr(exc, "code", None) == "too-large":
             raise too_large(exc, label) from None

@@ -66,8 +66,8 @@ def _rendered(job: dict, fmt: str) -> Response:
     """A finished job's result as text: what ``POST /v1/evaluations`` (or
     ``/v1/comparisons``) answers with ``Accept: fmt``, byte for byte; 409 while the job has
     no result, 406 for CSV of a comparison."""
-    from cranfield.jg_document import document_jg, is_jg_document
-    from cranfield.trec_format import document_evaluation, format_csv, format_trec
+    from cranfield.reports.jg_document import document_jg, is_jg_document
+    from cranfield.reports.trec_format import document_evaluation, format_csv, format_trec
 
     result = job.get("result")
     if job.get("status") != "finished" or result is None:
@@ -80,14 +80,14 @@ def _rendered(job: dict, fmt: str) -> Response:
         if fmt == "text/csv":
             raise Problem(406, "Not Acceptable", "a pool is available as application/json, "
                           "text/html or text/plain", kind="not-acceptable")
-        from cranfield.pooling import format_pool
+        from cranfield.compare.pooling import format_pool
 
         return Response(format_pool(result), mimetype="text/plain")
     if "pairs" in result:  # a comparison
         if fmt == "text/csv":
             raise Problem(406, "Not Acceptable", "a comparison is available as "
                           "application/json, text/html or text/plain", kind="not-acceptable")
-        from cranfield.comparison_text import format_text
+        from cranfield.compare.comparison_text import format_text
 
         return Response(format_text(result), mimetype="text/plain")
     per_topic = "per_topic" in result
@@ -96,7 +96,7 @@ def _rendered(job: dict, fmt: str) -> Response:
             raise Problem(406, "Not Acceptable", "an evaluation against judgment groups or "
                           "preferences is available as application/json or text/plain",
                           kind="not-acceptable")
-        from cranfield.prefs import format_jg
+        from cranfield.reports.jg_text import format_jg
 
         return Response(format_jg(document_jg(result), per_topic=per_topic),
                         mimetype="text/plain")
@@ -117,13 +117,13 @@ def get_job_report(job_id: str):
 
 
 def _page(job: dict) -> Response:
-    from cranfield.html_report import render_comparison, render_evaluation
+    from cranfield.reports.html_report import render_comparison, render_evaluation
 
     result = job.get("result")
     if job.get("status") == "finished" and result is not None and job.get("kind") == "pool":
         return Response(_pool_page(job), mimetype="text/html")
     if job.get("status") == "finished" and result is not None:
-        from cranfield.jg_document import is_jg_document
+        from cranfield.reports.jg_document import is_jg_document
 
         if is_jg_document(result):  # as POST /v1/evaluations answers Accept: text/html
             raise Problem(406, "Not Acceptable", "an evaluation against judgment groups or "

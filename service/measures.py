@@ -1,13 +1,13 @@
 """``GET /v1/measures``: the registry, as the CLI and the engine see it. The documents are
-built by :mod:`cranfield.measure_docs` (``cranfield measures`` prints the same ones)."""
+built by :mod:`cranfield.reports.measure_docs` (``cranfield measures`` prints the same ones)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
 from cranfield import MeasureError
-from cranfield.measure_docs import FAMILIES, measures_document, resolution_document
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
+from cranfield.reports.measure_docs import FAMILIES, measures_document, resolution_document
 
 from .problems import Problem
 

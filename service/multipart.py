@@ -228,7 +228,7 @@ def measure_list(values: list[str]) -> list[str]:
     one that continues a trec_eval parameter list (``P.5,10``, ``Rprec_mult_avgjg.0.5,0.25``:
     a piece that is not a measure name itself) does not separate names (review R1 F12)."""
     from cranfield.errors import MeasureError
-    from cranfield.names import parse_measure
+    from cranfield.measures.names import parse_measure
 
     out: list[str] = []
     for value in values:

@@ -9,16 +9,17 @@ import re
 
 from flask import Response, request
 
-from cranfield.html_report import CSP as PAGE_CSP
+from cranfield.reports.html_page import CSP as PAGE_CSP
 
 from .problems import Problem
 
 # Directives a <meta> cannot carry (frame-ancestors) or that no page here needs: added to
 # every page's policy. No page is framed, none sets a <base> or submits a form.
 _NO_FRAMES = "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-#: The report, trend and job pages (cranfield/html_report.py, service/jobs.py): self-contained,
-#: inline <style> only, data: images, no script; the same policy as their own <meta>, sent as
-#: a header so that it holds for the pages without one too (a job's progress page).
+#: The report, trend and job pages (cranfield/reports/html_report.py, html_trend.py,
+#service/jobs.py): : self-contained, inline <style> only, data: images, no script; the same policy
+#as their own : <meta>, sent as a header so that it holds for the pages without one too (a job's
+#progress : page).
 PAGE_POLICY = f"{PAGE_CSP}; {_NO_FRAMES}"
 #: Swagger UI at /docs/ (flask-swagger-ui): its scripts, styles and icons from /docs/, one
 #: inline script (its configuration, allowed by its hash: it names the page's own URL, so the

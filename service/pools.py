@@ -1,12 +1,12 @@
 """``POST /v1/pools``: what to judge. Per topic, the union of every run's top ``depth``
-documents (:mod:`cranfield.pooling`), optionally without those already judged in stored
+documents (:mod:`cranfield.compare.pooling`), optionally without those already judged in stored
 qrels. The runs are sent as a comparison's are (inline, or multipart files named by their
 file names); every run and the stored qrels are held to MAX_TOPICS and MAX_DOCS_PER_TOPIC
 (413 naming ``runs[i].run``, ``runs[i].run.<topic>`` or ``qrels_id``); a queued pool's job
 fails with the same problem (the worker holds them: ``backend.tasks.run_pool``).
 
 Budgets before work (issue #27): a pool's work, runs × topics × documents per topic
-(:func:`cranfield.pooling.pool_work`), is held to MAX_POOL_WORK once the runs are read and
+(:func:`cranfield.compare.pooling.pool_work`), is held to MAX_POOL_WORK once the runs are read and
 before any is ranked (422 ``work-over-budget`` naming the factors). A body over the async
 threshold, or ``Prefer: respond-async``, is queued as an evaluation is (202, a ``pool`` job
 carrying its runs by blob key), held to MAX_QUEUED_POOL_WORK: over it, the job fails with the
@@ -23,9 +23,9 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 import cranfield
 from backend.contract import PoolJob
-from cranfield.budget import BudgetError
+from cranfield.compare.pooling import format_pool, pool
 from cranfield.measures import PROFILES
-from cranfield.pooling import format_pool, pool
+from cranfield.measures.budget import BudgetError
 
 from .comparisons import RunEntrySchema, load_runs_body, run_entry_names
 from .enqueue import accepted, over_budget, submission, wants_async

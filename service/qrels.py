@@ -56,7 +56,7 @@ def _store_error(exc: StoreError) -> Problem:
 def _kind(value: object, field: str) -> str:
     """``qrels_format``: the kind of judgments stored (trec_eval's -R), 422 naming ``field``
     when it is not one."""
-    from cranfield.jg_document import QRELS_FORMATS
+    from cranfield.reports.jg_document import QRELS_FORMATS
 
     if value not in QRELS_FORMATS:
         raise Problem(422, "Invalid request", f"{field} must be one of {list(QRELS_FORMATS)}",
@@ -150,8 +150,8 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
     engine's one reader of that kind (text, or the JSON shape), held to MAX_TOPICS, kept as
     their canonical text under the kind's header (:func:`backend.store.version_text`)."""
     from backend.store import read_kind
-    from cranfield import columnar
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    from cranfield.inputs import table_bytes
+    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
     if diversity:
         raise Problem(422, "Invalid request", f"qrels_format {kind} has no subtopics: "
@@ -161,7 +161,7 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
         judgments = (read_qrels_jg(source, name="qrels") if kind == "qrels_jg" else
                      read_prefs(source, name="qrels", qrels=kind == "qrels_prefs"))
     else:
-        if columnar.sniff(source) is not None:
+        if table_bytes.sniff(source) is not None:
             raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "
                           "text or its JSON shape, not an Arrow or Parquet file",
                           kind="invalid-input", errors={"qrels": [

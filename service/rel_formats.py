@@ -1,9 +1,10 @@
 """Evaluations against trec_eval's other judgment files (issue #28): ``options.qrels_format``
 ``qrels_jg`` (judgment groups), ``prefs`` or ``qrels_prefs`` (preferences), read as TREC text
-of that format or its JSON shape by the engine's one reader of it (:mod:`cranfield.prefs`),
-or stored qrels of that kind (``qrels_id``: the kind is the stored version's). The answer is
-the evaluation document of :mod:`cranfield.jg_document`, or trec_eval's text
-(:func:`cranfield.prefs.format_jg`: what ``cranfield eval -R <format>`` prints)."""
+of that format or its JSON shape by the engine's one reader of it
+(:mod:`cranfield.inputs.judgment_files`), or stored qrels of that kind (``qrels_id``: the kind is
+the stored version's). The answer is the evaluation document of
+:mod:`cranfield.reports.jg_document`, or trec_eval's text
+(:func:`cranfield.reports.jg_text.format_jg`: what ``cranfield eval -R <format>`` prints)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import orjson
 from flask import Response, current_app
 
 import cranfield
-from cranfield import CranfieldError, columnar
-from cranfield.budget import BudgetError, evaluation_budget
-from cranfield.jg_document import REL_FORMATS, jg_document
-from cranfield.json_body import Columns
+from cranfield import CranfieldError
+from cranfield.inputs import table_bytes
+from cranfield.inputs.json_body import Columns
+from cranfield.measures.budget import BudgetError, evaluation_budget
+from cranfield.reports.jg_document import REL_FORMATS, jg_document
 
 from .auth import current_tenant
 from .enqueue import check_measure_parameters, over_budget
@@ -77,7 +79,7 @@ def check_rel_request(req: dict, accept: str) -> None:
             raise _invalid(field, f"not with qrels_format {fmt}: {field} reads an ad hoc "
                            "ranking against ordinary qrels")
     qrels = req.get("qrels")
-    if isinstance(qrels, bytes | memoryview) and columnar.sniff(qrels) is not None:
+    if isinstance(qrels, bytes | memoryview) and table_bytes.sniff(qrels) is not None:
         raise _invalid("qrels", f"qrels_format {fmt} is read from TREC text or its JSON "
                        "shape, not an Arrow or Parquet file")
     check_rel_measures(req)
@@ -91,8 +93,8 @@ def check_rel_measures(req: dict) -> None:
     instances: within any MAX_MEASURE_INSTANCES."""
     import numpy as np
 
-    from cranfield.io import Run
-    from cranfield.prefs import JudgmentGroups, Preferences
+    from cranfield.inputs.judgment_files import JudgmentGroups, Preferences
+    from cranfield.inputs.run_qrels import Run
 
     check_measure_parameters(req["measures"])  # the names' size, before they are split
     fmt = req["options"]["qrels_format"]
@@ -112,7 +114,7 @@ def read_rel_qrels(value, fmt: str, label: str = "qrels"):
     ``fmt``: TREC text (hashed as sent, as text qrels are) or the JSON shape (hashed as the
     canonical text a stored version of that kind keeps)."""
     from backend.store import canonical_kind_text, read_kind
-    from cranfield.prefs import read_prefs, read_qrels_jg
+    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
     if isinstance(value, Columns):  # a large flat mapping read by the fast JSON path
         value = orjson.loads(bytes(value.raw))
@@ -128,7 +130,7 @@ def evaluate_rel(req: dict, accept: str) -> Response:
     """Evaluate synchronously: the run and the judgments read and held to MAX_TOPICS and
     MAX_DOCS_PER_TOPIC, the evaluation to MAX_EVALUATION_VALUES (values, and for
     preferences judged document pairs) before work; the document or trec_eval's text."""
-    from cranfield.prefs import format_jg
+    from cranfield.reports.jg_text import format_jg
 
     cfg = current_app.config
     options = req["options"]

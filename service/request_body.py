@@ -125,7 +125,7 @@ def read_json_object(required: str, allowed: frozenset[str] | set[str]) -> dict:
     of ``PUT /v1/qrels/{id}`` and ``PUT /v1/systems/{name}/baseline``)."""
     import orjson
 
-    from cranfield.json_body import loads
+    from cranfield.inputs.json_body import loads
 
     try:
         # a key given twice: refused (or, a topic in qrels, merged) as TREC text reads it

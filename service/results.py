@@ -188,7 +188,7 @@ def _recorded_keys(store, tenant, system: str, measure: str) -> list[str]:
     suggestions for a name the registry does not know (or one naming several measures); 404
     naming the measures recorded when the system has no result with it."""
     from cranfield.errors import MeasureError
-    from cranfield.names import recorded_keys
+    from cranfield.measures.names import recorded_keys
 
     recorded = store.measure_keys(tenant, system)
     try:
@@ -241,7 +241,7 @@ def _merged_points(points_of, keys: list[str], limit: int | None) -> tuple[list[
 def _scope() -> tuple[str | None, bool]:
     """The trend's ``segment`` (a label of the results' topic metadata) or ``weighted``
     (true: the weighted means) query parameter (issue #28); 400 for both, or a bad label."""
-    from cranfield.segments import label_problem
+    from cranfield.inputs.segments import label_problem
 
     from .paging import boolean
 
@@ -313,7 +313,7 @@ def trend(name: str):
     if weighted:
         doc["weighted"] = True
     if fmt == "text/html":
-        from cranfield.html_report import render_trend
+        from cranfield.reports.html_trend import render_trend
 
         root = request.script_root  # the API's mount point, if it is not at /
 
@@ -374,7 +374,7 @@ def _held(key: str, keys: list[str]) -> bool:
     """Whether a result recorded with ``keys`` holds the measure recorded as ``key`` elsewhere
     (``nDCG@10`` is held by ``ndcg_cut_10``)."""
     from cranfield.errors import MeasureError
-    from cranfield.names import recorded_keys
+    from cranfield.measures.names import recorded_keys
 
     if key in keys:
         return True

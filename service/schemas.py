@@ -10,8 +10,8 @@ from itertools import chain
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from cranfield.evaluate import AGGREGATIONS
-from cranfield.grammar import INT64_MAX, INT64_MIN
-from cranfield.json_body import Columns
+from cranfield.inputs.grammar import INT64_MAX, INT64_MIN
+from cranfield.inputs.json_body import Columns
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 
 
@@ -143,7 +143,7 @@ def _check_zscores_size(value: Mapping) -> None:
 
 class ZScoresField(fields.Field):
     """``options.zscores`` (trec_eval's -Z): ``{topic: {measure: [mean, stddev]}}``, checked
-    by the engine's one reader (:func:`cranfield.zscores.read_zscores`), whose error names
+    by the engine's one reader (:func:`cranfield.inputs.zscores.read_zscores`), whose error names
     the path (``options.zscores.301.map``). Kept as given: a queued job carries it as JSON."""
 
     default_error_messages = {"invalid": "must be an object {{topic: {{measure: [mean, "
@@ -151,7 +151,7 @@ class ZScoresField(fields.Field):
 
     def _deserialize(self, value, attr, data, **kwargs):
         from cranfield.errors import InputError
-        from cranfield.zscores import read_zscores
+        from cranfield.inputs.zscores import read_zscores
 
         if not isinstance(value, Mapping):
             raise self.make_error("invalid")
@@ -165,7 +165,7 @@ class ZScoresField(fields.Field):
 
 
 class TopicMetadataField(fields.Field):
-    """``options.topic_metadata`` (issue #28, :mod:`cranfield.segments`): the JSON mapping
+    """``options.topic_metadata`` (issue #28, :mod:`cranfield.inputs.segments`): the JSON mapping
     ``{topic: {"segments": [...], "weight": w}}``, or its text (``topic LABELS [WEIGHT]``
     lines; a multipart ``topic_metadata`` part), held to MAX_TOPICS before a topic is read,
     then read by the engine's one reader, whose error names the path
@@ -180,7 +180,7 @@ class TopicMetadataField(fields.Field):
         from flask import current_app
 
         from cranfield.errors import InputError
-        from cranfield.segments import read_topic_metadata
+        from cranfield.inputs.segments import read_topic_metadata
 
         if isinstance(value, str):
             value = value.encode("utf-8")

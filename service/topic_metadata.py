@@ -4,7 +4,7 @@
 Topic metadata maps each topic to its segment labels and an optional weight; evaluations and
 comparisons name it by ``topic_metadata_id`` (``id`` or ``id@version``) instead of sending
 ``options.topic_metadata`` inline. It is read by the engine's one reader
-(:func:`cranfield.segments.read_topic_metadata`), kept in the results database
+(:func:`cranfield.inputs.segments.read_topic_metadata`), kept in the results database
 (``backend/topic_metadata_db.py``), versioned by content as stored qrels are: ``ETag`` is the
 version, ``If-Match`` makes an update safe, ``id@version`` addresses an old version, and each
 tenant sees its own."""
@@ -58,7 +58,7 @@ def read_metadata(source, field: str):
     errors the 422 naming ``field`` (and the line or topic); labels held to the engine's
     MAX_LABEL characters (what a recorded result keeps) by its label rule, as the library's
     and the CLI's are. Returns (the metadata, its canonical mapping)."""
-    from cranfield.segments import read_topic_metadata
+    from cranfield.inputs.segments import read_topic_metadata
 
     # errors (a line, a topic's path; over MAX_TOPICS): the handler's 4xx naming them
     metadata = read_topic_metadata(source, name=field,

@@ -264,10 +264,10 @@ def preload() -> None:
     and evaluation (~0.2 s) for every job."""
     import backend.tasks  # noqa: F401
     import cranfield
-    import cranfield.result_document  # noqa: F401
+    import cranfield.reports.result_document  # noqa: F401
     import worker.jobs  # noqa: F401
-    from cranfield.io import warm_up_columnar_reader
-    from cranfield.json_body import warm_up
+    from cranfield.inputs.json_body import warm_up
+    from cranfield.inputs.trec_fast import warm_up_columnar_reader
 
     warm_up()  # JSON runs: the compiled scan (the C extension: milliseconds, nothing compiled)
     try:  # the results database, opened and migrated once: each work horse inherits it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ranking import Ranked, within_topic_index
+from ..inputs.ranking import Ranked, within_topic_index
 
 
 class cached_property:  # noqa: N801 (named like the functools decorator it replaces)

@@ -37,7 +37,7 @@ _T = Param("T", "number", 1.0, "the total gain the user wants (on the 0..1 gain 
 
 
 def _check_rel_range(p: dict) -> str | None:
-    """Why the parameters are inconsistent (cranfield.names refuses the name), or None."""
+    """Why the parameters are inconsistent (cranfield.measures.names refuses the name), or None."""
     if p["min_rel"] >= p["max_rel"]:
         return f"min_rel ({p['min_rel']}) must be less than max_rel ({p['max_rel']})"
     return None

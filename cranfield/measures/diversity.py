@@ -1,5 +1,5 @@
 """Diversity measures in the registry, with ndeval 4.5's definitions (see
-:func:`cranfield.webtrack.ndeval`, which reproduces ndeval's CSVs).
+:func:`cranfield.measures.webtrack.ndeval`, which reproduces ndeval's CSVs).
 
 They need subtopic qrels (``topic subtopic docno judgment``), so :func:`cranfield.evaluate`
 computes them apart from the other measures (:func:`diversity_values`): the run is ranked
@@ -127,10 +127,10 @@ _register("MAP_IA", """Intent-aware mean average precision, over the whole ranki
 def diversity_values(run, qrels, instances, complete_topics: bool, depth: int | None = None):
     """(per-topic values by instance key, the ranked view that fixes the topics) for the
     diversity ``instances``, from subtopic ``qrels``."""
-    from ..io import Qrels
-    from ..ranking import rank_run
-    from ..webtrack import diversity_table, docno_rank, greedy_gains
+    from ..inputs.ranking import rank_run
+    from ..inputs.run_qrels import Qrels
     from .context import no_topics
+    from .webtrack import diversity_table, docno_rank, greedy_gains
 
     if qrels.subtopics is None:
         raise InputError(qrels.source, "diversity measures need subtopic qrels (topic subtopic "
@@ -252,7 +252,7 @@ def docid_codes(docids) -> tuple[np.ndarray, np.ndarray]:
     except ImportError:
         names, code = np.unique(np.asarray(docids, dtype=object), return_inverse=True)
         return code.astype(np.int64), names
-    from ..io import arrow_strings, numpy_of, object_array
+    from ..inputs.arrow_arrays import arrow_strings, numpy_of, object_array
 
     encoded = arrow_strings(np.asarray(docids, dtype=object)).dictionary_encode()
     # (no pandas: see arrow_strings)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MeasureError
-from ..ranking import within_topic_index
+from ..inputs.grammar import WEIGHT_LIMIT
+from ..inputs.ranking import within_topic_index
 from .context import Context, f_beta, safe_div
-from .registry import WEIGHT_LIMIT, Param, register
+from .registry import Param, register
 
 _K_OPTIONAL = Param("k", "integer", None, "rank cutoff (none: the whole ranking)", minimum=1)
 _K_REQUIRED = Param("k", "integer", None, "rank cutoff (required: @k)", minimum=1)
@@ -185,7 +186,7 @@ def expected_reciprocal_rank(ctx: Context, p: dict):
     0/0: a topic without a positive grade gives 0 (gdeval prints no row for it; ir_measures
     scores it 0).
     Reference: Chapelle, Metzler, Zhang & Grinspan 2009, Expected reciprocal rank for graded
-    relevance; TREC Web track gdeval.pl 1.2 (cranfield.webtrack.gdeval).
+    relevance; TREC Web track gdeval.pl 1.2 (cranfield.measures.webtrack.gdeval).
     """
     top = _top(ctx, p["k"]) & (ctx.hl > 0)
     t, r, g = ctx.ht[top], ctx.hr[top], ctx.hl[top].astype(np.float64)

@@ -1,7 +1,9 @@
 """trec_eval's measures of judgment groups (``-R qrels_jg``) and of preference judgments
 (``-R prefs``, ``-R qrels_prefs``), in ``measures.c`` order: registered here once, computed by
-:mod:`cranfield.prefs` (which reads the judgments, ranks the run and forms the counts each
-measure reads; the functions below take their value from those counts).
+:mod:`cranfield.measures.jg_measures` and :mod:`cranfield.measures.prefs_measures` (which rank the
+run and form the counts each measure reads, from the judgments
+:mod:`cranfield.inputs.judgment_files` reads; the functions below take their value from those
+counts).
 
 Judgment groups: a topic judged by G groups (assessors, users), each a complete set of
 judgments. Notation: for group g, R_g = #{documents g judges with grade >= l} (l: the
@@ -36,7 +38,7 @@ _TREC_EVAL = {"spelling": "trec_eval"}  # trec_eval's measures, in no all_trec
 
 def _prefs(name: str, **kw):
     """Register a preference measure: ``compute(values, _)`` is its entry among the values
-    cranfield.prefs forms for one topic."""
+    cranfield.measures.prefs_measures forms for one topic."""
     return register(name, family=kw.pop("family", "rank"), input="prefs", all_trec=(),
                     uses_rel_level=False, extra=_TREC_EVAL, **kw)
 
@@ -209,8 +211,9 @@ def prefs_avgjg_imp(values: Mapping, _=None):
 
 
 # ---- judgment groups (-R qrels_jg) ----------------------------------------------------------
-# compute(values, value): the value for one judgment group, among those cranfield.prefs forms
-# for it (keyed by the names trec_eval prints); cranfield.prefs averages them over the groups
+# compute(values, value): the value for one judgment group, among those
+# cranfield.measures.jg_measures forms for it (keyed by the names trec_eval prints);
+# cranfield.measures.jg_measures averages them over the groups
 
 @register("map_avgjg", family="rank", input="qrels_jg", all_trec=(), extra=_TREC_EVAL)
 def map_avgjg(values: Mapping, _=None):

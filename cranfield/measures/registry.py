@@ -48,7 +48,8 @@ class Profile:
     # (10.0; the reset measures aside); 9.0.8 scores it 0
     keeps_missing_topic_values: bool
     # a line of a prefs, qrels_prefs or qrels_jg file starting with '#' is a comment (10.0);
-    # 9.0.8's readers of those formats have no comments and refuse it (cranfield.prefs)
+    # 9.0.8's readers of those formats have no comments and refuse it
+    # (cranfield.measures.jg_measures)
     skips_judgment_comments: bool
 
 
@@ -93,9 +94,6 @@ def input_problem(measure: Measure, qrels_format: str) -> str | None:
 
 # integers (cutoffs, grades, relevance levels, collection sizes) are int64 throughout
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
-# the largest magnitude of a weight that is summed or multiplied (gains, utility's
-# coefficients, F's beta): products with int64 counts and sums over a topic stay finite
-WEIGHT_LIMIT = 1e100
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ class Param:
     """One parameter of a measure, as ``GET /v1/measures`` describes it, and its range.
 
     The range is declared here once and every measure name is checked against it
-    (:meth:`check`, called by :mod:`cranfield.names` for every way of writing a measure):
+    (:meth:`check`, called by :mod:`cranfield.measures.names` for every way of writing a measure):
     ``integer`` types (and lists of them) take ints within ``minimum``..``maximum``, which
     default to int64's bounds; ``number``/``float`` types take finite numbers within the
     bounds given (none: any finite number); ``enum`` one of ``choices``; ``boolean`` True or
@@ -240,8 +238,8 @@ class Measure:
     ``qrels`` (the default), ``qrels_jg`` (judgment groups, trec_eval's ``-R qrels_jg``),
     ``prefs`` (preference judgments, ``-R prefs`` or ``-R qrels_prefs``) or ``any`` (the
     summary's runid and num_q lines, which every evaluation can print); for the last three
-    ``compute(values, value)`` reads the values :mod:`cranfield.prefs` computes for one
-    judgment group or topic.
+    ``compute(values, value)`` reads the values :mod:`cranfield.measures.jg_measures` and
+    :mod:`cranfield.measures.prefs_measures` compute for one judgment group or topic.
     """
 
     name: str

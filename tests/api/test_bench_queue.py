@@ -16,7 +16,7 @@ from backend.contract import CombineJob, QrelsInput, ShardJob
 from backend.store import MemoryStore
 from backend.tasks import run_combine, run_shard
 from bench.queue import MEASURES, check, reference
-from cranfield.io import split_trec_text
+from cranfield.inputs.trec_source import split_trec_text
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 OPTIONS = {"profile": "trec_eval-9.0.8", "relevance_level": 1, "judged_only": False,

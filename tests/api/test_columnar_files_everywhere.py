@@ -4,7 +4,8 @@ on ``cranfield eval``'s standard output (the command, run as a process) and from
 (multipart parts, ``Accept: text/plain`` and JSON); a corrupt Parquet file is refused with
 one sentence by all three: the library's InputError, the command's message (exit code 2, as
 for any malformed input) and the API's 422 problem naming the part. The readers are one:
-cranfield.columnar.read_table_bytes behind the service's uploads and the library's files."""
+cranfield.inputs.table_bytes.read_table_bytes behind the service's uploads and the library's
+files."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def problem(resp, status=422) -> dict:
 
 def post(client, run: bytes, qrels: bytes, *, content_type=None, qrels_type=None, headers=None):
     """The form as raw bytes (werkzeug's test client would spool a large one to a file)."""
-    from cranfield.client import _multipart
+    from cranfield.client_body import _multipart
 
     body, ctype = _multipart([("measures", ",".join(MEASURES))], [
         ("run", "run.bin", run, content_type or "application/octet-stream"),

@@ -73,7 +73,7 @@ def test_a_name_of_many_parameters_is_refused_unparsed(monkeypatch, where):
     """``P.1,1,1,…`` is one instance but costs its length to parse: refused by its
     parameters (more than 4 × MAX_MEASURE_INSTANCES) before any name is parsed (a parser
     that fails if called proves it), in the measures or a gate's."""
-    import cranfield.names
+    import cranfield.measures.names
 
     client = make_client(MAX_MEASURE_INSTANCES=50)
     name = "P." + ",".join(["1"] * 201)
@@ -83,7 +83,7 @@ def test_a_name_of_many_parameters_is_refused_unparsed(monkeypatch, where):
     def parse_measure(*args, **kwargs):
         raise AssertionError("a name was parsed")
 
-    monkeypatch.setattr(cranfield.names, "parse_measure", parse_measure)
+    monkeypatch.setattr(cranfield.measures.names, "parse_measure", parse_measure)
     doc = budget_422(client.post("/v1/comparisons",
                                  json={**body([], run(2), run(2, shift=1)), **extra}))
     total = 201 if where == "measures" else 202  # with the measure asked for, map

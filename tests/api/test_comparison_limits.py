@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import ContractClient
 
-from cranfield.compare import comparison_work
+from cranfield.compare.comparison_work import comparison_work
 from service.app import create_app
 
 PROBLEM = "application/problem+json"

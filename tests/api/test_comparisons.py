@@ -12,7 +12,7 @@ from conftest import finished_job
 from scipy import stats
 
 import cranfield
-from cranfield.compare import compare
+from cranfield.compare.comparison import compare
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 QRELS = (DATA / "qrels.test").read_text()

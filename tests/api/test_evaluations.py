@@ -237,17 +237,17 @@ def test_unknown_route_and_method_are_problems(client):
 def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypatch, require):
     """The compiled reader of large bodies (here forced for every body) gives the same
     numbers, topics, lint and digests as orjson, and its errors are the same 4xx."""
-    import cranfield.json_body
+    import cranfield.inputs.json_body
     import service.evaluation_request as evaluation_request
-    from cranfield.io import read_run
+    from cranfield.inputs.io import read_run
 
-    require(cranfield.json_body.warm_up(), "the compiled JSON kernels load (numba)")
+    require(cranfield.inputs.json_body.warm_up(), "the compiled JSON kernels load (numba)")
     run = read_run(DATA / "results.test").to_dict()
     qrels = {t: {d: g for d, g in docs.items()} for t, docs in
              cranfield.read_qrels(DATA / "qrels.test").to_dict().items()}
     body = {"run": run, "qrels": qrels, "measures": ["all_trec"], "details": True}
     small = post(client, body).get_json()
-    monkeypatch.setattr(cranfield.json_body, "FAST_JSON_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.json_body, "FAST_JSON_MIN_BYTES", 0)
     seen = []
     real = evaluation_request.decode_body
     monkeypatch.setattr(evaluation_request, "decode_body",

@@ -407,7 +407,7 @@ def test_document_measures_are_the_registrys(client, fmt):
     as GET /v1/measures and `cranfield measures` do (P_avgjg_5 is P_avgjg(k=5,...))."""
     doc = client.post("/v1/evaluations", json=body(fmt)).get_json()
     listed = {m["name"]: m for m in client.get("/v1/measures").get_json()["measures"]}
-    from cranfield.names import resolve
+    from cranfield.measures.names import resolve
 
     for m in doc["measures"]:
         if m["key"] in ("runid", "num_q"):

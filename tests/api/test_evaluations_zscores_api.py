@@ -123,12 +123,12 @@ def test_zscores_are_bounded_before_they_are_read(app, client, monkeypatch, boun
                                                   words):
     """options.zscores is held to MAX_TOPICS and MAX_EVALUATION_VALUES (pairs) before a pair
     is read: the engine's reader is never called."""
-    import cranfield.zscores
+    import cranfield.inputs.zscores
 
     def never(*args, **kwargs):
         raise AssertionError("the z-scores were read")
 
-    monkeypatch.setattr(cranfield.zscores, "read_zscores", never)
+    monkeypatch.setattr(cranfield.inputs.zscores, "read_zscores", never)
     app.config[bound] = value
     resp = client.post("/v1/evaluations", json=body())
     assert resp.status_code == 422, resp.get_data()

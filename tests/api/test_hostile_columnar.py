@@ -252,12 +252,12 @@ def test_seen_20m_row_parquet_is_refused_by_the_default_budget(client):
     bound unless CRANFIELD_TABLE_MAX_MEMORY is set: they read what the same data as TREC
     text would be read, as trec_eval does."""
     from backend.config import APP_DEFAULTS
-    from cranfield import columnar
+    from cranfield.inputs import table_bounds
 
     data = _many_rows(20_000_000, "parquet")
     assert len(data) < 20_000_000
     assert APP_DEFAULTS["TABLE_MAX_MEMORY"] == 1 << 30
-    assert columnar.local_bounds("run")["max_memory"] is None
+    assert table_bounds.local_bounds("run")["max_memory"] is None
     resp = _post(client, "run", data, "parquet")
     assert resp.status_code == 413, resp.get_data(as_text=True)
     [(field, [reason])] = resp.get_json()["errors"].items()
@@ -299,7 +299,7 @@ def test_queued_job_fails_fast_with_the_same_problem():
     from backend.contract import ComparisonJob
     from backend.store import MemoryStore
     from backend.tasks import run_comparison
-    from cranfield import columnar
+    from cranfield.inputs import columnar
 
     data = _many_rows(100_000, "arrow-stream", group=50_000)
     with pytest.raises(InputError) as sync:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import ROOT, finished_job
 
-from cranfield.html_report import CSP as META_CSP
+from cranfield.reports.html_page import CSP as META_CSP
 from service.negotiation import PAGE_POLICY
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"

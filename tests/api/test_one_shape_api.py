@@ -10,7 +10,7 @@ import json
 import pytest
 
 from cranfield.cli import main
-from cranfield.result_document import warnings_for_interface
+from cranfield.reports.result_document import warnings_for_interface
 
 QRELS = "q1 0 dA 1\nq1 0 dB 0\nq1 0 dC 1\nq1 0 dX 1\nq2 0 y 1\n"
 RUN = "q1 Q0 dA 1 3.0 r\nq1 Q0 dB 2 2.0 r\nq1 Q0 dC 3 1.0 r\n"

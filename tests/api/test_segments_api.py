@@ -12,9 +12,9 @@ import pytest
 from conftest import finished_job
 
 import cranfield
-import cranfield.segments
+import cranfield.inputs.segments
 from cranfield.cli import main
-from cranfield.compare import compare
+from cranfield.compare.comparison import compare
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 ASYNC = {"Prefer": "respond-async"}
@@ -257,7 +257,7 @@ def test_client_sends_metadata_in_either_body(served):
     ev = library()
     for qrels, run in ((TE / "qrels.test", TE / "results.test"),  # paths: multipart
                        ((TE / "qrels.test").read_text(), (TE / "results.test").read_text())):
-        for metadata in (META, META_TEXT, cranfield.segments.read_topic_metadata(META)):
+        for metadata in (META, META_TEXT, cranfield.inputs.segments.read_topic_metadata(META)):
             doc = client.evaluate(qrels, run, MEASURES, options={"topic_metadata": metadata})
             assert doc["segments"] == ev.segments and doc["weighted"] == ev.weighted
 
@@ -265,7 +265,7 @@ def test_client_sends_metadata_in_either_body(served):
 def test_comparison_work_budget_counts_the_segments(app, client):
     """The whole comparison fits MAX_COMPARISON_WORK; with its segments' comparisons it does
     not: 422 before any test runs, the figures counting every segment."""
-    from cranfield.compare import comparison_work
+    from cranfield.compare.comparison_work import comparison_work
 
     tests = ("t", "randomization")
     whole = comparison_work(1, 2, 3, tests, 10_000, 10_000)

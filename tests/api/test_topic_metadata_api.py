@@ -21,7 +21,7 @@ import pytest
 from conftest import ContractClient, finished_job
 
 import cranfield
-from cranfield.segments import read_topic_metadata
+from cranfield.inputs.segments import read_topic_metadata
 from service.app import create_app
 
 RESULTS_ON_POSTGRES = True  # tests/api/conftest.py: each test on SQLite and on PostgreSQL

@@ -1,7 +1,7 @@
 """A trend point's mean is the evaluation's aggregate, last digit included (issue #27).
 
-Aggregates are summed as trec_eval sums (cranfield.evaluate.trec_mean: each topic in turn, in
-a double, in strcmp topic order). A trend point's mean is kept when the result is recorded,
+Aggregates are summed as trec_eval sums (cranfield.measures.aggregation.trec_mean: each topic in
+turn, in a double, in strcmp topic order). A trend point's mean is kept when the result is recorded,
 from its per-topic values: numpy's pairwise sum made it 14.900000000000002 / 2000 on the seen
 case (P_10 on 0.00745, printed 0.0075) beside the evaluation's 14.899999999999963 / 2000
 (0.0074, trec_eval's digit). Now both are the same double, on SQLite and PostgreSQL; the CI

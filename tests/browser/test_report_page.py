@@ -17,8 +17,9 @@ import pytest
 from browser_tools import Image, decode_png
 
 import cranfield
-from cranfield.html_report import DOWN, PALETTE, UP, render_comparison, render_evaluation
-from cranfield.result_document import evaluation_document
+from cranfield.reports.html_page import DOWN, PALETTE, UP
+from cranfield.reports.html_report import render_comparison, render_evaluation
+from cranfield.reports.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 RUNS = ["bm25", "bm25+rm3", "dense <v2> & co"]

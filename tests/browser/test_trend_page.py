@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from cranfield.html_report import BASELINE_COLOUR, DOWN, UP
+from cranfield.reports.html_page import DOWN, UP
+from cranfield.reports.html_trend import BASELINE_COLOUR
 
 TOPICS = [f"t{i:02d}" for i in range(1, 31)]
 QRELS = {t: {"rel": 1} for t in TOPICS}

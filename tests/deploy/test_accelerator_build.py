@@ -1,7 +1,7 @@
-"""The engine's one compiled accelerator (issue #29): the C extension ``cranfield._mapscan``
-(cranfield/_mapscan.c and cranfield/_jsonscan.c) is what reads large JSON bodies, plain TREC
-lines and mappings; numba is gone. Checked here: pyproject builds it from both sources and
-nothing pulls numba in; the image's build stage compiles what pyproject lists; the sources
+"""The engine's one compiled accelerator (issue #29): the C extension ``cranfield.inputs._mapscan``
+(cranfield/inputs/_mapscan.c and cranfield/inputs/_jsonscan.c) is what reads large JSON bodies,
+plain TREC lines and mappings; numba is gone. Checked here: pyproject builds it from both sources
+and nothing pulls numba in; the image's build stage compiles what pyproject lists; the sources
 compile with a C compiler into a module whose JSON scan works; and this virtualenv loads the
 extension and reads JSON bodies with it. (Its absence is the tested Python path:
 tests/engine/test_json_scan_fallback.py.)"""
@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-SOURCES = ["cranfield/_mapscan.c", "cranfield/_jsonscan.c"]
+SOURCES = ["cranfield/inputs/_mapscan.c", "cranfield/inputs/_jsonscan.c"]
 
 
 def _names(requirements) -> set[str]:
@@ -27,10 +27,10 @@ def _names(requirements) -> set[str]:
 
 def test_pyproject_builds_the_one_accelerator_from_both_sources():
     ext = {e["name"]: e for e in PYPROJECT["tool"]["setuptools"]["ext-modules"]}
-    assert list(ext) == ["cranfield._mapscan"], "one compiled extension"
-    assert sorted(ext["cranfield._mapscan"]["sources"]) == sorted(SOURCES)
+    assert list(ext) == ["cranfield.inputs._mapscan"], "one compiled extension"
+    assert sorted(ext["cranfield.inputs._mapscan"]["sources"]) == sorted(SOURCES)
     # optional: an install without a C compiler goes on, and the engine takes its Python paths
-    assert ext["cranfield._mapscan"]["optional"] is True
+    assert ext["cranfield.inputs._mapscan"]["optional"] is True
     for source in SOURCES:
         assert (ROOT / source).is_file(), source
 
@@ -55,10 +55,10 @@ def test_dockerfile_builds_every_source_and_checks_the_json_scan():
     builder = next(s for s in stages if re.search(r"apt-get install[^\n]*\bgcc\b", s))
     copy = builder.index("COPY cranfield/ cranfield/")
     install = builder.index("pip install --no-cache-dir --no-deps --editable .")
-    assert copy < install < builder.index("import cranfield._mapscan", install)
+    assert copy < install < builder.index("import cranfield.inputs._mapscan", install)
     runtime = stages[-1]
     assert "COPY --from=builder /app /app" in runtime
-    assert re.search(r"import cranfield\._mapscan;.*assert warm_up\(\)", runtime)
+    assert re.search(r"import cranfield\.inputs\._mapscan;.*assert warm_up\(\)", runtime)
     assert "NUMBA" not in text
 
 
@@ -66,7 +66,7 @@ def test_sources_compile_into_a_module_whose_json_scan_reads(tmp_path, require):
     """What pip does where a C compiler is found, done by hand: both sources into one shared
     object, imported in a fresh interpreter, its JSON scan reading a mapping."""
     cc = shutil.which("cc") or shutil.which("gcc")
-    require(cc, "a C compiler (cc or gcc) to build cranfield._mapscan")
+    require(cc, "a C compiler (cc or gcc) to build cranfield.inputs._mapscan")
     target = tmp_path / f"_mapscan{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run([cc, "-O2", "-shared", "-fPIC", "-Wall", "-Werror",
                     f"-I{sysconfig.get_paths()['include']}", *(str(ROOT / s) for s in SOURCES),
@@ -96,14 +96,14 @@ def test_this_environment_loads_the_extension_and_reads_json_with_it(require):
     and numba is not imported."""
     probe = (
         "import sys, orjson\n"
-        "from cranfield import json_body\n"
+        "from cranfield.inputs import json_body\n"
         "raw = orjson.dumps({'run': {'q': {'d': 2.5}}, 'qrels': {'q': {'d': 1}}})\n"
         "body = json_body.decode_body(raw, min_bytes=0)\n"
         "print(json_body.scan_module(), type(body['run']).__name__ if body else None,\n"
         "      body['run'].value.scores.tolist() if body else None,\n"
-        "      'cranfield._mapscan' in sys.modules, 'numba' in sys.modules)\n"
+        "      'cranfield.inputs._mapscan' in sys.modules, 'numba' in sys.modules)\n"
     )
     got = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.split()
-    require(got[0] != "None", "cranfield._mapscan is built (pip install with a C compiler)")
-    assert got == ["cranfield._mapscan", "Columns", "[2.5]", "True", "False"]
+    require(got[0] != "None", "cranfield.inputs._mapscan is built (pip install with a C compiler)")
+    assert got == ["cranfield.inputs._mapscan", "Columns", "[2.5]", "True", "False"]

@@ -358,7 +358,7 @@ def test_json_scan_is_loaded_as_the_user_who_runs_the_service():
     user = FINAL.last("USER")
     runs = FINAL.all("RUN")
     warm = [i for i in runs if "warm_up()" in i.args]
-    assert warm, "the final stage does not check the JSON scan (cranfield.json_body.warm_up)"
+    assert warm, "the final stage does not check the JSON scan (cranfield.inputs.json_body.warm_up)"
     assert "assert warm_up()" in warm[-1].args, "a scan that did not load must fail the build"
     assert user is not None and user.line < warm[-1].line, (
         "check it as the service's user, who must be able to load it")
@@ -1013,9 +1013,9 @@ def test_no_secret_check_catches_the_old_file(compose):
                                           [("api", "CRANFIELD_API_KEYS")])
 
 
-# --- the compiled extension (cranfield/_mapscan.c) --------------------------------------------
+# --- the compiled extension (cranfield/inputs/_mapscan.c) -----------------------------------------
 
-_EXTENSION = "cranfield._mapscan"
+_EXTENSION = "cranfield.inputs._mapscan"
 
 
 def _commands(ins: Instruction) -> list[str]:
@@ -1029,10 +1029,10 @@ def _installs_project(command: str) -> bool:
 
 def test_builder_stage_compiles_the_extension():
     """A stage before the runtime installs a C compiler, installs the project (which compiles
-    cranfield/_mapscan.c, in the build context there), and imports the module: pyproject
+    cranfield/inputs/_mapscan.c, in the build context there), and imports the module: pyproject
     marks it optional, so without that import a failed compile would only be a warning."""
     ext = {e["name"]: e for e in PYPROJECT["tool"]["setuptools"]["ext-modules"]}
-    assert _EXTENSION in ext, "pyproject.toml no longer builds cranfield._mapscan"
+    assert _EXTENSION in ext, "pyproject.toml no longer builds cranfield.inputs._mapscan"
     builders = []
     for stage in STAGES[:-1]:
         commands = [(ins, c) for ins in stage.all("RUN") for c in _commands(ins)]
@@ -1073,7 +1073,7 @@ def test_runtime_stage_has_no_compiler_and_imports_the_extension():
     assert imports, f"the runtime stage never imports {_EXTENSION}"
     assert user is not None and imports[-1].line > user.line
     # the image's copy is the one compiled for it, never a checkout's build for its own Python
-    assert is_excluded("cranfield/_mapscan.cpython-311-x86_64-linux-gnu.so", RULES)
+    assert is_excluded("cranfield/inputs/_mapscan.cpython-311-x86_64-linux-gnu.so", RULES)
 
 
 def test_hadolint_ignores_are_few_and_explained():

@@ -224,8 +224,8 @@ def test_no_topic_with_a_value_gives_nan_as_ir_measures():
 
 
 def test_the_spelling_is_labelled_ir_measures_with_its_summary():
-    from cranfield.measure_docs import describe
     from cranfield.measures import REGISTRY
+    from cranfield.reports.measure_docs import describe
 
     d = describe(REGISTRY["Accuracy"])
     assert d["spellings"] == [{"name": "Accuracy", "tool": "ir_measures"}]

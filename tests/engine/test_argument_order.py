@@ -1,7 +1,7 @@
 """The argument order (issue #26): the qrels first, then the run(s), as trec_eval, ranx,
 pytrec_eval and ir_measures take them, in cranfield.evaluate, cranfield.compare.compare, the
 Web track's ndeval/gdeval and the client's evaluate/compare. A call written for the old order
-(run first) is refused with a sentence naming the fix (cranfield.swapped), never evaluated
+(run first) is refused with a sentence naming the fix (cranfield.inputs.swapped), never evaluated
 the wrong way round; a bad input that is not a swap keeps the reader's own error."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 import cranfield
 from cranfield.client import Client
-from cranfield.compare import compare
+from cranfield.compare.comparison import compare
 from cranfield.errors import InputError, error_report
-from cranfield.webtrack import gdeval, ndeval
+from cranfield.measures.webtrack import gdeval, ndeval
 
 # d1 and d3 relevant, ranked 1st and 3rd: AP = (1/1 + 2/3) / 2 = 5/6, P@1 = 1. Given the
 # other way round the "qrels" would hold scores (3.0, 2.5...), which is refused.

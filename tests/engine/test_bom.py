@@ -12,7 +12,7 @@ import io
 import pytest
 
 from cranfield import InputError, read_qrels, read_run
-from cranfield import io as cio
+from cranfield.inputs import io as cio
 
 BOM = b"\xef\xbb\xbf"
 REASON = "line 1 starts with a UTF-8 byte-order mark (EF BB BF): save the file without it"
@@ -84,7 +84,7 @@ def test_cli_names_the_line(tmp_path, capsys):
     assert REASON in capsys.readouterr().err
 
 
-# ---- cranfield.webtrack: ndeval's and gdeval's own readers, the same refusal -----------------
+# ---- cranfield.measures.webtrack: ndeval's and gdeval's own readers, the same refusal ------------
 
 ND_RUN = b"1 Q0 d1 1 2.0 r\n1 Q0 d2 2 1.0 r\n2 Q0 d1 1 1.0 r\n"
 ND_QRELS = b"1 1 d1 1\n1 2 d2 1\n2 1 d1 1\n"
@@ -92,7 +92,7 @@ GD_QRELS = b"1 0 d1 2\n1 0 d2 1\n2 0 d1 1\n"
 
 
 def _webtrack(measure: str):
-    from cranfield import webtrack
+    from cranfield.measures import webtrack
 
     if measure == "ndeval":
         return webtrack.ndeval, ND_QRELS
@@ -103,8 +103,8 @@ def _webtrack(measure: str):
 @pytest.mark.parametrize("kind", ["run", "qrels"])
 @pytest.mark.parametrize("measure", ["ndeval", "gdeval"])
 def test_webtrack_readers_refuse_bom_the_same_way(measure, kind, text):
-    """ndeval and gdeval read their files themselves (cranfield.webtrack): a mark at the start
-    was a different error there (its topic '\\ufeff1' not a number); now the one refusal."""
+    """ndeval and gdeval read their files themselves (cranfield.measures.webtrack): a mark at the
+    start was a different error there (its topic '\\ufeff1' not a number); now the one refusal."""
     evaluate, qrels = _webtrack(measure)
     files = {"run": ND_RUN, "qrels": qrels}
     files[kind] = BOM + files[kind]

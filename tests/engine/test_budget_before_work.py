@@ -1,5 +1,5 @@
-"""Budgets before work (issue #27), in the engine: ``cranfield.budget.evaluation_budget`` holds
-the evaluations of its context to measure instances (before any input is read) and instances ×
+"""Budgets before work (issue #27), in the engine: ``cranfield.measures.budget.evaluation_budget``
+holds the evaluations of its context to measure instances (before any input is read) and instances ×
 topics (before any run is ranked); ``pool(max_work=)`` holds a pool to runs × topics ×
 documents before any run is ranked. Outside a budget (the library, the CLI): no limit."""
 
@@ -10,9 +10,9 @@ import importlib
 import pytest
 
 import cranfield
-import cranfield.pooling
-from cranfield.budget import BudgetError, evaluation_budget
-from cranfield.pooling import pool, pool_work
+import cranfield.compare.pooling
+from cranfield.compare.pooling import pool, pool_work
+from cranfield.measures.budget import BudgetError, evaluation_budget
 
 QRELS = "".join(f"q{t} 0 d0 1\nq{t} 0 d1 0\n" for t in range(10))
 RUN = "".join(f"q{t} Q0 d{d} {d + 1} {10 - d} r\n" for t in range(10) for d in range(5))
@@ -76,7 +76,7 @@ def test_a_pool_over_max_work_is_refused_before_any_run_is_ranked(monkeypatch):
     work = pool_work([cranfield.read_run(r) for r in runs.values()], 3)
     assert work == {"runs": 2, "topics": 10, "documents": 3, "total": 60}
     assert pool_work([cranfield.read_run(RUN)], 50)["documents"] == 5  # the longest topic
-    monkeypatch.setattr(cranfield.pooling, "top_documents", never)
+    monkeypatch.setattr(cranfield.compare.pooling, "top_documents", never)
     with pytest.raises(BudgetError) as info:
         pool(runs, 3, max_work=59)
     assert info.value.factors == {"runs": 2, "topics": 10, "documents": 3}

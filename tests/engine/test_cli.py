@@ -82,7 +82,7 @@ def test_missing_file_exits_2(capsys, tmp_path):
 
 def test_curves_micro_and_new_measures_from_the_command_line(capsys):
     import cranfield
-    from cranfield.curves import precision_recall
+    from cranfield.reports.curves import precision_recall
 
     qrels, run = str(DATA / "qrels.test"), str(DATA / "results.test")
     code, out, _ = cli(capsys, "eval", "--format", "json", "--curves", "-q", "-m", "map",

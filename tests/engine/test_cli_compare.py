@@ -145,7 +145,7 @@ def test_pool_lines(capsys):
 def test_compare_html_is_the_report_page_of_the_same_numbers(capsys, reversed_run):
     """``--format html``: the report page the API serves as text/html, for a local file; its
     numbers are the JSON document's, and the gate's exit code is unchanged."""
-    from cranfield.html_report import render_comparison
+    from cranfield.reports.html_report import render_comparison
 
     argv = ["compare", "-m", "map", "--seed", "7", "--gate", "map:0.01", QRELS, TEST,
             reversed_run]

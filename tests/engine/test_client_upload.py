@@ -1,4 +1,4 @@
-"""The client's streamed upload (cranfield/client.py ``Part``/``MultipartBody``): the
+"""The client's streamed upload (cranfield/client_body.py ``Part``/``MultipartBody``): the
 Content-Length it announces is what it sends, byte for byte, or the upload stops with an
 InputError naming the file before its last piece goes. A run still being written when the
 nightly job starts must not become a body shorter than announced (the server waits for the
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from cranfield import client as client_module
-from cranfield.client import MultipartBody, Part
+from cranfield import client_body
+from cranfield.client_body import MultipartBody, Part
 from cranfield.errors import InputError
 
 LINE = b"q1 Q0 d1 1 1.5 run\n"
@@ -20,7 +20,7 @@ LINE = b"q1 Q0 d1 1 1.5 run\n"
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(client_module, "CHUNK", len(LINE) * 4)
+    monkeypatch.setattr(client_body, "CHUNK", len(LINE) * 4)
 
 
 def _body(path) -> MultipartBody:

@@ -1,4 +1,4 @@
-"""cranfield.columnar (issue #19): a run and qrels given as Arrow columns (a pyarrow Table,
+"""cranfield.inputs.columnar (issue #19): a run and qrels given as Arrow columns (a pyarrow Table,
 IPC stream / file or Parquet bytes, a pandas or polars DataFrame) are read to the same Run
 and Qrels, and evaluate to the same numbers, as the same data in TREC text or as mappings;
 what one form refuses, every form refuses, with the same code."""
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import cranfield
-from cranfield import columnar
 from cranfield.errors import InputError
+from cranfield.inputs import columnar, docid_keys, parquet_reader, table_bytes
 
 MEASURES = ["map", "P.10", "ndcg_cut.10", "recip_rank", "recall.100", "bpref", "num_ret",
             "num_rel_ret", "Rprec", "runid"]
@@ -139,7 +139,7 @@ def test_every_form_gives_the_text_numbers(name, run, qrels):
 
 
 def test_table_digest_equals_mapping_digest():
-    from cranfield.json_body import columns_sha256, mapping_sha256
+    from cranfield.inputs.json_body import columns_sha256, mapping_sha256
 
     table_run = columnar.run_from_table(run_table(RUN))
     assert columns_sha256(table_run) == mapping_sha256(mapping(RUN))
@@ -266,21 +266,21 @@ def test_diversity_qrels_keep_subtopics():
 def test_bounds_are_checked_from_the_metadata():
     data = stream(run_table(RUN))
     with pytest.raises(InputError) as err:
-        columnar.check_table_bytes(data, "run", max_rows=len(RUN) - 1)
+        table_bytes.check_table_bytes(data, "run", max_rows=len(RUN) - 1)
     assert err.value.code == "too-large"
-    columnar.check_table_bytes(data, "run", max_rows=len(RUN))
+    table_bytes.check_table_bytes(data, "run", max_rows=len(RUN))
     with pytest.raises(InputError) as err:
-        columnar.read_table_bytes(parquet(run_table(RUN)), "run", max_bytes=1000)
+        table_bytes.read_table_bytes(parquet(run_table(RUN)), "run", max_bytes=1000)
     assert err.value.code == "too-large"
 
 
 def test_detection_by_magic_bytes():
-    assert columnar.sniff(stream(run_table(RUN))) == "arrow"
-    assert columnar.sniff(arrow_file(run_table(RUN))) == "arrow"
-    assert columnar.sniff(parquet(run_table(RUN))) == "parquet"
-    assert columnar.sniff(b"PAR1 Q0 d 1 1.0 PAR1") is None  # a topic called PAR1
-    assert columnar.sniff(text_run(RUN)) is None
-    assert columnar.sniff(b'{"run": {}}') is None
+    assert table_bytes.sniff(stream(run_table(RUN))) == "arrow"
+    assert table_bytes.sniff(arrow_file(run_table(RUN))) == "arrow"
+    assert table_bytes.sniff(parquet(run_table(RUN))) == "parquet"
+    assert table_bytes.sniff(b"PAR1 Q0 d 1 1.0 PAR1") is None  # a topic called PAR1
+    assert table_bytes.sniff(text_run(RUN)) is None
+    assert table_bytes.sniff(b'{"run": {}}') is None
 
 
 def test_is_table_imports_nothing():
@@ -324,10 +324,10 @@ def test_duplicates_found_exactly_by_either_key_path(monkeypatch, engine_keys, c
     """By the engine's per-topic tables (compiled) or by its sorted keys; with every docid
     hashing alike, only true duplicates are refused."""
     if not engine_keys:
-        monkeypatch.setattr(columnar._io, "_mapscan", None)
+        monkeypatch.setattr(docid_keys, "_mapscan", None)
     if collide:
         const = lambda docids: np.zeros(len(docids), np.uint64)  # noqa: E731
-        monkeypatch.setattr(columnar._io, "docid_hashes", const)
+        monkeypatch.setattr(docid_keys, "docid_hashes", const)
     table = run_table(RUN)
     columnar.run_from_table(table)  # no duplicate: read
     rows = RUN[:50] + [(RUN[10][0], RUN[10][1], 9.0)] + RUN[50:60]
@@ -352,14 +352,14 @@ def test_a_parquet_string_bomb_is_bounded_before_decoding(monkeypatch, column, s
     # codes read as a dictionary — by the bounds alone (a queued upload) and by the reader;
     # a score column of strings too (it would be refused only once decoded)
     if not scan_all:
-        monkeypatch.setattr(columnar, "_MAX_SCANNED", 0)
+        monkeypatch.setattr(parquet_reader, "_MAX_SCANNED", 0)
     n = 400
     columns = {"topic": ["1"] * n, "docid": [f"d{i}" for i in range(n)],
                "score": np.arange(n, dtype=float)}
     columns[column] = ["d" * 50_000] * n
     data = parquet(pa.table(columns), row_group_size=100, data_page_version=page_version)
     assert len(data) < 100_000
-    for read in (columnar.check_table_bytes, columnar.read_table_bytes):
+    for read in (table_bytes.check_table_bytes, table_bytes.read_table_bytes):
         if column == "score":  # (issue 27) refused from the schema: nothing read at all
             with pytest.raises(InputError, match="column score: must hold numbers, not "
                                "string") as got:
@@ -380,9 +380,9 @@ def test_parquet_docids_are_read_as_strings_within_the_bound():
                       "docid": [f"clueweb12-{i:010d}" for i in range(n)],
                       "score": np.linspace(1, 0, n)})
     data = parquet(table, row_group_size=50_000)
-    got = columnar.read_table_bytes(data, "run", max_bytes=64 * 1024 * 1024)
+    got = table_bytes.read_table_bytes(data, "run", max_bytes=64 * 1024 * 1024)
     assert got.schema.field("docid").type == pa.string()
-    columnar.check_table_bytes(data, "run", max_bytes=6_000_000)  # ~4.3 MB uncompressed
+    table_bytes.check_table_bytes(data, "run", max_bytes=6_000_000)  # ~4.3 MB uncompressed
     run = columnar.read_run_bytes(data, max_bytes=64 * 1024 * 1024)
     assert run.docids.to_pylist() == table.column("docid").to_pylist()
 
@@ -391,7 +391,7 @@ def test_a_page_header_claiming_a_huge_list_is_refused_at_once():
     # field 1, a list (type 9) of 2^40 booleans: refused from the count, not looped over
     header = bytes([0x19, 0xF1]) + bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x20]) + b"\0"
     with pytest.raises(ValueError, match="longer than the file"):
-        columnar._thrift_struct(memoryview(header), 0)
+        parquet_reader._thrift_struct(memoryview(header), 0)
 
 
 @pytest.mark.parametrize("groups, max_bytes", [(1, 500_000), (3, 2_000_000)])
@@ -405,7 +405,7 @@ def test_dictionary_pages_claiming_more_than_the_bound_are_not_decompressed(
                       "score": np.arange(n, dtype=float)})
     data = bytearray(parquet(table, compression="gzip"))
     meta = pq.ParquetFile(pa.py_buffer(bytes(data))).metadata
-    for group in columnar._parquet_chunks(pa.py_buffer(bytes(data)), meta):
+    for group in parquet_reader._parquet_chunks(pa.py_buffer(bytes(data)), meta):
         at = group[1]["dictionary_page_offset"]
         assert group[1]["path"] == "docid" and data[at:at + 3] == b"\x15\x04\x15"  # type 2
         assert data[at + 3] & 0x80 and data[at + 4] & 0x80 and not data[at + 5] & 0x80
@@ -422,7 +422,7 @@ def test_dictionary_pages_claiming_more_than_the_bound_are_not_decompressed(
             return self.codec.decompress(page, decompressed_size=decompressed_size)
 
     monkeypatch.setattr(pa, "Codec", Counted)
-    for read in (columnar.check_table_bytes, columnar.read_table_bytes):
+    for read in (table_bytes.check_table_bytes, table_bytes.read_table_bytes):
         claimed.clear()
         with pytest.raises(InputError, match="docid's strings may decode to more than") as got:
             read(bytes(data), "run", max_bytes=max_bytes)
@@ -437,14 +437,14 @@ def test_page_headers_are_walked_over_no_more_bytes_than_the_file_holds(monkeypa
     table = pa.table({"topic": ["1"] * n, "docid": [f"doc-{i:016d}" for i in range(n)],
                       "score": np.arange(n, dtype=float)})
     data = parquet(table, row_group_size=n, compression="none")
-    real = columnar._parquet_chunks
-    monkeypatch.setattr(columnar, "_parquet_chunks", lambda buf, meta: real(buf, meta) * 50)
+    real = parquet_reader._parquet_chunks
+    monkeypatch.setattr(parquet_reader, "_parquet_chunks", lambda buf, meta: real(buf, meta) * 50)
     walked = []
-    bound = columnar._byte_array_bound
-    monkeypatch.setattr(columnar, "_byte_array_bound",
+    bound = parquet_reader._byte_array_bound
+    monkeypatch.setattr(parquet_reader, "_byte_array_bound",
                         lambda buf, chunk, limit: walked.append(chunk["compressed"]) or
                         bound(buf, chunk, limit))
-    columnar.check_table_bytes(data, "run", max_bytes=10**8)
+    table_bytes.check_table_bytes(data, "run", max_bytes=10**8)
     assert 0 < sum(walked) <= len(data)
-    got = columnar.read_table_bytes(data, "run", max_bytes=10**8)
+    got = table_bytes.read_table_bytes(data, "run", max_bytes=10**8)
     assert got.column("docid").to_pylist() == table.column("docid").to_pylist()

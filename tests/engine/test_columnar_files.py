@@ -1,7 +1,7 @@
 """Parquet and Arrow IPC files read by the library and by ``cranfield eval`` (issue #26,
 "columnar everywhere"): told by their magic bytes (never their names), as paths, bytes, binary
 file objects and standard input, with the grammar, checks and bounds the service applies to
-the same bytes uploaded (cranfield.columnar.read_file_bytes). The same data as TREC text,
+the same bytes uploaded (cranfield.inputs.columnar.read_file_bytes). The same data as TREC text,
 Parquet, an Arrow file and an Arrow stream gives the same numbers and the same stdout; a
 malformed file is the same InputError everywhere. (The API's side of the comparison:
 tests/api/test_columnar_files_everywhere.py.)"""
@@ -18,8 +18,8 @@ import pytest
 from columnar_tables import ipc_file, ipc_stream, parquet, qrels_table, run_table
 
 import cranfield
-from cranfield import columnar
 from cranfield.cli import main
+from cranfield.inputs import columnar, table_bounds, table_bytes
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
@@ -108,7 +108,7 @@ def test_cli_json_digests_a_table_by_its_content(files, capsys):
     the same upload (the same digest as the run sent as a JSON mapping), text as its bytes."""
     import json
 
-    from cranfield.json_body import columns_sha256
+    from cranfield.inputs.json_body import columns_sha256
 
     digests = set()
     for encoding in ENCODERS:
@@ -153,7 +153,7 @@ def test_a_malformed_file_is_one_input_error_everywhere(tmp_path, capsys, kind, 
         reader(CORRUPT[encoding])
     # the service's reader of the same bytes (named as the API names the part)
     with pytest.raises(cranfield.InputError) as api_err:
-        columnar.read_table_bytes(CORRUPT[encoding], kind, kind, max_rows=10, max_bytes=10**6)
+        table_bytes.read_table_bytes(CORRUPT[encoding], kind, kind, max_rows=10, max_bytes=10**6)
     assert path_err.value.source == str(bad) and bytes_err.value.source == kind
     assert path_err.value.reason == bytes_err.value.reason == api_err.value.reason
     assert path_err.value.reason.startswith("malformed ")
@@ -208,11 +208,11 @@ def test_a_duplicate_docid_has_the_texts_code_and_exit(tmp_path, capsys):
 def test_the_bounds_are_the_services(tmp_path, capsys, monkeypatch):
     """Rows and uncompressed bytes from the metadata, before anything is decompressed: the
     same sentences as the API's 413 (tests/api/test_columnar_uploads.py), exit code 2."""
-    assert columnar.local_bounds("run") == {"max_rows": 100_000 * 10_000,
+    assert table_bounds.local_bounds("run") == {"max_rows": 100_000 * 10_000,
                                             "max_bytes": 512 * 1024 * 1024,
                                             "max_memory": None}  # unless set
-    assert columnar.local_bounds("qrels")["max_rows"] is None  # as the service's
-    monkeypatch.setattr(columnar, "MAX_ROWS", 6)
+    assert table_bounds.local_bounds("qrels")["max_rows"] is None  # as the service's
+    monkeypatch.setattr(table_bounds, "MAX_ROWS", 6)
     seven = pa.table({"topic": ["1"] * 7, "docid": [f"d{i}" for i in range(7)],
                       "score": [1.0] * 7})
     path = tmp_path / "seven"
@@ -224,8 +224,8 @@ def test_the_bounds_are_the_services(tmp_path, capsys, monkeypatch):
         assert exc.value.reason == "7 rows exceed the limit of 6"
         code, _, err = cli(capsys, "eval", DATA / "qrels.test", path)
         assert code == 2 and err == f"cranfield: {path}: 7 rows exceed the limit of 6\n"
-    monkeypatch.setattr(columnar, "MAX_ROWS", None)
-    monkeypatch.setattr(columnar, "MAX_BYTES", 2_000_000)
+    monkeypatch.setattr(table_bounds, "MAX_ROWS", None)
+    monkeypatch.setattr(table_bounds, "MAX_BYTES", 2_000_000)
     # one 100 kB docid repeated by 100 rows: a few kB of Parquet, 10 MB decoded
     n = 100
     bomb = pa.table({"topic": ["1"] * n, "docid": ["d" * 100_000] * n,
@@ -235,7 +235,7 @@ def test_the_bounds_are_the_services(tmp_path, capsys, monkeypatch):
     with pytest.raises(cranfield.InputError, match="decode to more than") as exc:
         cranfield.read_run(path)
     assert exc.value.code == "too-large"
-    monkeypatch.setattr(columnar, "MAX_BYTES", None)  # 0 in the environment: no bound
+    monkeypatch.setattr(table_bounds, "MAX_BYTES", None)  # 0 in the environment: no bound
     with pytest.raises(cranfield.InputError) as exc:  # read in full: the next check speaks
         cranfield.read_run(path)
     assert exc.value.code == "duplicate-docid"

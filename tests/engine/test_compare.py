@@ -1,5 +1,5 @@
-"""cranfield.compare: per-run means, paired tests over measure × pair, the correction across
-the family, topic handling, errors, the JSON document, and the regression gate.
+"""cranfield.compare.comparison: per-run means, paired tests over measure × pair, the correction
+across the family, topic handling, errors, the JSON document, and the regression gate.
 
 The worked example: five topics t1..t5, each with one relevant document ``r``, so a topic's
 AP is 1/rank of ``r`` (0 when not retrieved) and P@1 is 1 when ``r`` is first.
@@ -28,10 +28,10 @@ import pytest
 import scipy.stats
 
 import cranfield
-from cranfield import stats
-from cranfield.compare import compare, compare_evaluations
+from cranfield.compare import stats
+from cranfield.compare.comparison import compare, compare_evaluations
+from cranfield.compare.gate import Gate, gate, parse_gate
 from cranfield.errors import EvaluationError, InputError, MeasureError
-from cranfield.gate import Gate, gate, parse_gate
 
 TOPICS = ["t1", "t2", "t3", "t4", "t5"]
 AP = {"A": [0.5, 0.5, 0.25, 0.25, 0.5], "B": [1, 1, 1, 0.5, 1], "C": [1, 0, 0, 0.25, 1 / 3]}

@@ -16,7 +16,7 @@ import scipy.stats
 from accuracy_ranks import RANKS, qrels_and_runs
 
 import cranfield
-from cranfield.compare import compare
+from cranfield.compare.comparison import compare
 
 QRELS, RUNS = qrels_and_runs(RANKS)  # with its hand computation: tests/accuracy_ranks.py
 D = np.array([-0.5, -1.0, 0.5, 0.0])

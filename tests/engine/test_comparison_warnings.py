@@ -10,10 +10,10 @@ import re
 import pytest
 
 import cranfield
-from cranfield.compare import compare, compare_evaluations
-from cranfield.comparison_text import format_text
-from cranfield.html_report import render_comparison
-from cranfield.result_document import evaluation_document, evaluation_from_document
+from cranfield.compare.comparison import compare, compare_evaluations
+from cranfield.compare.comparison_text import format_text
+from cranfield.reports.html_report import render_comparison
+from cranfield.reports.result_document import evaluation_document, evaluation_from_document
 
 TOPICS = [f"t{i}" for i in range(1, 9)]
 QRELS = {t: {"r": 1, "j": 0} for t in TOPICS}

@@ -22,8 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cranfield import InputError, json_body, read_qrels, read_run
-from cranfield.json_body import decode_body, loads, read_json_mapping
+from cranfield import InputError, read_qrels, read_run
+from cranfield.inputs import json_body
+from cranfield.inputs.json_body import decode_body, loads, read_json_mapping
 
 pytestmark = pytest.mark.requires(json_body.warm_up(),
                                   reason="the compiled JSON kernels load (json_body.warm_up())")

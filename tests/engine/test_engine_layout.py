@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import cranfield
-from cranfield import io, json_body
+from cranfield.inputs import io, json_body
 from cranfield.measures import DEFAULT_PROFILE, PROFILES, Profile
 from cranfield.settings import SETTINGS, Settings
 
@@ -107,7 +107,8 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_aliases_are_declared_at_registration_only():
     from cranfield.measures import REGISTRY
-    from cranfield.names import ALIASES, IR_NAMES, parse_measure
+    from cranfield.measures.names import parse_measure
+    from cranfield.measures.peer_names import ALIASES, IR_NAMES
 
     assert ALIASES == {a for m in REGISTRY.values() for a in m.aliases}
     assert {"MAP", "MRR", "Precision", "Recall", "RPrec", "BPref", "NDCG", "NumRelRet",

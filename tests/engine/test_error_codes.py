@@ -90,7 +90,7 @@ def test_an_upload_past_a_bound_is_413_wherever_it_is_found():
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cranfield.columnar import read_run_bytes
+    from cranfield.inputs.columnar import read_run_bytes
 
     buf = io.BytesIO()
     pq.write_table(pa.table({"topic": ["q"] * 5, "docid": list("abcde"),

@@ -11,9 +11,9 @@ import pytest
 
 import cranfield
 from cranfield import EvaluationError, InputError
-from cranfield.compare import compare
-from cranfield.evaluate import OPTION_BOUNDS
-from cranfield.webtrack import ndeval
+from cranfield.compare.comparison import compare
+from cranfield.evaluate_checks import OPTION_BOUNDS
+from cranfield.measures.webtrack import ndeval
 
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
 M = 2 ** 63 - 1

@@ -267,7 +267,7 @@ def test_micro_averaging_sums_the_contingency_table_worked_example():
 def test_precision_recall_curves_worked_example():
     """Rankings A and C (system 1): A's 11 points are 1, 1, 5/6 x7, 0.6, 0.6; the mean curve
     averages A's and C's; the points are (k/R, k/rank) at each relevant rank."""
-    from cranfield.curves import precision_recall
+    from cranfield.reports.curves import precision_recall
 
     run_a, q_a = topic([1, 3, 4, 5, 6, 10], 10, 6)
     run_c, q_c = topic([1, 6, 10], 10, 3)

@@ -12,15 +12,14 @@ import pytest
 import scipy.stats
 from statsmodels.stats.multitest import multipletests
 
-from cranfield import evaluate, stats
-from cranfield.cli import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED, main
-from cranfield.compare import (
-    BOOTSTRAP_MIN_TOPICS,
-    compare,
-    compare_evaluations,
-)
-from cranfield.comparison_text import format_text
-from cranfield.gate import GATE_TOL, gate
+from cranfield import evaluate
+from cranfield.cli import main
+from cranfield.cli_compare import EXIT_GATE_FAILED, EXIT_GATE_UNDECIDED
+from cranfield.compare import stats
+from cranfield.compare.comparison import compare, compare_evaluations
+from cranfield.compare.comparison_settings import BOOTSTRAP_MIN_TOPICS
+from cranfield.compare.comparison_text import format_text
+from cranfield.compare.gate import GATE_TOL, gate
 
 
 def _topics(n):

@@ -1,4 +1,4 @@
-"""The input grammar (cranfield/grammar.py, docs/inputs.md), table-driven: each reader —
+"""The input grammar (cranfield/inputs/grammar.py, docs/inputs.md), table-driven: each reader —
 the line reader, the columnar (pyarrow) reader, the mapping reader — reads a valid input the
 same way and refuses an invalid one naming its line or path."""
 
@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 
 import cranfield
-import cranfield.io
-from cranfield import InputError, grammar, read_qrels, read_run
+import cranfield.inputs.io
+import cranfield.inputs.trec_fast
+import cranfield.inputs.trec_lines
+from cranfield import InputError, read_qrels, read_run
+from cranfield.inputs import grammar
 
 
 @pytest.fixture(params=["line reader", "columnar reader"])
 def reader(request, monkeypatch):
     """Both TREC readers: the columnar one forced for any size."""
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES",
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES",
                         0 if request.param == "columnar reader" else 1 << 62)
     return request.param
 
@@ -103,8 +106,8 @@ def test_both_readers_agree_on_large_regular_files_with_unicode():
     lines = [f"q{t} Q0 d\u00a0{i}é {i} {rng.normal():.6g} sys\n" for t in range(5)
              for i in range(200)]
     text = "".join(lines).encode()
-    slow = cranfield.io._slow_run(text, "run")
-    fast = cranfield.io._fast_run(text, "run")
+    slow = cranfield.inputs.trec_lines.slow_run(text, "run")
+    fast = cranfield.inputs.trec_fast.fast_run(text, "run")
     assert fast is not None and fast.to_dict() == slow.to_dict()
 
 

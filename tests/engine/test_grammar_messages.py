@@ -1,9 +1,9 @@
-"""The input grammar (cranfield/grammar.py) function by function: the exact messages users
+"""The input grammar (cranfield/inputs/grammar.py) function by function: the exact messages users
 see (the API returns them verbatim under the input's line or path), and each boundary —
 int64 for grades, 2^53 for JSON float grades, 40 characters for a quoted JSON string, a CR
 at the very end of the bytes, a bad character on the first line after a leading LF.
 
-Written against the survivors of ``make mutation`` on cranfield/grammar.py (issue #16);
+Written against the survivors of ``make mutation`` on cranfield/inputs/grammar.py (issue #16);
 docs/mutation.md lists the mutants that stay alive and why each is equivalent."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 import cranfield
-from cranfield import InputError, grammar
-from cranfield.grammar import INT64_MAX, INT64_MIN, GrammarError
+from cranfield import InputError
+from cranfield.inputs import grammar
+from cranfield.inputs.grammar import INT64_MAX, INT64_MIN, GrammarError
 
 TEXT_TAIL = ("is not allowed in TREC text (fields are separated by spaces or tabs, lines end "
              "with LF or CRLF)")

@@ -13,10 +13,13 @@ import pyarrow as pa
 import pytest
 
 import cranfield
-import cranfield.io
+import cranfield.inputs.docid_keys
+import cranfield.inputs.io
+import cranfield.inputs.mappings
+import cranfield.inputs.trec_fast
 from cranfield import InputError
 
-REAL_HASHES = cranfield.io.docid_hashes
+REAL_HASHES = cranfield.inputs.docid_keys.docid_hashes
 MEASURES = ["all_trec", "ndcg_cut.3", "P.2", "recall.4", "success.1"]
 
 
@@ -43,13 +46,13 @@ def _texts(seed: int) -> tuple[str, str]:
 
 
 def _evaluate(run_text: str, qrels_text: str, columnar: bool, profile: str):
-    saved = cranfield.io.FAST_READER_MIN_BYTES
-    cranfield.io.FAST_READER_MIN_BYTES = 0 if columnar else 1 << 62
+    saved = cranfield.inputs.io.FAST_READER_MIN_BYTES
+    cranfield.inputs.io.FAST_READER_MIN_BYTES = 0 if columnar else 1 << 62
     try:
         run = cranfield.read_run(run_text)
         qrels = cranfield.read_qrels(qrels_text)
     finally:
-        cranfield.io.FAST_READER_MIN_BYTES = saved
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = saved
     assert isinstance(run.docids, np.ndarray) != columnar
     return cranfield.evaluate(qrels, run, MEASURES, profile=profile)
 
@@ -104,15 +107,15 @@ def test_hashed_matching_equals_the_line_readers_whatever_the_hash(seed, hashing
                                                                     monkeypatch):
     run_text, qrels_text = _texts(seed)
     reference = _evaluate(run_text, qrels_text, columnar=False, profile=profile)
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate(run_text, qrels_text, columnar=True, profile=profile), reference)
 
 
 def test_a_collision_across_sides_is_no_match(monkeypatch):
     """The run retrieves d1, the qrels judge d10 (relevant) and not d1: with d10 hashing as
     d1 the keys agree, the bytes do not, and the run has found nothing relevant."""
-    monkeypatch.setattr(cranfield.io, "docid_hashes", _d1_as_d10)
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes", _d1_as_d10)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     run = cranfield.read_run("q1 Q0 d1 1 2.0 s\nq1 Q0 d2 2 1.0 s\n")
     qrels = cranfield.read_qrels("q1 0 d10 1\nq1 0 d2 0\n")
     ev = cranfield.evaluate(qrels, run, ["num_rel_ret", "num_rel", "map"])
@@ -124,8 +127,8 @@ def test_a_collision_across_sides_is_no_match(monkeypatch):
 
 @pytest.mark.parametrize("hashing", ["real", "constant", "four buckets"])
 def test_duplicates_are_found_and_only_they(hashing, monkeypatch):
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     run = "q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq2 Q0 a 1 1 s\nq1 Q0 c 3 1 s\n"
     assert cranfield.read_run(run).to_dict() == {"q1": {"a": 3.0, "b": 2.0, "c": 1.0},
                                                  "q2": {"a": 1.0}}
@@ -145,9 +148,9 @@ def test_duplicates_are_found_and_only_they(hashing, monkeypatch):
 def test_columnar_qrels_equal_the_line_readers(seed, monkeypatch):
     _, text = _texts(seed)
     text = text.replace(" 0 ", " 3 ", 4)  # a few other subtopic numbers
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 1 << 62)
     slow = cranfield.read_qrels(text)
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     fast = cranfield.read_qrels(text)
     assert isinstance(slow.docids, np.ndarray) and fast.unique_judgments
     assert fast.topics == slow.topics
@@ -162,7 +165,7 @@ def test_columnar_qrels_equal_the_line_readers(seed, monkeypatch):
 def test_tie_groups_equal_the_score_search(seed):
     """The judged rows' tie groups read off the sorted run (files) equal the vectorised
     search for their scores (mappings), ties within and across topics, float32 or not."""
-    from cranfield.ranking import score_positions, tie_groups, topic_blocks
+    from cranfield.inputs.ranking import score_positions, tie_groups, topic_blocks
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 40, size=rng.integers(1, 30))
@@ -185,7 +188,7 @@ def test_tie_groups_equal_the_score_search(seed):
 def test_columnar_qrels_match_the_same_after_their_docids_are_read_or_replaced(monkeypatch):
     """Reading ``docids`` (the Arrow column turned into strs) keeps the column matching
     uses; replacing them (same length) forgets it and the hashes of the old ones."""
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     run = cranfield.read_run("q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\n")
     qrels = cranfield.read_qrels("q1 0 a 1\nq1 0 z 1\n")
     first = cranfield.evaluate(qrels, run, ["num_rel_ret", "map"]).aggregate
@@ -198,14 +201,14 @@ def test_columnar_qrels_match_the_same_after_their_docids_are_read_or_replaced(m
 def _evaluate_mixed(run_text: str, qrels_text: str, columnar_run: bool, profile: str):
     """The run through one reader and the qrels through the other (a run file read as
     columns matched against qrels read line by line, and the reverse)."""
-    saved = cranfield.io.FAST_READER_MIN_BYTES
+    saved = cranfield.inputs.io.FAST_READER_MIN_BYTES
     try:
-        cranfield.io.FAST_READER_MIN_BYTES = 0 if columnar_run else 1 << 62
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = 0 if columnar_run else 1 << 62
         run = cranfield.read_run(run_text)
-        cranfield.io.FAST_READER_MIN_BYTES = 1 << 62 if columnar_run else 0
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = 1 << 62 if columnar_run else 0
         qrels = cranfield.read_qrels(qrels_text)
     finally:
-        cranfield.io.FAST_READER_MIN_BYTES = saved
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = saved
     assert isinstance(run.docids, np.ndarray) != columnar_run
     return cranfield.evaluate(qrels, run, MEASURES, profile=profile)
 
@@ -217,7 +220,7 @@ def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columna
                                                           monkeypatch):
     run_text, qrels_text = _texts(seed)
     reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate_mixed(run_text, qrels_text, columnar_run, "trec_eval-9.0.8"), reference)
 
 
@@ -225,10 +228,13 @@ def test_one_side_read_as_columns_equals_the_line_readers(seed, hashing, columna
 def test_run_keys_repacked_for_more_row_bits_equal_keys_hashed_again(more_bits, monkeypatch):
     """Qrels with more rows than the run widen the row field of the keys the reader kept:
     re-packed from those keys, they equal the keys hashed from the docids anew."""
-    from cranfield.io import row_bits, run_packed_keys
+    from cranfield.inputs.docid_keys import row_bits, run_packed_keys
 
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
-    monkeypatch.setattr(cranfield.io, "_mapscan", None)  # the sorted keys, not the tables
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
+    # the sorted keys, not the tables
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.mappings, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
     text = _texts(3)[0]
     kept = cranfield.read_run(text)
     rb = row_bits(len(kept))
@@ -248,8 +254,8 @@ def test_a_run_shorter_than_its_qrels_equals_the_line_readers(seed, hashing, mon
     run_text, qrels_text = _texts(seed)
     run_text = "".join(run_text.splitlines(keepends=True)[:len(qrels_text.splitlines()) // 3])
     run = cranfield.read_run(run_text)
-    assert cranfield.io.row_bits(len(run)) < cranfield.io.row_bits(
+    assert cranfield.inputs.docid_keys.row_bits(len(run)) < cranfield.inputs.docid_keys.row_bits(
         len(cranfield.read_qrels(qrels_text)))
     reference = _evaluate(run_text, qrels_text, columnar=False, profile="trec_eval-9.0.8")
-    monkeypatch.setattr(cranfield.io, "docid_hashes", HASHES[hashing])
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes", HASHES[hashing])
     _same(_evaluate(run_text, qrels_text, columnar=True, profile="trec_eval-9.0.8"), reference)

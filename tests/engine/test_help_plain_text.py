@@ -8,8 +8,8 @@ import argparse
 
 import pytest
 
-from cranfield import measure_docs
 from cranfield.cli import build_parser
+from cranfield.reports import measure_docs
 
 
 def _every_parser() -> list[tuple[str, argparse.ArgumentParser]]:

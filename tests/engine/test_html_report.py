@@ -1,4 +1,4 @@
-"""cranfield.html_report: self-contained pages, parsed back with html.parser — balanced
+"""cranfield.reports.html_report: self-contained pages, parsed back with html.parser — balanced
 markup, no external references, the charts and their data elements, escaping of hostile
 text, significance marks exactly where adjusted p < alpha, "–" for missing values; the input
 warnings right under the title (and the gate's verdict), one per-topic chart per measure with
@@ -15,16 +15,11 @@ from pathlib import Path
 import pytest
 
 import cranfield
-from cranfield.html_report import (
-    LABEL_PITCH,
-    MAX_BARS,
-    PALETTE,
-    VERDICT_STYLE,
-    render_comparison,
-    render_evaluation,
-    render_trend,
-)
-from cranfield.result_document import evaluation_document
+from cranfield.reports.html_charts import LABEL_PITCH, MAX_BARS
+from cranfield.reports.html_page import PALETTE
+from cranfield.reports.html_report import render_comparison, render_evaluation
+from cranfield.reports.html_trend import VERDICT_STYLE, render_trend
+from cranfield.reports.result_document import evaluation_document
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",

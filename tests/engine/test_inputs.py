@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cranfield
-import cranfield.io
+import cranfield.inputs.io
 from cranfield import InputError
 
 RUN = "q1 Q0 d1 1 3.0 sys\nq1 Q0 d2 2 2.0 sys\nq2 Q0 d1 1 5.0 sys\n"
@@ -28,7 +28,7 @@ def big_run(bad_line: str | None = None, at: int = 500) -> str:
 @pytest.fixture(autouse=True)
 def columnar_reader_for_small_inputs(monkeypatch):
     """These inputs are small; make the columnar reader take them as it takes large ones."""
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
 
 
 def test_fast_and_line_readers_agree(tmp_path):
@@ -146,7 +146,7 @@ def test_a_mapping_topic_with_no_documents_is_evaluated_as_empty():
 def test_both_score_searches_agree(seed):
     """The global-key search used for small runs and the segmented binary search used for
     large ones give the same positions (ties, float32 ties, topics in any block order)."""
-    from cranfield.ranking import score_positions
+    from cranfield.inputs.ranking import score_positions
 
     rng = np.random.default_rng(seed)
     n_topics = int(rng.integers(1, 6))

@@ -1,4 +1,4 @@
-"""The compiled JSON reader (cranfield.json_body) against orjson: it must read every body it
+"""The compiled JSON reader (cranfield.inputs.json_body) against orjson: it must read every body it
 accepts exactly as orjson + the mapping readers do, and decline (None) everything else."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cranfield import InputError, evaluate, grammar, json_body, read_qrels, read_run
-from cranfield.json_body import (
+from cranfield import InputError, evaluate, read_qrels, read_run
+from cranfield.inputs import grammar, json_body
+from cranfield.inputs.json_body import (
     Columns,
     columns_sha256,
     decode_body,
@@ -20,7 +21,7 @@ from cranfield.json_body import (
     read_json_mapping,
 )
 
-# the compiled kernels must load (numba installed, cranfield/_json_kernels.py importable):
+# the compiled kernels must load (numba installed, cranfield/inputs/_json_kernels.py importable):
 # skipped locally without them, a failure under CI=true (tests/conftest.py)
 pytestmark = pytest.mark.requires(json_body.warm_up(),
                                   reason="the compiled JSON kernels load (json_body.warm_up())")
@@ -182,8 +183,8 @@ def test_read_json_mapping_matches_mapping_reader(monkeypatch):
 def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
     """The per-row hashes the scan leaves on a run equal io.fnv1a_hashes, and matching with
     the bitmap prefilter finds exactly the judged documents."""
-    from cranfield import ranking
-    from cranfield.io import fnv1a_hashes
+    from cranfield.inputs import ranking
+    from cranfield.inputs.docid_keys import fnv1a_hashes
 
     run = {f"q{t}": {f"doc-{t * 7 + i}é" if i % 5 == 0 else f"d{i}": float(i % 13)
                      for i in range(300)} for t in range(4)}

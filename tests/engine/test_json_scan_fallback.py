@@ -1,9 +1,10 @@
-"""The JSON body read without the compiled accelerator (issue #29): where ``cranfield._mapscan``
-was not built (no C compiler at install), every JSON body is read by orjson and the mapping
-readers. That path is supported: each test here reads the same input with the extension and
-with it patched away (``json_body._kernels = False``, ``io._mapscan`` and
-``ranking._mapscan`` None, as an install without it has them) and holds the answers equal —
-the same run and qrels, digests and measures, or the same refusal (code, field, message)."""
+"""The JSON body read without the compiled accelerator (issue #29): where
+``cranfield.inputs._mapscan`` was not built (no C compiler at install), every JSON body is read by
+orjson and the mapping readers. That path is supported: each test here reads the same input with the
+extension and with it patched away (``json_body._kernels = False``, the ``_mapscan`` of
+``docid_keys``, ``mappings``, ``trec_fast`` and ``ranking`` None, as an install without it has them)
+and holds the answers equal — the same run and qrels, digests and measures, or the same refusal
+(code, field, message)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cranfield.io
-import cranfield.ranking
-from cranfield import InputError, evaluate, json_body, read_qrels, read_run
-from cranfield.json_body import Columns, columns_sha256, decode_body, read_json_mapping
+import cranfield.inputs.docid_keys
+import cranfield.inputs.mappings
+import cranfield.inputs.ranking
+import cranfield.inputs.trec_fast
+from cranfield import InputError, evaluate, read_qrels, read_run
+from cranfield.inputs import json_body
+from cranfield.inputs.json_body import Columns, columns_sha256, decode_body, read_json_mapping
 
 MEASURES = ["map", "P.5", "ndcg_cut.10", "recip_rank", "num_ret", "num_rel_ret"]
 
@@ -29,8 +33,10 @@ class _PythonPath:
     def __enter__(self):
         self.mp = pytest.MonkeyPatch()
         self.mp.setattr(json_body, "_kernels", False)
-        self.mp.setattr(cranfield.io, "_mapscan", None)
-        self.mp.setattr(cranfield.ranking, "_mapscan", None)
+        self.mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
+        self.mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
+        self.mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
+        self.mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
         return self
 
     def __exit__(self, *exc):
@@ -162,8 +168,8 @@ def test_read_json_mapping_without_the_extension(monkeypatch):
 def test_the_extension_reads_large_bodies_when_built(require):
     """With the extension (every install that had a C compiler; CI's), the scan is the
     compiled one and reads the body: a Columns value, with the docid hashes only it leaves."""
-    require(json_body.scan_module() == "cranfield._mapscan",
-            "cranfield._mapscan is built with its JSON scan (pip install with a C compiler)")
+    require(json_body.scan_module() == "cranfield.inputs._mapscan",
+            "cranfield.inputs._mapscan is built with its JSON scan (pip install with a C compiler)")
     raw = orjson.dumps({"run": {"q": {"d": 1.5, "e": 2}}, "qrels": {"q": {"d": 1}}})
     body = decode_body(raw, min_bytes=0)
     assert isinstance(body["run"], Columns) and isinstance(body["qrels"], Columns)

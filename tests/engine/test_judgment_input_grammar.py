@@ -1,5 +1,5 @@
 """The qrels_jg and prefs text readers read by the project's one input grammar
-(cranfield/grammar.py; review R1 F3, F4, F10): fields split on ASCII space and tab only,
+(cranfield/inputs/grammar.py; review R1 F3, F4, F10): fields split on ASCII space and tab only,
 control characters refused naming the line, a jg rel read as a plain qrels grade (ASCII
 decimal within int64), a rel_level as a run's score; the JSON shapes give the same answer
 or the same refusal."""
@@ -12,7 +12,7 @@ import pytest
 
 import cranfield
 from cranfield.errors import InputError
-from cranfield.prefs import read_prefs, read_qrels_jg
+from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
 RUN = "q1 Q0 d\u00a01 1 3.0 r\nq1 Q0 d2 2 2.0 r\nq1 Q0 d\u20281 3 1.0 r\n"
 

@@ -1,6 +1,6 @@
 """The JSON shapes of judgment groups and preferences (issue #28) are read by the same
-readers as their text (cranfield.prefs.read_qrels_jg / read_prefs): the library gives the
-same values from either, and refuses what the text refuses, naming the path instead of
+readers as their text (cranfield.inputs.judgment_files.read_qrels_jg / read_prefs): the library
+gives the same values from either, and refuses what the text refuses, naming the path instead of
 the line."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 import cranfield
 from cranfield.errors import InputError
-from cranfield.prefs import read_prefs, read_qrels_jg
+from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 

@@ -18,8 +18,10 @@ import cranfield
 from cranfield.cli import main
 from cranfield.errors import MeasureError
 from cranfield.measures import NICKNAMES, REGISTRY
-from cranfield.names import parse_measure, resolve
-from cranfield.prefs import evaluate_jg, evaluate_prefs, format_jg
+from cranfield.measures.jg_measures import evaluate_jg
+from cranfield.measures.names import parse_measure, resolve
+from cranfield.measures.prefs_measures import evaluate_prefs
+from cranfield.reports.jg_text import format_jg
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 

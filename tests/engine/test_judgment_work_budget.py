@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import cranfield
-from cranfield.budget import BudgetError, evaluation_budget
+from cranfield.measures.budget import BudgetError, evaluation_budget
 
 
 def _prefs_closure():  # a 60-doc group of one sub-group, 5 tiny groups of two sub-groups

@@ -1,8 +1,9 @@
-"""The compiled mapping reader (cranfield/_mapscan.c) against the Python path it stands in
+"""The compiled mapping reader (cranfield/inputs/_mapscan.c) against the Python path it stands in
 for: the same Run and Qrels, the same refusal (reason and field), the same numbers.
 
 Each test reads the same input twice, once with ``_mapscan`` and once with it patched out of
-``cranfield.io`` and ``cranfield.ranking`` (the path an install without a C compiler takes),
+``cranfield.inputs.docid_keys``, ``cranfield.inputs.mappings``, ``cranfield.inputs.trec_fast`` and
+``cranfield.inputs.ranking`` (the path an install without a C compiler takes),
 and compares everything. Under CI the extension must be there, so the compiled path is the
 one tested."""
 
@@ -18,23 +19,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cranfield
-import cranfield.io
-import cranfield.ranking
+import cranfield.inputs.docid_keys
+import cranfield.inputs.io
+import cranfield.inputs.mappings
+import cranfield.inputs.ranking
+import cranfield.inputs.trec_fast
 from cranfield import InputError
 
-_mapscan = cranfield.io._mapscan
+_mapscan = cranfield.inputs.mappings._mapscan
 needs_ext = pytest.mark.skipif(_mapscan is None and os.environ.get("CI") != "true",
-                               reason="cranfield._mapscan not built (no C compiler)")
+                               reason="cranfield.inputs._mapscan not built (no C compiler)")
 
 
 def test_the_extension_is_built_under_ci():
     if os.environ.get("CI") == "true":
-        assert _mapscan is not None, "make venv builds cranfield._mapscan: CI must test it"
+        assert _mapscan is not None, "make venv builds cranfield.inputs._mapscan: CI must test it"
 
 
 def _python_path(monkeypatch):
-    monkeypatch.setattr(cranfield.io, "_mapscan", None)
-    monkeypatch.setattr(cranfield.ranking, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.mappings, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
+    monkeypatch.setattr(cranfield.inputs.ranking, "_mapscan", None)
 
 
 def _read(reader, mapping):
@@ -164,7 +170,7 @@ def test_positions_are_the_segmented_searches(dtype):
     query = rng.integers(-1, 7, len(lo)).astype(dtype)
     first, second = (np.frombuffer(b, np.int64) for b in _mapscan.positions(
         scores, lo.astype(np.int64), hi.astype(np.int64), query))
-    seg = cranfield.ranking.segmented_search
+    seg = cranfield.inputs.ranking.segmented_search
     want_first = seg(scores, lo, hi, lambda v, i: query[i] < v)
     want_second = seg(scores, want_first, hi, lambda v, i: query[i] <= v)
     assert first.tolist() == want_first.tolist()
@@ -187,12 +193,14 @@ def test_lookup_is_dict_get_with_nan_for_missing():
 
 def _read_text(text, monkeypatch, compiled: bool, chunk: int | None = None):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+        mp.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
         if not compiled:
-            mp.setattr(cranfield.io, "_mapscan", None)
-            mp.setattr(cranfield.ranking, "_mapscan", None)
+            mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
+            mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
+            mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
+            mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
         if chunk is not None:
-            mp.setattr(cranfield.io, "_PARSE_CHUNK", chunk)
+            mp.setattr(cranfield.inputs.trec_fast, "_PARSE_CHUNK", chunk)
         try:
             run = cranfield.read_run(text)
         except InputError as exc:
@@ -350,9 +358,9 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
     also when every docid hashes alike (each pair then compared as strings), with qrels
     that judge a docid twice in a topic (two subtopics) and a docid twice in the run."""
     if hashing == "constant":
-        monkeypatch.setattr(cranfield.io, "docid_hashes",
+        monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes",
                             lambda docids: np.full(len(docids), 7, dtype=np.uint64))
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     for duplicate in (False, True):
         run_text, qrels_text = _texts_with(seed, scattered, duplicate)
         adhoc_text = "".join(line + "\n" for line in qrels_text.splitlines()
@@ -361,8 +369,10 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
         for compiled in (True, False):
             with pytest.MonkeyPatch.context() as mp:
                 if not compiled:
-                    mp.setattr(cranfield.io, "_mapscan", None)
-                    mp.setattr(cranfield.ranking, "_mapscan", None)
+                    mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
+                    mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
+                    mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
+                    mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
                 try:
                     run = cranfield.read_run(run_text)
                     ev = cranfield.evaluate(cranfield.read_qrels(adhoc_text), run,
@@ -412,7 +422,7 @@ def test_pairs_of_hashes_that_collide_on_purpose_go_to_the_sorting_path(monkeypa
     assert len(np.frombuffer(_mapscan.block_duplicates(same, lo, hi), np.int64)) == 300
     run_text = "".join(f"q Q0 d{i} {i} {1000 - i} s\n" for i in range(300))
     qrels_text = "".join(f"q 0 d{i * 2} {i % 3}\n" for i in range(300))
-    monkeypatch.setattr(cranfield.io, "docid_hashes",
+    monkeypatch.setattr(cranfield.inputs.docid_keys, "docid_hashes",
                         lambda docids: np.full(len(docids), 7, dtype=np.uint64))
     got = _read_text(run_text, monkeypatch, compiled=True)
     want = _read_text(run_text, monkeypatch, compiled=False)

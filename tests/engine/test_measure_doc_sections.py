@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from cranfield.measure_docs import describe
 from cranfield.measures.registry import REGISTRY
+from cranfield.reports.measure_docs import describe
 
 HEADINGS = r"(?=\n\s*\n|\n\s*0/0:|\n\s*[A-Z][A-Za-z]*:|\Z)"
 

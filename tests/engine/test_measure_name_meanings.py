@@ -15,7 +15,7 @@ import pytest
 import cranfield
 from cranfield import MeasureError, parse_measure
 from cranfield.cli import main
-from cranfield.names import resolve, suggest
+from cranfield.measures.names import resolve, suggest
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 QRELS, TEST, TRUNC = (str(DATA / n) for n in ("qrels.test", "results.test", "results.trunc"))
@@ -166,8 +166,8 @@ def test_repeating_a_measure_with_other_parameters_evaluates_all_of_them():
 
 
 def test_compare_with_a_repeated_family_and_a_gate_on_another_parameter():
-    from cranfield.compare import compare
-    from cranfield.gate import parse_gate
+    from cranfield.compare.comparison import compare
+    from cranfield.compare.gate import parse_gate
 
     runs = {"test": TEST, "trunc": TRUNC}
     doc = compare(QRELS, runs, ["P.10", "P.5"], complete_topics=True, n_permutations=100,

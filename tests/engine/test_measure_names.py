@@ -93,7 +93,7 @@ def test_malformed_names_are_errors(name, reason):
 def test_every_explicit_parameter_string_counts_and_order_is_measures_c():
     """Issue #15: ``-m P.5 -m P.10`` evaluates both (trec_eval keeps only the first); a
     mention without parameters (a nickname's) gives way to explicit ones."""
-    from cranfield.names import resolve
+    from cranfield.measures.names import resolve
 
     keys = [i.key for i in resolve(["P.5", "map", "P.10", "all_trec", "relstring.20"],
                                    "trec_eval-9.0.8")]

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cranfield import MeasureError
-from cranfield.names import ascii_float, ascii_int, resolve
+from cranfield.measures.name_params import ascii_float, ascii_int
+from cranfield.measures.names import resolve
 
 PROFILE = "trec_eval-10"
 

@@ -13,9 +13,10 @@ import pytest
 import cranfield
 from cranfield import MeasureError
 from cranfield.cli import main
+from cranfield.inputs.grammar import WEIGHT_LIMIT
 from cranfield.measures import REGISTRY
-from cranfield.measures.registry import INT64_MAX, INT64_MIN, WEIGHT_LIMIT
-from cranfield.names import resolve
+from cranfield.measures.names import resolve
+from cranfield.measures.registry import INT64_MAX, INT64_MIN
 
 M = INT64_MAX
 QRELS = "1 0 d1 2\n1 0 d2 0\n1 0 d3 1\n1 0 d4 -1\n2 0 e1 1\n"

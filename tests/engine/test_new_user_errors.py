@@ -109,7 +109,7 @@ def test_client_refuses_a_missing_file_before_sending(tmp_path):
 
 
 def test_client_reads_files_and_keeps_text(tmp_path, monkeypatch):
-    from cranfield import client
+    from cranfield import client_body
 
     sent = []
     monkeypatch.setattr(Client, "request", lambda self, method, path, body=None, **kw:
@@ -125,4 +125,4 @@ def test_client_reads_files_and_keeps_text(tmp_path, monkeypatch):
     Client("http://x").evaluate("301 0 d1 1", "301 Q0 d1 1 1.0 r\n")
     assert sent[-1]["run"] == "301 Q0 d1 1 1.0 r\n"  # two texts: a JSON body
     assert sent[-1]["qrels"] == "301 0 d1 1"
-    assert client._text_or_mapping("301 Q0 d1 1 1.0 r") == "301 Q0 d1 1 1.0 r"
+    assert client_body.text_or_mapping("301 Q0 d1 1 1.0 r") == "301 Q0 d1 1 1.0 r"

@@ -12,8 +12,8 @@ import pytest
 
 import cranfield
 from cranfield.cli import main
-from cranfield.curves import precision_recall
-from cranfield.result_document import (
+from cranfield.reports.curves import precision_recall
+from cranfield.reports.result_document import (
     evaluation_document,
     option_name,
     warnings_for,
@@ -178,7 +178,7 @@ def test_the_curve_can_average_a_comparisons_common_topics():
 
 
 def test_a_comparisons_curves_average_its_common_topics():
-    from cranfield.compare import compare
+    from cranfield.compare.comparison import compare
 
     qrels = "q1 0 d1 1\nq1 0 d2 1\nq2 0 e1 1\n"
     runs = {"a": "q1 Q0 d1 1 2 a\nq1 Q0 x 2 1 a\nq2 Q0 z 1 1 a\n",
@@ -204,7 +204,7 @@ def test_the_curve_is_labelled_not_iprec_at_recall(files):
 
 
 def test_the_report_pages_label_the_curves(files):
-    from cranfield.html_report import render_evaluation
+    from cranfield.reports.html_report import render_evaluation
 
     qrels, run = files
     ev = cranfield.evaluate(qrels, run, ["map"])
@@ -215,7 +215,7 @@ def test_the_report_pages_label_the_curves(files):
 
 
 def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
-    from cranfield.compare import compare
+    from cranfield.compare.comparison import compare
 
     qrels = "q1 0 d1 1\nq2 0 e1 1\n"
     runs = {"a": "q1 Q0 d1 1 2 a\nq2 Q0 e1 1 1 a\n", "b": "q1 Q0 d1 1 2 b\n"}
@@ -234,7 +234,7 @@ def test_a_comparisons_warning_names_the_option_as_its_interface_spells_it():
     ([None, "x.txt", ""], ["run1", "x", "run3"]),
 ])
 def test_runs_are_named_by_one_rule(labels, names):
-    from cranfield.compare import run_names
+    from cranfield.compare.comparison import run_names
 
     assert run_names(labels) == names
 

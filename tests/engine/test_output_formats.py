@@ -17,7 +17,7 @@ import pytest
 
 import cranfield
 from cranfield.cli import main
-from cranfield.jsonl import format_jsonl
+from cranfield.reports.jsonl import format_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 PAIRS = [("qrels.test", "results.test"), ("qrels-302.test", "results-302.test")]
@@ -99,7 +99,7 @@ def test_jsonl_nan_is_null():
 def test_jsonl_from_a_service_document_prints_alike():
     """``eval --server --format jsonl`` prints the service's JSON document through
     document_evaluation: the same lines as the local evaluation."""
-    from cranfield.trec_format import document_evaluation, format_json
+    from cranfield.reports.trec_format import document_evaluation, format_json
 
     ev = cranfield.evaluate(qrels=str(DATA / "qrels.test"), run=str(DATA / "results.test"),
                             measures=["all_trec"])
@@ -172,10 +172,10 @@ def test_the_engine_does_not_import_pandas(tmp_path):
     path = tmp_path / "run"
     pq.write_table(pa.table({"topic": ["301"], "docid": ["d"], "score": [1.0]}), path)
     code = (
-        "import sys, cranfield, cranfield.jsonl\n"
+        "import sys, cranfield, cranfield.reports.jsonl\n"
         f"ev = cranfield.evaluate(qrels={str(DATA / 'qrels.test')!r}, run={str(path)!r}, "
         "measures=['map'])\n"
-        "ev.to_arrow(); cranfield.jsonl.format_jsonl(ev, per_topic=True)\n"
+        "ev.to_arrow(); cranfield.reports.jsonl.format_jsonl(ev, per_topic=True)\n"
         "print('pandas' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -14,14 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cranfield import columnar
 from cranfield.errors import InputError
+from cranfield.inputs import columnar, parquet_reader, table_bytes
 
 FOOTERS = Path(__file__).resolve().parents[1] / "data" / "parquet_footers"
 
 _CHILD = """
 import sys
-from cranfield.columnar import check_table_bytes, read_qrels_bytes, read_run_bytes
+from cranfield.inputs.columnar import read_qrels_bytes, read_run_bytes
+from cranfield.inputs.table_bytes import check_table_bytes
 from cranfield.errors import InputError
 data = open(sys.argv[1], "rb").read()
 for name, read in (("run", lambda: read_run_bytes(data, max_rows=10**6, max_bytes=10**7)),
@@ -66,7 +67,7 @@ def test_footer_chunks_agree_with_pyarrows_metadata(compression):
     pq.write_table(_run_table(), buf, row_group_size=30, compression=compression)
     data = pa.py_buffer(buf.getvalue())
     meta = pq.ParquetFile(data).metadata
-    chunks = columnar._parquet_chunks(data, meta)
+    chunks = parquet_reader._parquet_chunks(data, meta)
     assert len(chunks) == meta.num_row_groups == 4
     for g, group in enumerate(chunks):
         for c, chunk in enumerate(group):
@@ -99,7 +100,8 @@ def test_changed_footer_bytes_never_abort():
     child = """
 import io, random, sys
 import pyarrow as pa, pyarrow.parquet as pq
-from cranfield.columnar import check_table_bytes, read_run_bytes
+from cranfield.inputs.columnar import read_run_bytes
+from cranfield.inputs.table_bytes import check_table_bytes
 from cranfield.errors import InputError
 rnd = random.Random(20261124)
 bases = []
@@ -134,22 +136,22 @@ def test_a_footer_of_many_row_groups_is_read_whole():
     buf = io.BytesIO()
     pq.write_table(_run_table(20_000), buf, row_group_size=10)  # 2,000 row groups
     data = pa.py_buffer(buf.getvalue())
-    chunks = columnar._parquet_chunks(data, pq.ParquetFile(data).metadata)
+    chunks = parquet_reader._parquet_chunks(data, pq.ParquetFile(data).metadata)
     assert len(chunks) == 2000 and sum(g[1]["num_values"] for g in chunks) == 20_000
 
 
 def test_more_row_groups_than_are_read_is_refused_before_the_footer_is_walked(monkeypatch):
-    monkeypatch.setattr(columnar, "MAX_PARQUET_ROW_GROUPS", 5)
-    monkeypatch.setattr(columnar, "_parquet_chunks", None)  # never reached
+    monkeypatch.setattr(parquet_reader, "MAX_PARQUET_ROW_GROUPS", 5)
+    monkeypatch.setattr(parquet_reader, "_parquet_chunks", None)  # never reached
     buf = io.BytesIO()
     pq.write_table(_run_table(60), buf, row_group_size=10)  # 6 row groups
     for read in (lambda d: columnar.read_run_bytes(d, max_rows=10**6, max_bytes=10**7),
                  lambda d: columnar.read_run_bytes(d),
-                 lambda d: columnar.check_table_bytes(d, "run", max_bytes=10**7)):
+                 lambda d: table_bytes.check_table_bytes(d, "run", max_bytes=10**7)):
         with pytest.raises(InputError, match="holds 6 row groups; at most 5 are read"):
             read(buf.getvalue())
     buf = io.BytesIO()
     pq.write_table(_run_table(50), buf, row_group_size=10)  # 5: read
     monkeypatch.undo()
-    monkeypatch.setattr(columnar, "MAX_PARQUET_ROW_GROUPS", 5)
+    monkeypatch.setattr(parquet_reader, "MAX_PARQUET_ROW_GROUPS", 5)
     assert len(columnar.read_run_bytes(buf.getvalue(), max_bytes=10**7).docids) == 50

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cranfield
-import cranfield.io
+import cranfield.inputs.io
 from cranfield import InputError
 
 LINES = 40_000  # about 1.3 MB: several of pyarrow's 1 MiB blocks
@@ -22,14 +22,14 @@ def _text(eol: bytes = b"\n") -> bytearray:
 
 
 def _read(path, columnar: bool):
-    saved = cranfield.io.FAST_READER_MIN_BYTES
-    cranfield.io.FAST_READER_MIN_BYTES = 0 if columnar else 1 << 62
+    saved = cranfield.inputs.io.FAST_READER_MIN_BYTES
+    cranfield.inputs.io.FAST_READER_MIN_BYTES = 0 if columnar else 1 << 62
     try:
         return cranfield.read_run(path)
     except InputError as exc:
         return (exc.line, exc.field, str(exc))
     finally:
-        cranfield.io.FAST_READER_MIN_BYTES = saved
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = saved
 
 
 def _same(path) -> None:

@@ -16,7 +16,7 @@ import math
 import pytest
 
 import cranfield
-from cranfield.names import parse_measure
+from cranfield.measures.names import parse_measure
 
 
 def _qrels(*topics):
@@ -105,8 +105,8 @@ def test_a_level_suffix_on_a_name_that_is_not_ranxs_is_refused():
 
 
 def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
-    from cranfield.measure_docs import describe, format_measure
     from cranfield.measures import REGISTRY
+    from cranfield.reports.measure_docs import describe, format_measure
 
     def tools(name):
         return {s["name"]: s["tool"] for s in describe(REGISTRY[name])["spellings"]}
@@ -141,7 +141,7 @@ def test_cranfield_measures_says_which_tools_meaning_each_spelling_takes():
 def test_bare_hit_rate_prints_its_key_in_trec_text(measures, printed):
     """Bare hit_rate (success at any rank) prints as its JSON key, not under the sentinel
     cutoff that stands for "any rank" (success_9223372036854775807; review R3 F4)."""
-    from cranfield.trec_format import format_trec
+    from cranfield.reports.trec_format import format_trec
 
     qrels = _qrels([(1, 1), (2, 1)], [(9, 1)])
     run = _run([3, 1, 2], [4, 5])

@@ -1,4 +1,4 @@
-"""cranfield.pooling: the union of each run's top-k per topic, in trec_eval's ranking order.
+"""cranfield.compare.pooling: the union of each run's top-k per topic, in trec_eval's ranking order.
 
 Worked example, depth 2:
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
+from cranfield.compare.pooling import format_pool, pool
 from cranfield.errors import InputError
-from cranfield.pooling import format_pool, pool
 
 ONE = "1 Q0 a 1 3.0 one\n1 Q0 b 2 2.0 one\n1 Q0 c 3 2.0 one\n1 Q0 d 4 1.0 one\n2 Q0 x 1 5 one\n"
 TWO = "1 Q0 e 1 9 two\n1 Q0 a 2 8 two\n2 Q0 y 1 5 two\n2 Q0 z 2 5 two\n"

@@ -1,5 +1,6 @@
 """Judgment groups and preferences (trec_eval -R qrels_jg, prefs, qrels_prefs;
-cranfield.prefs): the readers' refusals and small examples computed by hand."""
+cranfield.inputs.judgment_files, jg_measures, prefs_measures): the readers' refusals and small
+examples computed by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import pytest
 
 from cranfield.cli import main
 from cranfield.errors import InputError, MeasureError
-from cranfield.prefs import evaluate_jg, evaluate_prefs, format_jg, read_prefs, read_qrels_jg
+from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
+from cranfield.measures.jg_measures import evaluate_jg
+from cranfield.measures.prefs_measures import evaluate_prefs
+from cranfield.reports.jg_text import format_jg
 
 # topic q: group A judges d1, d3 relevant (R=2); group B judges only d2 relevant (R=1) and
 # d9, which is not retrieved

@@ -27,7 +27,7 @@ from binary_cases import PROFILES, make_expected
 
 import cranfield
 from cranfield.cli import main
-from cranfield.prefs import format_jg
+from cranfield.reports.jg_text import format_jg
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_prefs_random"
 TABLE = json.loads((DATA / "cases.json").read_text())

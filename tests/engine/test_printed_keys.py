@@ -12,7 +12,7 @@ import pytest
 
 import cranfield
 from cranfield.errors import MeasureError
-from cranfield.names import parse_measure, recorded_keys
+from cranfield.measures.names import parse_measure, recorded_keys
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 ASKED = ["all_trec", "set_F.0.5", "utility.1,-1,0,0", "11pt_avg.0.2,0.4", "ndcg.0=0,1=1,2=3",

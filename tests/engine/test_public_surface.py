@@ -86,8 +86,8 @@ def test_mapping_and_file_inputs_agree():
 def test_shards_of_a_run_combine_to_the_unsharded_evaluation(profile, complete, parts):
     """Split a run at topic boundaries, evaluate each piece against its topics' qrels, add the
     missing topics (complete_topics) and combine: identical to one evaluation."""
-    from cranfield.evaluate import combine, evaluate_missing_topics
-    from cranfield.io import split_trec_text
+    from cranfield.inputs.trec_source import split_trec_text
+    from cranfield.shards import combine, evaluate_missing_topics
 
     text = b"".join(line + b"\n" for line in (DATA / "results.test").read_bytes().splitlines()
                     if line.split()[0] in (b"301", b"303"))  # 302 missing from the run

@@ -1,5 +1,5 @@
-"""``cranfield/ranking.py`` against a ranking written out here the slow, obvious way (issue #16,
-``make mutation``): sort each topic by score descending, ties by docno descending (byte
+"""``cranfield/inputs/ranking.py`` against a ranking written out here the slow, obvious way (issue
+#16, ``make mutation``): sort each topic by score descending, ties by docno descending (byte
 order), as trec_eval does, and read off the rank and qrels label of every judged document.
 
 The engine never sorts whole topics: it finds each judged document's rank by binary searches
@@ -22,11 +22,12 @@ import pyarrow.compute  # noqa: F401  (loaded once, see hash_hits below)
 import pytest
 
 import cranfield
-import cranfield.io
-import cranfield.ranking as ranking
-from cranfield._json_kernels import hash_hits
-from cranfield.io import Run, fnv1a_hashes, read_qrels, read_run
-from cranfield.ranking import (
+import cranfield.inputs.io
+import cranfield.inputs.ranking as ranking
+from cranfield.inputs._json_kernels import hash_hits
+from cranfield.inputs.docid_keys import fnv1a_hashes
+from cranfield.inputs.io import read_qrels, read_run
+from cranfield.inputs.ranking import (
     UNJUDGED,
     rank_run,
     segmented_search,
@@ -34,17 +35,18 @@ from cranfield.ranking import (
     topic_blocks,
     within_topic_index,
 )
+from cranfield.inputs.run_qrels import Run
 
 TIE_KS = (1, 2, 3, 5, 10)
 
 # Loaded (and the numba kernel compiled) when this module is imported, which mutmut does once
 # before it forks a process per mutant; otherwise every mutant's process would pay for it.
 hash_hits(np.zeros(1, np.uint64), np.zeros(2, dtype=bool), np.empty(1, np.int64))
-_saved, cranfield.io.FAST_READER_MIN_BYTES = cranfield.io.FAST_READER_MIN_BYTES, 0
+_saved, cranfield.inputs.io.FAST_READER_MIN_BYTES = cranfield.inputs.io.FAST_READER_MIN_BYTES, 0
 try:  # the columnar reader's first use, likewise
     read_run("t Q0 d 0 1.0 r\n")
 finally:
-    cranfield.io.FAST_READER_MIN_BYTES = _saved
+    cranfield.inputs.io.FAST_READER_MIN_BYTES = _saved
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +174,7 @@ def read(kind: str, run: dict, layout: str, rng, monkeypatch) -> Run:
     if kind.startswith("arrow"):
         monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # always prefilter
         return arrow_run(run, layout, rng, chunks=1 if kind == "arrow-plain" else 3)
-    monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0 if kind == "columnar"
+    monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0 if kind == "columnar"
                         else 1 << 62)
     if kind == "columnar":  # a run this long would be prefiltered if it had FNV hashes: it
         monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # has none
@@ -462,11 +464,12 @@ def test_one_judged_topic_after_a_topic_without_qrels():
 def test_rows_out_of_order_by_hand(text, ranks):
     qrels = read_qrels({"t": {"a": 1, "b": 2}, "u": {"x": 0, "y": 0}})
     for reader_min in (0, 1 << 62):
-        saved, cranfield.io.FAST_READER_MIN_BYTES = cranfield.io.FAST_READER_MIN_BYTES, reader_min
+        saved = cranfield.inputs.io.FAST_READER_MIN_BYTES
+        cranfield.inputs.io.FAST_READER_MIN_BYTES = reader_min
         try:
             run = read_run(text)
         finally:
-            cranfield.io.FAST_READER_MIN_BYTES = saved
+            cranfield.inputs.io.FAST_READER_MIN_BYTES = saved
         got = rank_run(run, qrels, float32_scores=False)
         assert list(zip(got.hit_rank.tolist(), got.hit_label.tolist(), strict=True)) == ranks
 

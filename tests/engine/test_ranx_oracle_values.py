@@ -22,8 +22,8 @@ import pytest
 from trec_order import trec_order
 
 import cranfield
-from cranfield.measure_docs import describe
 from cranfield.measures import REGISTRY
+from cranfield.reports.measure_docs import describe
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "ranx_oracle"
 QRELS, RUN = HERE / "qrels.txt", HERE / "run.txt"

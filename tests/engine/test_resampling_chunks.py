@@ -1,7 +1,7 @@
 """Issue #14: the resampling tests work in bounded chunks with the results they had before,
 and a comparison's work is known (and refusable) before anything is allocated.
 
-Three kinds of chunk (cranfield.stats):
+Three kinds of chunk (cranfield.compare.stats):
 - random-number chunks (``_CHUNK_BYTES``, as before): the reference below is the code as it
   was before tiling; with any chunk size both give the same bits;
 - column tiles (``_TILE_BYTES``): a product of resamples × columns too big for 64 MiB is
@@ -18,17 +18,12 @@ import numpy as np
 import pytest
 
 import cranfield
-from cranfield import stats
-from cranfield.compare import (
-    WorkBudgetError,
-    compare,
-    compare_evaluations,
-    comparison_work,
-    work_budget,
-)
+from cranfield.compare import stats
+from cranfield.compare.comparison import compare, compare_evaluations
+from cranfield.compare.comparison_work import WorkBudgetError, comparison_work, work_budget
 
 # --------------------------------------------------------------------------------------------
-# The resampling as it was before chunking (cranfield/stats.py at 57cdff2), the reference
+# The resampling as it was before chunking (cranfield/compare/stats.py at 57cdff2), the reference
 # --------------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """Names of runs (issue #25): default run names are unique and telling — the file name's stem,
 and where stems collide the shortest path suffix that tells the runs apart (``a/results-cata``
 and ``b/results-cata``, not ``results-cata.txt`` and ``results-cata.txt#2``) — in the CLI's
-compare and pool, and for files uploaded to the API (one rule: cranfield.compare.run_names)."""
+compare and pool, and for files uploaded to the API (one rule:
+cranfield.compare.comparison.run_names)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cranfield.cli import main
-from cranfield.compare import run_names
+from cranfield.compare.comparison import run_names
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 

@@ -1,4 +1,4 @@
-"""Segments and weights (issue #28, cranfield/segments.py): topic metadata read by one reader
+"""Segments and weights (issue #28, cranfield/inputs/segments.py): topic metadata read by one reader
 (errors naming the line or path), per-segment summaries and weighted means of an evaluation,
 per-segment paired tests with their own correction family in a comparison.
 
@@ -19,12 +19,14 @@ from statsmodels.stats.multitest import multipletests
 
 import cranfield
 from cranfield.cli import main
-from cranfield.compare import compare, comparison_work
+from cranfield.compare.comparison import compare
+from cranfield.compare.comparison_work import comparison_work
+from cranfield.compare.gate import gate
+from cranfield.compare.segment_comparison import segment_document
 from cranfield.errors import EvaluationError, InputError
-from cranfield.gate import gate
-from cranfield.result_document import evaluation_document, evaluation_from_document
-from cranfield.segments import TopicMetadata, read_topic_metadata, segment_document
-from cranfield.trec_format import document_evaluation, format_csv, format_trec
+from cranfield.inputs.segments import TopicMetadata, read_topic_metadata
+from cranfield.reports.result_document import evaluation_document, evaluation_from_document
+from cranfield.reports.trec_format import document_evaluation, format_csv, format_trec
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 
@@ -462,8 +464,8 @@ def test_cli_compare_prints_segments(capsys, tmp_path):
 @pytest.mark.parametrize("complete", [False, True])
 def test_shards_combine_to_the_whole_segments(complete):
     """A queued run evaluated in topic shards (backend/tasks.py: each shard against the qrels
-    of its topics, then evaluate.combine) gives the segments and weights of the whole."""
-    from cranfield.evaluate import combine, evaluate_missing_topics
+    of its topics, then shards.combine) gives the segments and weights of the whole."""
+    from cranfield.shards import combine, evaluate_missing_topics
 
     qrels = cranfield.read_qrels(TE / "qrels.test")
     lines = (TE / "results.test").read_text().splitlines(True)
@@ -488,7 +490,7 @@ def test_shards_combine_to_the_whole_segments(complete):
 
 
 def test_report_pages_show_segments_and_weighted():
-    from cranfield.html_report import render_comparison, render_evaluation
+    from cranfield.reports.html_report import render_comparison, render_evaluation
 
     ev = cranfield.evaluate(QRELS, RUN_A, ["P.2"], topic_metadata=META)
     page = render_evaluation(evaluation_document(ev, {"per_topic": False}, "0" * 64, "0" * 64,
@@ -556,7 +558,7 @@ def test_segment_rows_equal_members():
 ])
 def test_segment_budget_is_checked_before_the_run_is_read(metadata, measures, budget, refused,
                                                           tmp_path):
-    from cranfield.budget import BudgetError, evaluation_budget
+    from cranfield.measures.budget import BudgetError, evaluation_budget
 
     missing = tmp_path / "no-such-run"  # read only if the budget lets the evaluation on
     qrels = {t: {"d": 1} for t in metadata}
@@ -573,8 +575,9 @@ def test_segment_budget_is_checked_before_the_run_is_read(metadata, measures, bu
 def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
     """10 topics x 1,000 labels: the work budget refuses it from the segments' sizes (one
     pass), before a mask is made; its message is bounded (F6)."""
-    import cranfield.segments as segments
-    from cranfield.compare import WorkBudgetError, compare_evaluations
+    import cranfield.compare.segment_comparison as segment_comparison
+    from cranfield.compare.comparison import compare_evaluations
+    from cranfield.compare.comparison_work import WorkBudgetError
 
     metadata = _many_labels(10, 1000)
     qrels = {t: {"a": 1, "b": 0} for t in metadata}
@@ -584,7 +587,7 @@ def test_comparison_refused_over_budget_before_the_masks(monkeypatch):
     def no_masks(*args):
         raise AssertionError("masks built before the work budget was checked")
 
-    monkeypatch.setattr(segments, "segment_masks", no_masks)
+    monkeypatch.setattr(segment_comparison, "segment_masks", no_masks)
     with pytest.raises(WorkBudgetError) as err:
         compare_evaluations(evs, ["map"], topic_metadata=metadata, max_work=10**9)
     message = str(err.value)
@@ -656,8 +659,8 @@ def test_one_label_rule_for_metadata_gates_and_the_cli(label, ok, tmp_path, caps
     """Review R2 F12, F13: the label rule (length, Unicode controls and spaces) is the
     engine's: the library's reader, a gate's @segment= and the CLI agree (the API's 200
     characters were the service's alone; C1 and U+2028 passed everywhere)."""
-    from cranfield.gate import parse_gate
-    from cranfield.segments import label_problem
+    from cranfield.compare.gate import parse_gate
+    from cranfield.inputs.segments import label_problem
 
     assert (label_problem(label) is None) is ok
     if ok:

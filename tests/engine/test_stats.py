@@ -1,4 +1,4 @@
-"""cranfield.stats against scipy, brute-force enumeration, hand-worked numbers and seeded
+"""cranfield.compare.stats against scipy, brute-force enumeration, hand-worked numbers and seeded
 simulations. Convention under test: differences are b - a (positive = b better)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from cranfield import stats
+from cranfield.compare import stats
 
 
 def _t_cases():

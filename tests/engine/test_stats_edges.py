@@ -1,9 +1,9 @@
-"""cranfield/stats.py at its edges: the exact errors users see, the documented defaults, the
+"""cranfield/compare/stats.py at its edges: the exact errors users see, the documented defaults, the
 results of an empty input and of an all-zero column, n = 2 (the first n with an interval),
 a column constant only up to rounding (the interval collapses, the effect size is infinite),
 each column's tolerance being its own, and the tie boundary of the Wilcoxon ranks.
 
-Written against the survivors of ``make mutation`` on cranfield/stats.py (issue #16);
+Written against the survivors of ``make mutation`` on cranfield/compare/stats.py (issue #16);
 docs/mutation.md lists the mutants that stay alive and why each is equivalent."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from cranfield import stats
+from cranfield.compare import stats
 
 # Equal up to rounding: sd ≈ 5.8e-14 ≤ 1e-12 · max|d|, so "constant" by the documented rule,
 # yet a t quantile times that sd would move the interval by many ulps.

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from cranfield import stats
-from cranfield.compare import compare
+from cranfield.compare import stats
+from cranfield.compare.comparison import compare
 
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import cranfield
-from cranfield.trec_format import document_evaluation, format_json, format_trec
+from cranfield.reports.trec_format import document_evaluation, format_json, format_trec
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 

@@ -21,8 +21,8 @@ from binary_cases import PROFILES, make_expected
 
 import cranfield
 from cranfield.cli import main
-from cranfield.evaluate import combine
-from cranfield.trec_format import format_trec
+from cranfield.reports.trec_format import format_trec
+from cranfield.shards import combine
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval_boundaries"
 EXPECTED = DATA / "expected"
@@ -115,7 +115,7 @@ def test_seen_p10_on_0_00745_prints_0_0074(profile):
 def test_a_comparison_s_mean_is_the_digit_trec_eval_prints():
     """A comparison's per-run mean over the common topics is summed as trec_eval sums: on
     the seen case it equals the run's trec_eval aggregate, bit for bit (pairwise: 0.0075)."""
-    from cranfield.compare import compare
+    from cranfield.compare.comparison import compare
 
     topics = [f"t{i:04d}" for i in range(2000)]
     qrels = "".join(f"{t} 0 d1 {int(i < 149)}\n" for i, t in enumerate(topics))

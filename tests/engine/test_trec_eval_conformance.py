@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import cranfield.io
-import cranfield.ranking
+import cranfield.inputs.io
+import cranfield.inputs.ranking
 from cranfield.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -117,11 +117,11 @@ def reader(request, monkeypatch):
     """Run every case through both readers and both score searches (the paths small and
     large inputs take): they must give the same bytes."""
     if request.param.startswith("columnar"):
-        monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
-        monkeypatch.setattr(cranfield.ranking, "GLOBAL_KEYS_MAX_ROWS", 0)
+        monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
+        monkeypatch.setattr(cranfield.inputs.ranking, "GLOBAL_KEYS_MAX_ROWS", 0)
     else:
-        monkeypatch.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 1 << 62)
-        monkeypatch.setattr(cranfield.ranking, "GLOBAL_KEYS_MAX_ROWS", 1 << 62)
+        monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 1 << 62)
+        monkeypatch.setattr(cranfield.inputs.ranking, "GLOBAL_KEYS_MAX_ROWS", 1 << 62)
     return request.param
 
 

@@ -14,8 +14,8 @@ import pytest
 
 import cranfield
 from cranfield.cli import main
-from cranfield.trec_format import format_trec
-from cranfield.zscores import MISSING, read_zscores
+from cranfield.inputs.zscores import MISSING, read_zscores
+from cranfield.reports.trec_format import format_trec
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 V9, V10 = "trec_eval-9.0.8", "trec_eval-10"

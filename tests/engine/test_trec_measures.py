@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import cranfield
-from cranfield.io import read_qrels, read_run
+from cranfield.inputs.io import read_qrels, read_run
 
 TE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 EDGE = TE / "edge_cases"

@@ -1,5 +1,5 @@
 """CI-native verdicts (issue #25): a comparison's gate as JUnit XML, Markdown, GitHub Actions
-workflow commands and text (cranfield/verdicts.py), read back the way CI servers read them
+workflow commands and text (cranfield/compare/verdicts.py), read back the way CI servers read them
 (xml.etree for JUnit, the table's cells for Markdown) and checked against the gate's own
 numbers; and ``cranfield compare --gate --format junit|markdown``."""
 
@@ -10,9 +10,9 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from cranfield import verdicts
 from cranfield.cli import main
-from cranfield.compare import compare
+from cranfield.compare import verdicts
+from cranfield.compare.comparison import compare
 
 TOPICS = [f"t{i:02d}" for i in range(30)]
 LOST = ["t01", "t03", "t07", "t11", "t13", "t17", "t19", "t23", "t26", "t29"]  # "a" third

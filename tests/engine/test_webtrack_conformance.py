@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cranfield.webtrack import gdeval, ndeval
+from cranfield.measures.webtrack import gdeval, ndeval
 
 WEB = Path(__file__).resolve().parents[1] / "data" / "web2012"
 RUNS = ("ql", "rm")

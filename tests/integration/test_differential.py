@@ -37,9 +37,10 @@ from hypothesis import strategies as st
 from servers import CRANFIELD, ROOT, stop
 
 import cranfield
-import cranfield.io
+import cranfield.inputs.io
 import service.evaluation_request
-from cranfield import cli, json_body
+from cranfield import cli
+from cranfield.inputs import json_body
 from service.app import create_app
 
 MEASURES = ["map", "P.5", "ndcg_cut.10", "recip_rank", "num_ret", "num_rel", "num_rel_ret",
@@ -154,7 +155,7 @@ def cross_form(run_rows, qrels_rows, layout) -> bool:
     """Whether text and mapping say the same: ids text can carry, no '#'-first topic (a
     comment line to text), no duplicate, every spelling valid or invalid in both."""
     rows = run_rows + qrels_rows
-    ids_ok = all(cranfield.grammar.id_problem(x) is None and not t.startswith("#")
+    ids_ok = all(cranfield.inputs.grammar.id_problem(x) is None and not t.startswith("#")
                  for t, d, _ in rows for x in (t, d))
     unique = len({(t, d) for t, d, _ in run_rows}) == len(run_rows)
     spelled_alike = all(sp[2] == sp[3] for _, _, sp in rows)
@@ -296,7 +297,7 @@ def test_every_way_in_gives_one_answer(case, client, workdir, monkeypatch):
                                                                        layout)
     text_outcomes = {}
     with monkeypatch.context() as m:
-        m.setattr(cranfield.io, "FAST_READER_MIN_BYTES", 0)
+        m.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
         text_outcomes["cli (columnar reader)"] = by_cli(run_text, qrels_text, workdir)
     text_outcomes["library text (line reader)"] = by_library(run_text, qrels_text)
     text_body = body_of(orjson.dumps(run_text.decode()), orjson.dumps(qrels_text.decode()))

@@ -9,7 +9,7 @@ import pytest
 
 import cranfield
 from cranfield.client import ApiError, Client
-from cranfield.segments import read_topic_metadata
+from cranfield.inputs.segments import read_topic_metadata
 
 QRELS = "".join(f"q{i} 0 r 1\n" for i in range(12))
 METADATA = {f"q{i}": {"segments": ["tail" if i < 6 else "head"], "weight": 2 if i < 6 else 1}

@@ -19,8 +19,8 @@ import cranfield
 from backend.results import MIGRATIONS, Base, ResultStore, migrate
 from backend.store import Busy, NotFound, VersionMismatch
 from backend.topic_metadata_db import TopicMetadataStore
-from cranfield.result_document import evaluation_document
-from cranfield.segments import read_topic_metadata
+from cranfield.inputs.segments import read_topic_metadata
+from cranfield.reports.result_document import evaluation_document
 
 METADATA = {"q1": {"segments": ["tail"], "weight": 3.0},
             "q2": {"segments": ["head", "lang=de"]}, "q3": {"segments": []}}

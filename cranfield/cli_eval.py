@@ -1,0 +1,190 @@
+"""``cranfield eval``: a run evaluated against qrels locally (trec_eval's text, CSV, JSON or
+JSON lines), or sent to a service with ``--server`` (:mod:`cranfield.remote_eval`); ``-R``'s
+judgment groups and preferences; the input lint on standard error. Room: the top (the
+command line)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import remote_eval
+from .cli_files import file_bytes, input_source, topic_metadata_file, zscores_file
+from .errors import InputError
+from .evaluate import evaluate
+from .reports.trec_format import format_csv, format_json, format_trec
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from .inputs.io import read_qrels, read_run
+    from .measures.names import needs_subtopics
+    from .reports.result_document import warnings_for
+
+    if args.topic_metadata is not None and args.format == "jsonl":
+        print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
+              "ir_measures' shape, which has no segments)", file=sys.stderr)
+        return 1
+    if args.topic_metadata == "-" and "-" in (args.qrels, args.run):
+        print("cranfield: --topic-metadata - and QRELS or RUN cannot both be standard input",
+              file=sys.stderr)
+        return 1
+    if args.rel_format != "qrels" and _rel_format_refused(args):
+        return 2  # locally and with --server alike (review R1 F9)
+    if args.server or ((args.record or args.qrels_id) and _environment_server()):
+        if args.zscores is not None:  # the upload is a multipart form: options as text fields
+            print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
+                  "as JSON); drop --server", file=sys.stderr)
+            return 1
+        return remote_eval.run_eval(args)  # --topic-metadata: read here, sent as its text
+    if args.record:
+        print("cranfield: --record needs --server (results are kept by the service)",
+              file=sys.stderr)
+        return 2
+    if args.qrels_id:
+        print("cranfield: --qrels-id needs --server (qrels are stored by the service)",
+              file=sys.stderr)
+        return 1
+
+    run_source, run_name = input_source(args.run)
+    qrels_source, qrels_name = input_source(args.qrels)
+    if args.rel_format != "qrels":
+        return _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name)
+    try:
+        run = read_run(run_source, name=run_name)
+        # diversity measures read subtopic qrels, where a docid appears once per subtopic
+        qrels = read_qrels(qrels_source, name=qrels_name,
+                           diversity=needs_subtopics(args.measures, args.profile))
+    except InputError:
+        _raise_if_swapped(qrels_source, qrels_name, run_source)
+        raise
+    ev = evaluate(qrels, run, args.measures, profile=args.profile,
+                  relevance_level=args.rel_level, judged_only=args.judged_only,
+                  depth=args.depth, complete_topics=args.complete,
+                  collection_size=args.collection_size, aggregation=args.aggregation,
+                  zscores=zscores_file(args.zscores),
+                  topic_metadata=topic_metadata_file(args.topic_metadata))
+    if args.format == "json":  # the API's evaluation document; warnings are in it
+        text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
+                           per_topic=args.per_topic, curves=args.curves, interface="cli")
+    else:
+        if args.format == "csv":
+            text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        elif args.format == "jsonl":
+            from .reports.jsonl import format_jsonl
+
+            text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        else:
+            text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        if not args.no_warnings:
+            _print_warnings(warnings_for(ev, "cli"))
+    sys.stdout.write(text)
+    return 0
+
+
+def _rel_format_refused(args) -> bool:
+    """Whether ``-R`` (qrels_jg, prefs, qrels_prefs) is asked with options it does not take:
+    said on stderr (the caller exits 2), before any input is read or sent to a server."""
+    refused = [flag for flag, on in (("-J", args.judged_only
+                                      and args.rel_format != "qrels_jg"),
+                                     ("-Z", args.zscores is not None),
+                                     ("--topic-metadata", args.topic_metadata is not None),
+                                     ("-N", bool(args.collection_size)),
+                                     ("--micro", args.aggregation == "micro"),
+                                     ("--format " + args.format, args.format != "trec"),
+                                     ("--curves", args.curves),
+                                     ("-l", args.rel_level != 1
+                                      and args.rel_format != "qrels_jg")) if on]
+    if refused:
+        print(f"cranfield: -R {args.rel_format} does not take {', '.join(refused)}",
+              file=sys.stderr)
+    return bool(refused)
+
+
+def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -> int:
+    """-R qrels_jg / prefs / qrels_prefs (cranfield.inputs.judgment_files, jg_measures,
+    prefs_measures, jg_text): judgment groups and preference judgments, with their own
+    measures and trec_eval's text output."""
+    from .inputs.io import read_run
+    from .inputs.judgment_files import read_prefs, read_qrels_jg
+    from .measures.jg_measures import evaluate_jg
+    from .measures.prefs_measures import evaluate_prefs
+    from .reports.jg_text import format_jg
+
+    if _rel_format_refused(args):
+        return 2
+    data = file_bytes(args.qrels) if isinstance(qrels_source, str) else qrels_source
+    run = read_run(run_source, name=run_name)
+    if args.rel_format == "qrels_jg":
+        ev = evaluate_jg(read_qrels_jg(data, name=qrels_name), run, args.measures,
+                         relevance_level=args.rel_level, depth=args.depth,
+                         profile=args.profile, complete_topics=args.complete,
+                         judged_only=args.judged_only)
+    else:  # prefs, qrels_prefs: -l does not apply (rel_level > 0 is relevant, as trec_eval)
+        prefs = read_prefs(data, name=qrels_name, qrels=args.rel_format == "qrels_prefs")
+        ev = evaluate_prefs(prefs, run, args.measures, depth=args.depth,
+                            profile=args.profile, complete_topics=args.complete,
+                            qrels=args.rel_format == "qrels_prefs")
+    sys.stdout.write(format_jg(ev, per_topic=args.per_topic, summary=not args.no_summary))
+    return 0
+
+
+def _environment_server() -> str | None:
+    from .settings import CliEnvironment
+
+    return CliEnvironment.from_environ().server
+
+
+def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
+    """After a file could not be read: when QRELS's lines have a run's fields (6 or more) and
+    RUN's a qrels file's (4), the two were given the wrong way round; say so."""
+    from .inputs.trec_source import first_line_fields
+
+    qrels_fields = first_line_fields(qrels_source)
+    if qrels_fields is not None and qrels_fields >= 6 and first_line_fields(run_source) == 4:
+        raise InputError(qrels_name, "looks like a run file; trec_eval takes QRELS first "
+                                     "(cranfield eval QRELS RUN)") from None
+
+
+def _sha256(source, read=None) -> str:
+    """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text;
+    of a Parquet or Arrow file's columns (``read``: the run or qrels read from it), as the
+    API digests such an upload (by content: the same as the same data sent as a mapping)."""
+    import hashlib
+
+    if read is not None and _is_table_file(source):
+        from .inputs.json_body import columns_sha256
+
+        return columns_sha256(read)
+    if isinstance(source, bytes):
+        return hashlib.sha256(source).hexdigest()
+    digest = hashlib.sha256()
+    with open(source, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _is_table_file(source) -> bool:
+    """Whether a file (a path, or standard input's bytes) is a Parquet or Arrow IPC file, by
+    its magic bytes, as the readers tell it (:func:`cranfield.inputs.table_bytes.sniff`)."""
+    from .inputs.table_bytes import sniff
+
+    if isinstance(source, bytes):
+        return sniff(source) is not None
+    with open(source, "rb") as fh:
+        head = fh.read(12)
+        if not head.startswith((b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")):
+            return False
+        fh.seek(-4, os.SEEK_END)
+        return sniff(head + fh.read(4)) is not None
+
+
+def _print_warnings(warnings: list[dict]) -> None:
+    """The input lint on standard error (standard output stays trec_eval's text), one line
+    each, options named by their flags."""
+    for w in warnings:
+        topics = w.get("topics") or []
+        shown = f" (topics: {', '.join(topics[:5])}{', …' if len(topics) > 5 else ''})" \
+            if topics else ""
+        print(f"cranfield: warning: {w['message']}{shown}", file=sys.stderr)

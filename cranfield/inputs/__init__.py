@@ -1,0 +1,37 @@
+"""The inputs: runs and qrels read into columns, and everything read beside them.
+
+The Run and Qrels model; the input grammar and the TREC text readers (line by line, and the
+fast pyarrow and compiled readers); mappings, JSON bodies and columns (Arrow, Parquet, data
+frames) with their bounds; judgment groups and preferences, topic metadata and z-score files;
+docid hashing and key packing; a run ranked against qrels as trec_eval ranks it; swapped
+arguments told from bad inputs. And the compiled kernels: ``_mapscan.c``, ``_jsonscan.c`` and
+``_seeded_mix.h`` build the extension ``cranfield.inputs._mapscan`` (optional: without it the
+same answers come from Python), ``_json_kernels`` names its JSON kernels.
+
+May import: core (cranfield.errors, cranfield.settings, cranfield.version) and nothing else of
+the engine.
+
+The names below load their module on first use, so importing one reader loads no other.
+"""
+
+_EXPORTS = {
+    "Qrels": "run_qrels", "Run": "run_qrels", "read_qrels": "io", "read_run": "io",
+    "TopicMetadata": "segments", "read_topic_metadata": "segments",
+    "ZScores": "zscores", "read_zscores": "zscores",
+    "read_prefs": "judgment_files", "read_qrels_jg": "judgment_files",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

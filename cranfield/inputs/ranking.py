@@ -1,0 +1,632 @@
+"""Ranking a run against qrels: the exact trec_eval rank of every judged document, without
+sorting whole topics by docno.
+
+trec_eval sorts each topic by score descending and breaks ties by docno descending (byte
+order), then labels each rank with its qrels grade, ``-2`` (in the qrels with a negative grade:
+pooled but unjudged) or ``-1`` (not in the qrels). Every trec_eval measure depends on that
+labelled list only through the ranks of the documents in the qrels and the list length, so
+the rank of a judged document ``x`` is all we compute:
+
+    rank(x) = 1 + #{y : s(y) > s(x)} + #{y : s(y) = s(x) and docno(y) > docno(x)}
+
+The first count is a binary search in the topic's sorted scores (vectorised over all judged
+documents at once); docnos are compared only inside tie groups whose labels differ, since
+reordering documents with the same label cannot change any measure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+
+import numpy as np
+
+from .arrow_arrays import arrow_ints, numpy_of, take_rows
+from .docid_keys import (
+    fnv1a_hashes,
+    packed_keys,
+    qrels_hashes,
+    row_bits,
+    rows_with_prefixes,
+    run_hashes,
+    run_packed_keys,
+    shared_prefixes,
+    topic_blocks,
+    topic_doc_keys,
+)
+from .run_qrels import Qrels, Run
+
+try:  # compiled lookups and searches (cranfield/inputs/_mapscan.c); without it, numpy's
+    from . import _mapscan
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _mapscan = None
+
+NONPOOL = -1
+UNJUDGED = -2
+
+
+@dataclass(eq=False)
+class Ranked:
+    """The judged view of a run: for each evaluated topic its list length and the ranks and
+    labels of the qrels documents it retrieved (sorted by topic, then rank).
+
+    ``qrels_rows`` maps each evaluated topic to its qrels rows (for num_rel, ideal gains...).
+    Topics are indexed 0..T-1 in ``topics`` order.
+    """
+
+    topics: list[str]
+    num_ret: np.ndarray          # int64[T]
+    hit_topic: np.ndarray        # int64[H]
+    hit_rank: np.ndarray         # int64[H], 1-based
+    hit_label: np.ndarray        # int64[H]: grade >= 0, or UNJUDGED
+    q_topic: np.ndarray          # int64[J]: evaluated-topic index of each qrels row used
+    q_grade: np.ndarray          # int64[J]
+    in_run: np.ndarray           # bool[T]: False for qrels topics missing from the run
+    cutoff_ties: dict = field(default_factory=dict)  # k -> bool[T]: a tie straddles rank k
+    # each hit's tie group (equal scores as the profile reads them) as 1-based ranks
+    # first..last, inclusive: what tie-averaged DCG (ties=average) reads; None: not known
+    hit_tie_first: np.ndarray | None = None  # int64[H]
+    hit_tie_last: np.ndarray | None = None   # int64[H]
+
+
+
+def _as_float32(*scores: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Scores as trec_eval 9.0.8 holds them, in a C float: beyond its range they become
+    +-inf (a cast, not an error). Several arrays at once: entering errstate costs a few us,
+    which a small evaluation notices."""
+    with np.errstate(over="ignore"):
+        return tuple(s.astype(np.float32) for s in scores)
+
+def segmented_search(values: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     keep_going) -> np.ndarray:
+    """Vectorised binary search: for each i, the first index j in [lo[i], hi[i]) for which
+    ``keep_going(values[j], i)`` is False, given that it is True on a prefix of the range."""
+    lo = lo.astype(np.int64, copy=True)
+    hi = hi.astype(np.int64, copy=True)
+    active = (lo < hi).nonzero()[0]
+    while active.size:
+        mid = (lo[active] + hi[active]) // 2
+        go = keep_going(values[mid], active)
+        lo[active[go]] = mid[go] + 1
+        hi[active[~go]] = mid[~go]
+        active = active[lo[active] < hi[active]]
+    return lo
+
+
+# Below this many rows, one global sort of integer keys beats a vectorised binary search
+# (fewer numpy calls); above it, the sort would cost more than the search.
+GLOBAL_KEYS_MAX_ROWS = 200_000
+# Judged documents searched for at once (bounds the vectorised search's temporaries).
+SEARCH_BLOCK = 1 << 17
+# A run with this many rows per distinct judged docid is matched through a hash bitmap first.
+PREFILTER_ROWS_PER_JUDGED = 64
+
+
+def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    query: np.ndarray, *, global_keys: bool | None = None):
+    """For each query score q in segment [lo, hi) of ``scores`` (each segment sorted
+    descending, rows of one topic): the first position whose score is not > q, and the first
+    whose score is not >= q (so [first, second) is q's tie group)."""
+    if len(lo) and lo[0] == 0 and hi[0] == len(scores) and (lo[0] == lo).all():
+        # every query in one segment spanning the array (a one-topic run): the descending
+        # scores negated are ascending, so two plain searches answer (negation is exact)
+        negated = -scores
+        return (negated.searchsorted(-query, "left"),
+                negated.searchsorted(-query, "right"))
+    if global_keys is None:
+        global_keys = len(scores) <= GLOBAL_KEYS_MAX_ROWS
+    if not global_keys or len(query) == 0:
+        if len(query) > SEARCH_BLOCK:  # in blocks: the search's temporaries stay small
+            parts = [score_positions(scores, tix, lo[a:a + SEARCH_BLOCK],
+                                     hi[a:a + SEARCH_BLOCK], query[a:a + SEARCH_BLOCK],
+                                     global_keys=False)
+                     for a in range(0, len(query), SEARCH_BLOCK)]
+            return (np.concatenate([p[0] for p in parts]),
+                    np.concatenate([p[1] for p in parts]))
+        if _mapscan is not None and scores.dtype == query.dtype and \
+                scores.dtype in (np.float64, np.float32):  # the same searches, compiled
+            first, second = _mapscan.positions(
+                np.ascontiguousarray(scores), np.ascontiguousarray(lo, np.int64),
+                np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(query))
+            return np.frombuffer(first, np.int64), np.frombuffer(second, np.int64)
+        first = segmented_search(scores, lo, hi, lambda v, i: query[i] < v)
+        second = segmented_search(scores, first, hi, lambda v, i: query[i] <= v)
+        return first, second
+    # exact integer keys ascending along the array: (segment ordinal, descending score rank)
+    uniq, rank = np.unique(scores, return_inverse=True)
+    n = len(uniq) + 1
+    ordinal = np.cumsum(np.concatenate(([1], tix[1:] != tix[:-1]))) if len(tix) else tix
+    keys = ordinal.astype(np.int64) * n + (len(uniq) - rank)
+    q_key = ordinal[lo].astype(np.int64) * n + (len(uniq) - uniq.searchsorted(query))
+    return keys.searchsorted(q_key, "left"), keys.searchsorted(q_key, "right")
+
+
+def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
+             judged_only: bool = False, complete_topics: bool = False,
+             tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
+    """Rank ``run`` against ``qrels`` with trec_eval's rules.
+
+    Evaluated topics: run topics that have qrels, plus (``complete_topics``, trec_eval's
+    ``-c``) qrels topics missing from the run, which get an empty ranking.
+    """
+    if run.topics == qrels.topics:  # both sides name the same topics (both in strcmp order)
+        topics = list(qrels.topics)
+        run_to_qrels = eval_of_qrels = run_to_eval = np.arange(len(topics), dtype=np.int64)
+        return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                       float32_scores=float32_scores, depth=depth, judged_only=judged_only,
+                       tie_cutoffs=tie_cutoffs)
+    qpos = {t: i for i, t in enumerate(qrels.topics)}
+    run_to_qrels = np.asarray([qpos.get(t, -1) for t in run.topics], dtype=np.int64)
+    if complete_topics:
+        topics = list(qrels.topics)
+        eval_of_qrels = np.arange(len(qrels.topics), dtype=np.int64)
+    else:
+        present = np.zeros(len(qrels.topics), dtype=bool)
+        present[run_to_qrels[run_to_qrels >= 0]] = True
+        eval_of_qrels = present.cumsum() - 1
+        eval_of_qrels[~present] = -1
+        topics = [t for t, p in zip(qrels.topics, present, strict=True) if p]
+    # evaluated-topic index of each run topic (-1: not evaluated)
+    run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
+    return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                   float32_scores=float32_scores, depth=depth, judged_only=judged_only,
+                   tie_cutoffs=tie_cutoffs)
+
+
+def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
+            eval_of_qrels: np.ndarray, run_to_eval: np.ndarray, *, float32_scores: bool,
+            depth: int | None, judged_only: bool, tie_cutoffs: tuple[int, ...]) -> Ranked:
+    """:func:`rank_run` once the evaluated topics are known: ``topics`` (evaluated, in qrels
+    order), and for each run topic its qrels and evaluated index, for each qrels topic its
+    evaluated index (-1: none)."""
+    T = len(topics)
+    tix = run.topic_index
+    n_run_topics = len(run.topics)
+    seg_lo, seg_hi = topic_blocks(tix, n_run_topics)  # (None: a topic's rows are scattered)
+
+    # --- judged documents that the run retrieved ------------------------------------------
+    j_rt, j_raw_score, j_qrow, j_row = _match(run, qrels, run_to_qrels, (seg_lo, seg_hi))
+    keep = run_to_eval[j_rt] >= 0
+    if not keep.all():
+        j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
+        j_row = j_row[keep] if j_row is not None else None
+
+    # --- each topic's rows as one block, scores descending (usually nothing to do) --------
+    scores, j_score = (_as_float32(run.scores, j_raw_score) if float32_scores
+                       else (run.scores, j_raw_score))
+    order = None
+    if seg_lo is None:  # a topic's rows are scattered: group them (stable, so ties keep order)
+        order = np.argsort(tix, kind="stable")
+        tix = tix[order]
+        scores = scores[order]
+        seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
+    if len(scores) > 1:
+        rising = (scores[1:] > scores[:-1]) & (tix[1:] == tix[:-1])
+        if rising.any():
+            inner = np.lexsort((-scores, tix))
+            order = inner if order is None else order[inner]
+            scores = scores[inner]
+            tix = tix[inner]
+            seg_lo, seg_hi = topic_blocks(tix, n_run_topics)
+
+    j_label = qrels.grades[j_qrow].astype(np.int64)
+    j_label[j_label < 0] = UNJUDGED
+
+    lo, hi = seg_lo[j_rt], seg_hi[j_rt]
+    if j_row is not None:  # the judged rows' own places: their tie groups, no search
+        if order is not None:
+            where = np.empty(len(order), dtype=np.int64)
+            where[order] = np.arange(len(order))
+            j_row = where[j_row]
+            del where
+        above, tie_end = tie_groups(scores, tix, j_row, lo, hi)
+    else:
+        above, tie_end = score_positions(scores, tix, lo, hi, j_score)
+    del hi, j_score, j_row
+    rank = above - lo + 1                                # rank ignoring docno tie-breaks
+    tie_first, tie_last = rank.copy(), tie_end - lo      # the hit's tie group, ranks
+    del lo
+    tied = (tie_end - above > 1).nonzero()[0]
+    if tied.size:
+        rank[tied] += _docno_tie_offsets(run, qrels, order, above[tied], tie_end[tied],
+                                         j_qrow[tied], j_label[tied])
+    # (each step drops what it no longer needs: a run's arrays are large)
+    del above, tie_end, tied, order, tix, j_qrow
+
+    lens = seg_hi - seg_lo
+    evaluated_run = run_to_eval >= 0
+    ties = {}
+    if tie_cutoffs:  # does the k-th score equal the (k+1)-th? (input lint; all k at once)
+        evaluated_rt = evaluated_run.nonzero()[0]
+        ks = np.asarray(tie_cutoffs, dtype=np.int64)
+        long_enough = lens[evaluated_rt] > ks[:, None]             # [cutoffs, topics]
+        # (positions of topics shorter than k are clipped into range, then masked out)
+        at = np.minimum(seg_lo[evaluated_rt] + ks[:, None] - 1, max(len(scores) - 2, 0))
+        cut_tied = np.zeros((len(ks), T), dtype=bool)
+        if len(scores) > 1:
+            cut_tied[:, run_to_eval[evaluated_rt]] = long_enough & (scores[at] == scores[at + 1])
+        ties = dict(zip(tie_cutoffs, cut_tied, strict=True))
+    del scores
+
+    # --- assemble per evaluated topic --------------------------------------------------------
+    e_topic = run_to_eval[j_rt]
+    del j_rt
+    num_ret = np.zeros(T, dtype=np.int64)
+    num_ret[run_to_eval[evaluated_run]] = lens[evaluated_run]
+    in_run = np.zeros(T, dtype=bool)
+    in_run[run_to_eval[evaluated_run]] = True
+
+    srt = np.lexsort((rank, e_topic))
+    h_topic, h_rank, h_label = e_topic[srt], rank[srt], j_label[srt]
+    h_first, h_last = tie_first[srt], tie_last[srt]
+    del srt, e_topic, rank, j_label, tie_first, tie_last
+    if depth is not None:
+        kept = h_rank <= depth
+        h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        # a group the depth cuts keeps the members trec_eval's docno tie-break ranks first
+        h_first, h_last = h_first[kept], np.minimum(h_last[kept], depth)
+        num_ret = np.minimum(num_ret, depth)
+    if judged_only:
+        kept = h_label >= 0
+        h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]
+        h_first = h_first[kept]
+        num_ret = np.bincount(h_topic, minlength=T).astype(np.int64)
+        h_rank = within_topic_index(h_topic, T) + 1
+        h_first, h_last = _regroup(h_topic, h_first, h_rank)
+
+    if len(qrels.topics) == T and (eval_of_qrels == np.arange(T)).all():
+        q_topic = qrels.topic_index.astype(np.int64)  # every qrels topic evaluated
+        q_grade = qrels.grades.astype(np.int64, copy=False)
+    else:
+        q_keep = eval_of_qrels[qrels.topic_index] >= 0
+        q_topic = eval_of_qrels[qrels.topic_index[q_keep]]
+        q_grade = qrels.grades[q_keep].astype(np.int64)
+    return Ranked(topics, num_ret, h_topic, h_rank, h_label, q_topic, q_grade, in_run, ties,
+                  h_first, h_last)
+
+
+def _regroup(topic: np.ndarray, group: np.ndarray, rank: np.ndarray):
+    """Tie groups renumbered after documents were dropped (-J): the kept members of a group
+    (same topic and old first rank; sorted by topic then rank, so adjacent) span the new ranks
+    of its first and last kept member."""
+    if not len(topic):
+        return rank.copy(), rank.copy()
+    starts = np.concatenate(([True], (topic[1:] != topic[:-1]) | (group[1:] != group[:-1])))
+    gid = np.cumsum(starts) - 1
+    begin = starts.nonzero()[0]
+    end = np.concatenate((begin[1:], [len(rank)])) - 1
+    return rank[begin][gid], rank[end][gid]
+
+
+def tie_groups(scores: np.ndarray, tix: np.ndarray, pos: np.ndarray, lo: np.ndarray,
+               hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows ``pos`` of a run whose topics' rows are blocks [lo, hi) with scores
+    descending: the first and the end position of each one's tie group (equal scores in one
+    topic), as :func:`score_positions` finds them by searching for a row's own score. A row
+    whose neighbours have other scores is its own group; only the others are searched."""
+    n = len(scores)
+    above = pos.astype(np.int64, copy=True)
+    end = above + 1
+    if n < 2 or not len(pos):
+        return above, end
+    own = scores[pos]
+    tied = ((above > lo) & (scores[np.maximum(above - 1, 0)] == own)) | \
+        ((end < hi) & (scores[np.minimum(end, n - 1)] == own))
+    t = tied.nonzero()[0]
+    if t.size:
+        above[t], end[t] = score_positions(scores, tix, lo[t], hi[t], own[t],
+                                           global_keys=False)
+    return above, end
+
+
+def top_documents(run: Run, depth: int, *, float32_scores: bool) -> dict[str, list[str]]:
+    """The first ``depth`` docids of each topic in trec_eval's order (score descending, docno
+    descending). Sorts only each topic's candidates: scores at or above its depth-th score."""
+    scores = _as_float32(run.scores)[0] if float32_scores else run.scores
+    order = np.lexsort((-scores, run.topic_index))
+    tix, srt = run.topic_index[order], scores[order]
+    start = tix.searchsorted(np.arange(len(run.topics) + 1, dtype=tix.dtype))
+    pos = np.arange(len(tix)) - start[tix]
+    lens = np.diff(start)
+    kth = np.where(lens >= depth, srt[np.minimum(start[:-1] + depth - 1, max(len(srt) - 1, 0))],
+                   -np.inf) if len(srt) else np.zeros(0)
+    cand = ((pos < depth) | (srt >= kth[tix])).nonzero()[0]
+    rows = order[cand]
+    docs = run.docids_at(rows).astype(str)
+    final = np.lexsort((docs, srt[cand], tix[cand]))[::-1]  # all keys descending
+    out: dict[str, list[str]] = {}
+    for t, d in zip(tix[cand][final].tolist(), docs[final].tolist(), strict=True):
+        lst = out.setdefault(run.topics[t], [])
+        if len(lst) < depth:
+            lst.append(d)
+    return {t: out.get(t, []) for t in reversed(list(out))}
+
+
+def within_topic_index(topic: np.ndarray, n_topics: int) -> np.ndarray:
+    """0-based position of each element within its topic, for ``topic`` sorted ascending."""
+    starts = topic.searchsorted(np.arange(n_topics, dtype=topic.dtype))
+    return np.arange(len(topic), dtype=np.int64) - starts[topic]
+
+
+def _match(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
+    """The judged documents the run retrieved: (run topic, score, qrels row) of each.
+
+    From files the docid column is looked up in a hash table of the judged docids (pyarrow
+    ``index_in``, in C); from mappings the qrels drive ``dict.get`` lookups into the run, a
+    loop over judgments rather than over retrieved documents.
+    """
+    empty = np.zeros(0, np.int64)
+    if len(qrels) == 0 or len(run) == 0:
+        return empty, np.zeros(0, np.float64), empty, empty
+    if run._origin is not None:
+        return _match_mapping(run, qrels, run_to_qrels)
+    if not isinstance(run.docids, np.ndarray) and run.docid_fnv is None and \
+            row_bits(max(len(run), len(qrels))) <= MAX_ROW_BITS:
+        if _mapscan is not None:
+            found = _match_blocks(run, qrels, run_to_qrels, blocks)
+            if found is not None:
+                return found
+        return _match_hashed(run, qrels, run_to_qrels)
+    if isinstance(run.docids, np.ndarray):
+        # read line by line (no pyarrow): that reader already costs a loop per line
+        uniq, q_code = np.unique(qrels.docids.astype(str), return_inverse=True)
+        lookup = {d: i for i, d in enumerate(uniq.tolist())}
+        code = np.fromiter(map(lookup.get, run.docids.tolist(), [-1] * len(run)), np.int64,
+                           len(run))
+        cand = (code >= 0).nonzero()[0]
+        code = code[cand]
+        n_uniq = len(uniq)
+    else:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(qrels.docids_arrow)
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.unify_dictionaries().combine_chunks()
+        q_code = numpy_of(encoded.indices, np.int32)
+        n_uniq = len(encoded.dictionary)
+        probe, pre = run.docids, None
+        if run.docid_fnv is not None and len(run) > PREFILTER_ROWS_PER_JUDGED * n_uniq:
+            # A bitmap of the judged docids' hashes rules out most rows with one gather;
+            # only the survivors are compared as strings (equal strings hash equal).
+            bits = 1 << int(min(30, max(16, (256 * n_uniq).bit_length())))
+            judged = np.zeros(bits, dtype=bool)
+            judged[fnv1a_hashes(encoded.dictionary) & np.uint64(bits - 1)] = True
+            from ._json_kernels import hash_hits  # docid_fnv comes from these kernels
+
+            pre = np.empty(len(run), dtype=np.int64)
+            pre = pre[:hash_hits(run.docid_fnv, judged, pre)]
+            probe = take_rows(run.docids, pre)
+        # one hash table of the judged docids, probed by every run chunk
+        found = pc.index_in(probe, value_set=encoded.dictionary)
+        chunks = found.chunks if isinstance(found, pa.ChunkedArray) else [found]
+        cands, codes, offset = [], [], 0
+        for chunk in chunks:
+            hit = numpy_of(pc.cast(chunk.is_valid(), pa.int8()), np.int8).nonzero()[0]
+            cands.append(hit + offset)
+            codes.append(numpy_of(chunk.take(arrow_ints(hit)), np.int32))
+            offset += len(chunk)
+        del found, chunks
+        cand = np.concatenate(cands).astype(np.int64)
+        code = np.concatenate(codes).astype(np.int64)
+        if pre is not None:
+            cand = pre[cand]
+    q_key = qrels.topic_index.astype(np.int64) * n_uniq + q_code
+    q_order = np.argsort(q_key, kind="stable")
+    q_key_sorted = q_key[q_order]
+    rq = run_to_qrels[run.topic_index[cand]]
+    cand, code = cand[rq >= 0], code[rq >= 0]
+    rq = rq[rq >= 0]
+    key = rq * n_uniq + code
+    pos = np.minimum(q_key_sorted.searchsorted(key), len(q_key_sorted) - 1)
+    hit = q_key_sorted[pos] == key
+    rows = cand[hit]
+    return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]], rows
+
+
+# Row numbers share a sorted key's 64 bits with a prefix of its hash (see io.packed_keys):
+# up to 2^36 rows the prefix keeps 28 bits or more, enough that shared prefixes stay rare.
+MAX_ROW_BITS = 36
+
+
+def _match_hashed(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+    """:func:`_match` without a Python string per docid: (topic, docid) keys hashed from the
+    docids' bytes on both sides, both sorted (the run's already were, when it was read),
+    and joined by one search of the sorted qrels keys in the sorted run keys.
+
+    Exact whatever the hash: a key prefix two rows of one side share (a collision, as the
+    readers refuse a docid twice in a topic) sends every row holding it on either side to
+    an exact match by (topic, docid) string; every other pair that shares a prefix is one
+    row on each side and is kept only if its topics and docid bytes are equal (a prefix
+    shared across sides by different docids is therefore no match, and an equal docid
+    always gives an equal prefix). A hash collision costs time, never a number.
+    """
+
+    rb = row_bits(max(len(run), len(qrels)))
+    low = (np.uint64(1) << np.uint64(rb)) - np.uint64(1)
+    packed, run_shared = run_packed_keys(run, rb)
+    q_rt = _qrels_to_run(qrels, run_to_qrels)[qrels.topic_index]  # (run topic of each row)
+    if (q_rt >= 0).all():  # (every qrels topic in the run: no rows to leave out)
+        q_rows = None
+        q_keys = topic_doc_keys(qrels_hashes(qrels), q_rt)
+    else:
+        q_rows = (q_rt >= 0).nonzero()[0]
+        q_keys = topic_doc_keys(qrels_hashes(qrels)[q_rows], q_rt[q_rows], in_place=True)
+    q_packed = packed_keys(q_keys, rb)
+    del q_keys
+
+    pos = packed.searchsorted(q_packed & ~low)          # first run key with that prefix
+    np.minimum(pos, len(packed) - 1, out=pos)
+    probe = packed[pos]
+    probe ^= q_packed
+    hit = (probe <= low).nonzero()[0]
+    del probe
+    shared = np.union1d(run_shared, shared_prefixes(q_packed, rb))
+    if len(shared):
+        hit = hit[~np.isin(q_packed[hit] >> np.uint64(rb), shared)]
+    r_row = (packed[pos[hit]] & low).astype(np.int64)
+    q_row = (q_packed[hit] & low).astype(np.int64)
+    if len(shared):  # the rows behind a shared prefix: matched by their strings
+        sr = rows_with_prefixes(packed, rb, shared)
+        sq = rows_with_prefixes(q_packed, rb, shared)
+        if q_rows is not None:
+            sq = q_rows[sq]
+        where = dict(zip(zip(run.topic_index[sr].tolist(), run.docids_at(sr).tolist(),
+                             strict=True), sr.tolist(), strict=True))
+        found = [(where.get(key), q) for key, q in zip(
+            zip(q_rt[sq].tolist(), qrels.docids_at(sq).tolist(), strict=True), sq.tolist(),
+            strict=True)]
+        found = [(r, q) for r, q in found if r is not None]
+    else:
+        found = []
+    if q_rows is not None:
+        q_row = q_rows[q_row]
+    del packed, q_packed, pos, hit
+    if found:  # (exact matches: verified again below with the others, at no cost to speak of)
+        extra = np.asarray(found, dtype=np.int64)
+        r_row = np.concatenate([r_row, extra[:, 0]])
+        q_row = np.concatenate([q_row, extra[:, 1]])
+    del found
+    order = np.argsort(r_row, kind="stable")  # (a diversity docid: its qrels rows in order)
+    r_row, q_row = r_row[order], q_row[order]
+    del order
+    r_row, q_row = _verified(run, qrels, q_rt, r_row, q_row)
+    if len(run) >= KEEP_KEYS_MAX_ROWS:
+        run._packed = None  # 8 bytes a row, through the evaluation's peak: rebuilt if needed
+    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
+
+
+def _verified(run: Run, qrels: Qrels, q_rt: np.ndarray, r_row: np.ndarray,
+              q_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate (run row, qrels row) pairs whose topics are the same and whose docids
+    are equal byte for byte (compared in blocks, in Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    same = run.topic_index[r_row] == q_rt[q_row]
+    q_docids = qrels.docids_arrow
+    for a in range(0, len(r_row), VERIFY_BLOCK):  # docid bytes compared, block by block
+        b = min(a + VERIFY_BLOCK, len(r_row))
+        equal = pc.equal(take_rows(run.docids, r_row[a:b]),
+                         q_docids.take(arrow_ints(q_row[a:b])))
+        if not pc.all(equal).as_py():
+            same[a:b] &= numpy_of(pc.cast(equal, pa.int8()), np.int8).astype(bool)
+        del equal
+    if not same.all():
+        r_row, q_row = r_row[same], q_row[same]
+    return r_row, q_row
+
+
+def _match_blocks(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
+    """:func:`_match_hashed` topic by topic, when each of the run's topics is one block of
+    rows (else None): the compiled ``block_join`` pairs each qrels topic's rows with the run
+    rows of its topic whose docid hash is equal, in a table small enough to stay in cache
+    (no sort of all the run's keys), and every pair is then compared as strings. Exact
+    whatever the hash: an equal docid always hashes equal, and an equal hash is only a
+    candidate. ``blocks``: the run's :func:`topic_blocks`, when the caller has them."""
+    lo, hi = blocks if blocks is not None else topic_blocks(run.topic_index, len(run.topics))
+    if lo is None:
+        return None
+    qrels_to_run = _qrels_to_run(qrels, run_to_qrels)
+    in_run = (qrels_to_run >= 0).nonzero()[0]
+    # each qrels topic's block of run rows ((0, 0): not in the run)
+    run_lo = np.zeros(len(qrels.topics), np.int64)
+    run_hi = np.zeros(len(qrels.topics), np.int64)
+    run_lo[in_run], run_hi[in_run] = lo[qrels_to_run[in_run]], hi[qrels_to_run[in_run]]
+    offsets = qrels.offsets.astype(np.int64)
+    # qrels topics in the order of their run blocks: the pairs come out by run row
+    order = in_run[np.argsort(run_lo[in_run], kind="stable")]
+    pairs = _mapscan.block_join(run_hashes(run), run_lo, run_hi, qrels_hashes(qrels),
+                                offsets[:-1].copy(), offsets[1:].copy(), order)
+    if pairs is None:  # hashes that collide or cluster on purpose: the sorted keys are safe
+        return None
+    r_row, q_row = (np.frombuffer(rows, np.int64) for rows in pairs)
+    r_row, q_row = _verified(run, qrels, qrels_to_run[qrels.topic_index], r_row, q_row)
+    if len(run) >= KEEP_KEYS_MAX_ROWS:
+        run._hashes = None  # 8 bytes a row, through the evaluation's peak: hashed again
+    return run.topic_index[r_row].astype(np.int64), run.scores[r_row], q_row, r_row
+
+
+# Matched pairs whose docid bytes are compared at once (bounds Arrow's temporaries).
+VERIFY_BLOCK = 1 << 18
+# A run this long drops its sorted keys once matched (they would stay resident through the
+# evaluation's peak); a shorter one keeps them for the next evaluation.
+KEEP_KEYS_MAX_ROWS = 1 << 20
+
+
+def _match_mapping(run: Run, qrels: Qrels, run_to_qrels: np.ndarray):
+    """Look each judged docid up in the run's dict for its topic (one ``map`` per topic)."""
+    origin = run._origin
+    bounds = qrels.offsets.tolist()
+    docids = qrels.docids.tolist()
+    # a run's scores are finite (checked when it was read), so NaN can mark "not retrieved"
+    # and the lookups land straight in a float array
+    got = None
+    if _mapscan is not None and isinstance(origin, dict):  # the same lookups, compiled
+        got = _mapscan.lookup(origin, list(qrels.topics), bounds, docids)
+        got = None if got is None else np.frombuffer(got, np.float64)
+    if got is None:
+        missing = repeat(np.nan)
+        got = np.fromiter(chain.from_iterable(
+            map(docs.get, docids[bounds[q]:bounds[q + 1]], missing) if docs
+            else repeat(np.nan, bounds[q + 1] - bounds[q])
+            for q, docs in enumerate(map(origin.get, qrels.topics))), np.float64,
+            len(docids))
+    rows = (~np.isnan(got)).nonzero()[0]
+    return _qrels_to_run(qrels, run_to_qrels)[qrels.topic_index[rows]], got[rows], rows, None
+
+
+def _qrels_to_run(qrels: Qrels, run_to_qrels: np.ndarray) -> np.ndarray:
+    """The run topic of each qrels topic: ``run_to_qrels`` inverted (-1: not in the run)."""
+    qrels_to_run = np.full(len(qrels.topics), -1, dtype=np.int64)
+    judged = (run_to_qrels >= 0).nonzero()[0]
+    qrels_to_run[run_to_qrels[judged]] = judged
+    return qrels_to_run
+
+
+def _docno_tie_offsets(run: Run, qrels: Qrels, order, start, end, qrow, label) -> np.ndarray:
+    """For judged docs inside tie groups [start, end) of the sorted run: how many documents of
+    the group have a larger docno (trec_eval ranks those first).
+
+    Groups whose members all carry one label are left in arbitrary order: each judged
+    document gets a distinct offset, which is all any measure can see.
+    """
+    offsets = np.zeros(len(start), dtype=np.int64)
+    # group identity = its start position (unique across topics in the sorted run)
+    g_id, g_inv, g_count = np.unique(start, return_inverse=True, return_counts=True)
+    size_of_group = np.zeros(len(g_id), dtype=np.int64)
+    size_of_group[g_inv] = (end - start)
+    lab_min = np.full(len(g_id), np.iinfo(np.int64).max)
+    lab_max = np.full(len(g_id), np.iinfo(np.int64).min)
+    np.minimum.at(lab_min, g_inv, label)
+    np.maximum.at(lab_max, g_inv, label)
+    homogeneous = (g_count == size_of_group) & (lab_min == lab_max)
+
+    same = homogeneous[g_inv]
+    if same.any():
+        idx = same.nonzero()[0]
+        srt = idx[np.argsort(g_inv[idx], kind="stable")]
+        grp = g_inv[srt]
+        first = grp.searchsorted(grp)     # first position of each group in srt
+        offsets[srt] = np.arange(len(srt)) - first
+
+    mixed_groups = (~homogeneous).nonzero()[0]
+    if mixed_groups.size:
+        g_start = g_id[mixed_groups]
+        g_len = size_of_group[mixed_groups]
+        member_pos = np.repeat(g_start, g_len) + within_topic_index(
+            np.repeat(np.arange(len(g_len)), g_len), len(g_len))
+        member_group = np.repeat(np.arange(len(g_len)), g_len)
+        rows = member_pos if order is None else order[member_pos]
+        member_doc = run.docids_at(rows).astype(str)
+        srt = np.lexsort((member_doc, member_group))
+        member_doc = member_doc[srt]
+        bounds = np.concatenate(([0], g_len.cumsum()))
+        which = (~same).nonzero()[0]
+        local = mixed_groups.searchsorted(g_inv[which])
+        mine = qrels.docids_at(qrow[which]).astype(str)
+        below = segmented_search(member_doc, bounds[local], bounds[local + 1],
+                                 lambda v, i: v < mine[i])
+        # members with a larger docno = group size - (#smaller) - 1
+        offsets[which] = (bounds[local + 1] - below) - 1
+    return offsets
