@@ -4,9 +4,10 @@ The Run and Qrels model; the input grammar and the TREC text readers (line by li
 fast pyarrow and compiled readers); mappings, JSON bodies and columns (Arrow, Parquet, data
 frames) with their bounds; judgment groups and preferences, topic metadata and z-score files;
 docid hashing and key packing; a run ranked against qrels as trec_eval ranks it; swapped
-arguments told from bad inputs. And the compiled kernels: ``_mapscan.c``, ``_jsonscan.c`` and
-``_seeded_mix.h`` build the extension ``cranfield.inputs._mapscan`` (optional: without it the
-same answers come from Python), ``_json_kernels`` names its JSON kernels.
+arguments told from bad inputs. And the compiled kernels: ``_mapscan.c``, ``_jsonscan.c``,
+``_rankpass.c`` (a run mapping checked, looked up and ranked in one pass), ``_seeded_mix.h``
+and ``_mapping_values.h`` build the extension ``cranfield.inputs._mapscan`` (optional: without
+it the same answers come from Python), ``_json_kernels`` names its JSON kernels.
 
 May import: core (cranfield.errors, cranfield.settings, cranfield.version) and nothing else of
 the engine.

@@ -49,6 +49,10 @@
  * Both return None (the callers then sort) when a table probe runs past MAX_PROBE, and
  * block_join when the pairs pass 8 per row: hashes that collide on purpose.
  *
+ * rank_mapping: a run mapping checked, its judged docids looked up and ranked in one pass,
+ * in cranfield/inputs/_rankpass.c (which also defines mapping_kind: the dict types scan and
+ * rank_mapping read; _mapping_values.h holds what both accept as an id, score and grade).
+ *
  * json_*, hash_hits: the large-JSON scan of cranfield.inputs.json_body, in
  * cranfield/inputs/_jsonscan.c (the second source of this module;
  * cranfield/inputs/_json_kernels.py gives them their names).
@@ -59,6 +63,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_mapping_values.h"
 #include "_seeded_mix.h"
 
 /* Table slots come from a hash mixed with a per-process random seed (splitmix64's
@@ -70,62 +75,6 @@ static uint64_t seed;
 
 static inline uint64_t mix(uint64_t h) { return seeded_mix(h, seed); }
 
-/* An id holds no ASCII whitespace or control character (cranfield.inputs.grammar._ID_FORBIDDEN);
-   a surrogate code point is left to the Python path (which encodes ids with
-   surrogateescape: some surrogates are bytes, the others are refused). */
-static int id_ok(PyObject *s) {
-    if (!PyUnicode_Check(s)) return 0;
-#if PY_VERSION_HEX < 0x030C0000
-    if (PyUnicode_READY(s) < 0) { PyErr_Clear(); return 0; }
-#endif
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    if (n == 0) return 0;
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const unsigned char *p = (const unsigned char *)data;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (p[i] <= 0x20 || p[i] == 0x7F) return 0;
-        return 1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c <= 0x20 || c == 0x7F || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    }
-    return 1;
-}
-
-/* A score as np.fromiter(..., float64) reads it, or 0 when the Python path must decide. */
-static int score_of(PyObject *v, double *out) {
-    if (PyFloat_Check(v)) {
-        *out = PyFloat_AS_DOUBLE(v);
-    } else if (PyLong_CheckExact(v)) {  /* (a subclass may convert through __float__) */
-        *out = PyLong_AsDouble(v);
-        if (*out == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
-    } else {
-        return 0;
-    }
-    return isfinite(*out);
-}
-
-/* A grade as an exact int64 (an int, or an integral float below 2^53), else 0. */
-static int grade_of(PyObject *v, int64_t *out) {
-    if (PyLong_CheckExact(v)) {  /* (a subclass may convert through __index__) */
-        int overflow = 0;
-        long long g = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (g == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
-        *out = (int64_t)g;
-        return 1;
-    }
-    if (PyFloat_Check(v)) {
-        double d = PyFloat_AS_DOUBLE(v);
-        if (!(fabs(d) < 9007199254740992.0) || d != floor(d)) return 0;
-        *out = (int64_t)d;
-        return 1;
-    }
-    return 0;
-}
-
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *mapping, *topics, *docids;
@@ -135,6 +84,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         return NULL;
     /* a tuple of the topics: a topic id's own __hash__ may run Python code, which must not
        be able to change the sequence under us */
+    int outer = mapping_kind(mapping);
+    if (outer <= 0) {
+        if (outer < 0) return NULL;
+        Py_RETURN_NONE;  /* a dict subclass: the Python path */
+    }
     PyObject *held = PyList_AsTuple(topics);
     if (held == NULL) return NULL;
     topics = held;
@@ -146,7 +100,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (PyErr_Occurred()) return NULL;
             Py_RETURN_NONE;
         }
-        if (!PyDict_CheckExact(docs)) { Py_DECREF(topics); Py_RETURN_NONE; }
+        int kind = mapping_kind(docs);
+        if (kind <= 0) { Py_DECREF(topics); if (kind < 0) return NULL; Py_RETURN_NONE; }
         total += PyDict_GET_SIZE(docs);
     }
     Py_buffer view;
@@ -179,19 +134,35 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         /* (a topic id's own __hash__ may have changed the mapping since it was counted) */
         PyObject *docs = PyDict_GetItem(mapping, PyTuple_GET_ITEM(topics, t));
-        if (docs == NULL || !PyDict_CheckExact(docs)) goto fallback;
+        int kind = docs == NULL ? 0 : mapping_kind(docs);
+        if (kind <= 0) { if (kind < 0) goto fail; goto fallback; }
         Py_ssize_t pos = 0, size = PyDict_GET_SIZE(docs);
-        PyObject *key, *value;
+        PyObject *key, *value, *order = NULL;
         if (k + size > total) goto fallback;  /* changed while read */
-        while (PyDict_Next(docs, &pos, &key, &value)) {
-            if (k >= total || !id_ok(key)) goto fallback;
+        if (kind == 3) {  /* an OrderedDict: in its own order, as Python iterates it */
+            order = PyObject_GetIter(docs);
+            if (order == NULL) goto fail;
+        }
+        for (;;) {
+            if (order != NULL) {
+                /* (exact str keys: their hash and equality run no Python code) */
+                key = PyIter_Next(order);
+                if (key == NULL) { Py_DECREF(order); if (PyErr_Occurred()) goto fail; break; }
+                Py_DECREF(key);  /* (the dict holds it) */
+                if (!PyUnicode_CheckExact(key)) { Py_DECREF(order); goto fallback; }
+                value = PyDict_GetItem(docs, key);
+                if (value == NULL) { Py_DECREF(order); goto fallback; }
+            } else if (!PyDict_Next(docs, &pos, &key, &value)) {
+                break;
+            }
+            if (k >= total || !id_ok(key)) { Py_XDECREF(order); goto fallback; }
             if (grades) {
                 int64_t g;
-                if (!grade_of(value, &g)) goto fallback;
+                if (!grade_of(value, &g)) { Py_XDECREF(order); goto fallback; }
                 memcpy(vbuf + 8 * k, &g, 8);
             } else {
                 double d;
-                if (!score_of(value, &d)) goto fallback;
+                if (!score_of(value, &d)) { Py_XDECREF(order); goto fallback; }
                 memcpy(vbuf + 8 * k, &d, 8);
             }
             PyObject *old = slots[k];  /* None: no destructor runs */
@@ -781,12 +752,16 @@ PyObject *json_repeated_keys(PyObject *, PyObject *);
 PyObject *json_hash_hits(PyObject *, PyObject *);
 void jsonscan_set_seed(uint64_t);
 
+/* cranfield/inputs/_rankpass.c: a run mapping checked, looked up and ranked in one pass */
+PyObject *rank_mapping(PyObject *, PyObject *);
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a {topic: {docid: value}} mapping's columns, or None."},
     {"parse_run", parse_run, METH_VARARGS, "A run's plainest lines as columns, or None."},
     {"block_duplicates", block_duplicates, METH_VARARGS, "Rows sharing a hash in a block."},
     {"block_join", block_join, METH_VARARGS, "Run and qrels rows of equal hash, by topic."},
     {"positions", positions, METH_VARARGS, "Each query score's tie group in its segment."},
+    {"rank_mapping", rank_mapping, METH_VARARGS, "A run mapping ranked against qrels, or None."},
     {"lookup", lookup, METH_VARARGS, "Each judged docid's score in a run mapping (NaN: absent)."},
     {"json_skip_ws", json_skip_ws, METH_VARARGS, "The first non-whitespace position."},
     {"json_value_end", json_value_end, METH_VARARGS, "The end of the JSON value at i, or -1."},

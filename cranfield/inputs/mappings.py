@@ -1,14 +1,21 @@
 """Mappings (``{topic: {docid: score}}`` runs, ``{topic: {docid: grade}}`` qrels) read into
 columns: flattened at C speed (``itertools.chain``, or the compiled ``_mapscan.scan`` in one
-pass), ids and values checked by the input grammar, a problem named by its path.
+pass), ids and values checked by the input grammar, a problem named by its path. A run
+mapping evaluated as such is only checked here (:func:`mapped_run`: its topics); the compiled
+``rank_mapping`` then checks, looks up and ranks it in one pass
+(:func:`cranfield.inputs.ranking.rank_run`), and :meth:`MappedRun.columns` reads it as
+columns wherever that pass declines.
 
 Room: inputs.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +27,51 @@ try:  # the compiled mapping reader (cranfield/inputs/_mapscan.c); without it, t
     from . import _mapscan
 except ImportError:  # pragma: no cover - an install without a C compiler
     _mapscan = None
+
+# The mapping types the compiled passes read, outer and inner (exactly: a subclass, or any
+# other Mapping, takes the Python path, which reads every Mapping the same way).
+COMPILED_MAPPING_TYPES = (dict, defaultdict, OrderedDict)
+
+
+def accepted_mapping(mapping: Any) -> bool:
+    """Whether the compiled passes may read ``mapping`` (its outer type: they check the
+    inner dicts' types themselves, and decline any other)."""
+    return _mapscan is not None and type(mapping) in COMPILED_MAPPING_TYPES
+
+
+@dataclass(eq=False)
+class MappedRun:
+    """A run mapping whose topics are checked (in strcmp order) but whose documents are not
+    read yet: what an evaluation needs of a run before ranking it (its topics, runid and
+    length). :func:`cranfield.inputs.ranking.rank_run` ranks it in one compiled pass, or
+    reads it through :meth:`columns` (the Run :func:`run_from_mapping` gives, which names
+    any problem)."""
+
+    topics: list[str]
+    runid: str
+    source: str
+    rows: int
+    _origin: Any = field(repr=False)
+    _columns: Run | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def columns(self) -> Run:
+        if self._columns is None:
+            self._columns = run_from_mapping(self._origin, self.source)
+        return self._columns
+
+
+def mapped_run(run: Any, label: str = "run") -> MappedRun | None:
+    """``run`` as a :class:`MappedRun` when the compiled pass may rank it (a dict,
+    defaultdict or OrderedDict), else None. Its topic ids are checked as
+    :func:`run_from_mapping` checks them first (the same refusal)."""
+    if not accepted_mapping(run):
+        return None
+    topics = _checked_topics(run, label, "scores")
+    return MappedRun(topics, label if label != "run" else "cranfield", label,
+                     sum(map(len, run.values())), run)
 
 
 def run_from_mapping(run: Mapping, label: str) -> Run:
@@ -49,11 +101,11 @@ def run_from_mapping(run: Mapping, label: str) -> Run:
 
 
 def _scanned(mapping: Mapping, label: str, what: str):
-    """(topics, docids, values, lengths) of a plain ``dict`` mapping read by the compiled
-    pass (``_mapscan.scan``), or None when it is not there or declines: it accepts only what
-    the Python path reads the same way, and that path reads the rest and names any problem.
-    The topic ids are checked here first, as the Python path checks them."""
-    if _mapscan is None or type(mapping) is not dict:
+    """(topics, docids, values, lengths) of a dict, defaultdict or OrderedDict mapping read
+    by the compiled pass (``_mapscan.scan``), or None when it is not there or declines: it
+    accepts only what the Python path reads the same way, and that path reads the rest and
+    names any problem. The topic ids are checked here first, as the Python path checks them."""
+    if not accepted_mapping(mapping):
         return None
     topics = _checked_topics(mapping, label, what)
     docids = np.empty(sum(map(len, mapping.values())), dtype=object)

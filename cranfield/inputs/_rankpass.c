@@ -1,0 +1,328 @@
+/* One compiled pass over a run mapping {topic: {docid: score}}: it checks every id and score
+ * by the input grammar, looks each judged docid up in its topic's dict, and ranks the ones
+ * found as trec_eval does (score descending, then docno descending), emitting only what the
+ * measures read (cranfield.inputs.ranking.Ranked) and no array with a row per retrieved
+ * document. Part of cranfield.inputs._mapscan (with _mapscan.c and _jsonscan.c).
+ *
+ * rank_mapping(run, topics, run_to_qrels, qrels_bounds, qrels_docids, float32, cut_ks,
+ *              tie_work_cap)
+ *     -> (num_ret, hit_rt, hit_qrow, hit_rank, hit_first, hit_last, cut_tied) | None
+ *   run: a dict, collections.defaultdict or collections.OrderedDict (exactly; inner dicts
+ *   alike); topics: its keys, a list of str in the order to read them (already checked by
+ *   the Python side); run_to_qrels: int64[len(topics)], each topic's qrels topic or -1;
+ *   qrels_bounds: int64[Tq + 1], qrels topic q's rows are [bounds[q], bounds[q + 1]);
+ *   qrels_docids: a list of str, one per qrels row; float32: the scores rounded to a C float
+ *   first (trec_eval 9.0.8); cut_ks: int64[K], the cutoffs whose ties are reported.
+ *   Out, as bytearrays: num_ret int64[len(topics)]; for each hit (a judged docid the run
+ *   holds, in a topic with qrels), by topic then rank: its run topic, qrels row, 1-based rank,
+ *   and the first and last rank of its tie group (int64); cut_tied uint8[K][len(topics)]: 1
+ *   where the topic has more than k documents and the k-th score equals the (k+1)-th.
+ *
+ *   rank(x) = 1 + #{y : s(y) > s(x)} + #{y : s(y) = s(x) and docid(y) > docid(x)}
+ *   (docids compared by code point, which is UTF-8 byte order: trec_eval's strcmp). The
+ *   counts come from a binary search when the dict's scores are already non-increasing in
+ *   its order (the usual case), a linear count for a topic with few judged docids, else a
+ *   sorted copy of the scores.
+ *
+ *   None (the Python path then reads the run and names any problem, so refusals stay those
+ *   of cranfield.inputs.mappings) for: a container not exactly one of the three types, a key
+ *   not an exact str or failing the id grammar, a value not an exact int or float or not a
+ *   finite score, a qrels docid not an exact str, a dict whose size does not match what was
+ *   read, or docid comparisons in tie groups past tie_work_cap (scores tied on purpose).
+ *   Nothing here runs Python code (exact str keys hash and compare in C), so no dict can
+ *   change under the pass.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_mapping_values.h"
+
+static PyObject *defaultdict_type, *ordereddict_type;
+
+int mapping_kind(PyObject *m) {
+    if (PyDict_CheckExact(m)) return 1;
+    if (defaultdict_type == NULL) {
+        PyObject *collections = PyImport_ImportModule("collections");
+        if (collections == NULL) return -1;
+        PyObject *dd = PyObject_GetAttrString(collections, "defaultdict");
+        PyObject *od = PyObject_GetAttrString(collections, "OrderedDict");
+        Py_DECREF(collections);
+        if (dd == NULL || od == NULL) { Py_XDECREF(dd); Py_XDECREF(od); return -1; }
+        defaultdict_type = dd;  /* (held for the life of the process) */
+        ordereddict_type = od;
+    }
+    if ((PyObject *)Py_TYPE(m) == defaultdict_type) return 2;
+    if ((PyObject *)Py_TYPE(m) == ordereddict_type) return 3;
+    return 0;
+}
+
+typedef struct { int64_t *data; Py_ssize_t len, cap; } vec_t;
+
+static int vec_push(vec_t *v, int64_t x) {
+    if (v->len == v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
+        int64_t *data = PyMem_Realloc(v->data, cap * sizeof(int64_t));
+        if (data == NULL) { PyErr_NoMemory(); return -1; }
+        v->data = data;
+        v->cap = cap;
+    }
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static PyObject *vec_bytes(vec_t *v) {
+    return PyByteArray_FromStringAndSize(v->data ? (const char *)v->data : "", v->len * 8);
+}
+
+typedef struct { double s; Py_ssize_t i; } scored_t;
+
+static int by_score_desc(const void *a, const void *b) {
+    double x = ((const scored_t *)a)->s, y = ((const scored_t *)b)->s;
+    return (x < y) - (x > y);
+}
+
+/* one hit of a topic, before its hits are put in rank order */
+typedef struct { int64_t rank, qrow, first, last; } hit_t;
+
+static int by_rank(const void *a, const void *b) {
+    int64_t x = ((const hit_t *)a)->rank, y = ((const hit_t *)b)->rank;
+    return (x > y) - (x < y);
+}
+
+/* Exact str a > b by code point (1, 0, or -1 on error: not expected for exact str). */
+static inline int docid_greater(PyObject *a, PyObject *b) {
+    if (PyUnicode_KIND(a) == PyUnicode_1BYTE_KIND && PyUnicode_KIND(b) == PyUnicode_1BYTE_KIND) {
+        Py_ssize_t na = PyUnicode_GET_LENGTH(a), nb = PyUnicode_GET_LENGTH(b);
+        int c = memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), na < nb ? na : nb);
+        return c > 0 || (c == 0 && na > nb);
+    }
+    int c = PyUnicode_Compare(a, b);
+    if (c == -1 && PyErr_Occurred()) return -1;
+    return c > 0;
+}
+
+/* An int64 vector argument (its buffer), or -1 with an exception. */
+static int i64_arg(PyObject *obj, Py_buffer *view, Py_ssize_t len, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) return -1;
+    const char *f = view->format ? view->format : "B";
+    if (view->itemsize != 8 || (f[0] != 'l' && f[0] != 'q') || f[1] != 0 ||
+        (len >= 0 && view->len != len * 8)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "rank_mapping: %s must be an int64 vector of the right "
+                     "length", what);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *rank_mapping(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *run, *topic_list, *rq_obj, *qb_obj, *qd_list, *ks_obj;
+    int float32;
+    Py_ssize_t cap;
+    if (!PyArg_ParseTuple(args, "OO!OOO!pOn", &run, &PyList_Type, &topic_list, &rq_obj,
+                          &qb_obj, &PyList_Type, &qd_list, &float32, &ks_obj, &cap))
+        return NULL;
+    int outer = mapping_kind(run);
+    if (outer <= 0) {
+        if (outer < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n_topics = PyList_GET_SIZE(topic_list);
+    Py_ssize_t n_qrows = PyList_GET_SIZE(qd_list);
+    Py_buffer rqv = {0}, qbv = {0}, ksv = {0};
+    int got = 0;
+    if (i64_arg(rq_obj, &rqv, n_topics, "run_to_qrels")) goto args_failed;
+    got = 1;
+    if (i64_arg(qb_obj, &qbv, -1, "qrels_bounds")) goto args_failed;
+    got = 2;
+    if (i64_arg(ks_obj, &ksv, -1, "cut_ks")) goto args_failed;
+    got = 3;
+    const int64_t *run_to_qrels = rqv.buf, *bounds = qbv.buf, *ks = ksv.buf;
+    Py_ssize_t n_qtopics = qbv.len / 8 - 1, n_ks = ksv.len / 8;
+    if (n_qtopics < 0 || bounds[0] != 0 || bounds[n_qtopics] != n_qrows) goto bad_args;
+    for (Py_ssize_t q = 0; q < n_qtopics; q++)
+        if (bounds[q] > bounds[q + 1]) goto bad_args;
+    for (Py_ssize_t t = 0; t < n_topics; t++)
+        if (run_to_qrels[t] < -1 || run_to_qrels[t] >= n_qtopics) goto bad_args;
+    for (Py_ssize_t k = 0; k < n_ks; k++)
+        if (ks[k] < 1) goto bad_args;
+
+    PyObject *result = NULL, *num_ret = NULL, *cut_tied = NULL;
+    vec_t h_rt = {0}, h_qrow = {0}, h_rank = {0}, h_first = {0}, h_last = {0};
+    PyObject **keys = NULL;
+    double *s = NULL;
+    scored_t *sorted = NULL;
+    hit_t *hits = NULL;
+    Py_ssize_t room = 0, hit_room = 0, work = 0;
+    int declined = 0;
+
+    /* the topics' dicts: every key an exact str (the run holds exactly these keys) */
+    if (PyDict_GET_SIZE(run) != n_topics) { declined = 1; goto done; }
+    num_ret = PyByteArray_FromStringAndSize(NULL, n_topics * 8);
+    cut_tied = PyByteArray_FromStringAndSize(NULL, n_ks * n_topics);
+    if (num_ret == NULL || cut_tied == NULL) goto done;
+    int64_t *nret = (int64_t *)PyByteArray_AS_STRING(num_ret);
+    uint8_t *ctied = (uint8_t *)PyByteArray_AS_STRING(cut_tied);
+    if (n_ks > 0 && n_topics > 0) memset(ctied, 0, n_ks * n_topics);
+
+    for (Py_ssize_t t = 0; t < n_topics; t++) {
+        PyObject *topic = PyList_GET_ITEM(topic_list, t);
+        if (!PyUnicode_CheckExact(topic)) { declined = 1; goto done; }
+        PyObject *docs = PyDict_GetItem(run, topic);
+        int kind = docs == NULL ? 0 : mapping_kind(docs);
+        if (kind <= 0) { if (kind == 0) declined = 1; goto done; }
+        Py_ssize_t n = PyDict_GET_SIZE(docs), pos = 0, i = 0;
+        if (n > room) {
+            Py_ssize_t want = n > 2 * room ? n : 2 * room;
+            PyObject **k2 = PyMem_Realloc(keys, want * sizeof(PyObject *));
+            if (k2 == NULL) { PyErr_NoMemory(); goto done; }
+            keys = k2;
+            double *s2 = PyMem_Realloc(s, want * sizeof(double));
+            if (s2 == NULL) { PyErr_NoMemory(); goto done; }
+            s = s2;
+            scored_t *o2 = PyMem_Realloc(sorted, want * sizeof(scored_t));
+            if (o2 == NULL) { PyErr_NoMemory(); goto done; }
+            sorted = o2;
+            room = want;
+        }
+        /* (1) check and read: the order is irrelevant here, ranks depend on scores and
+           docids only, so an OrderedDict is read in its dict's order too */
+        PyObject *key, *value;
+        int monotone = 1;
+        while (PyDict_Next(docs, &pos, &key, &value)) {
+            double d;
+            if (i >= n || !PyUnicode_CheckExact(key) || !id_ok(key) ||
+                !(PyFloat_CheckExact(value) || PyLong_CheckExact(value)) ||
+                !score_of(value, &d)) {
+                declined = 1;
+                goto done;
+            }
+            if (float32) d = (double)(float)d;
+            keys[i] = key;
+            s[i] = d;
+            if (i && d > s[i - 1]) monotone = 0;
+            i++;
+        }
+        if (i != n) { declined = 1; goto done; }
+        nret[t] = n;
+        int64_t q = run_to_qrels[t];
+        if (q < 0) continue;  /* no judgments: checked, not ranked */
+
+        /* (2) the judged docids the topic holds */
+        Py_ssize_t a = bounds[q], b = bounds[q + 1], nh = 0;
+        int have_sorted = 0;
+        if (!monotone && (b - a > 8 || n_ks)) {
+            for (Py_ssize_t j = 0; j < n; j++) { sorted[j].s = s[j]; sorted[j].i = j; }
+            qsort(sorted, n, sizeof(scored_t), by_score_desc);
+            have_sorted = 1;
+        }
+        for (Py_ssize_t r = a; r < b; r++) {
+            PyObject *docid = PyList_GET_ITEM(qd_list, r);
+            if (!PyUnicode_CheckExact(docid)) { declined = 1; goto done; }
+            PyObject *v = PyDict_GetItem(docs, docid);
+            if (v == NULL) continue;
+            double x;
+            if (!score_of(v, &x)) { declined = 1; goto done; }
+            if (float32) x = (double)(float)x;
+            Py_ssize_t above = 0, end = 0, offset = 0;
+            if (monotone || have_sorted) {
+                Py_ssize_t lo = 0, hi = n;
+                while (lo < hi) {
+                    Py_ssize_t m = lo + (hi - lo) / 2;
+                    if ((monotone ? s[m] : sorted[m].s) > x) lo = m + 1; else hi = m;
+                }
+                above = lo;
+                hi = n;
+                while (lo < hi) {
+                    Py_ssize_t m = lo + (hi - lo) / 2;
+                    if ((monotone ? s[m] : sorted[m].s) >= x) lo = m + 1; else hi = m;
+                }
+                end = lo;
+                if (end - above > 1) {
+                    work += end - above;
+                    if (work > cap) { declined = 1; goto done; }
+                    for (Py_ssize_t m = above; m < end; m++) {
+                        int g = docid_greater(keys[monotone ? m : sorted[m].i], docid);
+                        if (g < 0) goto done;
+                        offset += g;
+                    }
+                }
+            } else {
+                Py_ssize_t eq = 0;
+                for (Py_ssize_t m = 0; m < n; m++) {
+                    above += s[m] > x;
+                    eq += s[m] == x;
+                }
+                end = above + eq;
+                if (eq > 1) {
+                    work += n;
+                    if (work > cap) { declined = 1; goto done; }
+                    for (Py_ssize_t m = 0; m < n; m++) {
+                        if (s[m] != x) continue;
+                        int g = docid_greater(keys[m], docid);
+                        if (g < 0) goto done;
+                        offset += g;
+                    }
+                }
+            }
+            if (nh == hit_room) {
+                Py_ssize_t want = hit_room ? 2 * hit_room : 64;
+                hit_t *h2 = PyMem_Realloc(hits, want * sizeof(hit_t));
+                if (h2 == NULL) { PyErr_NoMemory(); goto done; }
+                hits = h2;
+                hit_room = want;
+            }
+            hits[nh].rank = above + offset + 1;
+            hits[nh].qrow = r;
+            hits[nh].first = above + 1;
+            hits[nh].last = end;
+            nh++;
+        }
+        /* (3) the hits in rank order */
+        if (nh > 1) qsort(hits, nh, sizeof(hit_t), by_rank);
+        for (Py_ssize_t h = 0; h < nh; h++)
+            if (vec_push(&h_rt, t) || vec_push(&h_qrow, hits[h].qrow) ||
+                vec_push(&h_rank, hits[h].rank) || vec_push(&h_first, hits[h].first) ||
+                vec_push(&h_last, hits[h].last))
+                goto done;
+        /* (4) a tie across each cutoff k: the k-th and (k+1)-th scores equal */
+        for (Py_ssize_t c = 0; c < n_ks; c++) {
+            int64_t k = ks[c];
+            if (n <= k) continue;
+            ctied[c * n_topics + t] = monotone ? s[k - 1] == s[k]
+                                               : sorted[k - 1].s == sorted[k].s;
+        }
+    }
+    {
+        PyObject *o[5] = {vec_bytes(&h_rt), vec_bytes(&h_qrow), vec_bytes(&h_rank),
+                          vec_bytes(&h_first), vec_bytes(&h_last)};
+        if (o[0] && o[1] && o[2] && o[3] && o[4]) {
+            result = Py_BuildValue("(NNNNNNN)", num_ret, o[0], o[1], o[2], o[3], o[4],
+                                   cut_tied);
+            num_ret = cut_tied = NULL;
+        } else {
+            for (int j = 0; j < 5; j++) Py_XDECREF(o[j]);
+        }
+    }
+done:
+    Py_XDECREF(num_ret);
+    Py_XDECREF(cut_tied);
+    PyMem_Free(h_rt.data); PyMem_Free(h_qrow.data); PyMem_Free(h_rank.data);
+    PyMem_Free(h_first.data); PyMem_Free(h_last.data);
+    PyMem_Free(keys); PyMem_Free(s); PyMem_Free(sorted); PyMem_Free(hits);
+    PyBuffer_Release(&rqv); PyBuffer_Release(&qbv); PyBuffer_Release(&ksv);
+    if (declined && !PyErr_Occurred()) Py_RETURN_NONE;
+    return result;
+bad_args:
+    PyErr_SetString(PyExc_ValueError, "rank_mapping: bounds, run_to_qrels or cut_ks out of range");
+args_failed:
+    if (got > 0) PyBuffer_Release(&rqv);
+    if (got > 1) PyBuffer_Release(&qbv);
+    if (got > 2) PyBuffer_Release(&ksv);
+    return NULL;
+}
