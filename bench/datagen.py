@@ -224,6 +224,40 @@ def ensure_mapping_pickles(dataset: Dataset) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def ensure_many_runs(scale_name: str = "S", n: int = 150, seed: int = DEFAULT_SEED,
+                     data_dir: Path = DEFAULT_DATA_DIR, noise: float = 0.5
+                     ) -> tuple[Path, list[Path]]:
+    """``n`` runs against one dataset's qrels (issue #30's evaluate_many case): run ``r``
+    scores each of the dataset's retrieved documents as its run does plus seeded N(0, noise)
+    noise, lists each topic by descending score with ranks 1..depth, runid ``r<r>``. Cached
+    under ``many-<scale>-n<n>-seed<seed>-v<version>/``; returns the qrels and the runs."""
+    dataset = ensure_dataset(scale_name, seed, data_dir)
+    directory = Path(data_dir) / f"many-{scale_name}-n{n}-seed{seed}-v{GENERATOR_VERSION}"
+    paths = [directory / f"run{r:03d}.txt" for r in range(n)]
+    if not (directory / "meta.json").exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        fields = np.array(dataset.run_path.read_bytes().split()).reshape(-1, 6)
+        qids, docids = fields[:, 0], fields[:, 2]
+        base = np.rint(fields[:, 4].astype(np.float64) * 10_000).astype(np.int64)
+        new_topic = np.r_[True, qids[1:] != qids[:-1]]
+        topic_of = np.cumsum(new_topic) - 1  # the run file lists each topic's rows together
+        ranks = (np.arange(qids.size) - np.flatnonzero(new_topic)[topic_of] + 1).astype("S")
+        rng = np.random.default_rng([seed, ord(scale_name), n])
+        for r, path in enumerate(paths):
+            units = base + np.rint(rng.normal(0.0, noise * 10_000, base.size)).astype(np.int64)
+            units = np.maximum(units, 1)
+            order = np.lexsort((-units, topic_of))  # topic by topic, by descending score
+            lines = _join_columns(qids[order], b" Q0 ", docids[order], b" ", ranks, b" ",
+                                  _score_strings(units[order]), b" r%03d" % r)
+            with open(path.with_suffix(".tmp"), "wb") as handle:
+                _write_lines(handle, lines)
+            os.replace(path.with_suffix(".tmp"), path)
+        meta = {"scale": scale_name, "runs": n, "seed": seed, "noise": noise,
+                "run_lines": int(qids.size), "qrels": str(dataset.qrels_path)}
+        _atomic_write_bytes(directory / "meta.json", json.dumps(meta).encode() + b"\n")
+    return dataset.qrels_path, paths
+
+
 # --------------------------------------------------------------------------- generation
 
 

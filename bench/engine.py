@@ -7,9 +7,12 @@ For each scale (see ``datagen.py``) and measure set it times, from one seeded da
 3. ``pytrec-maps``: ``pytrec_eval.RelevanceEvaluator(qrels_dict, m).evaluate(run_dict)``
 4. ``pytrec-files``: ``pytrec_eval.parse_run``/``parse_qrel`` on open files, then evaluate
 5. ``ranx``: ``ranx.evaluate(Qrels(qrels_dict), Run(run_dict), m)`` after a numba warm-up
-6. ``trec_eval``: the binary (``trec_eval -m ... qrels run``), if one is on PATH
+   (import, warm-up, construction and evaluate timed apart: ``engine_maps.py``)
+6. ``trec_eval``: the binary (``trec_eval -m ... qrels run``): ``--trec-eval`` or PATH
 7. ``cranfield-cli``: a whole ``cranfield eval -m ... qrels run`` process (interpreter
    start-up and imports included), timed like the trec_eval binary
+8. ``cranfield-maps-dd`` / ``pytrec-maps-dd``: 2 and 3 on ``pytrec_eval.parse_run``/``parse_qrel``'s
+   defaultdicts (``engine_maps.py``); then the evaluate_many case (``engine_many.py``)
 
 Every repeat of every tool x scale x measure set runs in a fresh subprocess, so its peak
 memory is that process's own high-water mark (``VmHWM``; ``ru_maxrss`` would inherit the
@@ -89,12 +92,15 @@ TOOLS: dict[str, Tool] = {
         Tool("cranfield-cli", "cranfield eval (process)", "files"),
         Tool("cranfield-maps", "cranfield (mappings)", "maps"),
         Tool("pytrec-maps", "pytrec_eval (mappings)", "maps"),
+        Tool("cranfield-maps-dd", "cranfield (parsed dd)", "maps-dd"),
+        Tool("pytrec-maps-dd", "pytrec_eval (parsed dd)", "maps-dd"),
         Tool("pytrec-files", "pytrec_eval (files)", "files"),
         Tool("ranx", "ranx (mappings)", "maps"),
         Tool("trec_eval", "trec_eval binary (files)", "files"),
     )
 }
-CRANFIELD_BASELINE = {"files": "cranfield-files", "maps": "cranfield-maps"}
+CRANFIELD_BASELINE = {"files": "cranfield-files", "maps": "cranfield-maps",
+                      "maps-dd": "cranfield-maps-dd"}
 
 
 @dataclass
@@ -225,6 +231,11 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
     ``paths`` holds the run and qrels files (``run``, ``qrels``) and their pickled mappings
     (``run_pickle``, ``qrels_pickle``), which the mapping variants load before timing.
     """
+    import engine_many
+    import engine_maps
+
+    if tool in engine_many.WORKER_TOOLS:
+        return engine_many.run_tool(tool, paths)
     extra: dict = {}
     run_path, qrels_path = paths["run"], paths["qrels"]
     if measure_set in CRANFIELD_ONLY_SETS and not tool.startswith("cranfield"):
@@ -233,11 +244,14 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
         if tool != "cranfield-files":
             return {"skipped": "subtopic qrels are read from files"}
         qrels_path = str(subtopic_qrels(Path(qrels_path)))
+    if tool in engine_maps.WORKER_TOOLS:
+        return engine_maps.run_tool(tool, measure_set, paths, _cranfield_measures(measure_set))
+    extra["load"] = os.getloadavg()[0]
     if tool == "cranfield-files":
         cranfield = _import_cranfield()
         measures = _cranfield_measures(measure_set)
         base = _current_rss_mb()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = cranfield.evaluate(
             cranfield.read_qrels(qrels_path, diversity=measure_set == "diversity"),
             cranfield.read_run(run_path),
@@ -245,91 +259,43 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
         )
         _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
         seconds = time.perf_counter() - started
+        extra["cpu_seconds"] = time.process_time() - cpu_started
         extra["map"] = _cranfield_mean_map(result)
-
-    elif tool == "cranfield-maps":
-        cranfield = _import_cranfield()
-        measures = _cranfield_measures(measure_set)
-        run = _load_pickle(paths["run_pickle"])
-        qrels = _load_pickle(paths["qrels_pickle"])
-        base = _current_rss_mb()
-        started = time.perf_counter()
-        result = cranfield.evaluate(qrels, run, measures)
-        _ = result.per_topic  # build the {topic: {measure: value}} dicts, as pytrec_eval does
-        seconds = time.perf_counter() - started
-        extra["map"] = _cranfield_mean_map(result)
-        result = None  # (freed first: the peak is the timed call's)
-        # what part of it is reading the mappings (the grammar's pass over every key and
-        # value): measured again after the timed call, for the targets' "why not"
-        started = time.perf_counter()
-        cranfield.read_run(run)
-        cranfield.read_qrels(qrels)
-        extra["read_seconds"] = time.perf_counter() - started
-
-    elif tool == "pytrec-maps":
-        import pytrec_eval
-
-        measures = _pytrec_measures(pytrec_eval, measure_set)
-        run = _load_pickle(paths["run_pickle"])
-        qrels = _load_pickle(paths["qrels_pickle"])
-        base = _current_rss_mb()
-        started = time.perf_counter()
-        evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
-        constructed = time.perf_counter()
-        result = evaluator.evaluate(run)
-        finished = time.perf_counter()
-        seconds = finished - started
-        extra["evaluate_seconds"] = finished - constructed
-        extra["map"] = _mean_of(result, "map")
 
     elif tool == "pytrec-files":
         import pytrec_eval
 
         measures = _pytrec_measures(pytrec_eval, measure_set)
         base = _current_rss_mb()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         with open(run_path) as handle:
             run = pytrec_eval.parse_run(handle)
         with open(qrels_path) as handle:
             qrels = pytrec_eval.parse_qrel(handle)
         result = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
         seconds = time.perf_counter() - started
+        extra["cpu_seconds"] = time.process_time() - cpu_started
         extra["map"] = _mean_of(result, "map")
-
-    elif tool == "ranx":
-        if measure_set != "five":
-            return {"skipped": "ranx has no all_trec equivalent"}
-        import ranx
-
-        run = _load_pickle(paths["run_pickle"])
-        qrels = _load_pickle(paths["qrels_pickle"])
-        # Warm numba up (JIT or on-disk cache load) on a tiny slice of the same data: a toy
-        # input of other shapes leaves code paths to compile inside the timed call.
-        warm_topics = list(qrels)[:3]
-        warm_qrels = ranx.Qrels({topic: dict(qrels[topic]) for topic in warm_topics})
-        warm_run = ranx.Run({topic: dict(run[topic]) for topic in warm_topics})
-        ranx.evaluate(warm_qrels, warm_run, FIVE_MEASURES_RANX)
-        base = _current_rss_mb()
-        started = time.perf_counter()
-        result = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), FIVE_MEASURES_RANX)
-        seconds = time.perf_counter() - started
-        extra["map"] = float(result["map"])
 
     elif tool in ("trec_eval", "cranfield-cli"):
         measures = _cranfield_measures(measure_set)
         if tool == "trec_eval":
-            executable = shutil.which("trec_eval")
+            executable = paths.get("trec_eval") or shutil.which("trec_eval")
             if executable is None:
-                return {"skipped": "not on PATH"}
+                return {"skipped": "no binary (--trec-eval or PATH)"}
             command = [executable]
         else:
             command = [sys.executable, "-c", "import sys; from cranfield.cli import main; "
                        "sys.exit(main())", "eval", "--no-warnings"]
         command += [*(arg for m in measures for arg in ("-m", m)), qrels_path, run_path]
         base = None
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         completed = subprocess.run(command, capture_output=True, text=True, check=True)
         seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        extra["cpu_seconds"] = (after.ru_utime + after.ru_stime - usage.ru_utime
+                                - usage.ru_stime)
         for line in completed.stdout.splitlines():
             fields = line.split()
             if len(fields) == 3 and fields[0] == "map" and fields[1] == "all":
@@ -351,6 +317,7 @@ def _run_tool(tool: str, measure_set: str, paths: dict[str, str]) -> dict:
 
 def worker_main(tool: str, measure_set: str, paths_json: str) -> int:
     """Entry point of a measuring subprocess: print one JSON line with the measurement."""
+    sys.path.append(str(BENCH_DIR))  # engine_maps, engine_many (see the top of this file)
     try:
         measurement = _run_tool(tool, measure_set, json.loads(paths_json))
     except ImportError as exc:
@@ -433,6 +400,8 @@ def print_table(
     results: dict[tuple[str, str, str], Result],
 ) -> None:
     """Print one scale x measure set table."""
+    import engine_maps
+
     run_mb = dataset.run_bytes / 1e6
     names = ", ".join(_cranfield_measures(measure_set))
     print()
@@ -442,7 +411,8 @@ def print_table(
     )
     print(f"Measures: {measure_set} ({names})")
     header = (
-        f"{'tool':26s} {'median s':>10s} {'peak MB':>9s} {'peak/file':>10s} "
+        f"{'tool':26s} {'median s':>10s} {'cpu s':>8s} {'load':>5s} {'peak MB':>9s} "
+        f"{'peak/file':>10s} "
         f"{'input MB':>9s} {'x cranfield':>12s} {'mean map':>9s}"
     )
     print(header)
@@ -459,15 +429,23 @@ def print_table(
         ratio_text = f"{ratio:11.2f}x" if ratio is not None else f"{'n/a':>12s}"
         maps = [value for value in result.extra.get("map", []) if value is not None]
         map_text = f"{maps[0]:9.4f}" if maps else f"{'-':>9s}"
+        cpu, load = engine_maps.cpu_and_load(result)
+        cpu_text = f"{cpu:8.3f} {load:5.1f}" if cpu is not None else f"{'-':>8s} {'-':>5s}"
         print(
-            f"{label:26s} {result.median_seconds:10.3f} {peak:9.1f} {peak / run_mb:10.2f} "
+            f"{label:26s} {result.median_seconds:10.3f} {cpu_text} {peak:9.1f} "
+            f"{peak / run_mb:10.2f} "
             f"{base} {ratio_text} {map_text}"
         )
     print(
         "(x cranfield = tool time / cranfield time on the same input kind: files vs files,\n"
         " mappings vs mappings; input MB = RSS just before the timed call; mean map = a\n"
-        " sanity figure that every tool should agree on)"
+        " sanity figure that every tool should agree on; cpu s = median CPU seconds of the\n"
+        f" timed span, all threads, the child's for processes; load = 1-minute load average\n"
+        f" at its start, on {os.cpu_count()} cores)"
     )
+    if "ranx" in tools:
+        engine_maps.print_ranx(results.get(("ranx", dataset.scale.name, measure_set)),
+                               dataset.scale.name)
 
 
 def done_when_checks(
@@ -636,7 +614,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=datagen.DEFAULT_DATA_DIR)
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per worker run")
     parser.add_argument("--json", type=Path, help="also write all results to this JSON file")
+    parser.add_argument("--trec-eval", help="the trec_eval binary (default: the one on PATH)")
+    parser.add_argument("--numba-cache-dir", type=Path,
+                        help="ranx's NUMBA_CACHE_DIR (default: DATA_DIR/numba-cache)")
+    parser.add_argument("--numba-cold", action="store_true",
+                        help="empty the numba cache first: the first ranx repeat compiles")
+    parser.add_argument("--many-runs", type=int, default=150,
+                        help="runs of the evaluate_many case (0: skip the case)")
     args = parser.parse_args(argv)
+    import engine_many
+    import engine_maps
+    from engine_proc import trec_eval_binary, trec_eval_version
+
+    trec_eval = trec_eval_binary(args.trec_eval)
+    trec_eval_info = {"path": trec_eval, "version": trec_eval_version(trec_eval)}
+    numba_cache = args.numba_cache_dir or args.data_dir / "numba-cache"
+    if args.numba_cold:
+        shutil.rmtree(numba_cache, ignore_errors=True)
+    numba_cache.mkdir(parents=True, exist_ok=True)
+    shared_paths = {"trec_eval": trec_eval, "numba_cache_dir": str(numba_cache.resolve())}
+    print(f"trec_eval: {trec_eval} ({trec_eval_info['version']}); NUMBA_CACHE_DIR "
+          f"{shared_paths['numba_cache_dir']}; {os.cpu_count()} cores, load "
+          f"{os.getloadavg()[0]:.1f}")
 
     scales = _split_list(args.scales, datagen.SCALES, "scale", str.upper)
     measure_sets = _split_list(args.sets, MEASURE_SETS, "measure set")
@@ -650,10 +649,14 @@ def main(argv: list[str] | None = None) -> int:
         _progress(f"scale {scale}: preparing data (cached under {args.data_dir})")
         dataset = datagen.ensure_dataset(scale, args.seed, args.data_dir)
         datasets[scale] = dataset
-        paths = {"run": str(dataset.run_path), "qrels": str(dataset.qrels_path)}
+        paths = {"run": str(dataset.run_path), "qrels": str(dataset.qrels_path), **shared_paths}
         if any(TOOLS[tool].input_kind == "maps" for tool in tools):
             run_pickle, qrels_pickle = datagen.ensure_mapping_pickles(dataset)
             paths.update(run_pickle=str(run_pickle), qrels_pickle=str(qrels_pickle))
+        if any(TOOLS[tool].input_kind == "maps-dd" for tool in tools):
+            run_dd, qrels_dd = engine_maps.ensure_pytrec_pickles(dataset.run_path,
+                                                                 dataset.qrels_path)
+            paths.update(run_dd_pickle=str(run_dd), qrels_dd_pickle=str(qrels_dd))
         for measure_set in measure_sets:
             for tool in tools:
                 results[(tool, scale, measure_set)] = measure(
@@ -685,9 +688,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  ({check['check']}) {check['title']}: {check['status']} - "
                       f"{check['detail']}")
 
+    for scale in [s for s in scales if s in engine_maps.MAPPING_TARGETS]:
+        for measure_set in [m for m in measure_sets if m not in CRANFIELD_ONLY_SETS]:
+            found = engine_maps.issue30_checks(results, scale, measure_set, trec_eval_info)
+            if found:
+                print()
+                print(f"Issue #30 targets at scale {scale} [{measure_set}]:")
+            for check in found:
+                checks.append(check)
+                print(f"  ({check['check']}) {check['title']}: {check['status']} - "
+                      f"{check['detail']}")
+    many_results, many_meta = {}, None
+    if args.many_runs > 0:
+        paths = {**shared_paths, "trec_eval_version": trec_eval_info["version"]}
+        many_results, many_checks, many_meta = engine_many.run_case(measure, datagen, args,
+                                                                     paths)
+        checks += many_checks
+
     if args.json:
         report = {
-            "versions": _versions(),
+            "versions": {**_versions(), "trec_eval": trec_eval_info},
+            "evaluate_many": many_meta,
             "repeat": args.repeat,
             "seed": args.seed,
             "datasets": {name: ds.meta for name, ds in datasets.items()},
@@ -696,9 +717,10 @@ def main(argv: list[str] | None = None) -> int:
                     **asdict(result),
                     "median_seconds": result.median_seconds,
                     "max_peak_mb": result.max_peak_mb,
-                    "ratio_vs_cranfield": _ratio(result, results),
+                    "ratio_vs_cranfield": _ratio(result, results) if result.tool in TOOLS
+                    else None,
                 }
-                for result in results.values()
+                for result in [*results.values(), *many_results.values()]
             ],
             "checks": checks,
         }

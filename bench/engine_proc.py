@@ -1,0 +1,119 @@
+"""What the engine benchmark's workers and cases share (issue #30): this process's memory and
+CPU time, its children's, the load average, the trec_eval binary it runs and how a worker
+prints its measurement. Standard library only: a worker imports this before the tool under
+test, so its memory holds nothing of ours."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The machine's cores: a tool using all of them can at most divide its wall time by this.
+CORES = os.cpu_count() or 1
+
+
+def current_rss_mb() -> float:
+    """Resident set size of this process now, in MB."""
+    with open("/proc/self/statm") as handle:
+        resident_pages = int(handle.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def peak_rss_mb() -> float:
+    """This process's high-water mark (``VmHWM``: ``ru_maxrss`` would carry the driver's)."""
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
+
+
+def children_peak_rss_mb() -> float:
+    """Largest peak RSS of the waited-for children (``ru_maxrss``), in MB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / 1e6
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of the waited-for children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def load() -> float:
+    """The 1-minute load average."""
+    return os.getloadavg()[0]
+
+
+class Clock:
+    """Wall and CPU time (this process's, all its threads) of a block, and the load at its
+    start: ``with Clock() as c: ...; c.wall, c.cpu``."""
+
+    def __enter__(self) -> Clock:
+        self.load = load()
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+
+def load_pickle(path: str):
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
+
+
+def import_cranfield():
+    try:
+        import cranfield
+    except ImportError:  # not installed: the working tree's package
+        sys.path.append(str(REPO_ROOT))
+        import cranfield
+    return cranfield
+
+
+def cranfield_map(evaluation) -> float | None:
+    """Mean ``map`` of a cranfield evaluation, if it has one (a sanity figure, untimed)."""
+    try:
+        return float(evaluation.aggregate["map"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def pytrec_map(per_topic: dict) -> float:
+    """Mean ``map`` over a pytrec_eval result."""
+    values = [topic["map"] for topic in per_topic.values()]
+    return sum(values) / len(values)
+
+
+def trec_eval_binary(given: str | None = None) -> str | None:
+    """The trec_eval binary to run: ``given`` (``--trec-eval``), else the one on PATH."""
+    if given:
+        return str(Path(given).resolve()) if Path(given).is_file() else None
+    return shutil.which("trec_eval")
+
+
+def trec_eval_version(binary: str | None) -> str:
+    """What ``trec_eval -v`` says (it prints on stdout or stderr, by version)."""
+    if not binary:
+        return "none"
+    try:
+        done = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr
+                                                                   ).strip() else "unknown"
+
+
+def ratio_text(slow: float, fast: float) -> str:
+    return f"{slow / fast:.2f}x" if fast else "n/a"
