@@ -157,5 +157,8 @@ mutation: $(STAMP)
 	  echo "survivors:"; "$$root/$(BIN)/mutmut" results 2>/dev/null | sed 's/^ */  /' \
 	) || status=1; done; exit $$status
 
+# clean also removes the extension built in place (pip install -e .) at any depth: a stale
+# build (cranfield/_mapscan.*.so from before the rooms) imports where no install would
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis tests/node_modules
+	find cranfield -name '*.so' -delete
