@@ -21,6 +21,7 @@ loads neither.
 
 from .errors import CranfieldError, EvaluationError, InputError, MeasureError  # noqa: E402
 from .evaluate import Evaluation, TopicSets, evaluate  # noqa: E402
+from .evaluate_many import evaluate_many  # noqa: E402
 from .inputs.io import read_qrels, read_run  # noqa: E402
 from .inputs.run_qrels import Qrels, Run  # noqa: E402
 from .measures import PROFILES, REGISTRY, Measure  # noqa: E402
@@ -30,7 +31,7 @@ from .version import __version__  # noqa: E402
 __all__ = [
     "CranfieldError", "Evaluation", "EvaluationError", "InputError", "Instance", "Measure",
     "MeasureError", "PROFILES", "Qrels", "REGISTRY", "Run", "TopicSets", "evaluate",
-    "parse_measure", "read_qrels", "read_run", "__version__",
+    "evaluate_many", "parse_measure", "read_qrels", "read_run", "__version__",
 ]
 
 _ROOMS = ("inputs", "measures", "reports", "compare")

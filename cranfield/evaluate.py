@@ -15,8 +15,11 @@ import numpy as np
 
 from .errors import EvaluationError
 from .evaluate_checks import (
+    AGGREGATIONS,  # noqa: F401 (the service's schema takes it from here)
+    EvaluationPlan,
     check_collection_size,
     check_options,
+    plan_evaluation,
     require_inputs,
     topics_evaluated,
 )
@@ -27,12 +30,10 @@ from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
 from .measures import DEFAULT_PROFILE, PROFILES, Context
 from .measures.aggregation import segment_aggregates, summary
-from .measures.budget import check_instances, check_segments, check_values
+from .measures.budget import check_values
 from .measures.context import no_topics
-from .measures.names import Instance, resolve
+from .measures.names import Instance
 from .measures.registry import INT64_MIN
-
-AGGREGATIONS = ("macro", "micro")
 
 # trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
 # printed name, after evaluating it against a one-document non-pool ranking.
@@ -233,49 +234,38 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     its digest. Not with ``aggregation="micro"``.
     """
     refuse_swapped(qrels, run)  # code written for the old order (run first)
-    if profile not in PROFILES:
-        raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
-    if qrels_format != "qrels":
-        return _evaluate_rel_format(qrels, run, measures, qrels_format, profile=profile,
-                                    relevance_level=relevance_level, judged_only=judged_only,
-                                    depth=depth, complete_topics=complete_topics,
-                                    collection_size=collection_size, aggregation=aggregation,
-                                    zscores=zscores, topic_metadata=topic_metadata,
-                                    require_overlap=require_overlap)
-    if aggregation not in AGGREGATIONS:
-        raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
-                              f"{list(AGGREGATIONS)}")
-    check_options(relevance_level=relevance_level, depth=depth,
-                  collection_size=collection_size)
-    options = {"profile": profile, "relevance_level": relevance_level,
-               "judged_only": judged_only, "depth": depth,
-               "complete_topics": complete_topics, "collection_size": collection_size,
-               "aggregation": aggregation}
-    zs = None
-    if zscores is not None:
-        from .inputs.zscores import read_zscores
-
-        zs = _per_topic_option("zscores", zscores, read_zscores, aggregation, options,
-                               "trec_eval standardises per-topic values")
-    md = None
-    if topic_metadata is not None:
-        from .inputs.segments import read_topic_metadata
-
-        md = _per_topic_option("topic_metadata", topic_metadata, read_topic_metadata,
-                               aggregation, options,
-                               "segments and weights aggregate per-topic values")
-    instances = resolve(measures, profile)
-    # budgets before work (issue #27): the instances before any input is read, the values
-    # once the topics are known (cranfield.measures.budget; no bound outside a budget's context)
-    check_instances(len(instances), measures, profile)
-    if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
-        check_segments(len(instances), md.assignments(), len(md.segment_names()))
-    if any(i.measure.family == "diversity" for i in instances):
-        return _evaluate_diversity(qrels, run, instances, options, require_overlap, zs, md)
+    plan = plan_evaluation(measures, profile=profile, relevance_level=relevance_level,
+                           judged_only=judged_only, depth=depth,
+                           complete_topics=complete_topics, collection_size=collection_size,
+                           aggregation=aggregation, require_overlap=require_overlap,
+                           zscores=zscores, qrels_format=qrels_format,
+                           topic_metadata=topic_metadata)
+    if plan.qrels_format != "qrels":
+        return _evaluate_rel_format(qrels, run, measures, **plan.rel_format_options)
+    if plan.diversity:
+        return evaluate_diversity(qrels, run, plan.instances, plan.options,
+                                  plan.require_overlap, plan.zs, plan.md)
     run_obj: Run = read_run(run)
+    return evaluate_read(plan, judged_qrels(qrels), run_obj)
+
+
+def judged_qrels(qrels: Any) -> Qrels:
+    """The qrels ordinary measures read: ``qrels`` read (not for subtopics), a Qrels given
+    as such with each docid judged once per topic (text is read so already)."""
     qrels_obj: Qrels = read_qrels(qrels)
-    if isinstance(qrels, Qrels):  # text is read one judgment per document: already so
+    if isinstance(qrels, Qrels):
         qrels_obj = one_judgment_per_document(qrels_obj)
+    return qrels_obj
+
+
+def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evaluation:
+    """:func:`evaluate` of a run and qrels already read (``qrels_obj`` as
+    :func:`judged_qrels` gives them) under ``plan`` (ordinary measures)."""
+    instances, options = plan.instances, dict(plan.options)
+    profile, depth = options["profile"], options["depth"]
+    judged_only, complete_topics = options["judged_only"], options["complete_topics"]
+    relevance_level, collection_size = options["relevance_level"], options["collection_size"]
+    require_overlap, zs, md = plan.require_overlap, plan.zs, plan.md
     if require_overlap:
         require_inputs(run_obj, qrels_obj)
     check_values(len(instances), topics_evaluated(run_obj, qrels_obj, complete_topics))
@@ -315,19 +305,6 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         _standardise(zs, values, instances, ranked, profile)
     return finish_evaluation(instances, values, ranked, qrels_obj, run_obj.topics,
                              run_obj.runid, options, md)
-
-
-def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options: dict,
-                      why: str):
-    """A per-topic side input of :func:`evaluate` (``kind``: zscores, topic_metadata) read
-    once by ``reader``, its summary put in ``options``; refused with micro aggregation
-    (``why``: what it acts on per topic)."""
-    if aggregation != "macro":
-        raise EvaluationError(f"{kind} cannot be combined with micro aggregation: {why}",
-                              field=f"options.{kind}")
-    read = reader(source)
-    options[kind] = read.summary()
-    return read
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
@@ -457,8 +434,8 @@ def _description(inst: Instance, profile: str, relevance_level: int, judged_only
 _DESCRIPTIONS: dict[tuple, dict] = {}
 
 
-def _evaluate_diversity(qrels, run, instances, options: dict,
-                        require_overlap: bool, zs=None, md=None) -> Evaluation:
+def evaluate_diversity(qrels, run, instances, options: dict,
+                       require_overlap: bool, zs=None, md=None) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
     with measures that read ordinary qrels (runid and num_q can)."""
     from .errors import MeasureError

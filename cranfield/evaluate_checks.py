@@ -1,21 +1,29 @@
 """evaluate()'s checks of its options and inputs, before and while it works: the integer
 options' bounds (:data:`OPTION_BOUNDS`, :func:`check_options`), empty qrels or run, the
 count of topics an evaluation reports (the budget's topics factor) and a collection size
-too small for a topic. Room: top (beside evaluate)."""
+too small for a topic; and :func:`plan_evaluation`, everything an evaluation settles before
+it reads its inputs (the options and measures checked, the side inputs read), settled once
+for all the runs of :func:`cranfield.evaluate_many.evaluate_many`. Room: top (beside
+evaluate)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import EvaluationError
+from .measures import DEFAULT_PROFILE, PROFILES
+from .measures.budget import check_instances, check_segments
+from .measures.names import Instance, resolve
 from .measures.registry import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
     from .inputs.ranking import Ranked
     from .inputs.run_qrels import Qrels, Run
-    from .measures.names import Instance
+
+AGGREGATIONS = ("macro", "micro")
 
 # The accepted range of each integer option of evaluate(), inclusive: (least, greatest).
 # Defined once here; the CLI and the API's request schemas check against it too. Every
@@ -85,3 +93,89 @@ def check_collection_size(instances: list[Instance], context, ranked: Ranked,
                 f"retrieved + {int(unretrieved[t])} relevant not retrieved = "
                 f"{int(retrieved[t] + unretrieved[t])} documents",
                 field="options.collection_size" if not own else "measures")
+
+
+@dataclass
+class EvaluationPlan:
+    """What :func:`evaluate` settles before reading a run, once per call (and once for all
+    the runs of :func:`cranfield.evaluate_many.evaluate_many`): the options checked, the
+    measures resolved and their budget, the per-topic side inputs read. ``qrels_format``
+    other than ``qrels`` (``-R``) settles nothing more: ``rel_format_options`` hold the
+    options as given, checked by the judgment-group and preference evaluations."""
+
+    qrels_format: str
+    rel_format_options: dict[str, Any]
+    options: dict[str, Any] = field(default_factory=dict)
+    instances: list[Instance] = field(default_factory=list)
+    require_overlap: bool = True
+    zs: Any = None
+    md: Any = None
+
+    @property
+    def diversity(self) -> bool:
+        """Whether the measures are ndeval's (read from subtopic qrels)."""
+        return any(i.measure.family == "diversity" for i in self.instances)
+
+
+def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_PROFILE,
+                    relevance_level: int = 1, judged_only: bool = False,
+                    depth: int | None = None, complete_topics: bool = False,
+                    collection_size: int = 0, aggregation: str = "macro",
+                    require_overlap: bool = True, zscores: Any = None,
+                    qrels_format: str = "qrels",
+                    topic_metadata: Any = None) -> EvaluationPlan:
+    """:func:`evaluate`'s options and measures checked (its refusals, in its order), its
+    side inputs read: everything but the qrels and the run."""
+    if profile not in PROFILES:
+        raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    plan = EvaluationPlan(qrels_format, {
+        "qrels_format": qrels_format, "profile": profile, "relevance_level": relevance_level,
+        "judged_only": judged_only, "depth": depth, "complete_topics": complete_topics,
+        "collection_size": collection_size, "aggregation": aggregation, "zscores": zscores,
+        "topic_metadata": topic_metadata, "require_overlap": require_overlap})
+    if qrels_format != "qrels":
+        return plan
+    if aggregation not in AGGREGATIONS:
+        raise EvaluationError(f"unknown aggregation {aggregation!r}; choose one of "
+                              f"{list(AGGREGATIONS)}")
+    check_options(relevance_level=relevance_level, depth=depth,
+                  collection_size=collection_size)
+    options = {"profile": profile, "relevance_level": relevance_level,
+               "judged_only": judged_only, "depth": depth,
+               "complete_topics": complete_topics, "collection_size": collection_size,
+               "aggregation": aggregation}
+    zs = None
+    if zscores is not None:
+        from .inputs.zscores import read_zscores
+
+        zs = _per_topic_option("zscores", zscores, read_zscores, aggregation, options,
+                               "trec_eval standardises per-topic values")
+    md = None
+    if topic_metadata is not None:
+        from .inputs.segments import read_topic_metadata
+
+        md = _per_topic_option("topic_metadata", topic_metadata, read_topic_metadata,
+                               aggregation, options,
+                               "segments and weights aggregate per-topic values")
+    instances = resolve(measures, profile)
+    # budgets before work (issue #27): the instances before any input is read, the values
+    # once the topics are known (cranfield.measures.budget; no bound outside a budget's context)
+    check_instances(len(instances), measures, profile)
+    if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
+        check_segments(len(instances), md.assignments(), len(md.segment_names()))
+    plan.options, plan.instances, plan.require_overlap = options, instances, require_overlap
+    plan.zs, plan.md = zs, md
+    return plan
+
+
+def _per_topic_option(kind: str, source: Any, reader, aggregation: str, options: dict,
+                      why: str):
+    """A per-topic side input of :func:`evaluate` (``kind``: zscores, topic_metadata) read
+    once by ``reader``, its summary put in ``options``; refused with micro aggregation
+    (``why``: what it acts on per topic)."""
+    if aggregation != "macro":
+        raise EvaluationError(f"{kind} cannot be combined with micro aggregation: {why}",
+                              field=f"options.{kind}")
+    read = reader(source)
+    options[kind] = read.summary()
+    return read

@@ -178,6 +178,7 @@ PACKAGES = ("inputs", "measures", "compare", "reports")
 TOP = {
     "version": "core", "errors": "core", "settings": "core",
     "evaluate": "evaluation", "evaluate_checks": "evaluation", "shards": "evaluation",
+    "evaluate_many": "evaluation",
     "cli": "interfaces", "cli_eval": "interfaces", "cli_compare": "interfaces",
     "cli_files": "interfaces", "remote_cli": "interfaces", "remote_eval": "interfaces",
     "remote_nightly": "interfaces", "remote_parsers": "interfaces", "client": "interfaces",
@@ -415,7 +416,7 @@ def test_the_rules_see_violations(tmp_path):
 
 PUBLIC = ["CranfieldError", "Evaluation", "EvaluationError", "InputError", "Instance", "Measure",
           "MeasureError", "PROFILES", "Qrels", "REGISTRY", "Run", "TopicSets", "evaluate",
-          "parse_measure", "read_qrels", "read_run", "__version__"]
+          "evaluate_many", "parse_measure", "read_qrels", "read_run", "__version__"]
 
 
 def test_the_public_api_is_the_roots_all_and_every_name_resolves():

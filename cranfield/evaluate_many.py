@@ -1,0 +1,139 @@
+"""``evaluate_many``: several runs against one qrels (a track's submissions, a parameter
+sweep), each evaluated as :func:`cranfield.evaluate` evaluates it, the qrels read, checked and
+indexed once. Room: top (beside evaluate).
+
+What one call settles once: the options and measures (:func:`cranfield.evaluate_checks.
+plan_evaluation`: their refusals, the measures' budget, ``-Z`` and topic metadata read) and
+the qrels (read and made one judgment per document as :func:`cranfield.evaluate.judged_qrels`
+makes them, or read as subtopic qrels for diversity measures). Then each run in turn is read,
+ranked and measured by the code :func:`cranfield.evaluate` runs (:func:`cranfield.evaluate.
+evaluate_read`), and nothing of it is kept but its :class:`Evaluation`, so the memory a call
+needs at its peak is one run's. The Evaluation of each run equals ``evaluate(qrels, run,
+measures, **options)``'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .errors import CranfieldError, InputError
+from .evaluate import (
+    Evaluation,
+    evaluate,
+    evaluate_diversity,
+    evaluate_read,
+    judged_qrels,
+)
+from .evaluate_checks import plan_evaluation
+from .inputs.io import read_qrels, read_run
+from .inputs.run_naming import run_names
+from .inputs.swapped import refuse_swapped, refuse_swapped_runs
+from .inputs.trec_source import path_candidate
+
+CALL, FORM = "cranfield.evaluate_many", "evaluate_many(qrels, runs, ...)"
+
+
+def evaluate_many(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
+                  measures: list[str] | str | None = None,
+                  **options: Any) -> dict[str, Evaluation]:
+    """Evaluate every run of ``runs`` against ``qrels``: ``{name: Evaluation}``, in the
+    order of ``runs``, each equal to ``evaluate(qrels, run, measures, **options)``.
+
+    ``runs``: a mapping ``{name: run}``, or a sequence of runs, named by
+    :func:`run_names_of` (a path by its file's stem, made unique as ``cranfield compare``
+    makes them; any other run ``run1``, ``run2``... by its place). Each run is anything
+    :func:`cranfield.evaluate` accepts (a path, TREC text or bytes, a file object, a
+    ``{topic: {docid: score}}`` mapping, columns, a :class:`cranfield.Run`); ``qrels``
+    likewise, read once. ``measures`` and ``options`` are evaluate's (``profile``,
+    ``relevance_level``, ``judged_only``, ``depth``, ``complete_topics``,
+    ``collection_size``, ``aggregation``, ``require_overlap``, ``zscores``,
+    ``qrels_format``, ``topic_metadata``), checked once, before any input is read.
+
+    The first run that cannot be evaluated stops the call with evaluate's error for it
+    (an :class:`InputError`, :class:`EvaluationError`...), made to name the run: where
+    evaluate calls a run read from anything but a file ``run`` (``run.q1.d3: ...``,
+    ``run:4: ...``), this says its name (``bm25.q1.d3: ...``; a file keeps its path), and
+    the error's ``run`` attribute (and a note in its traceback) holds the name.
+    :func:`iter_evaluations` yields each evaluation as it is made (the command line prints
+    each run's as it comes).
+    """
+    return dict(iter_evaluations(qrels, runs, measures, **options))
+
+
+def run_names_of(runs: Mapping[str, Any] | Sequence[Any]) -> list[str]:
+    """The names :func:`evaluate_many` gives ``runs``: a mapping's keys (each a str); for a
+    sequence, :func:`cranfield.inputs.run_naming.run_names` of the runs given as paths (a
+    PathLike, or a str naming a file), the others ``run{i}`` (1-based)."""
+    if isinstance(runs, Mapping):
+        names = list(runs)
+        bad = [n for n in names if not isinstance(n, str)]
+        if bad:
+            raise TypeError(f"evaluate_many: run names must be str, got {bad[0]!r}")
+        return names
+    if isinstance(runs, str | bytes | bytearray | memoryview | os.PathLike) or \
+            not isinstance(runs, Sequence):
+        raise TypeError("evaluate_many: runs must be a mapping {name: run} or a sequence of "
+                        f"runs (a list or tuple), got {type(runs).__name__}")
+    return run_names([_path_of(run) for run in runs])
+
+
+def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
+                     measures: list[str] | str | None = None,
+                     **options: Any) -> Iterator[tuple[str, Evaluation]]:
+    """:func:`evaluate_many` one run at a time: ``(name, Evaluation)`` as each run is
+    evaluated (a run's error is raised when its turn comes, after the runs before it were
+    yielded). The swapped-arguments checks, the options, the measures and the qrels are
+    settled before the first run is read."""
+    refuse_swapped_runs(qrels, runs, CALL, FORM)
+    names = run_names_of(runs)
+    sources = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
+    for run in sources:  # a cheap look at each (never a parse), as evaluate takes it
+        refuse_swapped(qrels, run, CALL, FORM)
+    plan = plan_evaluation(measures, **options)
+    qrels_obj = None
+    if plan.qrels_format == "qrels":  # (-R's judgment groups and preferences: run by run)
+        # subtopic qrels for diversity measures; else as evaluate reads them
+        qrels_obj = read_qrels(qrels, diversity=True) if plan.diversity else \
+            judged_qrels(qrels)
+    for name, run in zip(names, sources, strict=True):
+        try:
+            if qrels_obj is None:
+                ev = evaluate(qrels, run, measures, **options)
+            elif plan.diversity:
+                ev = evaluate_diversity(qrels_obj, read_run(run), plan.instances,
+                                        dict(plan.options), plan.require_overlap, plan.zs,
+                                        plan.md)
+            else:
+                ev = evaluate_read(plan, qrels_obj, read_run(run))
+        except CranfieldError as exc:
+            _name_the_run(exc, name)
+            raise
+        yield name, ev
+
+
+def _name_the_run(exc: CranfieldError, name: str) -> None:
+    """evaluate's own error for run ``name``, made to name it: an input error about a run
+    read from anything but a file (which evaluate calls ``run``: ``run.q1.d3``, ``run:4``) is
+    about ``name`` instead (``bm25.q1.d3``; a file keeps its path); every error gets ``run``
+    (the name) and a note saying it."""
+    if getattr(exc, "run", None) is not None:
+        return
+    if isinstance(exc, InputError) and exc.source == "run":
+        exc.source = name
+        if exc.field == "run" or (exc.field or "").startswith("run."):
+            exc.field = name + exc.field[3:]
+        exc.args = (exc.describe(),)
+    exc.run = name
+    exc.add_note(f"(while evaluating run {name!r})")
+
+
+def _path_of(run: Any) -> str | None:
+    """The file path a run names, else None: a PathLike, or a one-line str the reader takes
+    for a path (a file's, or one missing: fewer than four fields, as the reader tells "no
+    such file" from a line of text)."""
+    path = path_candidate(run)
+    if path is None or isinstance(run, os.PathLike):
+        return path
+    return path if path.strip() and len(path.split()) < 4 else None
