@@ -38,6 +38,9 @@ APP_DEFAULTS: dict[str, Any] = {
     # topic)), synchronous and queued: a larger one is 422 (cranfield.compare.pooling.pool_work)
     "MAX_POOL_WORK": 2_000_000,
     "MAX_QUEUED_POOL_WORK": 20_000_000,
+    # the runs one POST /v1/evaluations/batch evaluates against its qrels (issue #30); more:
+    # 422 naming runs, before any is read
+    "MAX_BATCH_RUNS": 200,
     # the memory an uploaded Parquet / Arrow run or qrels will take once read, estimated from
     # its metadata before anything is decompressed (cranfield.inputs.table_bounds.memory_estimate:
     # rows x bytes a row + uncompressed bytes), sync and queued; more: 413. The variable, when set,
@@ -69,7 +72,7 @@ APP_DEFAULTS: dict[str, Any] = {
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
                  "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_SEGMENTS",
-                 "MAX_POOL_WORK",
+                 "MAX_POOL_WORK", "MAX_BATCH_RUNS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")

@@ -250,6 +250,59 @@ class Client:
             return state["result"]
         return self.job_result(state["id"], accept, state)
 
+    def evaluate_many(self, qrels: Any = None, runs: Any = None,
+                      measures: list[str] | None = None, *, qrels_id: str | None = None,
+                      options: dict | None = None, per_topic: bool | None = None,
+                      curves: bool = False, accept: str = "application/json",
+                      topic_metadata_id: str | None = None) -> Any:
+        """``POST /v1/evaluations/batch``: every run of ``runs`` against ``qrels`` (or stored
+        ``qrels_id``), the qrels read once by the service, as
+        :func:`cranfield.evaluate_many` evaluates them here. ``runs``: a mapping ``{name:
+        run}``, or a sequence of runs named as :func:`cranfield.evaluate_many` names them (a
+        path by its file's stem, made unique; any other run ``run1``, ``run2``... by its
+        place); each a path (read and sent as its text), a mapping, TREC text or bytes.
+        Returns ``{name: document}``, each document what :meth:`evaluate` returns for that
+        run alone, or for ``accept="text/plain"`` the text (per run, what ``cranfield eval``
+        prints, after trec_eval's ``runid`` line when there are several). A batch is
+        answered at once, never queued: a body over the service's ASYNC_THRESHOLD_BYTES is
+        an ApiError 413 (send fewer runs per call)."""
+        from collections.abc import Mapping
+
+        from .inputs.run_naming import run_names
+
+        if runs is None or isinstance(runs, str | bytes):
+            raise TypeError("evaluate_many: runs must be a mapping {name: run} or a sequence "
+                            "of runs")
+        if isinstance(runs, Mapping):
+            names, sources = list(runs), list(runs.values())
+        else:
+            sources = list(runs)
+            names = run_names([path_of(run) for run in sources])
+        body: dict[str, Any] = {"runs": [{"name": name, "run": text_or_mapping(run)}
+                                         for name, run in zip(names, sources, strict=True)]}
+        if qrels_id is not None:
+            body["qrels_id"] = qrels_id
+        else:
+            body["qrels"] = text_or_mapping(qrels)
+        if topic_metadata_id is not None:
+            body["topic_metadata_id"] = topic_metadata_id
+        if measures is not None:
+            body["measures"] = list(measures)
+        if options:
+            body["options"] = {k: v for k, v in options.items() if v is not None}
+            if "topic_metadata" in body["options"]:
+                body["options"]["topic_metadata"] = topic_metadata_option(
+                    body["options"]["topic_metadata"]).as_json()
+        if per_topic is not None:
+            body["per_topic"] = per_topic
+        if curves:
+            body["curves"] = True
+        _, _, raw = self.request("POST", "/v1/evaluations/batch", body,
+                                 headers={"Accept": accept})
+        if accept != "application/json":
+            return raw.decode("utf-8")
+        return {doc.pop("name"): doc for doc in json.loads(raw)["evaluations"]}
+
     def job_result(self, job: str, accept: str = "application/json",
                    state: dict | None = None) -> Any:
         """A finished job's result in ``accept``: its document (JSON), or the server's

@@ -21,6 +21,7 @@ from . import (
     comparisons,
     docs,
     evaluations,
+    evaluations_batch,
     health,
     jobs,
     measures,
@@ -108,6 +109,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
     app.register_blueprint(evaluations.bp)
+    app.register_blueprint(evaluations_batch.bp)
     app.register_blueprint(comparisons.bp)
     app.register_blueprint(pools.bp)
     app.register_blueprint(results.bp)

@@ -383,13 +383,14 @@ def _json_object(value: str):
     return value
 
 
-def load_runs_body(schema: Schema, option_keys=_OPTION_KEYS) -> dict:
-    """A request that sends runs (a comparison, a pool), validated by ``schema``: JSON, or
-    multipart/form-data with repeated ``runs`` files named by their file names, a ``qrels``
-    file and the other fields as text; ``option_keys``: the form fields that go into
-    ``options``."""
-    most = next((v.max for v in schema.fields["runs"].validators
-                 if isinstance(v, validate.Length)), None)
+def load_runs_body(schema: Schema, option_keys=_OPTION_KEYS, max_runs: int | None = None
+                   ) -> dict:
+    """A request that sends runs (a comparison, a pool, a batch of evaluations), validated by
+    ``schema``: JSON, or multipart/form-data with repeated ``runs`` files named by their file
+    names, a ``qrels`` file and the other fields as text; ``option_keys``: the form fields
+    that go into ``options``; ``max_runs``: the most run files (default: the schema's)."""
+    most = max_runs or next((v.max for v in schema.fields["runs"].validators
+                             if isinstance(v, validate.Length)), None)
     return load_body(schema, lambda: _form_request(option_keys, most))
 
 
