@@ -163,6 +163,25 @@ def test_uploaded_files_are_named_by_their_file_names(client):
         assert docs[name] == single.get_json()
 
 
+def test_topic_metadata_segments_per_run(client):
+    metadata = {"301": {"segments": ["a"], "weight": 2}, "302": {"segments": ["a", "b"]},
+                "303": {"segments": ["b"]}}
+    body = {"qrels": QRELS, "measures": ["map"], "options": {"topic_metadata": metadata}}
+    docs = documents(client.post("/v1/evaluations/batch", json={
+        "runs": [{"run": RUN}, {"run": REV}], **body}))
+    for name, run in (("run1", RUN), ("run2", REV)):
+        single = client.post("/v1/evaluations", json={"run": run, **body}).get_json()
+        assert "segments" in single and docs[name] == single
+    # multipart: the metadata as a file, a run as a text field (named by its place)
+    resp = client.post("/v1/evaluations/batch", data={
+        "runs": [(io.BytesIO(RUN.encode()), "a.txt"), REV], "qrels": QRELS, "measures": "map",
+        "topic_metadata": (io.BytesIO(b"301 a\n302 b\n"), "segments.txt")},
+        content_type="multipart/form-data")
+    docs = documents(resp)
+    assert list(docs) == ["a", "run2"]
+    assert set(docs["a"]["segments"]) == {"a", "b"}
+
+
 def test_stored_qrels(client):
     put = client.put("/v1/qrels/batch-qrels", json={"qrels": mapping_qrels()})
     assert put.status_code in (200, 201), put.get_json()
