@@ -123,24 +123,11 @@ def json_read(data_dir: Path, repeat: int) -> None:
         return cranfield.read_run(json_body.loads(body)["run"], name="run")
 
     def python_only():  # as an install without the compiled extension reads it
-        import cranfield.inputs.docid_keys
-        import cranfield.inputs.mappings
-        import cranfield.inputs.ranking
-        import cranfield.inputs.trec_fast
+        from tests.extension_off import extension_off  # every module importing it, patched
 
-        compiled = (cranfield.inputs.docid_keys, cranfield.inputs.mappings,
-                    cranfield.inputs.trec_fast, cranfield.inputs.ranking)
-        saved = json_body._kernels, [m._mapscan for m in compiled]
-        json_body._kernels = False
-        for m in compiled:
-            m._mapscan = None
-        try:
+        with extension_off():
             assert json_body.decode_body(body, min_bytes=0) is None
             return without()
-        finally:
-            json_body._kernels = saved[0]
-            for m, ext in zip(compiled, saved[1], strict=True):
-                m._mapscan = ext
 
     results = {}
     for name, fn in (("json_body.decode_body (compiled scan)", scan),

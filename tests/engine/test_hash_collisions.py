@@ -11,12 +11,11 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
+from extension_off import without_extension
 
 import cranfield
 import cranfield.inputs.docid_keys
 import cranfield.inputs.io
-import cranfield.inputs.mappings
-import cranfield.inputs.trec_fast
 from cranfield import InputError
 
 REAL_HASHES = cranfield.inputs.docid_keys.docid_hashes
@@ -232,9 +231,7 @@ def test_run_keys_repacked_for_more_row_bits_equal_keys_hashed_again(more_bits, 
 
     monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
     # the sorted keys, not the tables
-    monkeypatch.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
-    monkeypatch.setattr(cranfield.inputs.mappings, "_mapscan", None)
-    monkeypatch.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
+    without_extension(monkeypatch)
     text = _texts(3)[0]
     kept = cranfield.read_run(text)
     rb = row_bits(len(kept))

@@ -1,9 +1,9 @@
 """The JSON body read without the compiled accelerator (issue #29): where
 ``cranfield.inputs._mapscan`` was not built (no C compiler at install), every JSON body is read by
 orjson and the mapping readers. That path is supported: each test here reads the same input with the
-extension and with it patched away (``json_body._kernels = False``, the ``_mapscan`` of
-``docid_keys``, ``mappings``, ``trec_fast`` and ``ranking`` None, as an install without it has them)
-and holds the answers equal — the same run and qrels, digests and measures, or the same refusal
+extension and with it patched away (tests/extension_off.py: ``json_body._kernels = False`` and
+``_mapscan`` None in every engine module importing it, as an install without it has them) and
+holds the answers equal — the same run and qrels, digests and measures, or the same refusal
 (code, field, message)."""
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ import math
 import numpy as np
 import orjson
 import pytest
+from extension_off import without_extension
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cranfield.inputs.docid_keys
-import cranfield.inputs.mappings
-import cranfield.inputs.ranking
-import cranfield.inputs.trec_fast
 from cranfield import InputError, evaluate, read_qrels, read_run
 from cranfield.inputs import json_body
 from cranfield.inputs.json_body import Columns, columns_sha256, decode_body, read_json_mapping
@@ -32,11 +29,7 @@ class _PythonPath:
 
     def __enter__(self):
         self.mp = pytest.MonkeyPatch()
-        self.mp.setattr(json_body, "_kernels", False)
-        self.mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
-        self.mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
-        self.mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
-        self.mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
+        without_extension(self.mp)
         return self
 
     def __exit__(self, *exc):

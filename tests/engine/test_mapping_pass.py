@@ -23,16 +23,14 @@ from types import MappingProxyType
 
 import numpy as np
 import pytest
+from extension_off import without_extension
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cranfield
-import cranfield.inputs.docid_keys
 import cranfield.inputs.io
 import cranfield.inputs.mappings
-import cranfield.inputs.matching
 import cranfield.inputs.ranking
-import cranfield.inputs.trec_fast
 from cranfield.errors import CranfieldError
 from cranfield.inputs.ranking import rank_run
 from cranfield.reports.result_document import warnings_for
@@ -44,10 +42,7 @@ _EXAMPLES = 60 if os.environ.get("CI") == "true" else 150
 
 
 def _python_path(mp):
-    for module in (cranfield.inputs.docid_keys, cranfield.inputs.mappings,
-                   cranfield.inputs.trec_fast, cranfield.inputs.matching,
-                   cranfield.inputs.ranking):
-        mp.setattr(module, "_mapscan", None)
+    without_extension(mp)
 
 
 class UserMapping(Mapping):

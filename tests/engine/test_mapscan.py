@@ -2,10 +2,9 @@
 for: the same Run and Qrels, the same refusal (reason and field), the same numbers.
 
 Each test reads the same input twice, once with ``_mapscan`` and once with it patched out of
-``cranfield.inputs.docid_keys``, ``cranfield.inputs.mappings``, ``cranfield.inputs.trec_fast`` and
-``cranfield.inputs.ranking`` (the path an install without a C compiler takes),
-and compares everything. Under CI the extension must be there, so the compiled path is the
-one tested."""
+every engine module importing it (tests/extension_off.py: the path an install without a C
+compiler takes), and compares everything. Under CI the extension must be there, so the compiled
+path is the one tested."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import random
 
 import numpy as np
 import pytest
+from extension_off import without_extension
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,10 +37,7 @@ def test_the_extension_is_built_under_ci():
 
 
 def _python_path(monkeypatch):
-    monkeypatch.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
-    monkeypatch.setattr(cranfield.inputs.mappings, "_mapscan", None)
-    monkeypatch.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
-    monkeypatch.setattr(cranfield.inputs.ranking, "_mapscan", None)
+    without_extension(monkeypatch)
 
 
 def _read(reader, mapping):
@@ -195,10 +192,7 @@ def _read_text(text, monkeypatch, compiled: bool, chunk: int | None = None):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0)
         if not compiled:
-            mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
-            mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
-            mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
-            mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
+            without_extension(mp)
         if chunk is not None:
             mp.setattr(cranfield.inputs.trec_fast, "_PARSE_CHUNK", chunk)
         try:
@@ -369,10 +363,7 @@ def test_topic_tables_equal_the_sorted_keys(seed, scattered, hashing, monkeypatc
         for compiled in (True, False):
             with pytest.MonkeyPatch.context() as mp:
                 if not compiled:
-                    mp.setattr(cranfield.inputs.docid_keys, "_mapscan", None)
-                    mp.setattr(cranfield.inputs.mappings, "_mapscan", None)
-                    mp.setattr(cranfield.inputs.trec_fast, "_mapscan", None)
-                    mp.setattr(cranfield.inputs.ranking, "_mapscan", None)
+                    without_extension(mp)
                 try:
                     run = cranfield.read_run(run_text)
                     ev = cranfield.evaluate(cranfield.read_qrels(adhoc_text), run,
