@@ -33,7 +33,7 @@ class Run:
     source: str = "run"
     _origin: Any = field(default=None, repr=False)
     # FNV-1a (64-bit) of each docid's UTF-8 bytes, when a reader computed it for free: lets
-    # matching against qrels skip the rows that cannot be judged (see ranking._match)
+    # matching against qrels skip the rows that cannot be judged (see matching.match_judged)
     docid_fnv: np.ndarray | None = field(default=None, repr=False)
     # (rb, packed, shared): the run's (topic, docid) keys sorted, each holding a key's top
     # 64 - rb bits above its row number (see packed_keys), and the prefixes rows share,
@@ -73,7 +73,7 @@ class Qrels:
     ``docids`` may be given as a numpy object array or as a pyarrow string array (the TREC
     reader keeps its column); either way ``docids`` reads as a numpy object array, built on
     first use, so that evaluating never turns a judged docid into a Python string unless a
-    measure needs to compare it (see :func:`cranfield.inputs.ranking._match`).
+    measure needs to compare it (see :func:`cranfield.inputs.matching.match_judged`).
     """
 
     def __init__(self, topics: list[str], topic_index: np.ndarray, docids: Any,

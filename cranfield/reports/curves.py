@@ -22,7 +22,7 @@ import numpy as np
 
 from ..evaluate import Evaluation
 from ..measures import Context
-from ..measures.extended import interpolated_precision
+from ..measures.textbook import interpolated_precision
 
 RECALL_LEVELS = [round(0.1 * i, 1) for i in range(11)]
 INTERPOLATION = "textbook"

@@ -7,7 +7,7 @@ under ``cranfield/`` imports ``service``, ``worker``, ``backend``, Flask, Redis 
 Inside the engine (issue #29): its rooms (``cranfield.inputs``, ``measures``, ``reports``,
 ``compare``, and the modules at the top) import only the rooms below them, with every
 import statement counted (lazy ones in functions too); no import circle; nothing below the
-root imports the root; no module over 650 lines; ``cranfield.__all__`` is the public API,
+root imports the root; no module over 600 lines; ``cranfield.__all__`` is the public API,
 and ``import cranfield`` loads no comparison or report."""
 
 from __future__ import annotations
@@ -179,12 +179,13 @@ TOP = {
     "version": "core", "errors": "core", "settings": "core",
     "evaluate": "evaluation", "evaluate_checks": "evaluation", "shards": "evaluation",
     "evaluate_many": "evaluation",
-    "cli": "interfaces", "cli_eval": "interfaces", "cli_compare": "interfaces",
+    "cli": "interfaces", "cli_eval": "interfaces", "cli_eval_many": "interfaces",
+    "cli_compare": "interfaces",
     "cli_files": "interfaces", "remote_cli": "interfaces", "remote_eval": "interfaces",
     "remote_nightly": "interfaces", "remote_parsers": "interfaces", "client": "interfaces",
     "client_body": "interfaces",
 }
-MAX_LINES = 650
+MAX_LINES = 600
 #: the compiled modules (no .py file; a build may be absent from a checkout)
 COMPILED = ("_mapscan",)
 

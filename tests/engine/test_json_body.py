@@ -183,7 +183,7 @@ def test_read_json_mapping_matches_mapping_reader(monkeypatch):
 def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
     """The per-row hashes the scan leaves on a run equal io.fnv1a_hashes, and matching with
     the bitmap prefilter finds exactly the judged documents."""
-    from cranfield.inputs import ranking
+    from cranfield.inputs import matching
     from cranfield.inputs.docid_keys import fnv1a_hashes
 
     run = {f"q{t}": {f"doc-{t * 7 + i}é" if i % 5 == 0 else f"d{i}": float(i % 13)
@@ -195,8 +195,8 @@ def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
     assert fast.docid_fnv is not None
     assert (fast.docid_fnv == fnv1a_hashes(fast.docids)).all()
     calls = []
-    monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)
-    monkeypatch.setattr(ranking, "fnv1a_hashes", lambda s: calls.append(1) or fnv1a_hashes(s))
+    monkeypatch.setattr(matching, "PREFILTER_ROWS_PER_JUDGED", 0)
+    monkeypatch.setattr(matching, "fnv1a_hashes", lambda s: calls.append(1) or fnv1a_hashes(s))
     a = evaluate(qrels, fast, ["all_trec"])
     b = evaluate(qrels, run, ["all_trec"])
     assert a.per_topic == b.per_topic and a.aggregate == b.aggregate

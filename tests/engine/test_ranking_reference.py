@@ -23,6 +23,7 @@ import pytest
 
 import cranfield
 import cranfield.inputs.io
+import cranfield.inputs.matching as matching
 import cranfield.inputs.ranking as ranking
 from cranfield.inputs._json_kernels import hash_hits
 from cranfield.inputs.docid_keys import fnv1a_hashes
@@ -172,12 +173,12 @@ def read(kind: str, run: dict, layout: str, rng, monkeypatch) -> Run:
     if kind == "mapping":
         return read_run(run)
     if kind.startswith("arrow"):
-        monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # always prefilter
+        monkeypatch.setattr(matching, "PREFILTER_ROWS_PER_JUDGED", 0)  # always prefilter
         return arrow_run(run, layout, rng, chunks=1 if kind == "arrow-plain" else 3)
     monkeypatch.setattr(cranfield.inputs.io, "FAST_READER_MIN_BYTES", 0 if kind == "columnar"
                         else 1 << 62)
     if kind == "columnar":  # a run this long would be prefiltered if it had FNV hashes: it
-        monkeypatch.setattr(ranking, "PREFILTER_ROWS_PER_JUDGED", 0)  # has none
+        monkeypatch.setattr(matching, "PREFILTER_ROWS_PER_JUDGED", 0)  # has none
     return read_run(as_text(run, layout, rng))
 
 
