@@ -1,4 +1,4 @@
-"""Benchmark comparing systems: ``cranfield.compare_evaluations`` on the issue's workload.
+"""Benchmark comparing systems: ``cranfield.compare.compare_evaluations`` on the issue's workload.
 
 Default workload: 10 runs × 6,980 topics (100 docs each), 5 measures (map, ndcg_cut.10, P.10,
 recall.100, recip_rank), all 45 pairs, paired t-test + randomization test (10,000 sign

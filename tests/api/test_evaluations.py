@@ -241,7 +241,8 @@ def test_large_json_bodies_read_as_columns_answer_as_small_ones(client, monkeypa
     import service.evaluation_request as evaluation_request
     from cranfield.inputs.io import read_run
 
-    require(cranfield.inputs.json_body.warm_up(), "the compiled JSON kernels load (numba)")
+    require(cranfield.inputs.json_body.warm_up(),
+            "the C extension built (cranfield.inputs._mapscan)")
     run = read_run(DATA / "results.test").to_dict()
     qrels = {t: {d: g for d, g in docs.items()} for t, docs in
              cranfield.read_qrels(DATA / "qrels.test").to_dict().items()}

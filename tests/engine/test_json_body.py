@@ -21,7 +21,7 @@ from cranfield.inputs.json_body import (
     read_json_mapping,
 )
 
-# the compiled kernels must load (numba installed, cranfield/inputs/_json_kernels.py importable):
+# the compiled kernels must load (the C extension built, cranfield.inputs._mapscan):
 # skipped locally without them, a failure under CI=true (tests/conftest.py)
 pytestmark = pytest.mark.requires(json_body.warm_up(),
                                   reason="the compiled JSON kernels load (json_body.warm_up())")
@@ -181,7 +181,7 @@ def test_read_json_mapping_matches_mapping_reader(monkeypatch):
 
 
 def test_kernel_docid_hashes_are_fnv1a_and_matching_uses_them(monkeypatch):
-    """The per-row hashes the scan leaves on a run equal io.fnv1a_hashes, and matching with
+    """The per-row hashes the scan leaves on a run equal docid_keys.fnv1a_hashes, and matching with
     the bitmap prefilter finds exactly the judged documents."""
     from cranfield.inputs import matching
     from cranfield.inputs.docid_keys import fnv1a_hashes
