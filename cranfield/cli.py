@@ -13,6 +13,11 @@ This module holds the parser (:func:`build_parser`), ``cranfield measures`` and
 :func:`main`, the console entry point; the commands run in :mod:`cranfield.cli_eval`
 (``eval``), :mod:`cranfield.cli_compare` (``compare``, ``pool``) and the ``remote_*``
 modules (on a service). Room: the top (the command line), beside ``evaluate`` and ``client``.
+
+Start-up (issue #30): importing this module loads no numpy and no command's module; :func:`main`
+builds only the parser of the command named first (every parser for ``-h``, ``--version`` or
+another first argument), sets ``OPENBLAS_NUM_THREADS`` for the commands that multiply no
+matrices, and only then imports the command, and with it the engine.
 """
 
 from __future__ import annotations
@@ -21,12 +26,6 @@ import argparse
 import sys
 
 from . import remote_cli, remote_parsers
-from .cli_compare import run_compare, run_pool
-from .cli_eval import run_eval
-from .cli_files import file_bytes
-from .errors import CranfieldError, error_report
-from .measures import DEFAULT_PROFILE, PROFILES
-from .reports.measure_docs import FAMILIES
 from .version import __version__
 
 COMPARE_DESCRIPTION = """\
@@ -73,6 +72,8 @@ PROFILE_ALIASES = {"9.0.8": "trec_eval-9.0.8", "9": "trec_eval-9.0.8", "10": "tr
 
 
 def _profile(text: str) -> str:
+    from .measures import PROFILES
+
     profile = PROFILE_ALIASES.get(text, text)
     if profile not in PROFILES:
         raise argparse.ArgumentTypeError(
@@ -117,13 +118,10 @@ def _commands() -> dict:
     return found
 
 
-def build_parser(commands: bool = True) -> argparse.ArgumentParser:
-    """``cranfield``'s parser; with ``commands``, also the commands other packages add
-    (:func:`_commands`)."""
-    parser = argparse.ArgumentParser(prog="cranfield",
-                                     description="Evaluate search runs (trec_eval-compatible).")
-    parser.add_argument("--version", action="version", version=f"cranfield {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_eval(sub) -> None:
+    """``cranfield eval``'s parser."""
+    from .measures import DEFAULT_PROFILE, PROFILES
+
     ev = sub.add_parser("eval", help="evaluate a run against qrels, like trec_eval",
                         description="Evaluate RUN against QRELS. Output is trec_eval's text by "
                                     "default.", epilog=EVAL_EPILOG,
@@ -193,6 +191,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     ev.add_argument("--qrels-id", default=None, metavar="ID",
                     help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
                          "(pass -)")
+
+
+def _add_ndeval(sub) -> None:
+    """``cranfield ndeval``'s parser."""
     nd = sub.add_parser("ndeval", help="diversity measures exactly as NIST's ndeval 4.5 prints "
                                        "them (CSV)")
     nd.add_argument("qrels", metavar="QRELS", help="subtopic qrels: topic subtopic docno judgment")
@@ -205,6 +207,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     nd.add_argument("-beta", "--beta", type=float, default=0.5, help="NRBP patience")
     nd.add_argument("-M", type=int, default=None, dest="depth", metavar="N",
                     help="keep the first N results of each topic")
+
+
+def _add_gdeval(sub) -> None:
+    """``cranfield gdeval``'s parser."""
     gd = sub.add_parser("gdeval", help="nDCG@k (exponential gain) and ERR@k exactly as the TREC "
                                        "Web track's gdeval 1.3 prints them (CSV)")
     gd.add_argument("qrels", metavar="QRELS", help="graded qrels: topic 0 docno grade (<= 4)")
@@ -212,6 +218,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     gd.add_argument("-c", action="store_true", dest="complete",
                     help="average over all topics with a relevant document")
     gd.add_argument("-k", type=int, default=20, dest="k", help="cutoff (default 20)")
+
+
+def _add_compare(sub) -> None:
+    """``cranfield compare``'s parser."""
+    from .measures import DEFAULT_PROFILE, PROFILES
+
     cmp = sub.add_parser("compare", help="compare runs over topics: means with CIs, paired "
                                          "tests, multiple-comparison correction, a gate",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -269,6 +281,13 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                      help="relevance level: grades >= N are relevant (default 1)")
     cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                      help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+
+
+def _add_measures(sub) -> None:
+    """``cranfield measures``'s parser."""
+    from .measures import DEFAULT_PROFILE
+    from .reports.measure_docs import FAMILIES
+
     ms = sub.add_parser("measures", help="list the measure registry (trec_eval's -h), or "
                                          "describe one measure",
                         description="List the measures (name, family, summary), or with NAME "
@@ -287,6 +306,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                          "GET /v1/measures/NAME's)")
     ms.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="profile of the canonical names shown for NAME")
+
+
+def _add_pool(sub) -> None:
+    """``cranfield pool``'s parser."""
+    from .measures import DEFAULT_PROFILE
+
     pl = sub.add_parser("pool", help="the judging pool of runs: the union of their top-k "
                                      "documents per topic",
                         description="Pool RUNs at depth k (trec_eval's ranking order), minus "
@@ -301,7 +326,30 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                     help="trec: 'topic 0 docid' lines (default); json: the pool with counts")
     pl.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
                     help="ranking profile: 9.0.8 compares scores as float32 (default)")
-    remote_parsers.register(sub)
+
+
+# the engine's local commands' parsers, in the order ``cranfield -h`` lists them
+LOCAL_PARSERS = {"eval": _add_eval, "ndeval": _add_ndeval, "gdeval": _add_gdeval,
+                 "compare": _add_compare, "measures": _add_measures, "pool": _add_pool}
+
+
+def build_parser(commands: bool = True, only: str | None = None) -> argparse.ArgumentParser:
+    """``cranfield``'s parser; with ``commands``, also the commands other packages add
+    (:func:`_commands`). With ``only`` (one of :data:`ENGINE_COMMANDS`), the parser of that
+    command alone (the service commands' parsers together): what ``main`` parses a command
+    line naming it with, in a fraction of the time. Its usage line (printed with an error
+    such as an unrecognized argument) still lists every engine command."""
+    parser = argparse.ArgumentParser(prog="cranfield",
+                                     description="Evaluate search runs (trec_eval-compatible).")
+    parser.add_argument("--version", action="version", version=f"cranfield {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, add in LOCAL_PARSERS.items():
+        if only is None or only == name:
+            add(sub)
+    if only is None or only in remote_parsers.REMOTE_COMMANDS:
+        remote_parsers.register(sub)
+    if only is not None:  # the usage line argparse writes for every engine command
+        sub.metavar = "{" + ",".join(ENGINE_COMMANDS) + "}"
     if commands:
         for register in _commands().values():
             register(sub)
@@ -372,14 +420,35 @@ def _wants_commands(argv: list[str]) -> bool:
     return first not in ENGINE_COMMANDS
 
 
+# commands that do no matrix product (only ``compare``'s statistics do: compare/stats.py)
+NO_BLAS_COMMANDS = tuple(c for c in ENGINE_COMMANDS if c != "compare")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(commands=_wants_commands(argv))
+    # the command named first (``cranfield eval ...``): only its parser is built; with any
+    # other first argument (``-h``, ``--version``, an unknown or another package's command)
+    # every parser is, so help and errors list them all
+    command = argv[0] if argv and argv[0] in ENGINE_COMMANDS else None
+    if command in NO_BLAS_COMMANDS and "numpy" not in sys.modules:
+        # numpy's OpenBLAS starts a thread per core when numpy is imported (about 55 ms of a
+        # 150 ms `cranfield eval`, issue #30); these commands never multiply matrices, so one
+        # thread does. Set before numpy loads (it is read then), and never over the user's;
+        # in a process that has numpy already (a test calling main) it would change nothing.
+        from .settings import one_blas_thread
+
+        one_blas_thread()
+    parser = build_parser(commands=_wants_commands(argv), only=command)
     args = parser.parse_args(argv)
+    from .errors import CranfieldError, error_report
+
     try:
         if args.command == "eval":
+            from .cli_eval import run_eval
+
             return run_eval(args)
         if args.command in ("ndeval", "gdeval"):
+            from .cli_files import file_bytes
             from .measures import webtrack
 
             qrels, run = file_bytes(args.qrels), file_bytes(args.run)
@@ -392,8 +461,12 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(result.csv())
             return 0
         if args.command == "compare":
+            from .cli_compare import run_compare
+
             return run_compare(args)
         if args.command == "pool":
+            from .cli_compare import run_pool
+
             return run_pool(args)
         if args.command == "measures":
             return run_measures(args)

@@ -9,14 +9,13 @@ import argparse
 import os
 import sys
 
-from . import remote_eval
 from .cli_files import file_bytes, input_source, topic_metadata_file, zscores_file
 from .errors import InputError
-from .evaluate import evaluate
-from .reports.trec_format import format_csv, format_json, format_trec
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    # the engine (numpy) loads here, once cranfield.cli.main has set the environment up
+    from .evaluate import evaluate
     from .inputs.io import read_qrels, read_run
     from .measures.names import needs_subtopics
     from .reports.result_document import warnings_for
@@ -36,6 +35,8 @@ def run_eval(args: argparse.Namespace) -> int:
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
                   "as JSON); drop --server", file=sys.stderr)
             return 1
+        from . import remote_eval
+
         return remote_eval.run_eval(args)  # --topic-metadata: read here, sent as its text
     if args.record:
         print("cranfield: --record needs --server (results are kept by the service)",
@@ -65,16 +66,22 @@ def run_eval(args: argparse.Namespace) -> int:
                   zscores=zscores_file(args.zscores),
                   topic_metadata=topic_metadata_file(args.topic_metadata))
     if args.format == "json":  # the API's evaluation document; warnings are in it
+        from .reports.trec_format import format_json
+
         text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
     else:
         if args.format == "csv":
+            from .reports.trec_format import format_csv
+
             text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
         elif args.format == "jsonl":
             from .reports.jsonl import format_jsonl
 
             text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
         else:
+            from .reports.trec_format import format_trec
+
             text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
         if not args.no_warnings:
             _print_warnings(warnings_for(ev, "cli"))

@@ -3,7 +3,6 @@ API can turn it into a message a person can act on (file, line, field, reason)."
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 
@@ -147,6 +146,8 @@ def problem_kind(exc: CranfieldError) -> str:
 
 def closest(name: str, candidates: list[str], n: int = 3) -> list[str]:
     """The known names closest to ``name`` (case-insensitive), best first."""
+    import difflib  # only when a name is unknown: not at every start-up (issue #30)
+
     lowered = {c.lower(): c for c in candidates}
     hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
     return [lowered[h] for h in hits]

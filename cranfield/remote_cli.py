@@ -17,10 +17,7 @@ line).
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
@@ -136,12 +133,17 @@ def run_command(handler: Handler, args: argparse.Namespace) -> int:
 
 
 def dump(doc: Any) -> None:
+    import json
+
     sys.stdout.write(json.dumps(doc, indent=2) + "\n")
 
 
 def file_or_stdin(path: str, stack: ExitStack) -> str:
     """A path to read; ``-`` is standard input copied to a temporary file first (in pieces:
     the upload is then streamed from disk like any file)."""
+    import shutil
+    import tempfile
+
     if path != "-":
         return path
     tmp = stack.enter_context(tempfile.NamedTemporaryFile(prefix="cranfield-stdin-"))

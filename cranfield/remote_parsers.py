@@ -7,14 +7,6 @@ from __future__ import annotations
 import argparse
 
 from .remote_cli import EXIT_CODES, Handler, add_server_options
-from .remote_nightly import (
-    run_baseline,
-    run_gate,
-    run_history,
-    run_qrels_list,
-    run_qrels_put,
-    run_trend,
-)
 
 
 def positive_int(text: str) -> int:
@@ -57,7 +49,17 @@ def _sub(sub, name: str, handler: Handler | None, help_: str, description: str, 
 
 def register(sub) -> None:
     """Add ``qrels``, ``baseline``, ``gate``, ``trend`` and ``history`` to ``cranfield``'s
-    subparsers."""
+    subparsers. Their handlers' module loads here: ``cranfield``'s other commands build no
+    service command's parser (:func:`cranfield.cli.build_parser`), so never load it."""
+    from .remote_nightly import (
+        run_baseline,
+        run_gate,
+        run_history,
+        run_qrels_list,
+        run_qrels_put,
+        run_trend,
+    )
+
     qr = _sub(sub, "qrels", None, "stored qrels on a Cranfield service: put, list",
               "Store qrels on the service (each version immutable, named by its content) or "
               "list them.")

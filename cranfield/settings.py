@@ -25,7 +25,9 @@ MAX_DOCS_PER_TOPIC and MAX_CONTENT_LENGTH): a file the service takes, the librar
 CLI take, and one it refuses they refuse with the same sentence.
 
 The ``cranfield`` command's server commands read theirs when they run (:class:`CliEnvironment`:
-``CRANFIELD_SERVER``, ``CRANFIELD_API_KEY`` and the CI's variables), not at import.
+``CRANFIELD_SERVER``, ``CRANFIELD_API_KEY`` and the CI's variables), not at import. Its
+commands that multiply no matrices (all but ``compare``) set ``OPENBLAS_NUM_THREADS=1``
+unless it is set (:func:`one_blas_thread`).
 """
 
 from __future__ import annotations
@@ -113,3 +115,10 @@ class CliEnvironment:
                    commit=first("GITHUB_SHA", "CI_COMMIT_SHA"),
                    github_actions=env.get("GITHUB_ACTIONS") == "true",
                    step_summary=first("GITHUB_STEP_SUMMARY"))
+
+
+def one_blas_thread() -> None:
+    """``OPENBLAS_NUM_THREADS=1`` unless the environment sets it, for a ``cranfield`` command
+    that multiplies no matrices (:func:`cranfield.cli.main`), before numpy loads: numpy's
+    OpenBLAS reads it then, and otherwise starts a thread per core at import."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -26,7 +26,6 @@ parameters (``-m P.10 -m P.5``) evaluates all of them (trec_eval keeps only the 
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -160,6 +159,8 @@ def suggest(name: str, n: int = 3) -> list[str]:
     ``ndcg_cut.10``, ``ndgc@10`` -> ``nDCG@10``, ``recal@100`` -> ``R@100``). Ranked by
     similarity ignoring case, then the same style (``@k`` or trec_eval's ``.k``), then
     similarity respecting case, then a name over its alias; one name per measure."""
+    import difflib  # only when a name is unknown: not at every start-up (issue #30)
+
     text = name.strip()
     number = re.search(r"(\d+(?:\.\d+)?)\s*$", text)
     digits = number.group(1) if number else None
