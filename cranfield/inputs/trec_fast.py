@@ -10,6 +10,7 @@ Room: inputs.
 from __future__ import annotations
 
 import os
+import sys
 from array import array
 
 import numpy as np
@@ -250,7 +251,9 @@ def fast_run(data: bytes | str, label: str) -> Run | None:
             del batch, qid, it, score, values
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeError):
         return None
-    return _columns_run(topic_ids, codes, docids, scores, last, data, label)
+    topics, topic_index = in_strcmp_order(topic_ids, np.frombuffer(codes, np.int32))
+    del codes  # (gone before the duplicate check: peak memory)
+    return _columns_run(topics, topic_index, docids, scores, last, data, label)
 
 
 # the compiled run reader's pieces: whole lines, about this many bytes each
@@ -258,7 +261,7 @@ _PARSE_CHUNK = 16 << 20
 
 
 def _compiled_run(data: bytes | str, delim: str):
-    """(topic codes by first sight, codes, docid chunks, scores) of a run whose every line
+    """(topics, topic index, docid chunks, scores) of a run whose every line
     is of the plainest kind (``_mapscan.parse_run``: printable ASCII, six fields split by
     ``delim``, a plain decimal score), read in pieces of whole lines; None when a line is
     not (then pyarrow's reader reads it, and the line reader after it). What it accepts it
@@ -301,18 +304,18 @@ def _compiled_run(data: bytes | str, delim: str):
         scores.frombytes(piece_scores)
         docids.append(pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
                                                              pa.py_buffer(chars)]))
-    return topic_ids, codes, docids, scores
+    topics, topic_index = in_strcmp_order(topic_ids, np.frombuffer(codes, np.int32))
+    del codes  # (gone before the duplicate check: peak memory)
+    return topics, topic_index, docids, scores
 
 
-def _columns_run(topic_ids: dict[str, int], codes, docids: list, scores, last: list,
-                 data: bytes | str, label: str) -> Run:
-    """The Run of columns a fast reader made (topic codes in first-seen order, docid
-    chunks, scores), refused if a docid repeats in a topic (the line reader then names the
-    lines)."""
+def _columns_run(topics: list[str], topic_index: np.ndarray, docids: list, scores,
+                 last: list, data: bytes | str, label: str) -> Run:
+    """The Run of columns a fast reader made (topics in strcmp order, each row's topic,
+    docid chunks, scores), refused if a docid repeats in a topic (the line reader then names
+    the lines)."""
     import pyarrow as pa
 
-    topics, topic_index = in_strcmp_order(topic_ids, np.frombuffer(codes, np.int32))
-    del codes
     score_array = np.frombuffer(scores, np.float64)
     run = Run(topics, topic_index, pa.chunked_array(docids, pa.string()), score_array,
               last[5].decode("utf-8", "replace"), label)
@@ -330,9 +333,9 @@ def release_memory() -> None:
     pages ``malloc_trim`` returns (glibc; elsewhere only Arrow's pool is asked): without
     it the parse buffers of one read stay resident through the evaluation that follows,
     half as much again as the columns it kept."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
+    pa = sys.modules.get("pyarrow")  # (not imported: no Arrow pool has anything to give)
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
     global _TRIM
     if _TRIM is None:
         try:
