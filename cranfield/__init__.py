@@ -11,9 +11,13 @@ imports the web service, Redis or RQ.
 The engine's rooms, each a subpackage whose docstring says what it holds and what it may import
 (``tests/engine/test_import_rules.py`` holds them to it): :mod:`cranfield.inputs` (runs, qrels
 and everything read beside them), :mod:`cranfield.measures` (the registry, the measures and
-their names), :mod:`cranfield.reports` (the documents and renderings of an evaluation) and
-:mod:`cranfield.compare` (comparisons and their statistics, the gate, pooling); at the top,
-:func:`evaluate` and its pieces, the command line (:mod:`cranfield.cli`) and the API client
+their names), :mod:`cranfield.reports` (documents and renderings of evaluations, and pages of
+comparisons and trends) and :mod:`cranfield.compare` (comparisons and their statistics, the
+gate, pooling). The modules at the top form three groups, which the rooms' docstrings name:
+*core* (:mod:`cranfield.version`, :mod:`cranfield.errors`, :mod:`cranfield.settings`), below
+every room; *evaluation* (:mod:`cranfield.evaluate` and its pieces, such as
+``evaluate_checks`` and ``shards``), above the measures and below the reports; *interfaces*,
+above everything: the command line (:mod:`cranfield.cli` and its pieces) and the API client
 (:mod:`cranfield.client`). ``__all__`` below is the public API.
 
 Every name loads on first use (PEP 562, issue #30): ``import cranfield`` loads nothing but the

@@ -10,7 +10,7 @@ printed_names: the name trec_eval prints); trec_eval's summary and the weighted 
 per-segment aggregates (aggregation); ``-Z`` applied to per-topic values
 (zscore_standardise); budgets counted before work (budget).
 
-May import: core and inputs.
+May import: core (cranfield.errors, cranfield.settings, cranfield.version) and inputs.
 """
 
 from . import trec  # noqa: F401, I001  (registers trec_eval's measures, in their order: ...

@@ -1,4 +1,5 @@
-"""Reports of one evaluation: the documents and renderings made from an ``Evaluation``.
+"""Reports: documents and renderings of evaluations, and pages of comparison documents and
+trends (rendered here, never computed here).
 
 The evaluation document (the API's JSON answer, with its input lint, details and provenance;
 the one of judgment groups and preferences), trec_eval's text, CSV and JSON Lines output,
