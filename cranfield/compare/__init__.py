@@ -13,6 +13,8 @@ The names below load their module on first use (``from cranfield.compare import 
 importing the engine or one of the rooms below loads no comparison (nor scipy).
 """
 
+from ..lazy import lazy_exports
+
 _EXPORTS = {
     "compare": "comparison", "compare_evaluations": "comparison", "run_names": "comparison",
     "TESTS": "comparison_settings", "CORRECTIONS": "comparison_settings",
@@ -20,17 +22,4 @@ _EXPORTS = {
     "format_text": "comparison_text", "pool": "pooling", "format_pool": "pooling",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

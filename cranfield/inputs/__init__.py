@@ -15,6 +15,8 @@ the engine.
 The names below load their module on first use, so importing one reader loads no other.
 """
 
+from ..lazy import lazy_exports
+
 _EXPORTS = {
     "Qrels": "run_qrels", "Run": "run_qrels", "read_qrels": "io", "read_run": "io",
     "TopicMetadata": "segments", "read_topic_metadata": "segments",
@@ -22,17 +24,4 @@ _EXPORTS = {
     "read_prefs": "judgment_files", "read_qrels_jg": "judgment_files",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,6 +13,8 @@ The names below load their module on first use
 (``from cranfield.reports import format_trec``).
 """
 
+from ..lazy import lazy_exports
+
 _EXPORTS = {
     "format_trec": "trec_format", "format_csv": "trec_format", "format_json": "trec_format",
     "evaluation_document": "result_document", "format_jsonl": "jsonl",
@@ -20,17 +22,4 @@ _EXPORTS = {
     "render_comparison": "html_report", "render_trend": "html_trend",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
