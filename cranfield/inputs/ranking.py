@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .docid_keys import topic_blocks
-from .matching import match_judged
+from .matching import KEEP_KEYS_MAX_ROWS, match_judged
 from .run_qrels import Qrels, Run
+from .trec_fast import release_memory
 
 try:  # compiled score searches (cranfield/inputs/_mapscan.c); without it, numpy's
     from . import _mapscan
@@ -173,6 +174,8 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
 
     # --- judged documents that the run retrieved ------------------------------------------
     j_rt, j_raw_score, j_qrow, j_row = match_judged(run, qrels, run_to_qrels, (seg_lo, seg_hi))
+    if len(run) >= KEEP_KEYS_MAX_ROWS:  # (the run's keys, dropped: back to the OS, peak memory)
+        release_memory()
     keep = run_to_eval[j_rt] >= 0
     if not keep.all():
         j_rt, j_raw_score, j_qrow = j_rt[keep], j_raw_score[keep], j_qrow[keep]
