@@ -122,14 +122,22 @@ def _add_eval(sub) -> None:
     """``cranfield eval``'s parser."""
     from .measures import DEFAULT_PROFILE, PROFILES
 
-    ev = sub.add_parser("eval", help="evaluate a run against qrels, like trec_eval",
+    ev = sub.add_parser("eval", help="evaluate a run (or several) against qrels, like "
+                                     "trec_eval",
                         description="Evaluate RUN against QRELS. Output is trec_eval's text by "
-                                    "default.", epilog=EVAL_EPILOG,
+                                    "default.\n\nSeveral RUNs are evaluated in turn against "
+                                    "QRELS read once, each run's output as for\none RUN, in "
+                                    "order: trec's blocks each start with the run's runid "
+                                    "line, csv and jsonl\nhave a leading run column or key, "
+                                    "json is one document listing them (see docs/cli.md).",
+                        epilog=EVAL_EPILOG,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ev.add_argument("qrels", metavar="QRELS", help="qrels file: TREC text, Parquet or Arrow "
                                                    "IPC ('-' reads standard input)")
-    ev.add_argument("run", metavar="RUN", help="run file: TREC text, Parquet or Arrow IPC "
-                                               "('-' reads standard input)")
+    ev.add_argument("run", metavar="RUN", nargs="+",
+                    help="run file: TREC text, Parquet or Arrow IPC ('-' reads standard "
+                         "input); several are evaluated in turn, named by their file names "
+                         "(as cranfield compare names them)")
     ev.add_argument("-q", action="store_true", dest="per_topic",
                     help="print per-topic values as well as the summary")
     ev.add_argument("-c", action="store_true", dest="complete",

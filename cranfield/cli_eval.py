@@ -1,6 +1,7 @@
 """``cranfield eval``: a run evaluated against qrels locally (trec_eval's text, CSV, JSON or
 JSON lines), or sent to a service with ``--server`` (:mod:`cranfield.remote_eval`); ``-R``'s
-judgment groups and preferences; the input lint on standard error. Room: the top (the
+judgment groups and preferences; the input lint on standard error; several runs against
+one qrels read once (``cranfield eval QRELS RUN RUN...``, locally). Room: the top (the
 command line)."""
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ def run_eval(args: argparse.Namespace) -> int:
         print("cranfield: --topic-metadata prints with --format trec, csv or json (jsonl is "
               "ir_measures' shape, which has no segments)", file=sys.stderr)
         return 1
+    if isinstance(args.run, list):  # RUN [RUN ...]: one run is evaluated as it always was
+        if len(args.run) > 1:
+            return _run_eval_many(args)
+        args.run = args.run[0]
     if args.topic_metadata == "-" and "-" in (args.qrels, args.run):
         print("cranfield: --topic-metadata - and QRELS or RUN cannot both be standard input",
               file=sys.stderr)
         return 1
     if args.rel_format != "qrels" and _rel_format_refused(args):
         return 2  # locally and with --server alike (review R1 F9)
-    if args.server or ((args.record or args.qrels_id) and _environment_server()):
+    if args.server or ((args.record or args.qrels_id) and environment_server()):
         if args.zscores is not None:  # the upload is a multipart form: options as text fields
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
                   "as JSON); drop --server", file=sys.stderr)
@@ -57,7 +62,7 @@ def run_eval(args: argparse.Namespace) -> int:
         qrels = read_qrels(qrels_source, name=qrels_name,
                            diversity=needs_subtopics(args.measures, args.profile))
     except InputError:
-        _raise_if_swapped(qrels_source, qrels_name, run_source)
+        raise_if_swapped(qrels_source, qrels_name, run_source)
         raise
     ev = evaluate(qrels, run, args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
@@ -68,7 +73,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.format == "json":  # the API's evaluation document; warnings are in it
         from .reports.trec_format import format_json
 
-        text = format_json(ev, _sha256(run_source, run), _sha256(qrels_source, qrels),
+        text = format_json(ev, sha256_of(run_source, run), sha256_of(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
     else:
         if args.format == "csv":
@@ -84,7 +89,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
             text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
         if not args.no_warnings:
-            _print_warnings(warnings_for(ev, "cli"))
+            print_warnings(warnings_for(ev, "cli"))
     sys.stdout.write(text)
     return 0
 
@@ -136,13 +141,13 @@ def _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name) -
     return 0
 
 
-def _environment_server() -> str | None:
+def environment_server() -> str | None:
     from .settings import CliEnvironment
 
     return CliEnvironment.from_environ().server
 
 
-def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
+def raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
     """After a file could not be read: when QRELS's lines have a run's fields (6 or more) and
     RUN's a qrels file's (4), the two were given the wrong way round; say so."""
     from .inputs.trec_source import first_line_fields
@@ -153,13 +158,13 @@ def _raise_if_swapped(qrels_source, qrels_name: str, run_source) -> None:
                                      "(cranfield eval QRELS RUN)") from None
 
 
-def _sha256(source, read=None) -> str:
+def sha256_of(source, read=None) -> str:
     """The SHA-256 of a file's bytes (or of standard input's), as the API digests TREC text;
     of a Parquet or Arrow file's columns (``read``: the run or qrels read from it), as the
     API digests such an upload (by content: the same as the same data sent as a mapping)."""
     import hashlib
 
-    if read is not None and _is_table_file(source):
+    if read is not None and is_table_file(source):
         from .inputs.json_body import columns_sha256
 
         return columns_sha256(read)
@@ -172,7 +177,7 @@ def _sha256(source, read=None) -> str:
     return digest.hexdigest()
 
 
-def _is_table_file(source) -> bool:
+def is_table_file(source) -> bool:
     """Whether a file (a path, or standard input's bytes) is a Parquet or Arrow IPC file, by
     its magic bytes, as the readers tell it (:func:`cranfield.inputs.table_bytes.sniff`)."""
     from .inputs.table_bytes import sniff
@@ -187,11 +192,159 @@ def _is_table_file(source) -> bool:
         return sniff(head + fh.read(4)) is not None
 
 
-def _print_warnings(warnings: list[dict]) -> None:
+def print_warnings(warnings: list[dict], run: str | None = None) -> None:
     """The input lint on standard error (standard output stays trec_eval's text), one line
-    each, options named by their flags."""
+    each, options named by their flags; with several runs, each names its ``run``."""
+    about = f"run {run}: " if run is not None else ""
     for w in warnings:
         topics = w.get("topics") or []
         shown = f" (topics: {', '.join(topics[:5])}{', …' if len(topics) > 5 else ''})" \
             if topics else ""
-        print(f"cranfield: warning: {w['message']}{shown}", file=sys.stderr)
+        print(f"cranfield: warning: {about}{w['message']}{shown}", file=sys.stderr)
+
+
+# trec_eval's runid line, starting each run's block when runid is not among the measures
+RUNID_LINE = "%-22s\tall\t%s\n"
+
+
+def _run_eval_many(args: argparse.Namespace) -> int:
+    """``cranfield eval`` with more than one RUN (``args.run``: their paths): QRELS read
+    once (:func:`cranfield.evaluate_many.iter_evaluations`), each run's output printed as soon
+    as it is evaluated, as docs/cli.md says. trec: each block what one RUN prints, starting
+    with trec_eval's runid line unless runid is among the measures; csv: a leading run column,
+    the header once; jsonl: a leading "run" key; json: one document shaped as the API's
+    POST /v1/evaluations/batch answer, printed once every run is evaluated. A run that cannot
+    be evaluated stops the command with its error; what was printed before it stays."""
+    from .errors import CranfieldError, error_report
+    from .evaluate_many import iter_evaluations
+    from .inputs.io import read_qrels
+    from .inputs.run_naming import run_names
+    from .measures.names import needs_subtopics
+
+    refused = _refused(args)
+    if refused:
+        print(f"cranfield: {refused}", file=sys.stderr)
+        return 1
+    qrels_source, qrels_name = input_source(args.qrels)
+    names = run_names(args.run)
+    runs = {name: (input_source(path)[0] if path == "-" else path)
+            for name, path in zip(names, args.run, strict=True)}
+    try:  # read here as for one run (named by its path), so the same refusals
+        qrels = read_qrels(qrels_source, name=qrels_name,
+                           diversity=needs_subtopics(args.measures, args.profile))
+    except InputError:
+        raise_if_swapped(qrels_source, qrels_name, runs[names[0]])
+        raise
+    evaluations = iter_evaluations(
+        qrels, runs, args.measures, profile=args.profile, relevance_level=args.rel_level,
+        judged_only=args.judged_only, depth=args.depth, complete_topics=args.complete,
+        collection_size=args.collection_size, aggregation=args.aggregation,
+        zscores=zscores_file(args.zscores),
+        topic_metadata=topic_metadata_file(args.topic_metadata))
+    try:
+        if args.format == "json":
+            return _print_json(args, evaluations, runs, qrels_source, qrels)
+        return _print_blocks(args, evaluations)
+    except CranfieldError as exc:  # a run's error: said with its name (cli.main's exit code)
+        run = getattr(exc, "run", None)
+        if run is None or run in str(exc):
+            raise
+        print(f"cranfield: run {run}: {exc}", file=sys.stderr)
+        return error_report(exc).exit_code
+
+
+def _print_blocks(args: argparse.Namespace, evaluations) -> int:
+    """trec, csv, jsonl: each run's lines (and its lint) as soon as it is evaluated."""
+    runids: dict[str, str] = {}
+    for i, (name, ev) in enumerate(evaluations):
+        sys.stdout.write(_block(args, name, ev, first=i == 0))
+        sys.stdout.flush()  # each run's lines as it is done
+        if not args.no_warnings:
+            from .reports.result_document import warnings_for
+
+            print_warnings(warnings_for(ev, "cli"), run=name)
+        if args.format == "trec" and ev.runid in runids:
+            print(f"cranfield: warning: runs {runids[ev.runid]} and {name} share the runid "
+                  f"{ev.runid!r}: their blocks tell them apart only by their order "
+                  "(--format csv or jsonl names each run)", file=sys.stderr)
+        runids.setdefault(ev.runid, name)
+    return 0
+
+
+def _refused(args: argparse.Namespace) -> str | None:
+    """Why several RUNs cannot be evaluated with these options (None: they can)."""
+    if args.server or ((args.record or args.qrels_id) and environment_server()):
+        return ("--server evaluates one RUN per call (the service's batch route is not used "
+                "by the command line yet): give one RUN, or evaluate locally")
+    if args.record:
+        return "--record needs --server, which takes one RUN"
+    if args.qrels_id:
+        return "--qrels-id needs --server, which takes one RUN"
+    if args.rel_format != "qrels":
+        return f"-R {args.rel_format} evaluates one RUN per call: give one RUN"
+    stdin = [p for p in (args.qrels, *args.run, args.zscores, args.topic_metadata) if p == "-"]
+    if len(stdin) > 1:
+        return "standard input ('-') can be read once: give it as one of QRELS, RUN, -Z " \
+               "and --topic-metadata at most"
+    return None
+
+
+def _block(args: argparse.Namespace, name: str, ev, first: bool) -> str:
+    """One run's output in ``args.format`` (trec, csv, jsonl)."""
+    if args.format == "csv":
+        return _csv_block(args, name, ev, header=first)
+    if args.format == "jsonl":
+        import json
+
+        from .reports.jsonl import format_jsonl
+
+        text = format_jsonl(ev, per_topic=args.per_topic, summary=not args.no_summary)
+        return "".join(json.dumps({"run": name, **json.loads(line)}, allow_nan=False) + "\n"
+                       for line in text.splitlines())
+    from .reports.trec_format import format_trec
+
+    text = format_trec(ev, per_topic=args.per_topic, summary=not args.no_summary)
+    if any(i.measure.name == "runid" for i in ev.instances):
+        return text
+    return RUNID_LINE % ("runid", ev.runid) + text
+
+
+def _csv_block(args: argparse.Namespace, name: str, ev, header: bool) -> str:
+    import csv
+    import io
+
+    from .reports.trec_format import format_csv
+
+    text = format_csv(ev, per_topic=args.per_topic, summary=not args.no_summary)
+    rows = csv.reader(io.StringIO(text))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    head = next(rows)
+    if header:
+        writer.writerow(["run", *head])
+    for row in rows:
+        writer.writerow([name, *row])
+    return buf.getvalue()
+
+
+def _print_json(args: argparse.Namespace, evaluations, runs: dict, qrels_source,
+                qrels) -> int:
+    """``--format json``: the batch document, printed once every run is evaluated (the
+    warnings are in each run's document)."""
+    import json
+
+    from .inputs.io import read_run
+    from .reports.result_document import evaluation_document
+
+    qrels_sha256 = sha256_of(qrels_source, qrels)
+    docs = []
+    for name, ev in evaluations:
+        source = runs[name]
+        read = read_run(source) if is_table_file(source) else None  # digested by columns
+        doc = evaluation_document(ev, {"per_topic": args.per_topic, "curves": args.curves},
+                                  sha256_of(source, read), qrels_sha256, None,
+                                  interface="cli")
+        docs.append({"name": name, **doc})
+    sys.stdout.write(json.dumps({"evaluations": docs, "qrels": {"sha256": qrels_sha256}},
+                                indent=2, allow_nan=False) + "\n")
+    return 0

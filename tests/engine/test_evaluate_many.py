@@ -5,7 +5,10 @@ naming it; and ``cranfield eval QRELS RUN [RUN ...]`` printing what the single-r
 from __future__ import annotations
 
 import importlib
+import json
 import math
+import subprocess
+import sys
 from collections import OrderedDict, defaultdict
 from pathlib import Path
 
@@ -263,3 +266,115 @@ def test_compare_evaluates_through_it(monkeypatch):
                              tests=("t",))
     assert seen == [["a", "b"]]
     assert [r["name"] for r in doc["runs"]] == ["a", "b"]
+
+
+# ---- cranfield eval QRELS RUN [RUN ...] ------------------------------------------------------
+
+RUNID_LINE = "runid                 \tall\t%s\n"
+
+
+def cranfield_eval(*args) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("cranfield")
+    return subprocess.run([str(exe), "eval", *map(str, args)], capture_output=True, text=True)
+
+
+def single_outputs(*options, runs=(RESULTS, TRUNC)) -> list[str]:
+    outs = []
+    for run in runs:
+        done = cranfield_eval(*options, QRELS, run)
+        assert done.returncode == 0, done.stderr
+        outs.append(done.stdout)
+    return outs
+
+
+def test_cli_default_measures_print_the_single_outputs_one_after_the_other():
+    # the official set has runid: each block starts with it already, nothing is added
+    done = cranfield_eval(QRELS, RESULTS, TRUNC)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "".join(single_outputs())
+    assert done.stdout.startswith(RUNID_LINE % "STANDARD")
+    assert "cranfield: warning: run results.trunc: 1 judged topic(s) are missing" in done.stderr
+    assert "runs results.test and results.trunc share the runid 'STANDARD'" in done.stderr
+
+
+def test_cli_blocks_start_with_trec_evals_runid_line():
+    options = ["-q", "-m", "map", "-m", "P.5"]
+    done = cranfield_eval(*options, QRELS, RESULTS, TRUNC, RESULTS)
+    assert done.returncode == 0, done.stderr
+    first, second = single_outputs(*options)
+    assert done.stdout == "".join(RUNID_LINE % "STANDARD" + block
+                                  for block in (first, second, first))
+
+
+def test_cli_csv_has_a_run_column_and_one_header():
+    options = ["--format", "csv", "-q", "-m", "map", "-m", "P.5"]
+    done = cranfield_eval(*options, QRELS, RESULTS, TRUNC)
+    assert done.returncode == 0, done.stderr
+    first, second = (text.splitlines() for text in single_outputs(*options))
+    assert first[0] == second[0] == "topic,map,P_5"
+    assert done.stdout.splitlines() == [
+        "run,topic,map,P_5", *(f"results.test,{row}" for row in first[1:]),
+        *(f"results.trunc,{row}" for row in second[1:])]
+
+
+def test_cli_jsonl_lines_have_a_run_key():
+    options = ["--format", "jsonl", "-q", "-m", "map", "-m", "runid"]
+    done = cranfield_eval(*options, QRELS, RESULTS, TRUNC)
+    assert done.returncode == 0, done.stderr
+    want = [{"run": name, **json.loads(line)}
+            for name, text in zip(["results.test", "results.trunc"], single_outputs(*options),
+                                  strict=True)
+            for line in text.splitlines()]
+    got = [json.loads(line) for line in done.stdout.splitlines()]
+    assert got == want and all(list(line)[0] == "run" for line in got)
+
+
+def test_cli_json_is_one_document_of_the_single_documents():
+    options = ["--format", "json", "-m", "map", "-m", "P.10"]
+    done = cranfield_eval(*options, QRELS, RESULTS, TRUNC)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    singles = [json.loads(text) for text in single_outputs(*options)]
+    assert list(doc) == ["evaluations", "qrels"]
+    assert [e.pop("name") for e in doc["evaluations"]] == ["results.test", "results.trunc"]
+    for got, want in zip(doc["evaluations"], singles, strict=True):
+        for d in (got, want):
+            d.get("provenance", {}).pop("latency_ms", None)
+        assert got == want
+    assert doc["qrels"]["sha256"] == singles[0]["provenance"]["qrels_sha256"]
+
+
+def test_cli_a_bad_run_stops_after_the_blocks_before_it(tmp_path):
+    bad = tmp_path / "bad.run"
+    bad.write_text("301 Q0 d1 1 x r\n")
+    done = cranfield_eval("-m", "map", QRELS, RESULTS, bad, TRUNC)
+    single = cranfield_eval("-m", "map", QRELS, bad)
+    assert (done.returncode, single.returncode) == (2, 2)
+    assert done.stdout == RUNID_LINE % "STANDARD" + single_outputs("-m", "map")[0]
+    assert done.stderr.splitlines()[-1] == single.stderr.splitlines()[-1] == \
+        f"cranfield: {bad}:1: score: 'x' is not a number"
+
+
+def test_cli_an_error_not_naming_the_file_names_the_run(tmp_path):
+    elsewhere = tmp_path / "elsewhere.run"
+    elsewhere.write_text("999 Q0 d1 1 1.0 r\n")
+    done = cranfield_eval("-m", "map", QRELS, elsewhere, RESULTS)
+    assert done.returncode == 7 and done.stdout == ""
+    assert done.stderr == ("cranfield: run elsewhere: no topic has both results and relevance "
+                           "judgments (run topics: 1, qrels topics: 3)\n")
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--server", "http://127.0.0.1:9"], "--server evaluates one RUN per call"),
+    (["-R", "qrels_jg"], "-R qrels_jg evaluates one RUN per call"),
+])
+def test_cli_several_runs_are_local_and_ordinary_qrels_only(options, message):
+    done = cranfield_eval(*options, QRELS, RESULTS, TRUNC)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"cranfield: {message}")
+
+
+def test_cli_one_run_prints_as_before():
+    done = cranfield_eval(QRELS, RESULTS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (DATA / "v9.0.8" / "out.test").read_text()
