@@ -147,6 +147,23 @@ def test_text_is_cranfield_eval_per_run_after_a_runid_line(client):
     assert one == text("/v1/evaluations", {"run": RUN, "qrels": QRELS})
 
 
+def test_text_is_what_cranfield_eval_prints_for_the_same_runs(client, tmp_path, capsys):
+    from cranfield.cli import main
+
+    paths = []
+    for name, text in (("qrels.txt", QRELS), ("bm25.txt", RUN), ("rev.txt", REV)):
+        paths.append(str(tmp_path / name))
+        (tmp_path / name).write_text(text)
+    for flags, body in (([], {}), (["-q"], {"per_topic": True})):
+        capsys.readouterr()
+        assert main(["eval", "-m", "map", "-m", "P.5", *flags, *paths]) == 0
+        printed = capsys.readouterr().out
+        resp = client.post("/v1/evaluations/batch", json={
+            "runs": [{"run": RUN}, {"run": REV}], "qrels": QRELS, "measures": ["map", "P.5"],
+            **body}, headers={"Accept": "text/plain"})
+        assert resp.get_data(as_text=True) == printed
+
+
 def test_uploaded_files_are_named_by_their_file_names(client):
     resp = client.post("/v1/evaluations/batch", data={
         "runs": [(io.BytesIO(RUN.encode()), "bm25.txt"), (io.BytesIO(REV.encode()),
