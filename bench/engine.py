@@ -177,13 +177,10 @@ def _cranfield_mean_map(evaluation) -> float | None:
 
 
 def _import_cranfield():
-    try:
-        import cranfield
-    except ImportError:
-        # Not installed: fall back to the working tree's package.
-        sys.path.append(str(REPO_ROOT))
-        import cranfield
-    return cranfield
+    """cranfield with what an evaluation imports loaded (its names load lazily)."""
+    from engine_proc import import_cranfield
+
+    return import_cranfield()
 
 
 def _cranfield_measures(measure_set: str) -> list[str]:
