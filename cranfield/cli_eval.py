@@ -1,8 +1,8 @@
 """``cranfield eval``: a run evaluated against qrels locally (trec_eval's text, CSV, JSON or
 JSON lines), or sent to a service with ``--server`` (:mod:`cranfield.remote_eval`); ``-R``'s
 judgment groups and preferences; the input lint on standard error; several runs against
-one qrels read once (``cranfield eval QRELS RUN RUN...``, locally). Room: the top (the
-command line)."""
+one qrels read once (``cranfield eval QRELS RUN RUN...``; with ``--server`` one batch
+request). Room: the top (the command line)."""
 
 from __future__ import annotations
 
@@ -225,6 +225,10 @@ def _run_eval_many(args: argparse.Namespace) -> int:
     if refused:
         print(f"cranfield: {refused}", file=sys.stderr)
         return 1
+    if args.server or (args.qrels_id and environment_server()):
+        from .remote_cli import run_command
+
+        return run_command(_run_eval_many_remote, args)
     qrels_source, qrels_name = input_source(args.qrels)
     names = run_names(args.run)
     runs = {name: (input_source(path)[0] if path == "-" else path)
@@ -253,8 +257,9 @@ def _run_eval_many(args: argparse.Namespace) -> int:
         return error_report(exc).exit_code
 
 
-def _print_blocks(args: argparse.Namespace, evaluations) -> int:
-    """trec, csv, jsonl: each run's lines (and its lint) as soon as it is evaluated."""
+def _print_blocks(args: argparse.Namespace, evaluations, lint=None) -> int:
+    """trec, csv, jsonl: each run's lines (and its lint: ``lint(name, ev)``, by default
+    the local one) as soon as it is evaluated."""
     runids: dict[str, str] = {}
     for i, (name, ev) in enumerate(evaluations):
         sys.stdout.write(_block(args, name, ev, first=i == 0))
@@ -262,7 +267,7 @@ def _print_blocks(args: argparse.Namespace, evaluations) -> int:
         if not args.no_warnings:
             from .reports.result_document import warnings_for
 
-            print_warnings(warnings_for(ev, "cli"), run=name)
+            print_warnings(lint(name, ev) if lint else warnings_for(ev, "cli"), run=name)
         if args.format == "trec" and ev.runid in runids:
             print(f"cranfield: warning: runs {runids[ev.runid]} and {name} share the runid "
                   f"{ev.runid!r}: their blocks tell them apart only by their order "
@@ -273,15 +278,15 @@ def _print_blocks(args: argparse.Namespace, evaluations) -> int:
 
 def _refused(args: argparse.Namespace) -> str | None:
     """Why several RUNs cannot be evaluated with these options (None: they can)."""
-    if args.server or ((args.record or args.qrels_id) and environment_server()):
-        return ("--server evaluates one RUN per call (the service's batch route is not used "
-                "by the command line yet): give one RUN, or evaluate locally")
     if args.record:
-        return "--record needs --server, which takes one RUN"
-    if args.qrels_id:
-        return "--qrels-id needs --server, which takes one RUN"
+        return "--record keeps one result: give one RUN"
+    if args.qrels_id and not (args.server or environment_server()):
+        return "--qrels-id needs --server (qrels are stored by the service)"
     if args.rel_format != "qrels":
         return f"-R {args.rel_format} evaluates one RUN per call: give one RUN"
+    if args.zscores is not None and args.server:
+        return "-Z is evaluated locally only (the API takes options.zscores as JSON); drop " \
+               "--server"
     stdin = [p for p in (args.qrels, *args.run, args.zscores, args.topic_metadata) if p == "-"]
     if len(stdin) > 1:
         return "standard input ('-') can be read once: give it as one of QRELS, RUN, -Z " \
@@ -348,3 +353,47 @@ def _print_json(args: argparse.Namespace, evaluations, runs: dict, qrels_source,
     sys.stdout.write(json.dumps({"evaluations": docs, "qrels": {"sha256": qrels_sha256}},
                                 indent=2, allow_nan=False) + "\n")
     return 0
+
+
+def _run_eval_many_remote(args: argparse.Namespace) -> int:
+    """``--server`` with several RUNs: one ``POST /v1/evaluations/batch`` (the client's
+    ``evaluate_many``: the service reads the qrels once), each run's document printed as the
+    local command prints that run (trec, csv, jsonl through the same blocks, the service's
+    lint on standard error), json as the batch document."""
+    import json
+
+    from .remote_cli import client_for
+    from .reports.result_document import warnings_for_interface
+    from .reports.trec_format import document_evaluation
+
+    def text(path: str):  # a path is read (and sent) by the client; '-' here
+        return sys.stdin.buffer.read().decode("utf-8") if path == "-" else path
+
+    client = client_for(args)
+    options = {"profile": args.profile, "relevance_level": args.rel_level,
+               "judged_only": args.judged_only, "depth": args.depth,
+               "complete_topics": args.complete, "collection_size": args.collection_size,
+               "aggregation": args.aggregation}
+    if args.topic_metadata is not None:  # read here: its errors name the line
+        options["topic_metadata"] = topic_metadata_file(args.topic_metadata)
+    runs = {name: text(path) for name, path in zip(run_names_of(args.run), args.run,
+                                                   strict=True)}
+    docs = client.evaluate_many(None if args.qrels_id else text(args.qrels), runs,
+                                args.measures, qrels_id=args.qrels_id, options=options,
+                                per_topic=args.per_topic, curves=args.curves)
+    if args.format == "json":
+        first = next(iter(docs.values()), {})
+        qrels = {"sha256": (first.get("provenance") or {}).get("qrels_sha256")}
+        sys.stdout.write(json.dumps({"evaluations": [{"name": n, **d} for n, d in docs.items()],
+                                     "qrels": qrels}, indent=2, allow_nan=False) + "\n")
+        return 0
+    return _print_blocks(args, ((n, document_evaluation(d)) for n, d in docs.items()),
+                         lint=lambda name, ev: warnings_for_interface(
+                             docs[name].get("warnings") or [], "cli"))
+
+
+def run_names_of(paths: list[str]) -> list[str]:
+    """The names of RUNs given by path, as cranfield compare names them."""
+    from .inputs.run_naming import run_names
+
+    return run_names(paths)

@@ -9,13 +9,16 @@ import json
 import math
 import subprocess
 import sys
+import threading
 from collections import OrderedDict, defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import cranfield
+from cranfield.cli import main
 from cranfield.errors import CranfieldError, EvaluationError, InputError
 from cranfield.evaluate_many import iter_evaluations, run_names_of
 from cranfield.inputs import io
@@ -365,10 +368,11 @@ def test_cli_an_error_not_naming_the_file_names_the_run(tmp_path):
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--server", "http://127.0.0.1:9"], "--server evaluates one RUN per call"),
+    (["--server", "http://127.0.0.1:9", "--record", "system=s,label=l"],
+     "--record keeps one result"),
     (["-R", "qrels_jg"], "-R qrels_jg evaluates one RUN per call"),
 ])
-def test_cli_several_runs_are_local_and_ordinary_qrels_only(options, message):
+def test_cli_several_runs_refused_with_record_and_judgment_groups(options, message):
     done = cranfield_eval(*options, QRELS, RESULTS, TRUNC)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith(f"cranfield: {message}")
@@ -378,3 +382,61 @@ def test_cli_one_run_prints_as_before():
     done = cranfield_eval(QRELS, RESULTS)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (DATA / "v9.0.8" / "out.test").read_text()
+
+
+class BatchService(BaseHTTPRequestHandler):
+    """A stand-in for ``POST /v1/evaluations/batch``: evaluates what it is sent with
+    cranfield.evaluate_many and answers the batch document; keeps every request."""
+
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        from cranfield.reports.result_document import evaluation_document
+
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append((self.path, body))
+        evs = cranfield.evaluate_many(body["qrels"], {r["name"]: r["run"] for r in body["runs"]},
+                                      body.get("measures"), **body.get("options", {}))
+        docs = [{"name": name, **evaluation_document(
+            ev, {"per_topic": body.get("per_topic", True), "curves": False}, "r", "q", None)}
+            for name, ev in evs.items()]
+        out = json.dumps({"evaluations": docs, "qrels": {"sha256": "q"}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def batch_service(monkeypatch):
+    for name in ("CRANFIELD_SERVER", "CRANFIELD_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    BatchService.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BatchService)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+@pytest.mark.parametrize("options", [["-m", "map", "-m", "P.5", "-q"],
+                                     ["--format", "csv", "-m", "map", "-q"],
+                                     ["--format", "jsonl", "-m", "map"]])
+def test_cli_server_sends_one_batch_and_prints_as_locally(batch_service, capsys, options):
+    local = main(["eval", *options, str(QRELS), str(RESULTS), str(TRUNC)])
+    want = capsys.readouterr()
+    code = main(["eval", "--server", batch_service, *options, str(QRELS), str(RESULTS),
+                 str(TRUNC)])
+    got = capsys.readouterr()
+    assert (code, local) == (0, 0)
+    assert got.out == want.out
+    assert got.err == want.err  # the lint, per run, and the shared runid
+    ((path, body),) = BatchService.seen
+    assert path == "/v1/evaluations/batch"
+    assert [r["name"] for r in body["runs"]] == ["results.test", "results.trunc"]
