@@ -25,6 +25,7 @@ from .evaluate_checks import (
 )
 from .inputs.arrow_arrays import arrow_strings
 from .inputs.io import read_qrels, read_run
+from .inputs.mappings import mapped_run
 from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
@@ -245,8 +246,15 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     if plan.diversity:
         return evaluate_diversity(qrels, run, plan.instances, plan.options,
                                   plan.require_overlap, plan.zs, plan.md)
-    run_obj: Run = read_run(run)
-    return evaluate_read(plan, judged_qrels(qrels), run_obj)
+    mapped = mapped_run(run)  # a dict, defaultdict or OrderedDict: ranked in one compiled pass
+    if mapped is None:
+        run_obj: Run = read_run(run)
+        return evaluate_read(plan, judged_qrels(qrels), run_obj)
+    try:
+        return evaluate_read(plan, judged_qrels(qrels), mapped)
+    except Exception:
+        read_run(run)  # a problem in the run is named first, as when it was read whole first
+        raise
 
 
 def judged_qrels(qrels: Any) -> Qrels:

@@ -51,7 +51,7 @@ class MappedRun:
     runid: str
     source: str
     rows: int
-    _origin: Any = field(repr=False)
+    mapping: Any = field(repr=False)  # the run as given
     _columns: Run | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -59,7 +59,7 @@ class MappedRun:
 
     def columns(self) -> Run:
         if self._columns is None:
-            self._columns = run_from_mapping(self._origin, self.source)
+            self._columns = run_from_mapping(self.mapping, self.source)
         return self._columns
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .docid_keys import topic_blocks
+from .mappings import MappedRun
 from .matching import KEEP_KEYS_MAX_ROWS, match_judged
 from .run_qrels import Qrels, Run
 from .trec_fast import release_memory
@@ -129,22 +130,39 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
     return keys.searchsorted(q_key, "left"), keys.searchsorted(q_key, "right")
 
 
-def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None = None,
-             judged_only: bool = False, complete_topics: bool = False,
-             tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
+def rank_run(run: Run | MappedRun, qrels: Qrels, *, float32_scores: bool,
+             depth: int | None = None, judged_only: bool = False,
+             complete_topics: bool = False, tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
     """Rank ``run`` against ``qrels`` with trec_eval's rules.
 
     Evaluated topics: run topics that have qrels, plus (``complete_topics``, trec_eval's
-    ``-c``) qrels topics missing from the run, which get an empty ranking.
+    ``-c``) qrels topics missing from the run, which get an empty ranking. A
+    :class:`MappedRun` is checked, looked up and ranked in one compiled pass
+    (:func:`_rank_mapped`); where that declines it is read as columns (which names any
+    problem) and ranked as those are.
     """
-    if run.topics == qrels.topics:  # both sides name the same topics (both in strcmp order)
-        topics = list(qrels.topics)
-        run_to_qrels = eval_of_qrels = run_to_eval = np.arange(len(topics), dtype=np.int64)
-        return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
-                       float32_scores=float32_scores, depth=depth, judged_only=judged_only,
-                       tie_cutoffs=tie_cutoffs)
+    topics, run_to_qrels, eval_of_qrels, run_to_eval = _evaluated_topics(
+        run.topics, qrels, complete_topics)
+    if isinstance(run, MappedRun):
+        ranked = _rank_mapped(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                              float32_scores=float32_scores, depth=depth,
+                              judged_only=judged_only, tie_cutoffs=tie_cutoffs)
+        if ranked is not None:
+            return ranked
+        run = run.columns()
+    return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
+                   float32_scores=float32_scores, depth=depth, judged_only=judged_only,
+                   tie_cutoffs=tie_cutoffs)
+
+
+def _evaluated_topics(run_topics: list[str], qrels: Qrels, complete_topics: bool):
+    """(the evaluated topics in qrels order, each run topic's qrels topic, each qrels topic's
+    evaluated index, each run topic's evaluated index; -1: none)."""
+    if run_topics == qrels.topics:  # both sides name the same topics (both in strcmp order)
+        same = np.arange(len(qrels.topics), dtype=np.int64)
+        return list(qrels.topics), same, same, same
     qpos = {t: i for i, t in enumerate(qrels.topics)}
-    run_to_qrels = np.asarray([qpos.get(t, -1) for t in run.topics], dtype=np.int64)
+    run_to_qrels = np.asarray([qpos.get(t, -1) for t in run_topics], dtype=np.int64)
     if complete_topics:
         topics = list(qrels.topics)
         eval_of_qrels = np.arange(len(qrels.topics), dtype=np.int64)
@@ -156,9 +174,47 @@ def rank_run(run: Run, qrels: Qrels, *, float32_scores: bool, depth: int | None 
         topics = [t for t, p in zip(qrels.topics, present, strict=True) if p]
     # evaluated-topic index of each run topic (-1: not evaluated)
     run_to_eval = np.where(run_to_qrels >= 0, eval_of_qrels[np.maximum(run_to_qrels, 0)], -1)
-    return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
-                   float32_scores=float32_scores, depth=depth, judged_only=judged_only,
-                   tie_cutoffs=tie_cutoffs)
+    return topics, run_to_qrels, eval_of_qrels, run_to_eval
+
+
+# Docid comparisons the compiled pass may make inside tie groups, per run row and judgment
+# (plus a floor): past it, scores tied on purpose take the columns' path, which sorts.
+TIE_WORK_PER_ROW = 16
+TIE_WORK_MIN = 1 << 20
+
+
+def _rank_mapped(run: MappedRun, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
+                 eval_of_qrels: np.ndarray, run_to_eval: np.ndarray, *, float32_scores: bool,
+                 depth: int | None, judged_only: bool,
+                 tie_cutoffs: tuple[int, ...]) -> Ranked | None:
+    """:func:`rank_run` of a run mapping by the compiled ``rank_mapping`` (one pass: the
+    grammar, the judged docids' lookups, their ranks and tie groups, the cutoff ties), or
+    None where it is not built or declines."""
+    if _mapscan is None:
+        return None
+    ks = np.asarray(tie_cutoffs, dtype=np.int64)
+    got = _mapscan.rank_mapping(
+        run.mapping, run.topics, np.ascontiguousarray(run_to_qrels, np.int64),
+        qrels.offsets.astype(np.int64), qrels.docids.tolist(), float32_scores, ks,
+        TIE_WORK_PER_ROW * (len(run) + len(qrels)) + TIE_WORK_MIN)
+    if got is None:
+        return None
+    lens, h_rt, h_qrow, rank, first, last = (np.frombuffer(b, np.int64) for b in got[:6])
+    cut = np.frombuffer(got[6], np.bool_).reshape(len(ks), len(run.topics))
+    evaluated_rt = (run_to_eval >= 0).nonzero()[0]
+    ties = {}
+    for c, k in enumerate(tie_cutoffs):
+        row = np.zeros(len(topics), dtype=bool)
+        row[run_to_eval[evaluated_rt]] = cut[c, evaluated_rt]
+        ties[k] = row
+    label = qrels.grades[h_qrow].astype(np.int64)
+    label[label < 0] = UNJUDGED
+    e_topic = run_to_eval[h_rt]
+    # (hits come by run topic, then rank: in evaluated-topic order too, both in strcmp order)
+    in_order = bool(len(e_topic) < 2 or (e_topic[1:] >= e_topic[:-1]).all())
+    return assemble_ranked(qrels, topics, eval_of_qrels, run_to_eval, lens, ties, e_topic,
+                           rank, label, first, last, depth=depth, judged_only=judged_only,
+                           in_order=in_order)
 
 
 def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
@@ -238,18 +294,35 @@ def _ranked(run: Run, qrels: Qrels, topics: list[str], run_to_qrels: np.ndarray,
         ties = dict(zip(tie_cutoffs, cut_tied, strict=True))
     del scores
 
-    # --- assemble per evaluated topic --------------------------------------------------------
-    e_topic = run_to_eval[j_rt]
-    del j_rt
+    return assemble_ranked(qrels, topics, eval_of_qrels, run_to_eval, lens, ties,
+                           run_to_eval[j_rt], rank, j_label, tie_first, tie_last,
+                           depth=depth, judged_only=judged_only)
+
+
+def assemble_ranked(qrels: Qrels, topics: list[str], eval_of_qrels: np.ndarray,
+                    run_to_eval: np.ndarray, lens: np.ndarray, ties: dict,
+                    e_topic: np.ndarray, rank: np.ndarray, label: np.ndarray,
+                    tie_first: np.ndarray, tie_last: np.ndarray, *, depth: int | None,
+                    judged_only: bool, in_order: bool = False) -> Ranked:
+    """The :class:`Ranked` of a run's hits (judged documents retrieved: evaluated topic,
+    rank, label, tie group), whichever way they were ranked: each run topic's length
+    ``lens``, depth (-M) and -J applied, the qrels rows of the evaluated topics.
+    ``in_order``: the hits already come by topic, then rank."""
+    T = len(topics)
+    evaluated_run = run_to_eval >= 0
     num_ret = np.zeros(T, dtype=np.int64)
     num_ret[run_to_eval[evaluated_run]] = lens[evaluated_run]
     in_run = np.zeros(T, dtype=bool)
     in_run[run_to_eval[evaluated_run]] = True
 
-    srt = np.lexsort((rank, e_topic))
-    h_topic, h_rank, h_label = e_topic[srt], rank[srt], j_label[srt]
-    h_first, h_last = tie_first[srt], tie_last[srt]
-    del srt, e_topic, rank, j_label, tie_first, tie_last
+    if in_order:
+        h_topic, h_rank, h_label, h_first, h_last = e_topic, rank, label, tie_first, tie_last
+    else:
+        srt = np.lexsort((rank, e_topic))
+        h_topic, h_rank, h_label = e_topic[srt], rank[srt], label[srt]
+        h_first, h_last = tie_first[srt], tie_last[srt]
+        del srt
+    del e_topic, rank, label, tie_first, tie_last
     if depth is not None:
         kept = h_rank <= depth
         h_topic, h_rank, h_label = h_topic[kept], h_rank[kept], h_label[kept]

@@ -393,3 +393,18 @@ def test_pytrec_eval_parsed_inputs_evaluate_as_their_files():
         from_files = _outcome(qrels_path, run_path, ["all_trec"], **options)
         from_maps = _outcome(qrels, run, ["all_trec"], **options)
         assert _without_runid(from_maps) == _without_runid(from_files)
+
+
+@needs_ext
+@pytest.mark.parametrize("how", ["dict", "defaultdict", "ordered", "mixed"])
+def test_an_accepted_mapping_is_ranked_without_columns(how, monkeypatch):
+    """dict, defaultdict and OrderedDict runs take the one pass: no Run is built."""
+    def no_columns(*args):
+        raise AssertionError("the run was read as columns")
+
+    run = {"q1": {"a": 1.0, "b": 2.0, "c": 2.0}, "q2": {"x": 1}}
+    qrels = {"q1": {"a": 1, "c": 1, "z": 0}, "q3": {"x": 1}}
+    expected = _outcome(qrels, run, ["map", "P.2", "num_ret"])
+    monkeypatch.setattr(cranfield.inputs.mappings, "run_from_mapping", no_columns)
+    assert _outcome(_wrap(qrels, how, random.Random(1)), _wrap(run, how, random.Random(1)),
+                    ["map", "P.2", "num_ret"]) == expected
