@@ -56,15 +56,25 @@ def run_eval(args: argparse.Namespace) -> int:
     qrels_source, qrels_name = input_source(args.qrels)
     if args.rel_format != "qrels":
         return _run_eval_rel_format(args, run_source, run_name, qrels_source, qrels_name)
-    try:
-        run = read_run(run_source, name=run_name)
-        # diversity measures read subtopic qrels, where a docid appears once per subtopic
-        qrels = read_qrels(qrels_source, name=qrels_name,
-                           diversity=needs_subtopics(args.measures, args.profile))
+    try:  # the qrels first (their reader's transient memory comes before the run's columns)
+        try:
+            # diversity measures read subtopic qrels, where a docid appears once per subtopic
+            qrels = read_qrels(qrels_source, name=qrels_name,
+                               diversity=needs_subtopics(args.measures, args.profile))
+        except Exception as exc:
+            failed = exc
+        else:
+            failed = None
+        # (read even when the qrels failed: with both bad, the run's problem is named first)
+        runs = [read_run(run_source, name=run_name)]
+        if failed is not None:
+            raise failed
     except InputError:
         raise_if_swapped(qrels_source, qrels_name, run_source)
         raise
-    ev = evaluate(qrels, run, args.measures, profile=args.profile,
+    run_digest = sha256_of(run_source, runs[0]) if args.format == "json" else None
+    # evaluate holds the run alone, and lets its columns go once ranked (peak memory)
+    ev = evaluate(qrels, runs.pop(), args.measures, profile=args.profile,
                   relevance_level=args.rel_level, judged_only=args.judged_only,
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation,
@@ -73,7 +83,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.format == "json":  # the API's evaluation document; warnings are in it
         from .reports.trec_format import format_json
 
-        text = format_json(ev, sha256_of(run_source, run), sha256_of(qrels_source, qrels),
+        text = format_json(ev, run_digest, sha256_of(qrels_source, qrels),
                            per_topic=args.per_topic, curves=args.curves, interface="cli")
     else:
         if args.format == "csv":

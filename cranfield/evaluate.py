@@ -29,6 +29,7 @@ from .inputs.mappings import mapped_run
 from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
+from .inputs.trec_fast import release_memory
 from .measures import DEFAULT_PROFILE, PROFILES, Context
 from .measures.aggregation import segment_aggregates, summary
 from .measures.budget import check_values
@@ -39,6 +40,8 @@ from .measures.registry import INT64_MIN
 # trec_eval 10 -c: measures reset to 0 (or '') for a qrels topic missing from the run, by
 # printed name, after evaluating it against a one-document non-pool ranking.
 _RESET_FOR_MISSING = ("num_ret", "utility", "relstring", "rbp_resid")
+# A run this long, once ranked and let go of, gives its memory back to the OS at once.
+RELEASE_AFTER_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -248,13 +251,28 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                                   plan.require_overlap, plan.zs, plan.md)
     mapped = mapped_run(run)  # a dict, defaultdict or OrderedDict: ranked in one compiled pass
     if mapped is None:
-        run_obj: Run = read_run(run)
-        return evaluate_read(plan, judged_qrels(qrels), run_obj)
+        qrels_obj = qrels_before_run(qrels, run)
+        held = [read_run(run)]
+        del run  # evaluate_read holds the run alone, and lets it go once ranked (peak memory)
+        return evaluate_read(plan, qrels_obj, held.pop())
     try:
         return evaluate_read(plan, judged_qrels(qrels), mapped)
     except Exception:
         read_run(run)  # a problem in the run is named first, as when it was read whole first
         raise
+
+
+def qrels_before_run(qrels: Any, run: Any) -> Qrels:
+    """:func:`judged_qrels` of ``qrels``, read before the run (so that the qrels reader's
+    transient memory comes and goes before the run's columns exist). If the qrels cannot be
+    read, the run is read first: with both bad, the run's problem is the one raised, as when
+    the run was read first."""
+    try:
+        return judged_qrels(qrels)
+    except Exception as exc:
+        failed = exc
+    read_run(run)  # raises the run's own error, if it has one
+    raise failed
 
 
 def judged_qrels(qrels: Any) -> Qrels:
@@ -285,9 +303,14 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
                           complete_topics=complete_topics, tie_cutoffs=tie_cutoffs)
     else:  # no judgments (a shard of a run none of whose topics is judged): no topic
         ranked = no_topics(tie_cutoffs)
+    # the run's columns go once ranked, when nothing else holds the run (peak memory)
+    run_topics, runid, rows = run_obj.topics, run_obj.runid, len(run_obj)
+    del run_obj
+    if rows >= RELEASE_AFTER_ROWS:
+        release_memory()
     if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
-                              f"(run topics: {len(run_obj.topics)}, qrels topics: "
+                              f"(run topics: {len(run_topics)}, qrels topics: "
                               f"{len(qrels_obj.topics)})", code="no-overlap")
     missing = ~ranked.in_run
     if missing.any():
@@ -311,8 +334,8 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
         _fill_missing(values, instances, missing, profile)
     if zs is not None:
         _standardise(zs, values, instances, ranked, profile)
-    return finish_evaluation(instances, values, ranked, qrels_obj, run_obj.topics,
-                             run_obj.runid, options, md)
+    return finish_evaluation(instances, values, ranked, qrels_obj, run_topics, runid,
+                             options, md)
 
 
 def _evaluate_rel_format(qrels, run, measures, qrels_format: str, **o):
