@@ -43,8 +43,7 @@ def topics_evaluated(run: Run, qrels: Qrels, complete_topics: bool) -> int:
     or every judged topic with -c), counted before ranking: the budget's topics factor."""
     if complete_topics:
         return len(qrels.topics)
-    judged = set(qrels.topics)
-    return sum(1 for t in set(run.topics) if t in judged)
+    return len(set(run.topics).intersection(qrels.topics))
 
 
 def check_options(**options: Any) -> None:

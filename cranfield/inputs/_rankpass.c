@@ -284,7 +284,16 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             nh++;
         }
         /* (3) the hits in rank order */
-        if (nh > 1) qsort(hits, nh, sizeof(hit_t), by_rank);
+        if (nh > 32) {
+            qsort(hits, nh, sizeof(hit_t), by_rank);
+        } else {  /* (a topic's few hits: an insertion sort, no allocation) */
+            for (Py_ssize_t h = 1; h < nh; h++) {
+                hit_t x = hits[h];
+                Py_ssize_t j = h;
+                for (; j > 0 && hits[j - 1].rank > x.rank; j--) hits[j] = hits[j - 1];
+                hits[j] = x;
+            }
+        }
         for (Py_ssize_t h = 0; h < nh; h++)
             if (vec_push(&h_rt, t) || vec_push(&h_qrow, hits[h].qrow) ||
                 vec_push(&h_rank, hits[h].rank) || vec_push(&h_first, hits[h].first) ||
