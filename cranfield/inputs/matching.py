@@ -111,8 +111,8 @@ def match_judged(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
     return run.topic_index[rows].astype(np.int64), run.scores[rows], q_order[pos[hit]], rows
 
 
-# Row numbers share a sorted key's 64 bits with a prefix of its hash (see io.packed_keys):
-# up to 2^36 rows the prefix keeps 28 bits or more, enough that shared prefixes stay rare.
+# Row numbers share a sorted key's 64 bits with a prefix of its hash (see
+# docid_keys.packed_keys): up to 2^36 rows the prefix keeps 28 bits or more, enough that shared prefixes stay rare.
 MAX_ROW_BITS = 36
 
 
