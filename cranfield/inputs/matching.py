@@ -112,7 +112,8 @@ def match_judged(run: Run, qrels: Qrels, run_to_qrels: np.ndarray, blocks=None):
 
 
 # Row numbers share a sorted key's 64 bits with a prefix of its hash (see
-# docid_keys.packed_keys): up to 2^36 rows the prefix keeps 28 bits or more, enough that shared prefixes stay rare.
+# docid_keys.packed_keys): up to 2^36 rows the prefix keeps 28 bits or more, enough that
+# shared prefixes stay rare.
 MAX_ROW_BITS = 36
 
 
