@@ -73,8 +73,14 @@ from .multipart import OPTIONS_FIELD, form_number, measure_list
 from .negotiation import negotiate
 from .paging import boolean_word
 from .problems import Problem
-from .schemas import NameList, OptionsSchema, RunOrQrels, TopicMetadataField, strict_bool
-from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
+from .schemas import (
+    NameList,
+    OptionsSchema,
+    RunOrQrels,
+    TopicMetadataField,
+    stored_ref,
+    strict_bool,
+)
 from .topic_metadata import resolve as resolve_topic_metadata
 
 bp = Blueprint("comparisons", __name__)
@@ -200,14 +206,9 @@ class ComparisonRequestSchema(Schema):
     runs = fields.List(fields.Nested(RunEntrySchema), required=True,
                        validate=validate.Length(min=1, max=50))
     qrels = RunOrQrels(load_default=None, allow_none=False)
-    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
-        error="must be a stored qrels id, optionally @version"))
+    qrels_id = stored_ref("qrels")
     # stored topic metadata (issue #28), optionally @version: not with options.topic_metadata
-    topic_metadata_id = fields.String(load_default=None, allow_none=False,
-                                      validate=validate.Regexp(
-                                          TOPIC_METADATA_REF, error="must be a stored topic "
-                                          "metadata id, optionally @version"))
+    topic_metadata_id = stored_ref("topic metadata")
     measures = NameList(max_names=50, load_default=None)
     options = fields.Nested(CompareOptionsSchema, load_default=lambda: CompareOptionsSchema()
                             .load({}))

@@ -30,9 +30,8 @@ from .inputs import engine_problem, read_inputs
 from .negotiation import negotiate
 from .problems import Problem
 from .rel_formats import check_rel_request, evaluate_rel, resolve_format
-from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, strict_bool
+from .schemas import EvaluationOptionsSchema, NameList, RunOrQrels, stored_ref, strict_bool
 from .timing import timed
-from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
 from .topic_metadata import resolve as resolve_topic_metadata
 
 bp = Blueprint("evaluations", __name__, url_prefix="/v1/evaluations")
@@ -78,14 +77,9 @@ class EvaluationRequestSchema(Schema):
 
     run = RunOrQrels(required=True)
     qrels = RunOrQrels(load_default=None, allow_none=False)
-    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
-        error="must be a stored qrels id, optionally @version"))
+    qrels_id = stored_ref("qrels")
     # stored topic metadata (issue #28), optionally @version: not with options.topic_metadata
-    topic_metadata_id = fields.String(load_default=None, allow_none=False,
-                                      validate=validate.Regexp(
-                                          TOPIC_METADATA_REF, error="must be a stored topic "
-                                          "metadata id, optionally @version"))
+    topic_metadata_id = stored_ref("topic metadata")
     measures = NameList(max_names=200, load_default=None)
     options = fields.Nested(EvaluationOptionsSchema,
                             load_default=lambda: dict(_DEFAULT_OPTIONS))

@@ -47,10 +47,10 @@ from .schemas import (
     NameList,
     OptionsSchema,
     RunOrQrels,
+    stored_ref,
     strict_bool,
 )
 from .timing import timed
-from .topic_metadata import REF_PATTERN as TOPIC_METADATA_REF
 from .topic_metadata import resolve as resolve_topic_metadata
 
 bp = Blueprint("evaluations_batch", __name__)
@@ -88,13 +88,8 @@ class BatchEvaluationRequestSchema(Schema):
     runs = fields.List(fields.Nested(BatchRunSchema), required=True,
                        validate=[validate.Length(min=1), _at_most_batch_runs])
     qrels = RunOrQrels(load_default=None, allow_none=False)
-    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
-        error="must be a stored qrels id, optionally @version"))
-    topic_metadata_id = fields.String(load_default=None, allow_none=False,
-                                      validate=validate.Regexp(
-                                          TOPIC_METADATA_REF, error="must be a stored topic "
-                                          "metadata id, optionally @version"))
+    qrels_id = stored_ref("qrels")
+    topic_metadata_id = stored_ref("topic metadata")
     measures = NameList(max_names=200, load_default=None)
     options = fields.Nested(BatchOptionsSchema, load_default=lambda: BatchOptionsSchema()
                             .load({}))

@@ -32,6 +32,7 @@ from .enqueue import accepted, over_budget, submission, wants_async
 from .inputs import read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
+from .schemas import stored_ref
 
 bp = Blueprint("pools", __name__, url_prefix="/v1/pools")
 
@@ -44,9 +45,7 @@ class PoolRequestSchema(Schema):
                        validate=validate.Length(min=1, max=200))
     depth = fields.Integer(required=True, strict=True,
                            validate=validate.Range(min=1, max=10_000))
-    qrels_id = fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$",
-        error="must be a stored qrels id, optionally @version"))
+    qrels_id = stored_ref("qrels")
     profile = fields.String(load_default="trec_eval-9.0.8",
                             validate=validate.OneOf(cranfield.PROFILES))
 

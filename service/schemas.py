@@ -14,6 +14,18 @@ from cranfield.inputs.grammar import INT64_MAX, INT64_MIN
 from cranfield.inputs.json_body import Columns
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 
+# A stored input named by id, optionally pinned to one version (``id@version``): the qrels
+# and topic metadata routes store under these ids, and every request that names one reads it
+# by this one pattern.
+STORED_REF = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$"
+
+
+def stored_ref(kind: str) -> fields.String:
+    """An optional request field naming a stored ``kind`` ("qrels", "topic metadata") by
+    id, optionally @version."""
+    return fields.String(load_default=None, allow_none=False, validate=validate.Regexp(
+        STORED_REF, error=f"must be a stored {kind} id, optionally @version"))
+
 
 class StrictBoolean(fields.Boolean):
     """JSON true/false only (marshmallow would also take 0, 1, "yes"...)."""

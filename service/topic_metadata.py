@@ -27,7 +27,6 @@ from .request_body import read_body, read_json_object
 
 bp = Blueprint("topic_metadata", __name__, url_prefix="/v1/topic-metadata")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9a-f]{16})?$"
 
 
 def store() -> TopicMetadataStore:
