@@ -372,6 +372,7 @@ def _run_eval_many_remote(args: argparse.Namespace) -> int:
     lint on standard error), json as the batch document."""
     import json
 
+    from .client import ApiError
     from .remote_cli import client_for
     from .reports.result_document import warnings_for_interface
     from .reports.trec_format import document_evaluation
@@ -388,9 +389,12 @@ def _run_eval_many_remote(args: argparse.Namespace) -> int:
         options["topic_metadata"] = topic_metadata_file(args.topic_metadata)
     runs = {name: text(path) for name, path in zip(run_names_of(args.run), args.run,
                                                    strict=True)}
-    docs = client.evaluate_many(None if args.qrels_id else text(args.qrels), runs,
-                                args.measures, qrels_id=args.qrels_id, options=options,
-                                per_topic=args.per_topic, curves=args.curves)
+    try:
+        docs = client.evaluate_many(None if args.qrels_id else text(args.qrels), runs,
+                                    args.measures, qrels_id=args.qrels_id, options=options,
+                                    per_topic=args.per_topic, curves=args.curves)
+    except ApiError as exc:  # the service names a run runs[i].run; the user gave a file
+        raise ApiError(exc.status, _problem_naming_files(exc.problem, args.run)) from None
     if args.format == "json":
         first = next(iter(docs.values()), {})
         qrels = {"sha256": (first.get("provenance") or {}).get("qrels_sha256")}
@@ -400,6 +404,23 @@ def _run_eval_many_remote(args: argparse.Namespace) -> int:
     return _print_blocks(args, ((n, document_evaluation(d)) for n, d in docs.items()),
                          lint=lambda name, ev: warnings_for_interface(
                              docs[name].get("warnings") or [], "cli"))
+
+
+def _problem_naming_files(problem: dict, paths: list[str]) -> dict:
+    """A batch problem with each ``runs[i].run`` (the service's name for the i-th run) said
+    as the file the user named (``-`` standard input), as the local command names it."""
+    import re
+
+    def named(text: str) -> str:
+        return re.sub(r"runs\[(\d+)\]\.run",
+                      lambda m: paths[int(m[1])] if int(m[1]) < len(paths) else m[0], text)
+
+    out = dict(problem)
+    if isinstance(out.get("detail"), str):
+        out["detail"] = named(out["detail"])
+    if isinstance(out.get("errors"), dict):
+        out["errors"] = {named(str(k)): v for k, v in out["errors"].items()}
+    return out
 
 
 def run_names_of(paths: list[str]) -> list[str]:
