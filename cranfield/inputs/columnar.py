@@ -76,14 +76,14 @@ def to_arrow(obj: Any, label: str):
 
 
 def read_file_bytes(data, kind: str, label: str, diversity: bool = False,
-                    fmt: str | None = None) -> Run | Qrels:
+                    fmt: str | None = None, gains: str = "integer") -> Run | Qrels:
     """A run or qrels (``kind``) from the bytes of an Arrow IPC or Parquet file that the
     library or the CLI was given (a path, bytes, a binary file object), read as the service
     reads an upload of the same bytes: within :func:`cranfield.inputs.table_bounds.local_bounds`,
     errors naming ``label``."""
     if kind == "run":
         return read_run_bytes(data, label, fmt=fmt, **local_bounds(kind))
-    return read_qrels_bytes(data, label, diversity, fmt=fmt, **local_bounds(kind))
+    return read_qrels_bytes(data, label, diversity, fmt=fmt, gains=gains, **local_bounds(kind))
 
 
 def read_run_bytes(data, label: str = "run", *, check=None, **bounds) -> Run:
@@ -95,12 +95,12 @@ def read_run_bytes(data, label: str = "run", *, check=None, **bounds) -> Run:
 
 
 def read_qrels_bytes(data, label: str = "qrels", diversity: bool = False, *, check=None,
-                     **bounds) -> Qrels:
+                     gains: str = "integer", **bounds) -> Qrels:
     """Qrels from Arrow IPC or Parquet bytes (``bounds``: see
     :func:`cranfield.inputs.table_bytes.read_table_bytes`; ``check``: see
-    :func:`run_from_table`)."""
+    :func:`run_from_table`; ``gains``: see :func:`qrels_from_table`)."""
     return qrels_from_table(read_table_bytes(data, "qrels", label, **bounds), name=label,
-                            diversity=diversity, check=check)
+                            diversity=diversity, check=check, gains=gains)
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,19 +125,22 @@ def run_from_table(obj: Any, *, name: str | None = None, check=None) -> Run:
 
 
 def qrels_from_table(obj: Any, *, name: str | None = None, diversity: bool = False,
-                     check=None) -> Qrels:
+                     check=None, gains: str = "integer") -> Qrels:
     """:class:`Qrels` from columns ``topic``, ``docid``, ``grade`` (and ``iteration``, the
     subtopic): rows grouped by topic in strcmp order, in the order given within a topic.
-    ``check`` as for :func:`run_from_table`."""
+    ``check`` as for :func:`run_from_table`. With ``gains="real"`` (declared, issue #31) the
+    grade column may hold real gains (a float column, or integers), read as float64 by
+    :func:`cranfield.inputs.grammar.json_real_gain_problem`."""
     label = name or "qrels"
     table, topics, topic_index, docids = _topics_and_docids(obj, label, QRELS_COLUMNS, check)
-    grades = _grades(table.column("grade"), label)
+    grades = (_real_gains(table.column("grade"), label) if gains == "real"
+              else _grades(table.column("grade"), label))
     subs = None
     if "iteration" in table.column_names:
         subs = _id_column(table.column("iteration"), label, "iteration")
     order = np.argsort(topic_index, kind="stable")
     qrels = Qrels(topics, topic_index[order], docids.take(arrow_ints(order)), grades[order],
-                  object_array(subs)[order] if subs is not None else None, label)
+                  object_array(subs)[order] if subs is not None else None, label, gains=gains)
     if not diversity:
         _refuse_duplicates(qrels, label, "docid {doc!r} is judged twice for topic {topic!r}",
                            "duplicate-judgment", rows=order)
@@ -321,6 +324,26 @@ def _grades(col, label: str) -> np.ndarray:
             raise column_error(label, "grade", grammar.json_grade_problem(int(raw[row])), row)
         return raw.astype(np.int64)
     return _numpy(arr.cast(pa.int64()), np.int64).copy()
+
+
+def _real_gains(col, label: str) -> np.ndarray:
+    """A grade column of real-valued gains (qrels declared ``gains="real"``) as float64:
+    integers and floats alike, each a finite number within the grammar's bound."""
+    import pyarrow as pa
+
+    arr, typ = _numbers(col, label, "grade")
+    if pa.types.is_unsigned_integer(typ):
+        values = _numpy(arr.cast(pa.uint64()), np.uint64).astype(np.float64)
+    elif pa.types.is_integer(typ):
+        values = _numpy(arr.cast(pa.int64()), np.int64).astype(np.float64)
+    else:
+        values = _numpy(arr.cast(pa.float64()), np.float64).copy()
+    bad = np.flatnonzero(~np.isfinite(values) | (np.abs(values) > grammar.WEIGHT_LIMIT))
+    if len(bad):
+        row = int(bad[0])
+        raise column_error(label, "grade", grammar.json_real_gain_problem(float(values[row])),
+                           row)
+    return values
 
 
 def _runid(col, label: str) -> str:

@@ -32,6 +32,15 @@ Grades
     2^53 in magnitude (``2.0``, ``1e2``: beyond 2^53 a double need not be the integer that
     was written, and JSON readers turn integer literals beyond 64 bits into doubles).
     A negative grade means "in the pool, not judged" (trec_eval's RELVALUE_UNJUDGED).
+
+Real gains (issue #31)
+    Only qrels that declare them (``gains="real"``: :data:`GAINS`; never inferred from a
+    grade that happens to be ``1.5``) hold real-valued grades: in text a finite decimal number
+    in the score grammar above (no ``inf``/``nan``, no hexadecimal, no ``_``), in JSON and
+    in columns a finite number, of magnitude at most :data:`WEIGHT_LIMIT` (so that sums of
+    gains over a topic stay finite). As for integer grades, a negative real grade means "in
+    the pool, not judged" (trec_eval's RELVALUE_UNJUDGED): it is no gain and not relevant.
+    Without the declaration a grade such as ``1.5`` is refused exactly as before.
 """
 
 from __future__ import annotations
@@ -46,6 +55,10 @@ INT64_MAX = 2**63 - 1
 # the largest magnitude of a weight that is summed or multiplied (gains, utility's
 # coefficients, F's beta): products with int64 counts and sums over a topic stay finite
 WEIGHT_LIMIT = 1e100
+
+# How qrels declare their grades (Qrels.gains, read_qrels' and evaluate's gains=): trec_eval's
+# integer grades (the default), or real-valued gains (LLM labels, mean consensus grades)
+GAINS = ("integer", "real")
 
 # Characters an id may not hold: ASCII whitespace and control characters.
 _ID_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
@@ -171,6 +184,48 @@ def parse_grade(text: str) -> int:
     if not INT64_MIN <= value <= INT64_MAX:
         raise GrammarError(f"grade {text} is outside the 64-bit integer range")
     return value
+
+
+def parse_real_gain(text: str) -> float:
+    """A real-valued gain as TREC text spells it (qrels declared ``gains="real"``): a finite
+    decimal number in the score grammar, at most :data:`WEIGHT_LIMIT` in magnitude."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise GrammarError(f"{text!r} is not a real gain: not a number") from None
+    if not text.isascii() or "_" in text:
+        raise GrammarError(f"{text!r} is not a real gain: not a plain decimal number")
+    problem = _real_gain_range(value)
+    if problem:
+        raise GrammarError(f"{text!r} is not a real gain: {problem}")
+    return value
+
+
+def json_real_gain_problem(value: object) -> str | None:
+    """Why a JSON (or column) value is not a real-valued gain, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return f"grade {_json_repr(value)} is not a number (a real gain)"
+    try:
+        number = float(value)
+    except OverflowError:
+        return "grade is too large for a real gain"
+    problem = _real_gain_range(number)
+    return f"grade {value!r} is not a real gain: {problem}" if problem else None
+
+
+def _real_gain_range(value: float) -> str | None:
+    if not math.isfinite(value):
+        return "not a finite number"
+    if abs(value) > WEIGHT_LIMIT:
+        return f"its magnitude is above {WEIGHT_LIMIT:g}"
+    return None
+
+
+def gains_problem(gains: object) -> str | None:
+    """Why ``gains`` is not a declaration of :data:`GAINS`, or None."""
+    if gains in GAINS:
+        return None
+    return f"gains must be one of {', '.join(repr(g) for g in GAINS)}, not {gains!r}"
 
 
 def json_score_problem(value: object) -> str | None:

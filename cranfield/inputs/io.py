@@ -91,7 +91,8 @@ def read_run(source: Source, *, name: str | None = None) -> Run:
     return run if run is not None else slow_run(bytes(data), label)
 
 
-def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False) -> Qrels:
+def read_qrels(source: Source, *, name: str | None = None, diversity: bool = False,
+               gains: str = "integer") -> Qrels:
     """Read qrels: a path, TREC qrels text (``qid iter docno grade``; for ndeval's diversity
     qrels the second field is the subtopic), a file object, a ``{topic: {docid: grade}}``
     mapping, columns (``topic``, ``docid``, ``grade``, and ``iteration`` for subtopics; see
@@ -101,7 +102,14 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     Lines must have exactly four fields; the grade must be an integer (trec_eval would read
     ``1.7`` as 1 and ``x`` as 0 without a word). Lines starting with ``#`` are comments. A docid
     judged twice for one topic is an error unless ``diversity`` is set.
+
+    ``gains="real"`` declares real-valued gains (issue #31; :data:`grammar.GAINS`): grades are
+    then finite decimal numbers (:func:`grammar.parse_real_gain`), read in Python (never by
+    a compiled reader, which reads integers), and the Qrels says ``gains == "real"``. A
+    :class:`Qrels` given as such keeps its own declaration unless ``gains="real"`` is asked.
     """
+    if gains != "integer":
+        return _real_qrels(source, name, diversity, gains)
     if isinstance(source, Qrels):
         return source
     if isinstance(source, Mapping):
@@ -136,12 +144,46 @@ def read_qrels(source: Source, *, name: str | None = None, diversity: bool = Fal
     return build_qrels(qids, docids, grades, subtopics, label, diversity, data=data)
 
 
+def _real_qrels(source: Source, name: str | None, diversity: bool, gains: str) -> Qrels:
+    """:func:`read_qrels` of qrels declared to hold real gains: every reader's Python path."""
+    from . import grammar
+
+    problem = grammar.gains_problem(gains)
+    if problem:
+        raise InputError(name or "qrels", problem, field="gains")
+    if isinstance(source, Qrels):
+        return source.with_real_gains()
+    if isinstance(source, Mapping):
+        from .json_body import real_qrels_from_mapping
+
+        return real_qrels_from_mapping(source, name or "qrels")
+    if is_columns(source):
+        from .columnar import qrels_from_table
+
+        return qrels_from_table(source, name=name, diversity=diversity, gains="real")
+    path = as_path(source, name)
+    if path is not None:
+        table = _table_file(path, name or path, "qrels", diversity, gains="real")
+        if table is not None:
+            return table
+    data, label = load_bytes(source, name, "qrels")
+    table = _table_data(source, data, label, "qrels", diversity, gains="real") \
+        if path is None else None
+    if table is not None:
+        return table
+    refuse_bom(data, label)
+    qids, subtopics, docids, grades = slow_qrels_columns(bytes(data), label, gains="real")
+    return build_qrels(qids, docids, grades, subtopics, label, diversity, data=data,
+                       gains="real")
+
+
 # The first bytes of an Arrow IPC file ("ARROW1"), an IPC stream (its continuation marker)
 # and a Parquet file ("PAR1"): a file starting otherwise is TREC text, without reading on
 _TABLE_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")
 
 
-def _table_file(path: str, label: str, kind: str, diversity: bool = False):
+def _table_file(path: str, label: str, kind: str, diversity: bool = False,
+                gains: str = "integer"):
     """The run or qrels (``kind``) in the Arrow IPC or Parquet file at ``path``, told by its
     magic bytes (never its name) and read as the service reads the same bytes uploaded
     (:func:`cranfield.inputs.columnar.read_file_bytes`); None when the file is not one (text)."""
@@ -153,10 +195,11 @@ def _table_file(path: str, label: str, kind: str, diversity: bool = False):
             data = fh.read()
     except OSError as exc:
         raise InputError(label, f"cannot read file: {exc.strerror}") from exc
-    return _table_data(None, data, label, kind, diversity)
+    return _table_data(None, data, label, kind, diversity, gains)
 
 
-def _table_data(source: Source, data, label: str, kind: str, diversity: bool = False):
+def _table_data(source: Source, data, label: str, kind: str, diversity: bool = False,
+                gains: str = "integer"):
     """The run or qrels held by ``data`` (the bytes of a path, bytes or a binary file
     object: never text given as a str) when its magic bytes make it an Arrow IPC or Parquet
     file; else None."""
@@ -166,4 +209,5 @@ def _table_data(source: Source, data, label: str, kind: str, diversity: bool = F
     from .table_bytes import sniff
 
     fmt = sniff(data)
-    return read_file_bytes(data, kind, label, diversity, fmt) if fmt is not None else None
+    return read_file_bytes(data, kind, label, diversity, fmt, gains) if fmt is not None \
+        else None

@@ -151,15 +151,18 @@ def decode_body(raw: bytes, *, min_bytes: int | None = None) -> dict | None:
     return body
 
 
-def read_json_mapping(raw: bytes, kind: str) -> Run | Qrels:
+def read_json_mapping(raw: bytes, kind: str, gains: str = "integer") -> Run | Qrels:
     """A JSON text holding one ``{topic: {docid: value}}`` mapping (what a queued job
     stores) as a :class:`Run` (``kind="run"``) or :class:`Qrels`, by the fast path when it
-    applies, else by orjson and the mapping reader (which name what is wrong)."""
+    applies, else by orjson and the mapping reader (which name what is wrong). Qrels
+    declared to hold real gains (``gains="real"``) are read in Python
+    (:func:`real_qrels_from_mapping`), never by the compiled scan, which reads integers."""
     from collections.abc import Mapping
 
     from .io import read_qrels, read_run
 
-    kernels = _load_kernels() if len(raw) >= FAST_JSON_MIN_BYTES else None
+    kernels = _load_kernels() if len(raw) >= FAST_JSON_MIN_BYTES and gains != "real" \
+        else None
     if kernels:
         buf = np.frombuffer(raw, dtype=np.uint8)
         start = int(kernels.skip_ws(buf, 0))
@@ -174,7 +177,54 @@ def read_json_mapping(raw: bytes, kind: str) -> Run | Qrels:
         raise InputError(kind, f"not valid JSON: {exc}") from None
     if not isinstance(mapping, Mapping):
         raise InputError(kind, "must be an object {topic: {docid: value}}", field=kind)
-    return (read_run if kind == "run" else read_qrels)(mapping, name=kind)
+    if kind == "run":
+        return read_run(mapping, name=kind)
+    return read_qrels(mapping, name=kind, gains=gains)
+
+
+def real_qrels_from_mapping(qrels, label: str) -> Qrels:
+    """Qrels declared to hold real gains (``gains="real"``, issue #31) from ``{topic: {docid:
+    gain}}``, read in Python by the grammar (ids by :func:`grammar.id_problem`, gains by
+    :func:`grammar.json_real_gain_problem`; an error names ``label.topic.docid``): topics in
+    strcmp order, documents in the mapping's order."""
+    from collections.abc import Mapping
+
+    from .run_qrels import byte_key
+
+    for topic, docs in qrels.items():
+        problem = grammar.id_problem(topic)
+        if problem:
+            what = "topic ids must be strings" if not isinstance(topic, str) else \
+                f"topic id {topic!r}: {problem}"
+            raise InputError(label, what, field=f"{label}.{topic}")
+        if not isinstance(docs, Mapping):
+            raise InputError(label, "must map docids to grades", field=f"{label}.{topic}")
+    topics = sorted(qrels, key=byte_key)
+    docids: list[str] = []
+    gains = array("d")
+    lengths = array("q")
+    for topic in topics:
+        docs = qrels[topic]
+        for doc, value in docs.items():
+            problem = grammar.id_problem(doc)
+            if problem:
+                raise InputError(label, f"docid {doc!r}: {problem}",
+                                 field=f"{label}.{topic}.{doc}")
+            value = value.item() if isinstance(value, np.generic) else value
+            problem = grammar.json_real_gain_problem(value)
+            if problem:
+                raise InputError(label, problem, field=f"{label}.{topic}.{doc}")
+            docids.append(doc)
+            gains.append(float(value))
+        lengths.append(len(docs))
+    doc_array = np.empty(len(docids), dtype=object)
+    doc_array[:] = docids
+    topic_index = np.repeat(np.arange(len(topics), dtype=np.int32),
+                            np.frombuffer(lengths, np.int64))
+    out = Qrels(topics, topic_index, doc_array, np.frombuffer(gains, np.float64).copy(), None,
+                label, gains="real")
+    out.unique_judgments = True  # (a mapping holds a docid once per topic)
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -74,14 +74,26 @@ class Qrels:
     reader keeps its column); either way ``docids`` reads as a numpy object array, built on
     first use, so that evaluating never turns a judged docid into a Python string unless a
     measure needs to compare it (see :func:`cranfield.inputs.matching.match_judged`).
+
+    ``gains`` declares what the grades are (:data:`cranfield.inputs.grammar.GAINS`):
+    ``"integer"`` (trec_eval's grades, int64: the default) or ``"real"`` (real-valued gains,
+    float64, such as LLM labels or a mean consensus: gain-based measures use them as they
+    are, binary measures need ``rel=``; see docs/measures.md). Real gains are only ever
+    declared, never inferred from the values; a reader asked for ``gains="real"`` reads
+    grades by :func:`cranfield.inputs.grammar.parse_real_gain`. Building one directly:
+    ``Qrels(topics, topic_index, docids, grades_float64, gains="real")``.
     """
 
     def __init__(self, topics: list[str], topic_index: np.ndarray, docids: Any,
-                 grades: np.ndarray, subtopics: Any = None, source: str = "qrels") -> None:
+                 grades: np.ndarray, subtopics: Any = None, source: str = "qrels", *,
+                 gains: str = "integer") -> None:
+        if gains not in ("integer", "real"):
+            raise ValueError(f"gains must be 'integer' or 'real', not {gains!r}")
         self.topics = topics
         self.topic_index = topic_index
         self._docids = docids
-        self.grades = grades
+        self.gains = gains
+        self.grades = np.asarray(grades, dtype=np.float64) if gains == "real" else grades
         self._subtopics = subtopics
         self.source = source
         # True when a reader proved each (topic, docid) to appear once (text read with
@@ -99,11 +111,13 @@ class Qrels:
         state.setdefault("unique_judgments", False)
         state.setdefault("_hashes", None)
         state.setdefault("_arrow", None)
+        state.setdefault("gains", "integer")
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
+        real = ", gains='real'" if self.gains == "real" else ""
         return (f"Qrels(topics={len(self.topics)}, judgments={len(self)}, "
-                f"source={self.source!r})")
+                f"source={self.source!r}{real})")
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -167,12 +181,27 @@ class Qrels:
         out = Qrels(keep_topics, remap[self.topic_index[rows]].astype(np.int32),
                     self.docids_at(rows), self.grades[rows],
                     self.subtopics[rows] if self.subtopics is not None else None,
-                    self.source)
+                    self.source, gains=self.gains)
         out.unique_judgments = self.unique_judgments
         return out
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {t: {} for t in self.topics}
+    def with_real_gains(self) -> Qrels:
+        """These judgments declared to hold real gains (``gains="real"``): ``self`` when they
+        do, else a copy whose grades are float64 (integers are real gains as they are)."""
+        if self.gains == "real":
+            return self
+        out = Qrels(self.topics, self.topic_index, self._docids, self.grades, self._subtopics,
+                    self.source, gains="real")
+        out.unique_judgments = self.unique_judgments
+        return out
+
+    @property
+    def real_gains(self) -> bool:
+        """Whether these qrels declare real-valued gains (``gains == "real"``)."""
+        return self.gains == "real"
+
+    def to_dict(self) -> dict[str, dict[str, int | float]]:
+        out: dict[str, dict[str, int | float]] = {t: {} for t in self.topics}
         for t, d, g in zip(self.topic_index.tolist(), self.docids.tolist(),
                            self.grades.tolist(), strict=True):
             out[self.topics[t]][d] = g

@@ -136,7 +136,11 @@ def _raise_on_duplicate(topics, topic_index, docids, lines, label) -> None:
                          field="docno", code="duplicate-docid")
 
 
-def slow_qrels_columns(data: bytes, label: str) -> list:
+def slow_qrels_columns(data: bytes, label: str, gains: str = "integer") -> list:
+    """(qids, subtopics, docids, grades) of qrels text; with ``gains="real"`` (declared,
+    issue #31) grades are real gains by :func:`grammar.parse_real_gain` (float64)."""
+    if gains == "real":
+        return _real_qrels_columns(data, label)
     qids: list[str] = []
     subtopics: list[str] = []
     docids: list[str] = []
@@ -164,9 +168,31 @@ def slow_qrels_columns(data: bytes, label: str) -> list:
     return [qids, subtopics, docids, grade_array]
 
 
-def build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) -> Qrels:
+def _real_qrels_columns(data: bytes, label: str) -> list:
+    """:func:`slow_qrels_columns` for qrels declared to hold real gains."""
+    qids: list[str] = []
+    subtopics: list[str] = []
+    docids: list[str] = []
+    grades = array("d")
+    for lineno, fields in _split_lines(data, label):
+        if len(fields) != 4:
+            raise InputError(label, f"expected 4 fields (qid iter docno grade), found "
+                             f"{len(fields)}", line=lineno)
+        try:
+            grades.append(grammar.parse_real_gain(fields[3]))
+        except grammar.GrammarError as exc:
+            raise InputError(label, str(exc), line=lineno, field="grade") from None
+        qids.append(fields[0])
+        subtopics.append(fields[1])
+        docids.append(fields[2])
+    return [qids, subtopics, docids, np.frombuffer(grades, np.float64).copy()]
+
+
+def build_qrels(qids, docids, grades, subtopics, label, diversity, data=None,
+                gains: str = "integer") -> Qrels:
     """Qrels from parsed columns: grouped by topic (topics in strcmp order, rows within a
-    topic in file order) and checked for a docid judged twice in one topic."""
+    topic in file order) and checked for a docid judged twice in one topic. ``gains``:
+    what the grades are (``"real"``: float64 real gains, declared)."""
     qids = object_array(qids)
     docids = object_array(docids)
     first_seen: dict[str, int] = {}
@@ -188,7 +214,9 @@ def build_qrels(qids, docids, grades, subtopics, label, diversity, data=None) ->
                 raise InputError(label, f"docid {doc!r} is judged twice for topic {topic!r}",
                                  line=where, field="docno" if where else
                                  f"{label}.{topic}.{doc}", code="duplicate-judgment")
-    out = Qrels(topics, topic_index, docids, grades.astype(np.int64), subs, label)
+    out = Qrels(topics, topic_index, docids,
+                grades.astype(np.float64 if gains == "real" else np.int64), subs, label,
+                gains=gains)
     out.unique_judgments = not diversity
     return out
 
