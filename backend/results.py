@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import (
+    Boolean,
     DateTime,
     Double,
     ForeignKey,
@@ -111,12 +112,15 @@ class System(Base):
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tenant: Mapped[str] = mapped_column(String(64))
     name: Mapped[str] = mapped_column(String(MAX_NAME))
+    # its results keep their runs unless the record says otherwise (issue #31); None: no
+    keep_runs: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class Result(Base):
     __tablename__ = "results"
     __table_args__ = (Index("ix_results_system_created", "system_pk", "created_at"),
-                      Index("uq_results_tenant_job_id", "tenant", "job_id", unique=True))
+                      Index("uq_results_tenant_job_id", "tenant", "job_id", unique=True),
+                      Index("ix_results_tenant_run_sha256", "tenant", "run_sha256"))
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True)
@@ -141,6 +145,9 @@ class Result(Base):
     # id@version, and the SHA-256 of the metadata (stored or inline); None: none given
     topic_metadata_version: Mapped[str | None] = mapped_column(String(MAX_NAME))
     topic_metadata_sha256: Mapped[str | None] = mapped_column(String(64))
+    # the run it kept (issue #31): the SHA-256 of the run's canonical TREC text, a row of
+    # kept_runs of its tenant (backend/kept_runs.py); None: its run was not kept
+    run_sha256: Mapped[str | None] = mapped_column(String(64))
 
 
 class ResultTag(Base):
@@ -539,14 +546,18 @@ class ResultStore:
     # -- writing ----------------------------------------------------------------------------
 
     def record(self, tenant: str | None, record: dict, document: dict, *,
-               job_id: str | None = None) -> dict:
+               job_id: str | None = None, run_sha256: str | None = None) -> dict:
         """Keep ``document`` (an evaluation document as the API answers it) as a result of
         ``record["system"]``, labelled ``record["label"]`` (``commit`` and ``tags``
         optional). Returns its summary. ValueError if the record is malformed.
 
         ``job_id``: the queued job recording it. A tenant's job records one result: asked
         again (the job retried after a database outage, or after its worker died once it
-        had recorded), this returns the result already recorded instead of a second one."""
+        had recorded), this returns the result already recorded instead of a second one.
+
+        ``run_sha256``: the tenant's kept run the result keeps (``backend.kept_runs``; see
+        ``KeptRuns.record_with_run``): its row is locked in the recording transaction, and
+        ``KeptRunGone`` raised (nothing recorded) if it was released meanwhile."""
         if job_id is not None:
             found = self.recorded_by_job(tenant, job_id)
             if found is not None:
@@ -584,7 +595,11 @@ class ResultStore:
                                 document=_pack(rest), job_id=job_id,
                                 topic_metadata_version=provenance.get(
                                     "topic_metadata_version"),
-                                topic_metadata_sha256=_metadata_sha256(provenance))
+                                topic_metadata_sha256=_metadata_sha256(provenance),
+                                run_sha256=run_sha256)
+                if run_sha256 is not None and \
+                        kept_runs.KeptRuns.lock(session, tenant, run_sha256) is None:
+                    raise kept_runs.KeptRunGone(run_sha256)
                 session.add(result)
                 session.flush()
                 session.add_all(ResultTag(result_pk=result.pk, tag=t) for t in tags)
@@ -619,6 +634,9 @@ class ResultStore:
             for table in (ResultValues, ResultSegment, ResultTag, Baseline, GateVerdict):
                 session.execute(delete(table).where(table.result_pk == result.pk))
             session.delete(result)
+            session.flush()
+            # its kept run goes with the last result naming it (issue #31)
+            kept_runs.KeptRuns.release(session, tenant, result.run_sha256)
             return True
 
     def pin_baseline(self, tenant: str | None, system: str, result_id: str) -> dict:
@@ -1000,4 +1018,4 @@ class ResultStore:
 # (Alembic's env.py, compare_metadata, a test emptying the tables) sees every table the
 # migrations make. At the end: backend.qrels_db imports Base from here. So are the stored
 # topic metadata's (issue #28).
-from . import qrels_db, topic_metadata_db  # noqa: E402, F401
+from . import kept_runs, qrels_db, topic_metadata_db  # noqa: E402, F401

@@ -1,0 +1,507 @@
+"""Kept runs (issue #31): a recorded evaluation's run, kept in the results database so it can be
+read back (``GET /v1/results/{id}/run``) and re-scored under other qrels.
+
+Storage. A run is kept once per tenant and content digest, whatever the number of results
+that refer to it: ``kept_runs`` (tenant, ``sha256``, rows, topics, bytes, chunks, creation
+time) and ``kept_run_chunks`` (its Parquet file, zstd-compressed, cut into blobs of at most
+:data:`CHUNK_BYTES`, 1 MiB, numbered from 0). A result names its run by ``results.run_sha256``
+(same tenant). The Parquet file has the columns ``topic`` (string, dictionary-encoded),
+``docid`` (string), ``score`` (float64) and ``runid`` (string, the run's runid on every row),
+rows in the canonical order below: the columns :func:`cranfield.inputs.columnar.run_from_table`
+reads, so the stored bytes are a run file any Cranfield reader takes.
+
+The digest. ``sha256`` is the SHA-256 of the run's *canonical TREC text*: one line per row,
+``topic Q0 docid rank score runid`` and a newline, separated by single spaces; rows ordered
+by topic (the topics' UTF-8 bytes ascending, trec_eval's strcmp order), then score
+descending, then docid's UTF-8 bytes descending (trec_eval's order of tied scores);
+``rank`` is the row's position within its topic from 1; ``score`` is the float64 as Python's
+``repr`` writes it (the shortest text that reads back to the same double: 1.50 in a file is
+1.5). That text is exactly what ``GET /v1/results/{id}/run`` answers as ``text/plain``, so
+``sha256(body) == run_sha256``. Runs that evaluate the same (the same rows in another order or
+another input format) share one digest and one stored copy.
+
+Memory. No whole second copy of a run is made: :meth:`KeptRuns.keep` computes the
+canonical order (an int64 permutation, 8 bytes a row), then walks the run in batches of
+:data:`BATCH_ROWS` rows, once to hash the text, and (when the run is new) once to write the
+Parquet row groups through a ``pyarrow.parquet.ParquetWriter`` whose sink inserts each full
+1 MiB chunk as it fills; :meth:`KeptRuns.read` and the chunk iterators read the Parquet file
+through a file object that fetches one chunk row at a time (:class:`ChunkFile`). Sizes are
+bounded before anything is kept: a kept run is a run the evaluation already read within the
+service's limits (``MAX_CONTENT_LENGTH``, ``MAX_TOPICS``, ``MAX_DOCS_PER_TOPIC``, the
+evaluation budgets), so its Parquet file is smaller than the upload it came from.
+
+Lifetime. Deleting a result releases its run (:meth:`KeptRuns.release`, called by
+``ResultStore.delete`` in the deleting transaction): the run's row is locked (``SELECT ...
+FOR UPDATE`` on PostgreSQL; SQLite has one writer), the results still naming it counted, and
+with none left the run and its chunks are deleted in that same transaction. Recording a
+result with a run locks the run's row in the recording transaction and fails with
+:class:`KeptRunGone` if a release deleted it meanwhile; :meth:`KeptRuns.record_with_run` keeps
+the run again and records once more. Another tenant never sees a run: every read is by
+(tenant, sha256).
+
+Python API (H31g's re-scoring reads runs back through it)::
+
+    runs = KeptRuns(store)                 # a ResultStore, or an SQLAlchemy Engine
+    sha = runs.keep(tenant, run)           # a cranfield Run -> its sha256 (kept once)
+    runs.exists(tenant, sha) -> bool
+    runs.info(tenant, sha) -> {"sha256", "rows", "topics", "bytes", "chunks"} | None
+    runs.read(tenant, sha) -> cranfield Run   (NotFound if none)
+    runs.trec_chunks(tenant, sha) -> iterator of bytes (the canonical TREC text)
+    runs.parquet_chunks(tenant, sha) -> iterator of bytes (the stored Parquet file)
+    runs.record_with_run(tenant, record, document, run, job_id=None) -> result summary
+    runs.release(session, tenant, sha) -> bool   (inside a deleting transaction)
+    runs.count(tenant=None) -> number of kept runs (a tenant's, or all)
+    canonical_sha256(run) -> str
+
+``tenant`` is as in ``backend.results`` (None: the shared space of a service without keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from sqlalchemy import (
+    BigInteger,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from .results import Base, Result, ResultStore
+from .store import NotFound
+from .versioned_sets import tenant_key
+
+#: The largest blob of ``kept_run_chunks``.
+CHUNK_BYTES = 1 << 20
+#: Rows formatted, hashed or written as one Parquet row group at a time.
+BATCH_ROWS = 1 << 17
+#: zstd level of the Parquet pages (pyarrow's default level for zstd is 1... this is 3).
+ZSTD_LEVEL = 3
+PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
+
+
+class KeptRun(Base):
+    """A tenant's kept run: one per content digest (see the module's docstring)."""
+    __tablename__ = "kept_runs"
+    __table_args__ = (Index("uq_kept_runs_tenant_sha256", "tenant", "sha256", unique=True),)
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(64))
+    sha256: Mapped[str] = mapped_column(String(64))
+    n_rows: Mapped[int] = mapped_column(BigInteger)
+    n_topics: Mapped[int] = mapped_column(Integer)
+    n_bytes: Mapped[int] = mapped_column(BigInteger)    # of the Parquet file
+    n_chunks: Mapped[int] = mapped_column(Integer)
+    created: Mapped[float] = mapped_column(Double)      # epoch seconds
+
+
+class KeptRunChunk(Base):
+    """One blob of a kept run's Parquet file (``seq`` from 0, in order)."""
+    __tablename__ = "kept_run_chunks"
+
+    run_pk: Mapped[int] = mapped_column(ForeignKey("kept_runs.pk", ondelete="CASCADE"),
+                                        primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class KeptRunGone(LookupError):
+    """The kept run a result was to name was released (deleted) before the result was
+    recorded: keep it again."""
+
+
+# -- the canonical form ------------------------------------------------------------------------
+
+def canonical_order(run) -> np.ndarray:
+    """The permutation putting ``run``'s rows in canonical order: topic (strcmp order: the
+    run's topic list is in it), score descending, docid's bytes descending (int64)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from cranfield.inputs.arrow_arrays import arrow_strings
+
+    n = len(run)
+    docids = run.docids
+    if isinstance(docids, np.ndarray):
+        docids = arrow_strings(docids)
+    table = pa.table({
+        "t": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(
+            np.ascontiguousarray(run.topic_index, dtype=np.int64))]),
+        "s": pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(
+            np.ascontiguousarray(run.scores, dtype=np.float64))]),
+        "d": docids})
+    order = pc.sort_indices(table, sort_keys=[("t", "ascending"), ("s", "descending"),
+                                              ("d", "descending")])
+    return np.frombuffer(order.buffers()[1], dtype=np.uint64, count=n,
+                         offset=order.offset * 8).view(np.int64)
+
+
+def _docids_at(run, rows: np.ndarray) -> list[str]:
+    if isinstance(run.docids, np.ndarray):
+        return run.docids[rows].tolist()
+    from cranfield.inputs.arrow_arrays import take_rows
+
+    return take_rows(run.docids, rows).to_pylist()
+
+
+class _Lines:
+    """Canonical TREC lines of consecutive batches of rows in canonical order (the rank
+    counts on across batches)."""
+
+    def __init__(self, runid: str):
+        self.runid = runid
+        self.topic: str | None = None
+        self.rank = 0
+
+    def format(self, topics: list[str], docids: list[str], scores: list[float]) -> bytes:
+        lines = []
+        append = lines.append
+        topic, rank, runid = self.topic, self.rank, self.runid
+        for t, d, s in zip(topics, docids, scores, strict=True):
+            if t != topic:
+                topic, rank = t, 0
+            rank += 1
+            append(f"{t} Q0 {d} {rank} {s!r} {runid}\n")
+        self.topic, self.rank = topic, rank
+        return "".join(lines).encode("utf-8")
+
+
+def _batches(run, order: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(rows in canonical order, their topic indexes) per batch of :data:`BATCH_ROWS`."""
+    for start in range(0, len(order), BATCH_ROWS):
+        rows = order[start:start + BATCH_ROWS]
+        yield rows, run.topic_index[rows]
+
+
+def canonical_text_chunks(run, order: np.ndarray | None = None) -> Iterator[bytes]:
+    """``run``'s canonical TREC text (see the module's docstring), a batch at a time."""
+    order = canonical_order(run) if order is None else order
+    lines = _Lines(run.runid)
+    for rows, topic_index in _batches(run, order):
+        topics = [run.topics[i] for i in topic_index.tolist()]
+        yield lines.format(topics, _docids_at(run, rows), run.scores[rows].tolist())
+
+
+def canonical_sha256(run, order: np.ndarray | None = None) -> str:
+    """The SHA-256 (hex) of ``run``'s canonical TREC text: its kept run's digest."""
+    digest = hashlib.sha256()
+    for piece in canonical_text_chunks(run, order):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+# -- chunks in and out -------------------------------------------------------------------------
+
+class _ChunkSink(io.RawIOBase):
+    """A write-only file whose bytes go to ``kept_run_chunks`` rows of ``run_pk``, one row per
+    full :data:`CHUNK_BYTES` (the rest at :meth:`finish`)."""
+
+    def __init__(self, connection: Connection, run_pk: int, chunk_bytes: int):
+        super().__init__()
+        self.connection, self.run_pk, self.chunk_bytes = connection, run_pk, chunk_bytes
+        self.buffer = bytearray()
+        self.seq = 0
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        self.buffer += view
+        self.size += len(view)
+        while len(self.buffer) >= self.chunk_bytes:
+            self._put(bytes(self.buffer[:self.chunk_bytes]))
+            del self.buffer[:self.chunk_bytes]
+        return len(view)
+
+    def tell(self) -> int:
+        return self.size
+
+    def _put(self, blob: bytes) -> None:
+        self.connection.execute(insert(KeptRunChunk).values(run_pk=self.run_pk, seq=self.seq,
+                                                            data=blob))
+        self.seq += 1
+
+    def finish(self) -> int:
+        if self.buffer:
+            self._put(bytes(self.buffer))
+            self.buffer.clear()
+        return self.seq
+
+
+class ChunkFile(io.RawIOBase):
+    """A read-only, seekable file over a kept run's chunks, fetching one chunk row at a time
+    on ``connection`` (the one it was opened on; the last chunk read is kept)."""
+
+    def __init__(self, connection: Connection, run_pk: int):
+        super().__init__()
+        self.connection, self.run_pk = connection, run_pk
+        lengths = connection.execute(
+            select(KeptRunChunk.seq, func.length(KeptRunChunk.data))
+            .where(KeptRunChunk.run_pk == run_pk).order_by(KeptRunChunk.seq)).all()
+        self.starts = np.zeros(len(lengths) + 1, dtype=np.int64)
+        self.starts[1:] = np.cumsum([length for _, length in lengths])
+        self.size = int(self.starts[-1])
+        self.position = 0
+        self.cached: tuple[int, bytes] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        return self.position
+
+    def chunk(self, seq: int) -> bytes:
+        if self.cached is None or self.cached[0] != seq:
+            data = self.connection.scalar(select(KeptRunChunk.data).where(
+                KeptRunChunk.run_pk == self.run_pk, KeptRunChunk.seq == seq))
+            self.cached = (seq, bytes(data))
+        return self.cached[1]
+
+    def readinto(self, target) -> int:
+        view = memoryview(target).cast("B")
+        done = 0
+        while done < len(view) and self.position < self.size:
+            seq = int(np.searchsorted(self.starts, self.position, side="right")) - 1
+            data = self.chunk(seq)
+            at = self.position - int(self.starts[seq])
+            take = min(len(view) - done, len(data) - at)
+            view[done:done + take] = data[at:at + take]
+            done += take
+            self.position += take
+        return done
+
+
+# -- the store ---------------------------------------------------------------------------------
+
+class KeptRuns:
+    """Kept runs in the results database of ``store`` (a :class:`ResultStore` or an Engine)."""
+
+    def __init__(self, store: ResultStore | Engine, *, chunk_bytes: int = CHUNK_BYTES):
+        self.store = store if isinstance(store, ResultStore) else None
+        self.engine: Engine = store.engine if isinstance(store, ResultStore) else store
+        self.chunk_bytes = int(chunk_bytes)
+
+    # -- keeping ----------------------------------------------------------------------------
+
+    def keep(self, tenant: str | None, run) -> str:
+        """Keep ``run`` (a :class:`cranfield.inputs.run_qrels.Run`) for ``tenant`` unless a run
+        of the same digest is kept already; returns the digest."""
+        order = canonical_order(run)
+        digest = canonical_sha256(run, order)
+        if self.exists(tenant, digest):
+            return digest
+        try:
+            self._write(tenant, run, order, digest)
+        except IntegrityError:  # kept at the same moment by another recording: it is there
+            if not self.exists(tenant, digest):
+                raise
+        return digest
+
+    def _write(self, tenant: str | None, run, order: np.ndarray, digest: str) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from cranfield.inputs.arrow_arrays import arrow_strings, take_rows
+
+        schema = pa.schema([("topic", pa.dictionary(pa.int32(), pa.string())),
+                            ("docid", pa.string()), ("score", pa.float64()),
+                            ("runid", pa.dictionary(pa.int32(), pa.string()))])
+        topic_names = arrow_strings(run.topics)
+        runid_names = arrow_strings([run.runid])
+        with self.engine.begin() as connection:
+            run_pk = connection.execute(insert(KeptRun).values(
+                tenant=tenant_key(tenant), sha256=digest, n_rows=len(run),
+                n_topics=len(run.topics), n_bytes=0, n_chunks=0, created=time.time())
+                .returning(KeptRun.pk)).scalar_one()
+            sink = _ChunkSink(connection, run_pk, self.chunk_bytes)
+            # the Arrow schema is not stored: read back, the columns are plain strings, as
+            # any Parquet run file's
+            with pq.ParquetWriter(sink, schema, compression="zstd",
+                                  compression_level=ZSTD_LEVEL, store_schema=False) as writer:
+                for rows, topic_index in _batches(run, order):
+                    n = len(rows)
+                    docids = (arrow_strings(run.docids[rows])
+                              if isinstance(run.docids, np.ndarray)
+                              else take_rows(run.docids, rows))
+                    if isinstance(docids, pa.ChunkedArray):
+                        docids = docids.combine_chunks()
+                    scores = np.ascontiguousarray(run.scores[rows], dtype=np.float64)
+                    batch = pa.record_batch([
+                        pa.DictionaryArray.from_arrays(
+                            pa.array(topic_index.astype(np.int32)), topic_names),
+                        docids,
+                        pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(scores)]),
+                        pa.DictionaryArray.from_arrays(
+                            pa.array(np.zeros(n, dtype=np.int32)), runid_names)],
+                        schema=schema)
+                    writer.write_batch(batch, row_group_size=BATCH_ROWS)
+            chunks = sink.finish()
+            connection.execute(update(KeptRun).where(KeptRun.pk == run_pk)
+                               .values(n_bytes=sink.size, n_chunks=chunks))
+
+    def record_with_run(self, tenant: str | None, record: dict, document: dict, run, *,
+                        job_id: str | None = None) -> dict:
+        """``ResultStore.record`` of a result that keeps ``run``: the run kept first (once),
+        then the result recorded naming it; kept again if a release took it meanwhile."""
+        if self.store is None:
+            raise TypeError("record_with_run needs a ResultStore")
+        for attempt in range(3):
+            digest = self.keep(tenant, run)
+            try:
+                return self.store.record(tenant, record, document, job_id=job_id,
+                                         run_sha256=digest)
+            except KeptRunGone:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _row(self, connection: Connection, tenant: str | None, digest: str):
+        if not isinstance(digest, str) or len(digest) != 64:
+            return None
+        return connection.execute(select(KeptRun).where(
+            KeptRun.tenant == tenant_key(tenant), KeptRun.sha256 == digest)).first()
+
+    def exists(self, tenant: str | None, digest: str) -> bool:
+        with self.engine.connect() as connection:
+            return self._row(connection, tenant, digest) is not None
+
+    def info(self, tenant: str | None, digest: str) -> dict | None:
+        """The kept run's sizes, or None if ``tenant`` has no run of that digest."""
+        with self.engine.connect() as connection:
+            row = self._row(connection, tenant, digest)
+        if row is None:
+            return None
+        kept = row[0] if not hasattr(row, "sha256") else row
+        return {"sha256": kept.sha256, "rows": int(kept.n_rows), "topics": int(kept.n_topics),
+                "bytes": int(kept.n_bytes), "chunks": int(kept.n_chunks)}
+
+    def count(self, tenant: Any = ...) -> int:
+        """How many runs are kept: ``tenant``'s, or every tenant's (no argument)."""
+        query = select(func.count()).select_from(KeptRun)
+        if tenant is not ...:
+            query = query.where(KeptRun.tenant == tenant_key(tenant))
+        with self.engine.connect() as connection:
+            return int(connection.scalar(query) or 0)
+
+    def count_chunks(self) -> int:
+        with self.engine.connect() as connection:
+            return int(connection.scalar(select(func.count()).select_from(KeptRunChunk)) or 0)
+
+    def _open(self, connection: Connection, tenant: str | None, digest: str) -> int:
+        row = self._row(connection, tenant, digest)
+        if row is None:
+            raise NotFound(f"no kept run {digest!r}")
+        return int(row.pk)
+
+    def parquet_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
+        """The stored Parquet file's chunks, in order (NotFound, raised at once, if none)."""
+        with self.engine.connect() as connection:
+            run_pk = self._open(connection, tenant, digest)
+            seqs = connection.scalars(select(KeptRunChunk.seq).where(
+                KeptRunChunk.run_pk == run_pk).order_by(KeptRunChunk.seq)).all()
+
+        def chunks() -> Iterator[bytes]:
+            with self.engine.connect() as connection:
+                for seq in seqs:
+                    data = connection.scalar(select(KeptRunChunk.data).where(
+                        KeptRunChunk.run_pk == run_pk, KeptRunChunk.seq == seq))
+                    if data is None:  # released while it was being read
+                        raise NotFound(f"kept run {digest!r} was deleted while read")
+                    yield bytes(data)
+        return chunks()
+
+    def _parquet(self, tenant: str | None, digest: str):
+        """(connection, ParquetFile) over the run's chunks; the caller closes the connection."""
+        import pyarrow.parquet as pq
+
+        connection = self.engine.connect()
+        try:
+            run_pk = self._open(connection, tenant, digest)
+            return connection, pq.ParquetFile(ChunkFile(connection, run_pk))
+        except BaseException:
+            connection.close()
+            raise
+
+    def trec_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
+        """The run's canonical TREC text, a row group at a time (NotFound, raised at once, if
+        none): its SHA-256 is ``digest``."""
+        connection, parquet = self._parquet(tenant, digest)
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                lines = None
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                    runids = batch.column("runid")
+                    if lines is None:
+                        lines = _Lines(str(runids[0]))
+                    yield lines.format(batch.column("topic").to_pylist(),
+                                       batch.column("docid").to_pylist(),
+                                       batch.column("score").to_pylist())
+            finally:
+                connection.close()
+        return chunks()
+
+    def read(self, tenant: str | None, digest: str):
+        """The kept run as a :class:`cranfield.inputs.run_qrels.Run`, read as an uploaded
+        Parquet run is (NotFound if ``tenant`` keeps none of that digest)."""
+        from cranfield.inputs.columnar import run_from_table
+
+        connection, parquet = self._parquet(tenant, digest)
+        try:
+            table = parquet.read()
+        finally:
+            connection.close()
+        return run_from_table(table, name="run")
+
+    # -- releasing --------------------------------------------------------------------------
+
+    @staticmethod
+    def lock(session: Session, tenant: str | None, digest: str) -> int | None:
+        """The kept run's key, its row locked for the transaction (None: not kept)."""
+        return session.scalar(select(KeptRun.pk).where(
+            KeptRun.tenant == tenant_key(tenant), KeptRun.sha256 == digest).with_for_update())
+
+    @classmethod
+    def release(cls, session: Session, tenant: str | None, digest: str | None) -> bool:
+        """In a transaction that deleted (flushed) a result naming ``digest``: delete the run
+        and its chunks if no result of ``tenant`` names it any more. True if deleted."""
+        if digest is None:
+            return False
+        run_pk = cls.lock(session, tenant, digest)
+        if run_pk is None:
+            return False
+        left = session.scalar(select(func.count()).select_from(Result).where(
+            Result.tenant == tenant_key(tenant), Result.run_sha256 == digest))
+        if left:
+            return False
+        session.execute(delete(KeptRunChunk).where(KeptRunChunk.run_pk == run_pk))
+        session.execute(delete(KeptRun).where(KeptRun.pk == run_pk))
+        return True
