@@ -287,8 +287,13 @@ class DurableStore:
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels, if_match: str | None = None,
-                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+                  diversity: bool = False, qrels_format: str = "qrels",
+                  extra_meta: dict | None = None) -> tuple[dict, bool]:
+        """Store a version; ``extra_meta``: members kept in its metadata beside what
+        :func:`~backend.store.describe` gives (``pool_depth``), not part of its content (a
+        version put again keeps its first metadata)."""
         text, meta = version_text(qrels, diversity, qrels_format)
+        meta.update(extra_meta or {})
         blob = zlib.compress(text, 6)
         self.prepare()
         # dropped before as well as after: were the cache unreachable, nothing is written

@@ -217,8 +217,10 @@ class RedisStore:
 
     # -- qrels ------------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
-                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+                  diversity: bool = False, qrels_format: str = "qrels",
+                  extra_meta: dict | None = None) -> tuple[dict, bool]:
         text, meta = version_text(qrels, diversity, qrels_format)
+        meta.update(extra_meta or {})  # (a version put again keeps its first metadata)
         version = meta["version"]
         base, order = keys.qrels(self.prefix, qrels_id), keys.qrels_order(self.prefix, qrels_id)
         with self.redis.pipeline() as pipe:
@@ -453,8 +455,10 @@ class MemoryStore:
             return self._tenants.setdefault(tenant, MemoryStore(parent=self))
 
     def put_qrels(self, qrels_id: str, qrels: Qrels, if_match: str | None = None,
-                  diversity: bool = False, qrels_format: str = "qrels") -> tuple[dict, bool]:
+                  diversity: bool = False, qrels_format: str = "qrels",
+                  extra_meta: dict | None = None) -> tuple[dict, bool]:
         text, meta = version_text(qrels, diversity, qrels_format)
+        meta.update(extra_meta or {})  # (a version put again keeps its first metadata)
         with self._lock:
             order = self._order.get(qrels_id, [])
             latest = order[-1] if order else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import orjson
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 import cranfield
 from backend.store import StoreError, split_ref
@@ -17,7 +17,7 @@ from backend.store import StoreError, split_ref
 from .auth import current_tenant
 from .limits import check_qrels, check_topics
 from .multipart import check_parts
-from .paging import boolean, boolean_word, next_page, page
+from .paging import boolean, boolean_word, integer, next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
 
@@ -76,6 +76,32 @@ def _body_kind(body_value: object) -> str:
     return _kind(body_value, "qrels_format") if body_value is not None else "qrels"
 
 
+# a pool's depth as POST /v1/pools takes it (PoolRequestSchema.depth)
+MAX_POOL_DEPTH = 10_000
+
+
+def _pool_depth(value: object, text: bool = False) -> int | None:
+    """``pool_depth`` of a JSON or multipart body (``text``: a form field's text): the depth
+    of the pool the version's judgments cover (see docs/api.md, "Qrels versions compared"),
+    kept in its metadata; 422 naming it unless an integer 1..MAX_POOL_DEPTH. A text/plain
+    body gives it as a query parameter, refused beside another body."""
+    if "pool_depth" in request.args:
+        raise Problem(422, "Invalid request", "a JSON or multipart body says the pool depth "
+                      "in its pool_depth member, not in the query", kind="invalid-request",
+                      errors={"pool_depth": ["give it in the body (the query parameter is "
+                                             "for a text/plain body)"]})
+    if value is None:
+        return None
+    if text and isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            not 1 <= value <= MAX_POOL_DEPTH:
+        raise Problem(422, "Invalid request", f"pool_depth must be an integer "
+                      f"1..{MAX_POOL_DEPTH}", kind="invalid-request",
+                      errors={"pool_depth": [f"an integer 1..{MAX_POOL_DEPTH}"]})
+    return value
+
+
 def _body_qrels() -> tuple[object, bool, str]:
     """The qrels in the body (JSON {"qrels": …, "diversity": bool, "qrels_format": kind},
     text/plain TREC qrels, or a multipart file ``qrels``), whether they are ndeval subtopic
@@ -83,8 +109,9 @@ def _body_qrels() -> tuple[object, bool, str]:
     ``prefs``, ``qrels_prefs``; text/plain: the query parameter)."""
     mimetype = request.mimetype
     if mimetype == "application/json":
-        body = read_json_object("qrels", {"qrels", "diversity", "qrels_format"})
+        body = read_json_object("qrels", {"qrels", "diversity", "qrels_format", "pool_depth"})
         kind = _body_kind(body.get("qrels_format"))
+        g.pool_depth = _pool_depth(body.get("pool_depth"))
         diversity = body.get("diversity", False)
         if not isinstance(diversity, bool):
             raise Problem(422, "Invalid request", "diversity must be true or false",
@@ -100,16 +127,17 @@ def _body_qrels() -> tuple[object, bool, str]:
         if not data.strip():
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})
+        g.pool_depth = integer("pool_depth", None, 1, MAX_POOL_DEPTH)
         # true or false (the forms' words), 400 naming it otherwise: "ture" was read as false
         return data, boolean("diversity", False), _kind(request.args.get("qrels_format",
                                                                          "qrels"), "qrels_format")
     if mimetype == "multipart/form-data":
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
         check_parts(request.form, request.files,
-                    known=frozenset({"qrels", "diversity", "qrels_format"}))
+                    known=frozenset({"qrels", "diversity", "qrels_format", "pool_depth"}))
         # qrels_format and diversity are words: a file part of either was ignored (judgment
         # groups stored as plain qrels; review R1 F7), so it is refused naming it
-        as_files = sorted({"diversity", "qrels_format"} & set(request.files))
+        as_files = sorted({"diversity", "qrels_format", "pool_depth"} & set(request.files))
         if as_files:
             raise Problem(422, "Invalid request", f"{', '.join(as_files)} sent as a file part: "
                           "send it as a form field", kind="invalid-request",
@@ -121,6 +149,7 @@ def _body_qrels() -> tuple[object, bool, str]:
             raise Problem(422, "Invalid request", "no qrels file", kind="invalid-request",
                           errors={"qrels": ["Missing data"]})
         data = upload.read() if upload is not None else field.encode()
+        g.pool_depth = _pool_depth(request.form.get("pool_depth"), text=True)
         diversity = boolean_word(request.form.get("diversity", "false"))
         if diversity is None:  # as every form's boolean field: 422 naming it
             raise Problem(422, "Invalid request", "diversity must be true or false",
@@ -180,8 +209,11 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
 
 def _stored(qrels_id: str, qrels, diversity: bool, kind: str) -> Response:
     try:
+        depth = g.get("pool_depth")
         meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
-                                          diversity=diversity, qrels_format=kind)
+                                          diversity=diversity, qrels_format=kind,
+                                          extra_meta=None if depth is None
+                                          else {"pool_depth": depth})
     except StoreError as exc:
         raise _store_error(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',
