@@ -3,9 +3,10 @@ service (issue #26): a Python client from openapi-python-client (the test extra 
 TypeScript types from openapi-typescript used through openapi-fetch (tests/package.json pins
 them; ``npm ci --prefix tests``), both with their default settings. Each client stores qrels,
 evaluates JSON mappings and TREC text (JSON and multipart), records two results, pins the
-first as its system's baseline, gates the second against it and reads the trend; the values
-must be those the library computes here. The clients are generated into a temporary folder
-at test time, never committed.
+first as its system's baseline, gates the second against it, reads the trend and evaluates
+both runs in one batch (``POST /v1/evaluations/batch``, issue #30); the values must be those
+the library computes here. The clients are generated into a temporary folder at test time,
+never committed.
 
 Without the tools the tests skip, saying which is missing; under CI=true they fail."""
 
@@ -151,7 +152,8 @@ def _python_client_story(base: str) -> dict:
         ("qrels", "put_qrels"), ("evaluations", "create_evaluation"),
         ("evaluations", "get_job"), ("results", "pin_baseline"),
         ("comparisons", "create_comparison"), ("results", "get_trend"),
-        ("topic_metadata", "put_topic_metadata"))}
+        ("topic_metadata", "put_topic_metadata"),
+        ("evaluations", "create_evaluation_batch"))}
     with api.Client(base_url=base, raise_on_unexpected_status=True, timeout=120) as client:
         return _python_story(client, m, ops, base)
 
@@ -212,6 +214,10 @@ def _python_story(client, m, ops: dict, base: str) -> dict:
     wait_job(base, f"/v1/jobs/{queued.id}")  # the suite's one wait for a job's end
     job = sync("get_job", job_id=queued.id)  # then read through the generated client
     assert isinstance(job.result, m.Evaluation), job
+    batch = sync("create_evaluation_batch", body=m.BatchEvaluationRequest(
+        runs=[m.BatchRunInput(name="good", run=RUN_TEXT),
+              m.BatchRunInput(name="worse", run=WORSE_TEXT)],
+        qrels_id=qrels_id, measures=MEASURES))
     return {
         "stored_json": {"judgments": stored_json.judgments, "topics": stored_json.topics},
         "stored_text": {"judgments": stored_text.judgments, "topics": stored_text.topics},
@@ -226,6 +232,8 @@ def _python_story(client, m, ops: dict, base: str) -> dict:
                   for p in trend.points],
         "trend_baseline": trend.baseline,
         "queued": {"status": job.status.value, "aggregate": job.result.aggregate.to_dict()},
+        "batch": [{"name": e.name, "aggregate": e.aggregate.to_dict()}
+                  for e in batch.evaluations],
     }
 
 
@@ -278,6 +286,11 @@ def _check(values: dict, who: str) -> None:
         assert values["two"]["aggregate"][key] == bad[key], (who, key)
         assert values["queued"]["aggregate"][key] == good[key], (who, key)
     assert values["queued"]["status"] == "finished"
+    # the batch: one evaluation per run, in the request's order, each the run's own numbers
+    assert [e["name"] for e in values["batch"]] == ["good", "worse"]
+    for key in ("map", "P_5", "ndcg_cut_10"):
+        assert values["batch"][0]["aggregate"][key] == good[key], (who, "batch", key)
+        assert values["batch"][1]["aggregate"][key] == bad[key], (who, "batch", key)
     assert good["map"] - bad["map"] > 0.1  # so the gate has a drop to find
     assert values["pinned"] == values["one"]["id"] == values["trend_baseline"]
     assert values["gate"]["verdict"] == "fail"

@@ -122,6 +122,14 @@ while (job.status === "queued" || job.status === "started") {
 }
 const queuedResult = job.result && "aggregate" in job.result ? job.result : undefined;
 
+// several runs against the stored qrels in one call: one document per run, in order
+const batch = ok(await client.POST("/v1/evaluations/batch", {
+  body: {
+    runs: [{ name: "good", run: input.run_text }, { name: "worse", run: input.worse_text }],
+    qrels_id: qrelsId, measures: input.measures,
+  },
+}), "POST evaluations/batch");
+
 console.log(JSON.stringify({
   stored_json: { judgments: storedJson.judgments, topics: storedJson.topics },
   stored_text: { judgments: storedText.judgments, topics: storedText.topics },
@@ -137,4 +145,5 @@ console.log(JSON.stringify({
   trend: trend.points.map((p) => ({ id: p.id, mean: p.mean, verdict: p.gate?.verdict ?? null })),
   trend_baseline: trend.baseline,
   queued: { status: job.status, aggregate: queuedResult?.aggregate ?? null },
+  batch: batch.evaluations.map((e) => ({ name: e.name, aggregate: e.aggregate })),
 }));
