@@ -27,6 +27,7 @@ from . import (
     measures,
     pools,
     qrels,
+    qrels_diff,
     results,
     timing,
     topic_metadata,
@@ -105,6 +106,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     timing.register(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)
+    app.register_blueprint(qrels_diff.bp)
     app.register_blueprint(topic_metadata.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
