@@ -120,7 +120,9 @@ class Result(Base):
     __tablename__ = "results"
     __table_args__ = (Index("ix_results_system_created", "system_pk", "created_at"),
                       Index("uq_results_tenant_job_id", "tenant", "job_id", unique=True),
-                      Index("ix_results_tenant_run_sha256", "tenant", "run_sha256"))
+                      Index("ix_results_tenant_run_sha256", "tenant", "run_sha256"),
+                      Index("uq_results_rescores_qrels_sha256", "rescores", "qrels_sha256",
+                            unique=True))
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True)
@@ -148,6 +150,9 @@ class Result(Base):
     # the run it kept (issue #31): the SHA-256 of the run's canonical TREC text, a row of
     # kept_runs of its tenant (backend/kept_runs.py); None: its run was not kept
     run_sha256: Mapped[str | None] = mapped_column(String(64))
+    # the result this one re-scores under other qrels (issue #31, backend/rescoring.py): its
+    # id; None: an evaluation recorded it. Once per qrels digest (uq_results_rescores_...)
+    rescores: Mapped[str | None] = mapped_column(String(32))
 
 
 class ResultTag(Base):
@@ -546,7 +551,8 @@ class ResultStore:
     # -- writing ----------------------------------------------------------------------------
 
     def record(self, tenant: str | None, record: dict, document: dict, *,
-               job_id: str | None = None, run_sha256: str | None = None) -> dict:
+               job_id: str | None = None, run_sha256: str | None = None,
+               created_at: datetime | None = None, rescores: str | None = None) -> dict:
         """Keep ``document`` (an evaluation document as the API answers it) as a result of
         ``record["system"]``, labelled ``record["label"]`` (``commit`` and ``tags``
         optional). Returns its summary. ValueError if the record is malformed.
@@ -557,7 +563,11 @@ class ResultStore:
 
         ``run_sha256``: the tenant's kept run the result keeps (``backend.kept_runs``; see
         ``KeptRuns.record_with_run``): its row is locked in the recording transaction, and
-        ``KeptRunGone`` raised (nothing recorded) if it was released meanwhile."""
+        ``KeptRunGone`` raised (nothing recorded) if it was released meanwhile.
+
+        ``created_at`` and ``rescores`` (issue #31, :mod:`backend.rescoring`): a re-scored
+        result keeps the time of the result it re-scores (its id, ``rescores``); a second one
+        under the same qrels digest is refused by the database (IntegrityError)."""
         if job_id is not None:
             found = self.recorded_by_job(tenant, job_id)
             if found is not None:
@@ -577,7 +587,7 @@ class ResultStore:
         per_topic = document.get("per_topic")
         topics, columns = (encode_per_topic(per_topic) if per_topic is not None
                            else (None, []))
-        created = _utc(self.clock())
+        created = _utc(self.clock() if created_at is None else created_at)
         try:
             owner_pk = self._system_pk(tenant, system)
         except IntegrityError:  # made at the same moment by another recording: it is there now
@@ -586,7 +596,7 @@ class ResultStore:
             with self.sessions.begin() as session:
                 result = Result(id=uuid.uuid4().hex, tenant=tenant_key(tenant),
                                 system_pk=owner_pk, label=label, commit=commit,
-                                tags=_dumps(tags), created_at=created,
+                                tags=_dumps(tags), created_at=created, rescores=rescores,
                                 qrels_version=provenance.get("qrels_version"),
                                 qrels_sha256=provenance.get("qrels_sha256"),
                                 measures=_dumps(measures),
@@ -831,14 +841,16 @@ class ResultStore:
             rows = session.execute(
                 select(Result.pk, Result.id, Result.label, Result.commit, Result.created_at,
                        Result.aggregate, ResultValues.n, ResultValues.mean,
-                       ResultValues.ci_low, ResultValues.ci_high)
+                       ResultValues.ci_low, ResultValues.ci_high, Result.qrels_version,
+                       Result.qrels_sha256, Result.rescores)
                 .outerjoin(ResultValues, (ResultValues.result_pk == Result.pk)
                            & (ResultValues.measure == measure))
                 .where(Result.pk.in_(newest.scalar_subquery()))
                 .order_by(Result.created_at, Result.pk)).all()
             verdicts = self._latest_verdicts(session, [r[0] for r in rows])
         out = []
-        for pk, rid, label, commit, created, aggregate, n, mean, low, high in rows:
+        for pk, rid, label, commit, created, aggregate, n, mean, low, high, version, sha, \
+                rescores in rows:
             if n is None:  # no per-topic column: the aggregate, if the result has the measure
                 value = json.loads(aggregate).get(measure, _ABSENT)
                 if value is _ABSENT:
@@ -849,7 +861,8 @@ class ResultStore:
             out.append({"id": rid, "label": label, "commit": commit,
                         "created_at": _iso(created), "mean": mean, "n_topics": n,
                         "ci_low": low, "ci_high": high,
-                        "gate": verdicts.get(pk)})
+                        "gate": verdicts.get(pk), "qrels_version": version,
+                        "qrels_sha256": sha, "rescores": rescores})
         return out, int(total or 0)
 
     def segment_trend(self, tenant: str | None, system: str, measure: str,
@@ -875,7 +888,8 @@ class ResultStore:
                                    .join(ResultSegment, ResultSegment.result_pk == Result.pk)
                                    .where(*where))
             query = (select(Result.pk, Result.id, Result.label, Result.commit,
-                            Result.created_at, ResultSegment.n_topics, ResultSegment.value)
+                            Result.created_at, ResultSegment.n_topics, ResultSegment.value,
+                            Result.qrels_version, Result.qrels_sha256, Result.rescores)
                      .join(ResultSegment, ResultSegment.result_pk == Result.pk)
                      .where(*where).order_by(Result.created_at.desc(), Result.pk.desc()))
             if limit is not None:
@@ -884,8 +898,10 @@ class ResultStore:
             verdicts = self._latest_verdicts(session, [r[0] for r in rows])
         return [{"id": rid, "label": label, "commit": commit, "created_at": _iso(created),
                  "mean": value, "n_topics": n, "ci_low": None, "ci_high": None,
-                 "gate": verdicts.get(pk)}
-                for pk, rid, label, commit, created, n, value in rows], int(total or 0)
+                 "gate": verdicts.get(pk), "qrels_version": version, "qrels_sha256": sha,
+                 "rescores": rescores}
+                for pk, rid, label, commit, created, n, value, version, sha, rescores in rows], \
+            int(total or 0)
 
     def segments_of(self, tenant: str | None, system: str) -> list[str]:
         """The segment labels the system's results were recorded with, sorted."""
@@ -997,6 +1013,8 @@ class ResultStore:
         if result.topic_metadata_sha256 is not None:  # recorded with segments (issue #28)
             summary["topic_metadata_version"] = result.topic_metadata_version
             summary["topic_metadata_sha256"] = result.topic_metadata_sha256
+        if result.run_sha256 is not None:  # it kept its run (issue #31)
+            summary["run_sha256"] = result.run_sha256
         return summary
 
     def measure_keys(self, tenant: str | None, system: str) -> list[str]:
@@ -1018,4 +1036,4 @@ class ResultStore:
 # (Alembic's env.py, compare_metadata, a test emptying the tables) sees every table the
 # migrations make. At the end: backend.qrels_db imports Base from here. So are the stored
 # topic metadata's (issue #28).
-from . import kept_runs, qrels_db, topic_metadata_db  # noqa: E402, F401
+from . import kept_runs, qrels_db, rescoring, topic_metadata_db  # noqa: E402, F401

@@ -305,9 +305,15 @@ def trend(name: str):
                            ids=[system["baseline"]])[0]
         baseline_point = found[0] if found else None
     measure = keys[0]  # the points' measure as recorded (the spelling asked may differ)
+    # a series per qrels version and where the version changes (issue #31); points and
+    # baseline_point keep the shape they always had
+    from backend.rescoring import public_point, trend_series
+
+    series, boundaries = trend_series(points)
     doc = {"system": name, "measure": measure, "baseline": system["baseline"],
-           "baseline_point": baseline_point, "points": points, "total": total,
-           "limit": limit}
+           "baseline_point": public_point(baseline_point),
+           "points": [public_point(p) for p in points], "total": total, "limit": limit,
+           "series": series, "boundaries": boundaries}
     if segment is not None:
         doc["segment"] = segment
     if weighted:

@@ -1,0 +1,357 @@
+"""Re-scored history (issue #31): a system's trend per qrels version, and its boundaries.
+
+When a tenant's judgments change (a new version of stored qrels), its recorded results are
+comparable only under one version at a time. This module reads a system's trend points (each
+knowing the qrels it was evaluated under and, for a re-scored one, the result it re-scores)
+and splits them into one series per qrels version, with the boundaries where the version
+the system was evaluated under changes. The re-scoring itself (a job per kept run, recorded
+as a new result linked to the one it re-scores) is further down.
+
+Flask-free: the service (``service/results.py``, ``service/rescores.py``) and the workers
+call it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, mapped_column
+
+from .results import Base, Result, System, _iso, _utc
+from .versioned_sets import tenant_key
+
+# fields a trend point carries for the series, not shown among ``points`` (whose shape old
+# clients hold to: openapi's TrendPoint has no other field)
+SERIES_FIELDS = ("qrels_version", "qrels_sha256", "rescores")
+
+
+def public_point(point: dict | None) -> dict | None:
+    """``point`` as the trend's ``points`` (and ``baseline_point``) have always shown it."""
+    if point is None:
+        return None
+    return {k: v for k, v in point.items() if k not in SERIES_FIELDS}
+
+
+def _series_key(point: dict) -> tuple[str | None, str | None]:
+    """What a series is of: the qrels' digest (the judgments themselves), with the stored
+    version's name when it had one (results of inline qrels have only the digest)."""
+    return point.get("qrels_sha256"), point.get("qrels_version")
+
+
+def trend_series(points: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(series, boundaries) of a system's trend ``points`` (oldest first, each with
+    ``qrels_version``, ``qrels_sha256`` and ``rescores``: the id of the result it re-scores,
+    None for a result recorded by an evaluation).
+
+    ``series``: one per qrels digest, ``{"qrels_version", "qrels_sha256", "points"}``, its
+    points oldest first (each with ``rescores``), ordered by when the system was first
+    evaluated under it (a version only re-scores reached comes after those, in the order
+    first re-scored). ``boundaries``: where the version of the system's own evaluations
+    changes, ``{"from", "to", "after", "before", "at"}`` (``from``/``to``: ``{"qrels_version",
+    "qrels_sha256"}``; ``after``: the last result under ``from``, ``before``: the first under
+    ``to`` and ``at`` its time), and, for a version only re-scores reached, one after the last
+    result evaluated (``before`` and ``at`` null: the judgments changed after it, and the
+    history before it was re-scored)."""
+    by_key: dict[tuple, dict] = {}
+    first_own: dict[tuple, int] = {}
+    first_any: dict[tuple, int] = {}
+    for i, p in enumerate(points):
+        key = _series_key(p)
+        if key not in by_key:
+            by_key[key] = {"qrels_version": key[1], "qrels_sha256": key[0], "points": []}
+            first_any[key] = i
+        by_key[key]["points"].append(public_point(p) | {"rescores": p.get("rescores")})
+        if p.get("rescores") is None:
+            first_own.setdefault(key, i)
+    order = sorted(by_key, key=lambda k: (k not in first_own, first_own.get(k, first_any[k])))
+    series = [by_key[k] for k in order]
+
+    def version(key: tuple) -> dict:
+        return {"qrels_version": key[1], "qrels_sha256": key[0]}
+
+    boundaries: list[dict[str, Any]] = []
+    own = [p for p in points if p.get("rescores") is None]
+    for before, after in zip(own, own[1:], strict=False):
+        if _series_key(before) != _series_key(after):
+            boundaries.append({"from": version(_series_key(before)),
+                               "to": version(_series_key(after)),
+                               "after": before["id"], "before": after["id"],
+                               "at": after["created_at"]})
+    if own:
+        last = _series_key(own[-1])
+        for key in order:
+            if key not in first_own:
+                boundaries.append({"from": version(last), "to": version(key),
+                                   "after": own[-1]["id"], "before": None, "at": None})
+                last = key
+    return series, boundaries
+
+
+# --------------------------------------------------------------------------------------------
+# Re-scoring: a request (``rescores``) and one item per result it covers (``rescore_items``),
+# kept in the results database, so that its progress outlives Redis; one job per kept run.
+# --------------------------------------------------------------------------------------------
+
+log = logging.getLogger("cranfield.rescoring")
+
+#: the worker's entry point, enqueued by dotted path
+RESCORE_FUNCTION = "worker.jobs.rescore_job"
+QUEUED, DONE, FAILED, SKIPPED = "queued", "done", "failed", "skipped"
+# the engine options a re-score evaluates with, as the original result recorded them
+OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
+           "collection_size", "aggregation")
+
+
+class Rescore(Base):
+    """A request to re-score systems' results under one stored qrels version."""
+    __tablename__ = "rescores"
+    __table_args__ = (Index("uq_rescores_id", "id", unique=True),)
+
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(32))
+    tenant: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    qrels_version: Mapped[str] = mapped_column(String(200))   # id@version
+    qrels_sha256: Mapped[str] = mapped_column(String(64))
+    systems: Mapped[str] = mapped_column(Text)                # JSON list of names
+
+
+class RescoreItem(Base):
+    """One result a re-score covers: queued, done (``new_result_id``), failed or skipped
+    (``reason``)."""
+    __tablename__ = "rescore_items"
+
+    rescore_pk: Mapped[int] = mapped_column(ForeignKey("rescores.pk", ondelete="CASCADE"),
+                                            primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    result_id: Mapped[str] = mapped_column(String(32))
+    system: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    new_result_id: Mapped[str | None] = mapped_column(String(32))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+
+
+def _rescored_under(session, original_id: str, qrels_sha256: str) -> str | None:
+    """The id of the result re-scoring ``original_id`` under ``qrels_sha256``, if one is."""
+    return session.scalar(select(Result.id).where(Result.rescores == original_id,
+                                                  Result.qrels_sha256 == qrels_sha256))
+
+
+def rescored_result(results, tenant: str | None, original_id: str,
+                    qrels_sha256: str) -> dict | None:
+    """The summary of the tenant's result re-scoring ``original_id`` under the qrels of
+    ``qrels_sha256`` (what a gate compares a baseline by when the candidate was evaluated
+    under other qrels), or None."""
+    with results.sessions() as session:
+        found = session.scalar(select(Result).where(
+            Result.tenant == tenant_key(tenant), Result.rescores == original_id,
+            Result.qrels_sha256 == qrels_sha256))
+        if found is None:
+            return None
+        name = session.scalar(select(System.name).where(System.pk == found.system_pk))
+        return results._summary(found, name)
+
+
+def count_results(results, tenant: str | None, systems: list[str]) -> int:
+    """How many results (re-scores not counted) the systems hold: a request's size, known
+    before anything is planned (MAX_RESCORE_RESULTS)."""
+    with results.sessions() as session:
+        return int(session.scalar(
+            select(func.count()).select_from(Result).join(System, System.pk == Result.system_pk)
+            .where(System.tenant == tenant_key(tenant), System.name.in_(systems),
+                   Result.rescores.is_(None))) or 0)
+
+
+def _skip_reason(result: Result, qrels_sha256: str) -> str | None:
+    if result.qrels_sha256 == qrels_sha256:
+        return "it was evaluated under these qrels already"
+    if result.run_sha256 is None:
+        return ("its run was not kept (record with keep_run: true to keep runs for "
+                "re-scoring)")
+    return None
+
+
+def plan(results, tenant: str | None, systems: list[str], qrels_version: str,
+         qrels_sha256: str) -> tuple[str, list[dict]]:
+    """Keep a re-score of the systems' results (oldest first, system by system) under the
+    stored qrels ``qrels_version`` (digest ``qrels_sha256``): one item per result, queued
+    when it has a kept run, skipped (with the reason) when not, done at once when it was
+    re-scored under these qrels before (nothing new is recorded). Returns its id and the
+    items to queue (``{"position", "result_id"}``)."""
+    rescore_id = uuid.uuid4().hex
+    to_queue = []
+    with results.sessions.begin() as session:
+        rescore = Rescore(id=rescore_id, tenant=tenant_key(tenant),
+                          created_at=_utc(results.clock()), qrels_version=qrels_version,
+                          qrels_sha256=qrels_sha256, systems=json.dumps(systems))
+        session.add(rescore)
+        session.flush()
+        rows = session.execute(
+            select(Result, System.name).join(System, System.pk == Result.system_pk)
+            .where(System.tenant == tenant_key(tenant), System.name.in_(systems),
+                   Result.rescores.is_(None))
+            .order_by(System.name, Result.created_at, Result.pk)).all()
+        order = {name: i for i, name in enumerate(systems)}
+        rows.sort(key=lambda r: order[r[1]])  # stable: oldest first within a system
+        for position, (result, system) in enumerate(rows):
+            item = RescoreItem(rescore_pk=rescore.pk, position=position, result_id=result.id,
+                               system=system, state=QUEUED)
+            reason = _skip_reason(result, qrels_sha256)
+            done = None if reason else _rescored_under(session, result.id, qrels_sha256)
+            if reason:
+                item.state, item.reason = SKIPPED, reason
+            elif done:
+                item.state, item.new_result_id = DONE, done
+            else:
+                item.job_id = f"rescore-{rescore_id}-{position}"
+                to_queue.append({"position": position, "result_id": result.id,
+                                 "job_id": item.job_id})
+            session.add(item)
+    return rescore_id, to_queue
+
+
+def progress(results, tenant: str | None, rescore_id: str) -> dict | None:
+    """A re-score as ``GET /v1/rescores/{id}`` shows it (None: no such re-score of the
+    tenant): its qrels, systems, counts (total, queued, done, failed, skipped) and items."""
+    with results.sessions() as session:
+        rescore = session.scalar(select(Rescore).where(Rescore.id == rescore_id,
+                                                       Rescore.tenant == tenant_key(tenant)))
+        if rescore is None:
+            return None
+        items = session.scalars(select(RescoreItem).where(
+            RescoreItem.rescore_pk == rescore.pk).order_by(RescoreItem.position)).all()
+    counts = {state: sum(i.state == state for i in items)
+              for state in (QUEUED, DONE, FAILED, SKIPPED)}
+    return {"id": rescore.id, "qrels_id": rescore.qrels_version,
+            "qrels_sha256": rescore.qrels_sha256, "systems": json.loads(rescore.systems),
+            "created_at": _iso(rescore.created_at),
+            "state": "running" if counts[QUEUED] else "finished",
+            "total": len(items), **counts,
+            "new_result_ids": [i.new_result_id for i in items if i.new_result_id],
+            "items": [{"result_id": i.result_id, "system": i.system, "state": i.state,
+                       "reason": i.reason, "new_result_id": i.new_result_id}
+                      for i in items]}
+
+
+def _finish_item(results, rescore_id: str, position: int, state: str, *,
+                 new_result_id: str | None = None, reason: str | None = None) -> None:
+    with results.sessions.begin() as session:
+        rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == rescore_id))
+        if rescore_pk is None:  # deleted meanwhile
+            return
+        session.execute(update(RescoreItem).where(
+            RescoreItem.rescore_pk == rescore_pk, RescoreItem.position == position)
+            .values(state=state, new_result_id=new_result_id, reason=reason))
+
+
+def rescore_one(qrels_store, results, wire: dict) -> dict:
+    """The work of one re-scoring job (``wire``: ``tenant``, ``rescore_id``, ``position``,
+    ``result_id``, ``qrels_ref``, ``job_id``): the original result's kept run evaluated
+    against the stored qrels ``qrels_ref`` with the measures and options the original was
+    evaluated with, recorded as a new result of the same system with the original's time,
+    label, commit and tags, naming the result it re-scores; then its item marked done.
+    A result re-scored under these qrels already is not recorded again (a retried job, two
+    re-scores racing): its id is the item's. Input that cannot be re-scored (the result or
+    its run deleted, the qrels gone, an engine error) marks the item failed with the reason.
+    Returns ``{"result_id"}`` or ``{"problem"}``."""
+    import cranfield
+    from cranfield.reports.result_document import evaluation_document
+
+    from .kept_runs import KeptRuns
+    from .store import NotFound
+    from .tasks import _problem
+
+    tenant, original_id = wire["tenant"], wire["result_id"]
+    rescore_id, position = wire["rescore_id"], wire["position"]
+
+    def fail(reason: str) -> dict:
+        _finish_item(results, rescore_id, position, FAILED, reason=reason)
+        return {"problem": {"status": 422, "title": "Cannot re-score", "detail": reason}}
+
+    original = results.get(tenant, original_id)
+    if original is None:
+        return fail(f"result {original_id} was deleted before it was re-scored")
+    try:
+        qrels, meta = qrels_store.scoped(tenant).load_qrels(wire["qrels_ref"])
+    except NotFound as exc:
+        return fail(f"qrels {wire['qrels_ref']}: {exc}")
+    sha, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
+    with results.sessions() as session:
+        done = _rescored_under(session, original_id, sha)
+        run_sha256 = session.scalar(select(Result.run_sha256).where(Result.id == original_id))
+    if done is not None:
+        _finish_item(results, rescore_id, position, DONE, new_result_id=done)
+        return {"result_id": done}
+    document = original["document"]
+    prov = document.get("provenance") or {}
+    options = prov.get("options") or {}
+    if options.get("zscores"):
+        return fail("it was evaluated with z-scores (-Z), whose means are not kept")
+    try:
+        run = KeptRuns(results).read(tenant, run_sha256)
+        measures = [m["key"] for m in document.get("measures") or []]
+        ev = cranfield.evaluate(qrels, run, measures,
+                                **{k: options[k] for k in OPTIONS if k in options})
+    except NotFound:
+        return fail("its kept run was deleted before it was re-scored")
+    except cranfield.CranfieldError as exc:
+        return fail(_problem(exc).get("detail") or str(exc))
+    doc = evaluation_document(ev, {"per_topic": True}, run_sha256, sha, None, version)
+    doc["provenance"]["rescores"] = original_id
+    record = {"system": original["system"], "label": original["label"],
+              "commit": original["commit"], "tags": original["tags"]}
+    try:
+        summary = results.record(tenant, record, doc, run_sha256=run_sha256,
+                                 created_at=datetime.fromisoformat(
+                                     original["created_at"].replace("Z", "+00:00")),
+                                 rescores=original_id)
+    except IntegrityError:  # recorded meanwhile (another job under the same qrels)
+        with results.sessions() as session:
+            done = _rescored_under(session, original_id, sha)
+        if done is None:
+            raise
+        summary = {"id": done}
+    _finish_item(results, rescore_id, position, DONE, new_result_id=summary["id"])
+    log.info("re-scored", extra={"event": "rescored", "result_id": original_id,
+                                 "new_result_id": summary["id"], "qrels_version": version})
+    return {"result_id": summary["id"]}
+
+
+# the embedded service (no Redis) runs re-scores here, one at a time, as its other jobs
+_EMBEDDED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-rescore")
+
+
+def enqueue(backend, config: dict, wires: list[dict], results) -> None:
+    """One job per item: on RQ by dotted path (JOB_TIMEOUT, QUEUED_TTL, RESULT_TTL, retried
+    twice if its worker dies), carrying references only; in the embedded service, on a
+    thread of this process."""
+    if getattr(backend, "kind", None) != "redis":
+        for wire in wires:
+            _EMBEDDED.submit(_embedded, backend.store, results, wire)
+        return
+    from rq import Retry
+
+    for wire in wires:
+        backend.queue.enqueue_call(
+            RESCORE_FUNCTION, args=(wire,), job_id=wire["job_id"],
+            meta={"tenant": wire["tenant"], "kind": "rescore"},
+            timeout=config["JOB_TIMEOUT"], result_ttl=config["RESULT_TTL"],
+            failure_ttl=config["RESULT_TTL"], ttl=config["QUEUED_TTL"], retry=Retry(max=2))
+
+
+def _embedded(store, results, wire: dict) -> None:
+    try:
+        rescore_one(store, results, wire)
+    except Exception as exc:  # a bug: the item says so rather than stay queued
+        log.exception("re-score crashed")
+        _finish_item(results, wire["rescore_id"], wire["position"], FAILED,
+                     reason=f"{type(exc).__name__}: {exc}")
+
