@@ -148,6 +148,10 @@ def _add_eval(sub) -> None:
                     help="relevance level: grades >= N are relevant (default 1)")
     ev.add_argument("-J", action="store_true", dest="judged_only",
                     help="evaluate judged documents only")
+    ev.add_argument("--real-gains", action="store_true", dest="real_gains",
+                    help="QRELS hold real-valued gains (e.g. 0.75; not trec_eval): gain-based "
+                         "measures (nDCG, DCG, ERR, RBP...) use them as they are, binary ones "
+                         "need rel= (P(rel=0.5)@10); see docs/measures.md")
     ev.add_argument("-M", type=int, default=None, dest="depth", metavar="N",
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",

@@ -60,7 +60,8 @@ def run_eval(args: argparse.Namespace) -> int:
         try:
             # diversity measures read subtopic qrels, where a docid appears once per subtopic
             qrels = read_qrels(qrels_source, name=qrels_name,
-                               diversity=needs_subtopics(args.measures, args.profile))
+                               diversity=needs_subtopics(args.measures, args.profile),
+                               gains=gains_arg(args) or "integer")
         except Exception as exc:
             failed = exc
         else:
@@ -79,7 +80,8 @@ def run_eval(args: argparse.Namespace) -> int:
                   depth=args.depth, complete_topics=args.complete,
                   collection_size=args.collection_size, aggregation=args.aggregation,
                   zscores=zscores_file(args.zscores),
-                  topic_metadata=topic_metadata_file(args.topic_metadata))
+                  topic_metadata=topic_metadata_file(args.topic_metadata),
+                  gains=gains_arg(args))
     if args.format == "json":  # the API's evaluation document; warnings are in it
         from .reports.trec_format import format_json
 
@@ -104,6 +106,11 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def gains_arg(args) -> str | None:
+    """--real-gains as evaluate's ``gains`` (issue #31): "real", or None (integer grades)."""
+    return "real" if getattr(args, "real_gains", False) else None
+
+
 def _rel_format_refused(args) -> bool:
     """Whether ``-R`` (qrels_jg, prefs, qrels_prefs) is asked with options it does not take:
     said on stderr (the caller exits 2), before any input is read or sent to a server."""
@@ -115,6 +122,7 @@ def _rel_format_refused(args) -> bool:
                                      ("--micro", args.aggregation == "micro"),
                                      ("--format " + args.format, args.format != "trec"),
                                      ("--curves", args.curves),
+                                     ("--real-gains", bool(gains_arg(args))),
                                      ("-l", args.rel_level != 1
                                       and args.rel_format != "qrels_jg")) if on]
     if refused:
@@ -245,7 +253,8 @@ def _run_eval_many(args: argparse.Namespace) -> int:
             for name, path in zip(names, args.run, strict=True)}
     try:  # read here as for one run (named by its path), so the same refusals
         qrels = read_qrels(qrels_source, name=qrels_name,
-                           diversity=needs_subtopics(args.measures, args.profile))
+                           diversity=needs_subtopics(args.measures, args.profile),
+                           gains=gains_arg(args) or "integer")
     except InputError:
         raise_if_swapped(qrels_source, qrels_name, runs[names[0]])
         raise
@@ -254,7 +263,7 @@ def _run_eval_many(args: argparse.Namespace) -> int:
         judged_only=args.judged_only, depth=args.depth, complete_topics=args.complete,
         collection_size=args.collection_size, aggregation=args.aggregation,
         zscores=zscores_file(args.zscores),
-        topic_metadata=topic_metadata_file(args.topic_metadata))
+        topic_metadata=topic_metadata_file(args.topic_metadata), gains=gains_arg(args))
     try:
         if args.format == "json":
             return _print_json(args, evaluations, runs, qrels_source, qrels)
@@ -385,6 +394,8 @@ def _run_eval_many_remote(args: argparse.Namespace) -> int:
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,
                "aggregation": args.aggregation}
+    if gains_arg(args):
+        options["gains"] = gains_arg(args)
     if args.topic_metadata is not None:  # read here: its errors name the line
         options["topic_metadata"] = topic_metadata_file(args.topic_metadata)
     runs = {name: text(path) for name, path in zip(run_names_of(args.run), args.run,

@@ -30,7 +30,7 @@ from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
 from .inputs.trec_fast import release_memory
-from .measures import DEFAULT_PROFILE, PROFILES, Context
+from .measures import DEFAULT_PROFILE, PROFILES, Context, real_gains
 from .measures.aggregation import segment_aggregates, summary
 from .measures.budget import check_values
 from .measures.context import no_topics
@@ -190,7 +190,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
              complete_topics: bool = False, collection_size: int = 0,
              aggregation: str = "macro", require_overlap: bool = True,
              zscores: Any = None, qrels_format: str = "qrels",
-             topic_metadata: Any = None) -> Evaluation:
+             topic_metadata: Any = None, gains: str | None = None) -> Evaluation:
     """Evaluate ``run`` against ``qrels`` with trec_eval's semantics: the qrels come
     first, as trec_eval, ranx, pytrec_eval and ir_measures take them.
 
@@ -236,6 +236,13 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     has ``segments`` (per label, the summary over the evaluated topics carrying it) and
     ``weighted`` (each measure's weighted aggregate); ``options["topic_metadata"]`` records
     its digest. Not with ``aggregation="micro"``.
+
+    ``gains="real"`` declares that the qrels hold real-valued gains (issue #31; a
+    :class:`Qrels` built or read with ``gains="real"`` declares them itself): gain-based
+    measures use them as they are, a measure that counts relevant documents needs ``rel=``
+    (``P(rel=0.5)@10``) and says so, and ``options["gains"]`` is ``"real"``
+    (:mod:`cranfield.measures.real_gains`). Without it, a grade that is not an integer is
+    refused as always.
     """
     refuse_swapped(qrels, run)  # code written for the old order (run first)
     plan = plan_evaluation(measures, profile=profile, relevance_level=relevance_level,
@@ -243,7 +250,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                            complete_topics=complete_topics, collection_size=collection_size,
                            aggregation=aggregation, require_overlap=require_overlap,
                            zscores=zscores, qrels_format=qrels_format,
-                           topic_metadata=topic_metadata)
+                           topic_metadata=topic_metadata, gains=gains)
     if plan.qrels_format != "qrels":
         return _evaluate_rel_format(qrels, run, measures, **plan.rel_format_options)
     if plan.diversity:
@@ -251,34 +258,35 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
                                   plan.require_overlap, plan.zs, plan.md)
     mapped = mapped_run(run)  # a dict, defaultdict or OrderedDict: ranked in one compiled pass
     if mapped is None:
-        qrels_obj = qrels_before_run(qrels, run)
+        qrels_obj = qrels_before_run(qrels, run, plan.gains)
         held = [read_run(run)]
         del run  # evaluate_read holds the run alone, and lets it go once ranked (peak memory)
         return evaluate_read(plan, qrels_obj, held.pop())
     try:
-        return evaluate_read(plan, judged_qrels(qrels), mapped)
+        return evaluate_read(plan, judged_qrels(qrels, plan.gains), mapped)
     except Exception:
         read_run(run)  # a problem in the run is named first, as when it was read whole first
         raise
 
 
-def qrels_before_run(qrels: Any, run: Any) -> Qrels:
+def qrels_before_run(qrels: Any, run: Any, gains: str | None = None) -> Qrels:
     """:func:`judged_qrels` of ``qrels``, read before the run (so that the qrels reader's
     transient memory comes and goes before the run's columns exist). If the qrels cannot be
     read, the run is read first: with both bad, the run's problem is the one raised, as when
     the run was read first."""
     try:
-        return judged_qrels(qrels)
+        return judged_qrels(qrels, gains)
     except Exception as exc:
         failed = exc
     read_run(run)  # raises the run's own error, if it has one
     raise failed
 
 
-def judged_qrels(qrels: Any) -> Qrels:
-    """The qrels ordinary measures read: ``qrels`` read (not for subtopics), a Qrels given
-    as such with each docid judged once per topic (text is read so already)."""
-    qrels_obj: Qrels = read_qrels(qrels)
+def judged_qrels(qrels: Any, gains: str | None = None) -> Qrels:
+    """The qrels ordinary measures read: ``qrels`` read (not for subtopics; with ``gains``
+    ``"real"``, as real gains), a Qrels given as such with each docid judged once per topic
+    (text is read so already)."""
+    qrels_obj: Qrels = read_qrels(qrels, gains=gains or "integer")
     if isinstance(qrels, Qrels):
         qrels_obj = one_judgment_per_document(qrels_obj)
     return qrels_obj
@@ -297,10 +305,14 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
     check_values(len(instances), topics_evaluated(run_obj, qrels_obj, complete_topics))
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
+    real = real_gains.check(instances, qrels_obj, options)  # (issue #31)
     if qrels_obj.topics:
-        ranked = rank_run(run_obj, qrels_obj, float32_scores=PROFILES[profile].float32_scores,
+        ranked = rank_run(run_obj, real[0] if real else qrels_obj,
+                          float32_scores=PROFILES[profile].float32_scores,
                           depth=depth, judged_only=judged_only,
                           complete_topics=complete_topics, tie_cutoffs=tie_cutoffs)
+        if real:
+            ranked = real_gains.ranked_real(ranked, real[1])
     else:  # no judgments (a shard of a run none of whose topics is judged): no topic
         ranked = no_topics(tie_cutoffs)
     # the run's columns go once ranked, when nothing else holds the run (peak memory)
@@ -394,11 +406,13 @@ def one_judgment_per_document(qrels: Qrels) -> Qrels:
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     out = None
     if len(uniq) < len(key):
-        best = np.full(len(uniq), INT64_MIN, dtype=np.int64)
+        real = qrels.gains == "real"
+        best = np.full(len(uniq), -np.inf if real else INT64_MIN,
+                       dtype=np.float64 if real else np.int64)
         np.maximum.at(best, inverse.reshape(-1), qrels.grades)
         keep = np.sort(first)
         out = Qrels(qrels.topics, qrels.topic_index[keep], qrels.docids[keep],
-                    best[inverse.reshape(-1)[keep]], None, qrels.source)
+                    best[inverse.reshape(-1)[keep]], None, qrels.source, gains=qrels.gains)
     try:
         _ONE_PER_DOCUMENT[qrels] = out
     except TypeError:
@@ -479,6 +493,8 @@ def evaluate_diversity(qrels, run, instances, options: dict,
                            "measures: those read subtopic qrels, this one ordinary qrels")
     run_obj: Run = read_run(run)
     qrels_obj: Qrels = read_qrels(qrels, diversity=True)
+    if qrels_obj.gains == "real":
+        real_gains.refuse_diversity()
     if require_overlap:
         require_inputs(run_obj, qrels_obj)
     check_values(len(instances), topics_evaluated(run_obj, qrels_obj,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import EvaluationError
+from .inputs.grammar import GAINS
 from .measures import DEFAULT_PROFILE, PROFILES
 from .measures.budget import check_instances, check_segments
 from .measures.names import Instance, resolve
@@ -109,6 +110,9 @@ class EvaluationPlan:
     require_overlap: bool = True
     zs: Any = None
     md: Any = None
+    # the qrels' declared gains (issue #31): "real", "integer", or None (as the qrels say: a
+    # Qrels declaring gains="real" is real, anything read from text integer)
+    gains: str | None = None
 
     @property
     def diversity(self) -> bool:
@@ -122,11 +126,17 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_
                     collection_size: int = 0, aggregation: str = "macro",
                     require_overlap: bool = True, zscores: Any = None,
                     qrels_format: str = "qrels",
-                    topic_metadata: Any = None) -> EvaluationPlan:
+                    topic_metadata: Any = None, gains: str | None = None) -> EvaluationPlan:
     """:func:`evaluate`'s options and measures checked (its refusals, in its order), its
     side inputs read: everything but the qrels and the run."""
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    if gains is not None and gains not in GAINS:
+        raise EvaluationError(f"unknown gains {gains!r}; choose one of {list(GAINS)}",
+                              field="options.gains")
+    if gains == "real" and qrels_format != "qrels":
+        raise EvaluationError(f"qrels_format {qrels_format!r} does not take gains='real': "
+                              "real gains are read from plain qrels", field="options.gains")
     plan = EvaluationPlan(qrels_format, {
         "qrels_format": qrels_format, "profile": profile, "relevance_level": relevance_level,
         "judged_only": judged_only, "depth": depth, "complete_topics": complete_topics,
@@ -162,7 +172,12 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_
     check_instances(len(instances), measures, profile)
     if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
         check_segments(len(instances), md.assignments(), len(md.segment_names()))
+    if gains == "real":  # (else once the qrels are read: a Qrels may declare them)
+        from .measures.real_gains import check_measures
+
+        check_measures(instances)
     plan.options, plan.instances, plan.require_overlap = options, instances, require_overlap
+    plan.gains = gains
     plan.zs, plan.md = zs, md
     return plan
 

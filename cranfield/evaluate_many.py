@@ -96,7 +96,7 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
     if plan.qrels_format == "qrels":  # (-R's judgment groups and preferences: run by run)
         # subtopic qrels for diversity measures; else as evaluate reads them
         qrels_obj = read_qrels(qrels, diversity=True) if plan.diversity else \
-            judged_qrels(qrels)
+            judged_qrels(qrels, plan.gains)
     for name, run in zip(names, sources, strict=True):
         try:
             if qrels_obj is None:

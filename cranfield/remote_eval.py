@@ -51,6 +51,8 @@ def _eval(args: argparse.Namespace) -> int:
                "aggregation": args.aggregation}
     if getattr(args, "rel_format", "qrels") != "qrels":  # -R: the service reads it so too
         options["qrels_format"] = args.rel_format
+    if getattr(args, "real_gains", False):  # --real-gains: the service reads them so too
+        options["gains"] = "real"
     if getattr(args, "topic_metadata", None) is not None:  # read here: errors name the line
         from pathlib import Path
 

@@ -90,8 +90,9 @@ class Context:
 
     @cached_property
     def max_grade(self) -> np.ndarray:
-        """Largest non-negative grade in each topic's qrels (-1 if none)."""
-        out = np.full(self.T, -1, dtype=np.int64)
+        """Largest non-negative grade in each topic's qrels (-1 if none); float64 for real
+        gains (qrels declaring ``gains="real"``), as the grades are."""
+        out = np.full(self.T, -1, dtype=np.float64 if self.qg.dtype.kind == "f" else np.int64)
         ok = self.qg >= 0
         np.maximum.at(out, self.qt[ok], self.qg[ok])
         return out

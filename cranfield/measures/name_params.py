@@ -177,9 +177,11 @@ def check_value(measure: Measure, value: Any, name: str) -> Any:
     return value
 
 
-def read_rel_level(measure: Measure, args: dict[str, str], name: str) -> int | None:
+def read_rel_level(measure: Measure, args: dict[str, str], name: str) -> int | float | None:
     """ir_measures' ``rel=`` (popped from ``args``), checked: only a measure that reads the
-    relevance level takes it, and it is an integer in the relevance level's range."""
+    relevance level takes it, and it is an integer in the relevance level's range, or a
+    finite decimal number (``rel=0.5``: a threshold on real gains, issue #31, which an
+    evaluation of integer grades refuses: cranfield.measures.real_gains)."""
     if "rel" not in args or any(p.name == "rel" for p in measure.params):
         return None  # none given, or the measure's own parameter (RBP, diversity)
     text = args.pop("rel")
@@ -189,8 +191,21 @@ def read_rel_level(measure: Measure, args: dict[str, str], name: str) -> int | N
     try:
         level = ascii_int(text)
     except BadToken as bad:
+        real = _real_threshold(text)
+        if real is not None:
+            return real
         raise MeasureError(name, bad.why(f"parameter rel of {measure.name}")) from None
     return REL.check(level, measure.name, name)
+
+
+def _real_threshold(text: str) -> float | None:
+    """``rel=`` written as a finite decimal number that is not an integer token (``0.5``,
+    ``2.5e-1``), or None."""
+    try:
+        value = ascii_float(text)
+    except BadToken:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def kw_value(measure: Measure, args: dict[str, str], k: str | None, name: str) -> KwArgs:
