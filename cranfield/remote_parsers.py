@@ -60,9 +60,9 @@ def register(sub) -> None:
         run_trend,
     )
 
-    qr = _sub(sub, "qrels", None, "stored qrels on a Cranfield service: put, list",
-              "Store qrels on the service (each version immutable, named by its content) or "
-              "list them.")
+    qr = _sub(sub, "qrels", None, "stored qrels on a Cranfield service: put, list, diff",
+              "Store qrels on the service (each version immutable, named by its content), "
+              "list them, or compare two versions (diff: also two files, here).")
     qsub = qr.add_subparsers(dest="qrels_command", required=True)
     put = _sub(qsub, "put", run_qrels_put, "store FILE as qrels ID (prints ID@VERSION)",
                "Store FILE's judgments as qrels ID. The same judgments again are the same "
@@ -84,6 +84,9 @@ def register(sub) -> None:
               "latest version, topics, judgments.")
     ls.add_argument("--format", choices=("table", "json"), default="table")
     add_server_options(ls)
+    from .cli_qrels_diff import add_parser as add_qrels_diff
+
+    add_qrels_diff(qsub, _sub)
 
     bl = _sub(sub, "baseline", run_baseline, "pin or show a system's accepted baseline",
               "With RESULT_ID or --latest, pin that recorded result (or SYSTEM's newest) as "
