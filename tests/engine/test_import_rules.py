@@ -171,9 +171,11 @@ ALLOWED = {
     "evaluation": {"core", "inputs", "measures"},
     "reports": {"core", "inputs", "measures", "evaluation"},
     "compare": {"core", "inputs", "measures", "evaluation", "reports"},
-    "interfaces": {"core", "inputs", "measures", "evaluation", "reports", "compare"},
+    "interfaces": {"core", "inputs", "measures", "evaluation", "reports", "compare", "judges"},
+    # many judges (issue #31): judged qrels, agreement and consensus read judgment groups
+    "judges": {"core", "inputs"},
 }
-PACKAGES = ("inputs", "measures", "compare", "reports")
+PACKAGES = ("inputs", "measures", "compare", "reports", "judges")
 #: the modules at the top, by group (a new module at the top needs a line here)
 TOP = {
     "version": "core", "errors": "core", "settings": "core", "lazy": "core",
@@ -391,6 +393,8 @@ def test_the_rules_see_violations(tmp_path):
         "compare/__init__.py": '"""Comparisons of several runs over topics, with their '
                                'statistics and gates.\n\nMay import: core."""\n',  # wrong list
         "reports/__init__.py": "",                                     # no docstring
+        "judges/__init__.py": '"""Judged qrels, the agreement of their judges and their '
+                              'consensus.\n\nMay import: core, inputs."""\n',
         "compare/text.py": "import cranfield\n" + "x = 1\n" * 700,     # root, too long
     }
     for name, text in files.items():
