@@ -64,6 +64,9 @@ APP_DEFAULTS: dict[str, Any] = {
     # the largest page of a listing of systems or of a system's results, and the
     # most points of a trend (the newest of its window)
     "MAX_PAGE_ITEMS": 1000,
+    # the results one re-score (issue #31, POST /v1/systems/{name}/rescore, /v1/rescores)
+    # covers, counted before anything is planned; more: 422 naming systems
+    "MAX_RESCORE_RESULTS": 1000,
     # proxies in front of the service whose X-Forwarded-For / -Proto are believed (the
     # compose deployment's nginx: 1): the access log and rate limits then see the client's
     # address, not the proxy's. 0: none believed (a client could write any address there)
@@ -75,7 +78,8 @@ _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_POOL_WORK", "MAX_BATCH_RUNS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
-                 "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS")
+                 "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS",
+                 "MAX_RESCORE_RESULTS")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 

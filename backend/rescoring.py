@@ -325,8 +325,10 @@ def rescore_one(qrels_store, results, wire: dict) -> dict:
     return {"result_id": summary["id"]}
 
 
-# the embedded service (no Redis) runs re-scores here, one at a time, as its other jobs
+# the embedded service (no Redis) runs re-scores here, one at a time, as its other jobs;
+# the job ids it was given (a process that started after them lost them)
 _EMBEDDED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-rescore")
+_EMBEDDED_IDS: set[str] = set()
 
 
 def enqueue(backend, config: dict, wires: list[dict], results) -> None:
@@ -335,6 +337,7 @@ def enqueue(backend, config: dict, wires: list[dict], results) -> None:
     thread of this process."""
     if getattr(backend, "kind", None) != "redis":
         for wire in wires:
+            _EMBEDDED_IDS.add(wire["job_id"])
             _EMBEDDED.submit(_embedded, backend.store, results, wire)
         return
     from rq import Retry
@@ -355,3 +358,69 @@ def _embedded(store, results, wire: dict) -> None:
         _finish_item(results, wire["rescore_id"], wire["position"], FAILED,
                      reason=f"{type(exc).__name__}: {exc}")
 
+
+
+def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int:
+    """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued whose
+    job the queue no longer knows (Redis restarted empty, or this embedded process is not
+    the one they were given to): the database says what is left to do. Returns how many."""
+    with results.sessions() as session:
+        rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == doc["id"]))
+        items = session.execute(select(RescoreItem.position, RescoreItem.result_id,
+                                       RescoreItem.job_id).where(
+            RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED)).all()
+    if getattr(backend, "kind", None) == "redis":
+        from rq.job import Job
+
+        lost = []
+        for i in items:
+            job = Job.fetch_many([i.job_id], connection=backend.redis)[0]
+            if job is None:
+                lost.append(i)
+            elif getattr(job.get_status(refresh=False), "value", None) == "failed":
+                # its retries spent on errors (a bug, the database down for good)
+                reason = ((job.exc_info or "the worker failed").strip().splitlines() or
+                          ["the worker failed"])[-1]
+                _finish_item(results, doc["id"], i.position, FAILED, reason=reason)
+    else:
+        lost = [i for i in items if i.job_id not in _EMBEDDED_IDS]
+    wires = [{"tenant": tenant, "rescore_id": doc["id"], "qrels_ref": doc["qrels_id"],
+              "position": i.position, "result_id": i.result_id, "job_id": i.job_id}
+             for i in lost]
+    if wires:
+        log.warning("re-score jobs lost by the queue: queued again", extra={
+            "event": "rescore_resumed", "rescore_id": doc["id"], "jobs": len(wires)})
+        enqueue(backend, config, wires, results)
+    return len(wires)
+
+
+# --------------------------------------------------------------------------------------------
+# Gates compare like with like: a system's pinned baseline under the candidate's qrels.
+# --------------------------------------------------------------------------------------------
+
+class BaselineNotRescored(LookupError):
+    """The pinned baseline was evaluated under other qrels than the comparison's, and no
+    re-score of it under those is recorded; the message says how to make one."""
+
+
+def baseline_under(results, tenant: str | None, system: str, pinned: dict,
+                   qrels_sha256: str | None, qrels_name: str | None) -> dict:
+    """The result a gate compares with as ``system``'s baseline when the comparison is under
+    the qrels of ``qrels_sha256`` (named ``qrels_name``): the pinned baseline ``pinned`` (a
+    summary) itself when it was evaluated under them (or the comparison's qrels are not known
+    before its inputs are read: None), else its re-score under them; none recorded:
+    :class:`BaselineNotRescored`."""
+    if qrels_sha256 is None or pinned.get("qrels_sha256") == qrels_sha256:
+        return pinned
+    found = rescored_result(results, tenant, pinned["id"], qrels_sha256)
+    if found is not None:
+        return found
+    was = pinned.get("qrels_version") or f"qrels sha256 {str(pinned.get('qrels_sha256'))[:12]}"
+    target = qrels_name or f"qrels sha256 {qrels_sha256[:12]}"
+    how = (f'POST /v1/systems/{system}/rescore with {{"qrels_id": "{qrels_name}"}}'
+           if qrels_name else f"POST /v1/systems/{system}/rescore with the stored qrels")
+    raise BaselineNotRescored(
+        f"the pinned baseline of system {system} (result {pinned['id']}, "
+        f"{pinned.get('label')}) was evaluated under {was}, this comparison is under "
+        f"{target}: their scores are not comparable. Re-score the baseline under {target} "
+        f"({how}), then gate again; or pin a baseline evaluated under {target}")

@@ -28,6 +28,7 @@ from . import (
     pools,
     qrels,
     qrels_diff,
+    rescores,
     results,
     timing,
     topic_metadata,
@@ -115,6 +116,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(comparisons.bp)
     app.register_blueprint(pools.bp)
     app.register_blueprint(results.bp)
+    app.register_blueprint(rescores.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(docs.docs_blueprint())
     return app

@@ -465,6 +465,8 @@ def _recorded(req: dict, results: dict[str, dict], *, whole: bool = True
     if isinstance(req.get("baseline"), dict):
         system = req["baseline"]["system"]
         pinned = store.baseline(tenant, system)
+        if pinned is not None:  # like with like (issue #31): its re-score under these qrels
+            pinned = _baseline_like_with_like(req, found, store, tenant, system, pinned)
         result = None if pinned is None else (read(tenant, pinned["id"]) if whole else pinned)
         if result is None:
             message = f"no baseline pinned for system {system}: PUT /v1/systems/{system}/baseline"
@@ -482,6 +484,35 @@ def _recorded(req: dict, results: dict[str, dict], *, whole: bool = True
         found.append(result)
     _check_names(run_entry_names(req), req.get("baseline"), _invalid)
     return found
+
+
+def _baseline_like_with_like(req: dict, found: list[dict | None], store, tenant, system: str,
+                             pinned: dict) -> dict:
+    """The pinned baseline, or its re-score under the comparison's qrels when it was
+    evaluated under others (``backend.rescoring.baseline_under``): the qrels of ``qrels_id``,
+    else those of the recorded results compared (when they share one digest); 409 naming
+    ``baseline.system`` and how to re-score it when no re-score is recorded."""
+    from backend.rescoring import BaselineNotRescored, baseline_under
+    from backend.store import StoreError, split_ref
+
+    sha256 = name = None
+    if req.get("qrels_id"):
+        try:
+            meta = current_app.extensions["cranfield"].store.scoped(tenant).meta(
+                *split_ref(req["qrels_id"]))
+            sha256, name = meta["sha256"], f"{meta['id']}@{meta['version']}"
+        except StoreError:  # unknown qrels: the comparison's own 422 says so
+            return pinned
+    elif req.get("qrels") is None:
+        digests = {(r["qrels_sha256"], r.get("qrels_version")) for r in found if r}
+        if len({d for d, _ in digests}) == 1:
+            sha256, name = next(iter(digests))
+    try:
+        return baseline_under(store, tenant, system, pinned, sha256, name)
+    except BaselineNotRescored as exc:
+        raise Problem(409, "Baseline under other qrels", str(exc),
+                      kind="baseline-not-rescored",
+                      errors={"baseline.system": [str(exc)]}) from None
 
 
 def run_entry_names(req: dict) -> list[str]:

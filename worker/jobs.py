@@ -138,3 +138,21 @@ def pool_job(wire: dict[str, Any]) -> dict:
         return _unreadable(exc)
     job = get_current_job()
     return run_pool(qrels_store(job.connection), spec, progress=_reporter(job))
+
+
+def rescore_job(wire: dict[str, Any]) -> dict:
+    """One kept run re-scored under stored qrels (``worker.jobs.rescore_job``, issue #31):
+    ``wire`` holds references only (tenant, re-score id, result id, qrels ``id@version``);
+    the work and its record are ``backend.rescoring.rescore_one``'s."""
+    from rq import get_current_job
+
+    from backend.rescoring import rescore_one
+    from backend.results_access import result_store
+
+    if not isinstance(wire, dict) or not {"tenant", "rescore_id", "position", "result_id",
+                                          "qrels_ref", "job_id"} <= set(wire):
+        return {"problem": {"status": 422, "title": "Unreadable job",
+                            "detail": "a re-score job's spec lacks its references"}}
+    job = get_current_job()
+    _reporter(job)(stage="rescoring")
+    return rescore_one(qrels_store(job.connection), result_store(), wire)
