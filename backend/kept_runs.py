@@ -83,7 +83,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from .results import Base, Result, ResultStore
+from .results import Base, Result, ResultStore, System
 from .store import NotFound
 from .versioned_sets import tenant_key
 
@@ -127,6 +127,15 @@ class KeptRunGone(LookupError):
 
 
 # -- the canonical form ------------------------------------------------------------------------
+
+def as_run(run):
+    """A :class:`cranfield.inputs.run_qrels.Run` of ``run``: a function is called, a mapped
+    run (``cranfield.inputs.mappings.MappedRun``) read as columns."""
+    if callable(run) and not hasattr(run, "topic_index"):
+        run = run()
+    columns = getattr(run, "columns", None)
+    return columns() if callable(columns) else run
+
 
 def canonical_order(run) -> np.ndarray:
     """The permutation putting ``run``'s rows in canonical order: topic (strcmp order: the
@@ -307,11 +316,48 @@ class KeptRuns:
         self.engine: Engine = store.engine if isinstance(store, ResultStore) else store
         self.chunk_bytes = int(chunk_bytes)
 
+    # -- a system's default -----------------------------------------------------------------
+
+    def keeps_runs(self, tenant: str | None, system: str) -> bool:
+        """Whether ``system``'s results keep their runs by default (False: no such system)."""
+        with self.engine.connect() as connection:
+            return bool(connection.scalar(select(System.keep_runs).where(
+                System.tenant == tenant_key(tenant), System.name == system)))
+
+    def has_system(self, tenant: str | None, system: str) -> bool:
+        """Whether ``tenant`` has a system ``system`` (recorded, or given settings)."""
+        with self.engine.connect() as connection:
+            return connection.scalar(select(System.pk).where(
+                System.tenant == tenant_key(tenant), System.name == system)) is not None
+
+    def set_keeps_runs(self, tenant: str | None, system: str, keep: bool) -> None:
+        """Set ``system``'s default (the system made if it has no result yet)."""
+        if self.store is None:
+            raise TypeError("set_keeps_runs needs a ResultStore")
+        try:
+            pk = self.store._system_pk(tenant, system)
+        except IntegrityError:  # made at the same moment by a recording
+            pk = self.store._system_pk(tenant, system)
+        with self.engine.begin() as connection:
+            connection.execute(update(System).where(System.pk == pk)
+                               .values(keep_runs=bool(keep)))
+
+    def wants_run(self, tenant: str | None, record: dict) -> bool:
+        """Whether a result recorded with ``record`` keeps its run: ``record["keep_run"]``,
+        or, not given (or null), its system's default."""
+        keep = record.get("keep_run")
+        if keep is not None:
+            return bool(keep)
+        system = record.get("system")
+        return isinstance(system, str) and self.keeps_runs(tenant, system)
+
     # -- keeping ----------------------------------------------------------------------------
 
     def keep(self, tenant: str | None, run) -> str:
-        """Keep ``run`` (a :class:`cranfield.inputs.run_qrels.Run`) for ``tenant`` unless a run
-        of the same digest is kept already; returns the digest."""
+        """Keep ``run`` (a :class:`cranfield.inputs.run_qrels.Run`, a mapped run, or a function
+        giving one) for ``tenant`` unless a run of the same digest is kept already; returns
+        the digest."""
+        run = as_run(run)
         order = canonical_order(run)
         digest = canonical_sha256(run, order)
         if self.exists(tenant, digest):
@@ -371,6 +417,7 @@ class KeptRuns:
         then the result recorded naming it; kept again if a release took it meanwhile."""
         if self.store is None:
             raise TypeError("record_with_run needs a ResultStore")
+        run = as_run(run)
         for attempt in range(3):
             digest = self.keep(tenant, run)
             try:
@@ -452,16 +499,18 @@ class KeptRuns:
 
     def trec_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
         """The run's canonical TREC text, a row group at a time (NotFound, raised at once, if
-        none): its SHA-256 is ``digest``."""
-        connection, parquet = self._parquet(tenant, digest)
+        none): its SHA-256 is ``digest``. The database connection is opened on the first
+        chunk asked for and closed after the last (or when the iterator is closed)."""
+        if not self.exists(tenant, digest):
+            raise NotFound(f"no kept run {digest!r}")
 
         def chunks() -> Iterator[bytes]:
+            connection, parquet = self._parquet(tenant, digest)
             try:
                 lines = None
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                    runids = batch.column("runid")
                     if lines is None:
-                        lines = _Lines(str(runids[0]))
+                        lines = _Lines(str(batch.column("runid")[0]))
                     yield lines.format(batch.column("topic").to_pylist(),
                                        batch.column("docid").to_pylist(),
                                        batch.column("score").to_pylist())

@@ -313,19 +313,29 @@ def execute(store, job: EvaluationJob, results=None, progress=None) -> dict:
         outcome = {"problem": exc.problem}
     if job.record is not None and "result" in outcome:
         _tell(progress, stage="recording")
-    _record_outcome(job, outcome, results)
+    _record_outcome(job, outcome, results, store)
     _drop_inputs(store, (job.run_key, job.qrels.key))
     return outcome
 
 
 def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
-                      per_topic: bool, job_id: str | None = None) -> dict:
+                      per_topic: bool, job_id: str | None = None, run=None) -> dict:
     """Keep ``doc`` (built with per-topic values) as a result in ``results``, then shape it
-    as the request asked: ``recorded`` added (``{"id", "system", "label"}``), the per-topic
-    values (and per-topic curves) removed unless ``per_topic``. Returns ``doc``.
-    ``job_id``: the queued job's; asked again, it finds the result recorded before."""
-    summary = (results.record(tenant, record, doc) if job_id is None
-               else results.record(tenant, record, doc, job_id=job_id))
+    as the request asked: ``recorded`` added (``{"id", "system", "label"}``, and
+    ``run_sha256`` when its run was kept), the per-topic values (and per-topic curves)
+    removed unless ``per_topic``. Returns ``doc``.
+    ``job_id``: the queued job's; asked again, it finds the result recorded before.
+    ``run`` (a run as read, or a function reading it): kept with the result (issue #31,
+    :mod:`backend.kept_runs`) when ``record["keep_run"]`` is true, or is not given and the
+    system's default is to keep runs."""
+    from .kept_runs import KeptRuns
+
+    kept = KeptRuns(results)
+    if run is not None and kept.wants_run(tenant, record):
+        summary = kept.record_with_run(tenant, record, doc, run, job_id=job_id)
+    else:
+        summary = (results.record(tenant, record, doc) if job_id is None
+                   else results.record(tenant, record, doc, job_id=job_id))
     if not per_topic:
         doc.pop("per_topic", None)
         if isinstance(doc.get("curves"), dict):
@@ -333,8 +343,23 @@ def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
     doc["recorded"] = {k: summary[k] for k in ("id", "system", "label")}
     return doc
 
+    if summary.get("run_sha256"):
+        doc["recorded"]["run_sha256"] = summary["run_sha256"]
 
-def _record_outcome(job: EvaluationJob, outcome: dict, results) -> None:
+def _job_run(inputs, job: EvaluationJob):
+    """The job's run, read again from its input blobs (still there: they are dropped once the
+    outcome is recorded) to be kept with its result: a combine job's pieces, cut at line
+    boundaries, read as the one run they were cut from."""
+    if isinstance(job, CombineJob):
+        pieces = [inputs.get_blob(key) for key in job.shard_keys]
+        text = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in pieces if p)
+        del pieces
+        return cranfield.read_run(text, name="run")
+    return _read_stored_run(inputs.get_blob(job.run_key), job.run_format, "run",
+                            job.run_sha256, bounds_for(job.table_bounds, "run"))[0]
+
+
+def _record_outcome(job: EvaluationJob, outcome: dict, results, inputs=None) -> None:
     """Record a finished job's result if it asks to be. A queued job rides out a database
     outage of up to CRANFIELD_DB_RETRY_S and records once (by its job id); still down
     after that, its outcome becomes a 503 problem ("could not record the result"), never
@@ -350,7 +375,8 @@ def _record_outcome(job: EvaluationJob, outcome: dict, results) -> None:
 
             store = result_store()
         return record_evaluation(store, job.tenant, job.record, outcome["result"],
-                                 job.per_topic, job.job_id)
+                                 job.per_topic, job.job_id,
+                                 run=None if inputs is None else lambda: _job_run(inputs, job))
 
     try:
         _database_step(job, record, "record the result")
@@ -402,7 +428,7 @@ def run_combine(store, job: CombineJob, shards: list[dict], results=None) -> dic
     it if the job asks to be (see :func:`execute`), then drop the job's inputs (result or
     problem alike; a crash leaves them for the retry)."""
     outcome = _combine(store, job, shards)
-    _record_outcome(job, outcome, results)
+    _record_outcome(job, outcome, results, store)
     _drop_inputs(store, (*job.shard_keys, job.qrels.key))
     return outcome
 

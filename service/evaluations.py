@@ -69,6 +69,9 @@ class RecordSchema(Schema):
     label = _name(200, required=True)
     commit = _name(100, load_default=None, allow_none=True)
     tags = fields.List(_name(64), load_default=list, validate=validate.Length(max=20))
+    # keep the run with the result (issue #31, backend/kept_runs.py); None: the system's
+    # default (PUT /v1/systems/{name}/settings), else not
+    keep_run = strict_bool(load_default=None, allow_none=True)
 
 
 class EvaluationRequestSchema(Schema):
@@ -161,16 +164,18 @@ def _details(req: dict, ev, run, qrels) -> dict | None:
     return details_for(ev, run, qrels, req["details_depth"]) if req["details"] else None
 
 
-def _recorded_document(req: dict, ev, details, run_digest: str, qrels_digest: str) -> dict:
+def _recorded_document(req: dict, ev, details, run_digest: str, qrels_digest: str,
+                       run=None) -> dict:
     """The evaluation's document, kept in the results store (with its per-topic values,
     whatever the request's ``per_topic``), then shaped as the request asked, with
-    ``recorded`` (:func:`backend.tasks.record_evaluation`)."""
+    ``recorded`` (:func:`backend.tasks.record_evaluation`); ``run`` kept with it if the
+    record (or its system's default) says so."""
     doc = name_topic_metadata(evaluation_document(
         ev, dict(req, per_topic=True), run_digest, qrels_digest, details,
         req.get("qrels_version")), req.get("topic_metadata_version"))
     try:
         return record_evaluation(current_app.extensions["results"], current_tenant(),
-                                 req["record"], doc, req["per_topic"])
+                                 req["record"], doc, req["per_topic"], run=run)
     except ValueError as exc:  # the schema lets no such record through: the store's words
         raise Problem(422, "Invalid request", str(exc), kind="invalid-request",
                       errors={"record": [str(exc)]}) from None
@@ -197,7 +202,7 @@ def create_evaluation():
     if req["record"] is not None:
         with timed("record"):
             details = _details(req, ev, run, qrels)
-            doc = _recorded_document(req, ev, details, run_digest, qrels_digest)
+            doc = _recorded_document(req, ev, details, run_digest, qrels_digest, run)
     # a text answer has no "recorded": the result's id goes in a header (the CLI says it)
     recorded = {"Cranfield-Result-Id": doc["recorded"]["id"]} if doc is not None else {}
     with timed("render"):

@@ -149,6 +149,75 @@ def delete_result(result_id: str):
     return Response(status=204)
 
 
+@bp.get("/results/<result_id>/run")
+def get_result_run(result_id: str):
+    """The run the result kept (issue #31): its canonical TREC text, streamed a row group at a
+    time (``text/plain``, the default; its SHA-256 is the result's ``run_sha256``), or the
+    stored Parquet file's bytes (``application/vnd.apache.parquet``). 404 naming why: no
+    such result, or a result that kept no run."""
+    from backend.kept_runs import PARQUET_MEDIA_TYPE, KeptRuns
+
+    fmt = negotiate(["text/plain", PARQUET_MEDIA_TYPE],
+                    f"text/plain (TREC run text) or {PARQUET_MEDIA_TYPE} (the stored file)")
+    _check_result_id(result_id)
+    tenant = current_tenant()
+    summary = results_store().summary(tenant, result_id)
+    if summary is None:
+        raise _no_result(result_id)
+    digest = summary.get("run_sha256")
+    runs = KeptRuns(results_store())
+    try:
+        if digest is None:
+            raise NotFound(digest)
+        info = runs.info(tenant, digest)
+        chunks = (runs.trec_chunks if fmt == "text/plain" else runs.parquet_chunks)(
+            tenant, digest)
+    except NotFound:
+        raise Problem(404, "Not Found", f"result {result_id!r} kept no run (record with "
+                      "record.keep_run true, or set the system's keep_runs, to keep runs)",
+                      kind="no-kept-run") from None
+    headers = {"Cranfield-Run-Sha256": digest}
+    if fmt != "text/plain" and info is not None:
+        headers["Content-Length"] = str(info["bytes"])
+    return Response(chunks, mimetype=fmt, headers=headers)
+
+
+def _settings(name: str) -> dict:
+    from backend.kept_runs import KeptRuns
+
+    return {"system": name,
+            "keep_runs": KeptRuns(results_store()).keeps_runs(current_tenant(), name)}
+
+
+@bp.put("/systems/<path:name>/settings")
+def put_system_settings(name: str):
+    """A system's settings (issue #31): ``keep_runs``, whether its results keep their runs
+    when a record does not say (``record.keep_run``). The system is made if need be."""
+    from backend.kept_runs import KeptRuns
+
+    _check_system(name)
+    if request.mimetype != "application/json":
+        raise Problem(415, "Unsupported Media Type", "send application/json: "
+                      "{\"keep_runs\": true}", kind="unsupported-media-type")
+    body = read_json_object("keep_runs", {"keep_runs"})
+    if not isinstance(body["keep_runs"], bool):
+        raise Problem(422, "Invalid request", "keep_runs must be true or false",
+                      kind="invalid-request", errors={"keep_runs": ["Not a valid boolean."]})
+    KeptRuns(results_store()).set_keeps_runs(current_tenant(), name, body["keep_runs"])
+    return _json(_settings(name))
+
+
+@bp.get("/systems/<path:name>/settings")
+def get_system_settings(name: str):
+    """A system's settings (404: no system of that name, recorded or set)."""
+    from backend.kept_runs import KeptRuns
+
+    _check_system(name)
+    if not KeptRuns(results_store()).has_system(current_tenant(), name):
+        raise _no_system(name)
+    return _json(_settings(name))
+
+
 def _baseline_body() -> str:
     if request.mimetype != "application/json":
         raise Problem(415, "Unsupported Media Type", "send application/json: "
