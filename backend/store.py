@@ -59,6 +59,9 @@ class Busy(StoreError):
 # lines are different versions.
 CANONICAL_HEADER = {False: b"# cranfield-qrels-2 adhoc\n", True: b"# cranfield-qrels-2 subtopics\n"}
 # The kinds trec_eval reads with -R (issue #28) have their own header, so that the same lines
+# qrels declaring real-valued gains (issue #31): their own header, so that their digest differs
+# from integer grades', and a text read back is read as real gains (QrelsCache.get)
+REAL_GAINS_HEADER = b"# cranfield-qrels-2 adhoc real-gains\n"
 # stored as plain qrels and as judgment groups are different versions
 KIND_HEADER = {kind: f"# cranfield-qrels-2 {kind}\n".encode() for kind in
                ("qrels_jg", "prefs", "qrels_prefs")}
@@ -113,7 +116,11 @@ def canonical_text(qrels: Qrels, diversity: bool = False) -> bytes:
         subs = ["0"] * len(qrels)
     rows = sorted(zip((qrels.topics[t] for t in qrels.topic_index.tolist()),
                       qrels.docids.tolist(), subs, qrels.grades.tolist(), strict=True))
-    body = "".join(f"{t} {s} {d} {g}\n" for t, d, s, g in rows).encode("utf-8")
+    # (a real gain is written as Python's repr of the double: the shortest text reading back
+    # to it, in the real-gain grammar)
+    body = "".join(f"{t} {s} {d} {g!r}\n" for t, d, s, g in rows).encode("utf-8")
+    if getattr(qrels, "gains", "integer") == "real" and not diversity:
+        return REAL_GAINS_HEADER + body
     return CANONICAL_HEADER[bool(diversity)] + body
 
 
@@ -134,6 +141,8 @@ def describe(qrels: Qrels, text: bytes, diversity: bool = False,
             "size_bytes": len(text), "diversity": bool(diversity)}
     if qrels_format != "qrels":  # a plain version's metadata stays as it was
         meta["qrels_format"] = qrels_format
+    if qrels_format == "qrels" and getattr(qrels, "gains", "integer") == "real":
+        meta["gains"] = "real"  # (integer grades: no key, as before)
     return meta
 
 
@@ -164,7 +173,8 @@ class QrelsCache:
                 return self._items[sha256]
             self.misses += 1
         text = zlib.decompress(blob_loader())
-        qrels = (cranfield.read_qrels(text, name="qrels", diversity=diversity)
+        gains = "real" if text.startswith(REAL_GAINS_HEADER) else "integer"
+        qrels = (cranfield.read_qrels(text, name="qrels", diversity=diversity, gains=gains)
                  if qrels_format == "qrels"
                  # the kind's header is the store's line, not a comment of the judgments
                  # (trec_eval 9.0.8 refuses comment lines in these files)

@@ -200,14 +200,16 @@ def _load_qrels(store, job: Job, measures: list[str] | None = None):
         return (*_read_kind(raw, kind, source), None)
     subtopics = needs_subtopics(job.measures if measures is None else measures,
                                 job.options["profile"])
+    gains = job.options.get("gains") or "integer"  # real gains (issue #31): as declared
     if source.format == "json":
-        qrels = read_json_mapping(raw, "qrels")
+        qrels = read_json_mapping(raw, "qrels", gains)
         return qrels, columns_sha256(qrels), None
     if source.format in ("arrow", "parquet"):
         qrels = columnar.read_qrels_bytes(raw, "qrels", subtopics, fmt=source.format,
-                                          **bounds_for(job.table_bounds, "qrels"))
+                                          gains=gains, **bounds_for(job.table_bounds, "qrels"))
         return qrels, columns_sha256(qrels), None
-    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics), source.sha256, None)
+    return (cranfield.read_qrels(raw, name="qrels", diversity=subtopics, gains=gains),
+            source.sha256, None)
 
 
 def _read_kind(raw: bytes, kind: str, source) -> tuple:

@@ -27,7 +27,7 @@ from .schemas import OptionsSchema
 from .timing import timed
 
 # the names of the evaluation options, which a multipart form gives as plain fields
-_OPTION_NAMES = frozenset(OptionsSchema().fields) | {"qrels_format"}
+_OPTION_NAMES = frozenset(OptionsSchema().fields) | {"qrels_format", "gains"}
 
 
 def _flatten(messages: Any, prefix: str = "") -> dict[str, list[str]]:

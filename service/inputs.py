@@ -49,15 +49,20 @@ def serialised(value, kind: str, label: str) -> tuple[bytes, str]:
     return orjson.dumps(value), "json"
 
 
-def read_input(value, kind: str, subtopics: bool = False, label: str | None = None
-               ) -> tuple[Any, Any]:
+def read_input(value, kind: str, subtopics: bool = False, label: str | None = None,
+               gains: str = "integer") -> tuple[Any, Any]:
     """(the run or qrels as read, how to get its SHA-256): TREC text is hashed as sent; a
     mapping by its content (:func:`columns_sha256`), so that the digest does not depend on
     key order or on how the body was decoded. ``subtopics``: diversity qrels; ``label``: the
-    name errors give the input (default ``kind``, e.g. ``runs[2]`` for a compared run)."""
-    reader = read_run if kind == "run" else partial(read_qrels, diversity=subtopics)
+    name errors give the input (default ``kind``, e.g. ``runs[2]`` for a compared run);
+    ``gains``: qrels declared to hold real gains (``options.gains``, issue #31) are read as
+    such, by the engine's Python paths."""
+    reader = read_run if kind == "run" else partial(read_qrels, diversity=subtopics,
+                                                    gains=gains)
     label = label or kind
     if isinstance(value, Columns):
+        if gains == "real" and kind == "qrels":  # (the scan read integer grades: reals too)
+            return value.value.with_real_gains(), value.value
         return value.value, value.value
     if isinstance(value, Mapping):
         read = reader(value, name=label)
@@ -65,7 +70,7 @@ def read_input(value, kind: str, subtopics: bool = False, label: str | None = No
     data = value.encode("utf-8") if isinstance(value, str) else value
     fmt = table_bytes.sniff(data)
     if fmt is not None:  # an Arrow IPC or Parquet upload: digested by content, as a mapping
-        read = read_table_upload(data, kind, label, subtopics, fmt)
+        read = read_table_upload(data, kind, label, subtopics, fmt, gains)
         return read, read
     return reader(data, name=label), data
 
@@ -105,7 +110,7 @@ def check_table_upload(data, kind: str, label: str, fmt: str | None = None) -> N
 
 
 def read_table_upload(data, kind: str, label: str, subtopics: bool = False,
-                      fmt: str | None = None):
+                      fmt: str | None = None, gains: str = "integer"):
     """An Arrow IPC or Parquet upload as a Run or Qrels: bounded by its metadata (413), the
     topic limits checked before the docids and scores are read (413), errors naming the
     part (422)."""
@@ -123,7 +128,7 @@ def read_table_upload(data, kind: str, label: str, subtopics: bool = False,
             return columnar.read_run_bytes(data, label, check=check, fmt=fmt,
                                            **table_bounds(kind))
         return columnar.read_qrels_bytes(data, label, subtopics, check=check, fmt=fmt,
-                                         **table_bounds(kind))
+                                         gains=gains, **table_bounds(kind))
     except CranfieldError as exc:
         if getattr(exc, "code", None) == "too-large":
             raise too_large(exc, label) from None
@@ -218,7 +223,8 @@ def read_inputs(req: dict) -> tuple[cranfield.Run, cranfield.Qrels, Future, str]
             qrels, qrels_digest = qrels_stored, stored["sha256"]
         else:
             qrels, qrels_source = read_input(req.pop("qrels"), "qrels",
-                                             needs_subtopics(measures, opts["profile"]))
+                                             needs_subtopics(measures, opts["profile"]),
+                                             gains=opts.get("gains") or "integer")
             qrels_digest = digest(qrels_source)
         _check_limits(run, qrels)
     except CranfieldError as exc:

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, current_app, g, request
 
 import cranfield
 from backend.store import StoreError, split_ref
+from cranfield.inputs.grammar import GAINS
 
 from .auth import current_tenant
 from .limits import check_qrels, check_topics
@@ -109,15 +110,22 @@ def _body_qrels() -> tuple[object, bool, str]:
     ``prefs``, ``qrels_prefs``; text/plain: the query parameter)."""
     mimetype = request.mimetype
     if mimetype == "application/json":
-        body = read_json_object("qrels", {"qrels", "diversity", "qrels_format", "pool_depth"})
+        body = read_json_object("qrels", {"qrels", "diversity", "qrels_format", "pool_depth",
+                                          "gains", "judges"})
         kind = _body_kind(body.get("qrels_format"))
+        from .judges import judges_body  # (judges imports this module)
+
+        g.judges = judges_body(body.get("judges"))  # each judge's provenance (issue #31)
+        g.gains = _gains(body.get("gains", "integer"))
         g.pool_depth = _pool_depth(body.get("pool_depth"))
         diversity = body.get("diversity", False)
         if not isinstance(diversity, bool):
             raise Problem(422, "Invalid request", "diversity must be true or false",
                           kind="invalid-request", errors={"diversity": ["Not a valid boolean."]})
         value = body["qrels"]
-        if not isinstance(value, dict | str) or not value:
+        # judged qrels (qrels_jg) may also be rows [{topic, judge, docid, rel}] (issue #31)
+        rows = kind == "qrels_jg" and isinstance(value, list)
+        if not (rows or isinstance(value, dict | str)) or not value:
             raise Problem(422, "Invalid request", "qrels must be a non-empty mapping or text",
                           kind="invalid-request", errors={"qrels": ["is empty or not an "
                                                                     "object or text"]})
@@ -128,16 +136,19 @@ def _body_qrels() -> tuple[object, bool, str]:
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})
         g.pool_depth = integer("pool_depth", None, 1, MAX_POOL_DEPTH)
+        g.gains = _gains(request.args.get("gains", "integer"))
         # true or false (the forms' words), 400 naming it otherwise: "ture" was read as false
         return data, boolean("diversity", False), _kind(request.args.get("qrels_format",
                                                                          "qrels"), "qrels_format")
     if mimetype == "multipart/form-data":
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
         check_parts(request.form, request.files,
-                    known=frozenset({"qrels", "diversity", "qrels_format", "pool_depth"}))
+                    known=frozenset({"qrels", "diversity", "qrels_format", "pool_depth",
+                                     "gains"}))
         # qrels_format and diversity are words: a file part of either was ignored (judgment
         # groups stored as plain qrels; review R1 F7), so it is refused naming it
-        as_files = sorted({"diversity", "qrels_format", "pool_depth"} & set(request.files))
+        as_files = sorted({"diversity", "qrels_format", "pool_depth", "gains"} &
+                          set(request.files))
         if as_files:
             raise Problem(422, "Invalid request", f"{', '.join(as_files)} sent as a file part: "
                           "send it as a form field", kind="invalid-request",
@@ -150,6 +161,7 @@ def _body_qrels() -> tuple[object, bool, str]:
                           errors={"qrels": ["Missing data"]})
         data = upload.read() if upload is not None else field.encode()
         g.pool_depth = _pool_depth(request.form.get("pool_depth"), text=True)
+        g.gains = _gains(request.form.get("gains", "integer"))
         diversity = boolean_word(request.form.get("diversity", "false"))
         if diversity is None:  # as every form's boolean field: 422 naming it
             raise Problem(422, "Invalid request", "diversity must be true or false",
@@ -159,13 +171,27 @@ def _body_qrels() -> tuple[object, bool, str]:
                   "multipart/form-data", kind="unsupported-media-type")
 
 
+def _gains(value: object) -> str:
+    """``gains`` of a PUT (issue #31): ``integer`` (the default) or ``real``, 422 naming it."""
+    if value not in GAINS:
+        raise Problem(422, "Invalid request", f"gains must be one of {', '.join(GAINS)}",
+                      kind="invalid-request", errors={"gains": [f"one of {', '.join(GAINS)}"]})
+    return value
+
+
 @bp.put("/<qrels_id>")
 def put_qrels(qrels_id: str):
     _check_id(qrels_id)
     source, diversity, kind = _body_qrels()
+    gains = g.get("gains", "integer")
+    if gains == "real" and (kind != "qrels" or diversity):
+        raise Problem(422, "Invalid request", "gains real is for plain ad hoc qrels",
+                      kind="invalid-request", errors={"gains": ["not with qrels_format "
+                                                                f"{kind} or diversity"]})
     if kind != "qrels":
         return _put_kind(qrels_id, source, diversity, kind)
-    qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity)  # errors: handler
+    qrels = cranfield.read_qrels(source, name="qrels", diversity=diversity,
+                                 gains=gains)  # errors: the handler
     if len(qrels) == 0:
         raise Problem(422, "Invalid input", "no judgments", kind="invalid-input",
                       errors={"qrels": ["has no judgments"]})
@@ -180,15 +206,18 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
     their canonical text under the kind's header (:func:`backend.store.version_text`)."""
     from backend.store import read_kind
     from cranfield.inputs import table_bytes
-    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
+    from cranfield.inputs.judgment_files import read_prefs
 
     if diversity:
         raise Problem(422, "Invalid request", f"qrels_format {kind} has no subtopics: "
                       "diversity is for ad hoc qrels", kind="invalid-request",
                       errors={"diversity": [f"not with qrels_format {kind}"]})
-    if isinstance(source, dict):
-        judgments = (read_qrels_jg(source, name="qrels") if kind == "qrels_jg" else
-                     read_prefs(source, name="qrels", qrels=kind == "qrels_prefs"))
+    if isinstance(source, dict | list) and kind == "qrels_jg":
+        from .judges import read_judged_body  # nested shape, rows or columns (issue #31)
+
+        judgments = read_judged_body(source)
+    elif isinstance(source, dict):
+        judgments = read_prefs(source, name="qrels", qrels=kind == "qrels_prefs")
     else:
         if table_bytes.sniff(source) is not None:
             raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "
@@ -210,10 +239,13 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
 def _stored(qrels_id: str, qrels, diversity: bool, kind: str) -> Response:
     try:
         depth = g.get("pool_depth")
+        extra = {} if depth is None else {"pool_depth": depth}
+        from .judges import judges_meta
+
+        extra.update(judges_meta(qrels, kind) or {})  # each judge's provenance (issue #31)
         meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
                                           diversity=diversity, qrels_format=kind,
-                                          extra_meta=None if depth is None
-                                          else {"pool_depth": depth})
+                                          extra_meta=extra or None)
     except StoreError as exc:
         raise _store_error(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',

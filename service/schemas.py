@@ -10,7 +10,7 @@ from itertools import chain
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from cranfield.evaluate import AGGREGATIONS
-from cranfield.inputs.grammar import INT64_MAX, INT64_MIN
+from cranfield.inputs.grammar import GAINS, INT64_MAX, INT64_MIN
 from cranfield.inputs.json_body import Columns
 from cranfield.measures import DEFAULT_PROFILE, PROFILES
 
@@ -232,6 +232,8 @@ class EvaluationOptionsSchema(OptionsSchema):
     # service.rel_formats resolves it (a stored version's kind) and reads the formats
     qrels_format = fields.String(validate=validate.OneOf(
         ("qrels", "qrels_jg", "prefs", "qrels_prefs")))
+    # real-valued gains (issue #31): absent, no key (integer grades, as trec_eval)
+    gains = fields.String(validate=validate.OneOf(GAINS))
 
     @post_load
     def _without_null_zscores(self, data, **kwargs):

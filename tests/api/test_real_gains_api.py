@@ -1,0 +1,103 @@
+"""Real-valued gains over the API (issue #31): options.gains "real" in a JSON body, the
+multipart field gains, stored qrels put with gains real (kept in the version's metadata, so
+evaluations by qrels_id read them so) give the numbers the library gives for the same
+evaluation; without the declaration a real grade is refused as before; a binary measure
+without rel= is a 422 naming it."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import cranfield
+
+QRELS_TEXT = ("q1 0 a 2.5\nq1 0 b 0.5\nq1 0 c 0\nq1 0 d 1.25\n"
+              "q2 0 x 3\nq2 0 y -1\nq2 0 w 0.125\n")
+QRELS_MAP = {"q1": {"a": 2.5, "b": 0.5, "c": 0, "d": 1.25},
+             "q2": {"x": 3, "y": -1, "w": 0.125}}
+RUN_TEXT = ("q1 Q0 a 1 3.0 r\nq1 Q0 b 2 2.0 r\nq1 Q0 z 3 1.5 r\nq1 Q0 d 4 1.0 r\n"
+            "q2 Q0 y 1 2 r\nq2 Q0 w 2 1.5 r\nq2 Q0 x 3 1 r\n")
+MEASURES = ["ndcg", "nDCG@2", "DCG@3", "ERR@3", "RBP", "P(rel=0.5)@2", "AP(rel=1)"]
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict:
+    ev = cranfield.evaluate(QRELS_TEXT, RUN_TEXT, MEASURES, gains="real")
+    return ev.aggregate
+
+
+def _same(aggregate: dict, expected: dict) -> None:
+    for name in MEASURES:
+        assert aggregate[name] == pytest.approx(expected[name], rel=1e-12, abs=1e-15), name
+
+
+def test_json_body_with_options_gains_real(client, expected):
+    for qrels in (QRELS_TEXT, QRELS_MAP):
+        resp = client.post("/v1/evaluations", json={
+            "run": RUN_TEXT, "qrels": qrels, "measures": MEASURES,
+            "options": {"gains": "real"}})
+        assert resp.status_code == 200, resp.get_json()
+        doc = resp.get_json()
+        _same(doc["aggregate"], expected)
+        assert doc["provenance"]["options"]["gains"] == "real"
+    assert 0 < expected["ndcg"] < 1 and expected["P(rel=0.5)@2"] == 0.5
+
+
+def test_multipart_field_gains(client, expected):
+    data = {"run": (io.BytesIO(RUN_TEXT.encode()), "run.txt"),
+            "qrels": (io.BytesIO(QRELS_TEXT.encode()), "qrels.txt"),
+            "measures": ",".join(MEASURES), "gains": "real"}
+    resp = client.post("/v1/evaluations", data=data, content_type="multipart/form-data")
+    assert resp.status_code == 200, resp.get_json()
+    _same(resp.get_json()["aggregate"], expected)
+
+
+def test_stored_qrels_keep_the_declaration(client, expected):
+    put = client.put("/v1/qrels/llm", json={"qrels": QRELS_TEXT, "gains": "real"})
+    assert put.status_code in (200, 201), put.get_json()
+    meta = client.get("/v1/qrels/llm").get_json()
+    assert meta["gains"] == "real"
+    assert meta["judgments"] == 7
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels_id": "llm",
+                                                 "measures": MEASURES})
+    assert resp.status_code == 200, resp.get_json()
+    _same(resp.get_json()["aggregate"], expected)
+
+
+def test_stored_qrels_put_as_multipart(client, expected):
+    data = {"qrels": (io.BytesIO(QRELS_TEXT.encode()), "qrels.txt"), "gains": "real"}
+    put = client.put("/v1/qrels/llm2", data=data, content_type="multipart/form-data")
+    assert put.status_code in (200, 201), put.get_json()
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels_id": "llm2",
+                                                 "measures": MEASURES})
+    _same(resp.get_json()["aggregate"], expected)
+
+
+def test_without_the_declaration_a_real_grade_is_refused_as_before(client):
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": QRELS_TEXT,
+                                                 "measures": ["ndcg"]})
+    assert resp.status_code == 422
+    assert "'2.5' is not an integer grade" in resp.get_json()["detail"]
+    put = client.put("/v1/qrels/plain", json={"qrels": QRELS_TEXT})
+    assert put.status_code == 422
+    assert "'2.5' is not an integer grade" in put.get_json()["detail"]
+
+
+def test_a_binary_measure_without_rel_is_refused_naming_it(client):
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": QRELS_TEXT,
+                                                 "measures": ["P.5"],
+                                                 "options": {"gains": "real"}})
+    assert resp.status_code == 422
+    detail = resp.get_json()["detail"]
+    assert "P_5" in detail and "rel=" in detail
+
+
+def test_an_unknown_gains_value_is_refused(client):
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": QRELS_TEXT,
+                                                 "measures": ["ndcg"],
+                                                 "options": {"gains": "float"}})
+    assert resp.status_code == 422
+    put = client.put("/v1/qrels/bad", json={"qrels": QRELS_TEXT, "gains": "float"})
+    assert put.status_code == 422
+    assert "gains" in put.get_json()["errors"]
