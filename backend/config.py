@@ -24,6 +24,10 @@ APP_DEFAULTS: dict[str, Any] = {
     # units of work of a synchronous comparison (cranfield.compare.comparison_work.comparison_work);
     # more: 422, or queue it with Prefer: respond-async. 4e10: at most ~3 s and ~250 MB here
     "MAX_COMPARISON_WORK": 40_000_000_000,
+    # units of work of one stability document (issue #31, GET /v1/stability, service/stability.py):
+    # the rank statistics' bootstrap, the pairs' tests under both judgments and the results
+    # and values read, counted before any is read; more: 422 naming work
+    "MAX_STABILITY_WORK": 40_000_000_000,
     # budgets before work (issue #27), checked before the work is done: the measure
     # instances one evaluation's names expand to (P.1,2,…,20000 is 20,000); its values,
     # instances × topics evaluated, synchronous and queued (5e6 values: a ~150 MB answer)
@@ -73,7 +77,8 @@ APP_DEFAULTS: dict[str, Any] = {
     "TRUSTED_PROXIES": 0,
 }
 _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
-                 "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_MEASURE_INSTANCES",
+                 "MAX_DOCS_PER_TOPIC", "MAX_COMPARISON_WORK", "MAX_STABILITY_WORK",
+                 "MAX_MEASURE_INSTANCES",
                  "MAX_EVALUATION_VALUES", "MAX_QUEUED_EVALUATION_VALUES", "MAX_SEGMENTS",
                  "MAX_POOL_WORK", "MAX_BATCH_RUNS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",

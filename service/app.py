@@ -31,6 +31,7 @@ from . import (
     rescores,
     results,
     timing,
+    stability,
     topic_metadata,
 )
 from .multipart import check_boundary
@@ -117,6 +118,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(pools.bp)
     app.register_blueprint(results.bp)
     app.register_blueprint(rescores.bp)
+    app.register_blueprint(stability.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(docs.docs_blueprint())
     return app
