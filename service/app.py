@@ -30,8 +30,8 @@ from . import (
     qrels_diff,
     rescores,
     results,
-    timing,
     stability,
+    timing,
     topic_metadata,
 )
 from .multipart import check_boundary
