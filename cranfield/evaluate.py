@@ -25,7 +25,7 @@ from .evaluate_checks import (
 )
 from .inputs.arrow_arrays import arrow_strings
 from .inputs.io import read_qrels, read_run
-from .inputs.mappings import mapped_run
+from .inputs.mappings import mapped_run, per_topic_dicts
 from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
@@ -96,8 +96,7 @@ class Evaluation:
         keys = [i.key for i in self.instances if i.measure.per_topic]
         columns = [self.values[k].tolist() for k in keys]
         rows = self.printed.nonzero()[0].tolist()
-        return {self.topic_order[r]: {k: col[r] for k, col in zip(keys, columns, strict=True)}
-                for r in rows}
+        return per_topic_dicts(self.topic_order, rows, keys, columns)
 
     @property
     def profile(self) -> str:
@@ -302,7 +301,9 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
     require_overlap, zs, md = plan.require_overlap, plan.zs, plan.md
     if require_overlap:
         require_inputs(run_obj, qrels_obj)
-    check_values(len(instances), topics_evaluated(run_obj, qrels_obj, complete_topics))
+    # (topics_evaluated's sets are not needed when both sides name the same topics)
+    check_values(len(instances), len(qrels_obj.topics) if run_obj.topics == qrels_obj.topics
+                 else topics_evaluated(run_obj, qrels_obj, complete_topics))
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
     real = real_gains.check(instances, qrels_obj, options)  # (issue #31)
@@ -438,13 +439,16 @@ def finish_evaluation(instances: list[Instance], values: dict[str, np.ndarray],
                                options["judged_only"], options["depth"], inst.key in micro)
         for inst in instances
     }
-    in_qrels = set(qrels_obj.topics)
-    in_run = set(run_topics)
+    evaluated = ranked.in_run.nonzero()[0].tolist()
+    if run_topics == qrels_obj.topics:  # (one pass, no sets: both sides name the same topics)
+        run_only, qrels_only = [], []
+    else:
+        in_qrels, in_run = set(qrels_obj.topics), set(run_topics)
+        run_only = [t for t in run_topics if t not in in_qrels]
+        qrels_only = [t for t in qrels_obj.topics if t not in in_run]
     topic_sets = TopicSets(
-        evaluated=[t for t, p in zip(ranked.topics, ranked.in_run, strict=True) if p],
-        run_only=[t for t in run_topics if t not in in_qrels],
-        qrels_only=[t for t in qrels_obj.topics if t not in in_run],
-    )
+        evaluated=list(ranked.topics) if len(evaluated) == len(ranked.topics) else
+        [ranked.topics[i] for i in evaluated], run_only=run_only, qrels_only=qrels_only)
     segments = weighted = None
     if md is not None:
         segments, weighted = segment_aggregates(md, instances, values, ranked, qrels_obj,

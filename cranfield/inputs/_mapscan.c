@@ -754,6 +754,8 @@ void jsonscan_set_seed(uint64_t);
 
 /* cranfield/inputs/_rankpass.c: a run mapping checked, looked up and ranked in one pass */
 PyObject *rank_mapping(PyObject *, PyObject *);
+PyObject *mapping_topics(PyObject *, PyObject *);
+PyObject *topic_dicts(PyObject *, PyObject *);
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a {topic: {docid: value}} mapping's columns, or None."},
@@ -762,6 +764,8 @@ static PyMethodDef methods[] = {
     {"block_join", block_join, METH_VARARGS, "Run and qrels rows of equal hash, by topic."},
     {"positions", positions, METH_VARARGS, "Each query score's tie group in its segment."},
     {"rank_mapping", rank_mapping, METH_VARARGS, "A run mapping ranked against qrels, or None."},
+    {"mapping_topics", mapping_topics, METH_VARARGS, "A mapping's sorted topic ids, or None."},
+    {"topic_dicts", topic_dicts, METH_VARARGS, "{topic: {key: value}} from columns."},
     {"lookup", lookup, METH_VARARGS, "Each judged docid's score in a run mapping (NaN: absent)."},
     {"json_skip_ws", json_skip_ws, METH_VARARGS, "The first non-whitespace position."},
     {"json_value_end", json_value_end, METH_VARARGS, "The end of the JSON value at i, or -1."},

@@ -155,7 +155,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     PyObject *result = NULL, *num_ret = NULL, *cut_tied = NULL;
     vec_t h_rt = {0}, h_qrow = {0}, h_rank = {0}, h_first = {0}, h_last = {0};
     PyObject **keys = NULL;
-    double *s = NULL;
+    double *s = NULL, *sv = NULL;  /* the scores in dict order; sorted descending */
     scored_t *sorted = NULL;
     hit_t *hits = NULL;
     Py_ssize_t room = 0, hit_room = 0, work = 0;
@@ -188,6 +188,9 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             scored_t *o2 = PyMem_Realloc(sorted, want * sizeof(scored_t));
             if (o2 == NULL) { PyErr_NoMemory(); goto done; }
             sorted = o2;
+            double *v2 = PyMem_Realloc(sv, want * sizeof(double));
+            if (v2 == NULL) { PyErr_NoMemory(); goto done; }
+            sv = v2;
             room = want;
         }
         /* (1) check and read: the order is irrelevant here, ranks depend on scores and
@@ -219,6 +222,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         if (!monotone && (b - a > 8 || n_ks)) {
             for (Py_ssize_t j = 0; j < n; j++) { sorted[j].s = s[j]; sorted[j].i = j; }
             qsort(sorted, n, sizeof(scored_t), by_score_desc);
+            for (Py_ssize_t j = 0; j < n; j++) sv[j] = sorted[j].s;
             have_sorted = 1;
         }
         for (Py_ssize_t r = a; r < b; r++) {
@@ -231,18 +235,18 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             if (float32) x = (double)(float)x;
             Py_ssize_t above = 0, end = 0, offset = 0;
             if (monotone || have_sorted) {
-                Py_ssize_t lo = 0, hi = n;
-                while (lo < hi) {
-                    Py_ssize_t m = lo + (hi - lo) / 2;
-                    if ((monotone ? s[m] : sorted[m].s) > x) lo = m + 1; else hi = m;
+                /* the scores descending: above = #{s > x} by a branchless binary search, then
+                   the tie group's end by a scan (x is among them: one step but for ties) */
+                const double *desc = monotone ? s : sv;
+                Py_ssize_t base = 0, len = n;
+                while (len > 1) {
+                    Py_ssize_t half = len / 2;
+                    base = desc[base + half] > x ? base + half : base;
+                    len -= half;
                 }
-                above = lo;
-                hi = n;
-                while (lo < hi) {
-                    Py_ssize_t m = lo + (hi - lo) / 2;
-                    if ((monotone ? s[m] : sorted[m].s) >= x) lo = m + 1; else hi = m;
-                }
-                end = lo;
+                above = base + (desc[base] > x);
+                end = above;
+                while (end < n && desc[end] >= x) end++;
                 if (end - above > 1) {
                     work += end - above;
                     if (work > cap) { declined = 1; goto done; }
@@ -323,7 +327,7 @@ done:
     Py_XDECREF(cut_tied);
     PyMem_Free(h_rt.data); PyMem_Free(h_qrow.data); PyMem_Free(h_rank.data);
     PyMem_Free(h_first.data); PyMem_Free(h_last.data);
-    PyMem_Free(keys); PyMem_Free(s); PyMem_Free(sorted); PyMem_Free(hits);
+    PyMem_Free(keys); PyMem_Free(s); PyMem_Free(sv); PyMem_Free(sorted); PyMem_Free(hits);
     PyBuffer_Release(&rqv); PyBuffer_Release(&qbv); PyBuffer_Release(&ksv);
     if (declined && !PyErr_Occurred()) Py_RETURN_NONE;
     return result;
@@ -333,5 +337,113 @@ args_failed:
     if (got > 0) PyBuffer_Release(&rqv);
     if (got > 1) PyBuffer_Release(&qbv);
     if (got > 2) PyBuffer_Release(&ksv);
+    return NULL;
+}
+
+/* Code point order of two exact str: strcmp order of their UTF-8 (ids hold no surrogate). */
+static int by_code_point(const void *a, const void *b) {
+    PyObject *x = *(PyObject *const *)a, *y = *(PyObject *const *)b;
+    Py_ssize_t nx = PyUnicode_GET_LENGTH(x), ny = PyUnicode_GET_LENGTH(y);
+    Py_ssize_t n = nx < ny ? nx : ny;
+    int kx = PyUnicode_KIND(x), ky = PyUnicode_KIND(y);
+    if (kx == PyUnicode_1BYTE_KIND && ky == PyUnicode_1BYTE_KIND) {
+        int c = memcmp(PyUnicode_DATA(x), PyUnicode_DATA(y), n);
+        if (c) return c;
+    } else {
+        const void *dx = PyUnicode_DATA(x), *dy = PyUnicode_DATA(y);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 cx = PyUnicode_READ(kx, dx, i), cy = PyUnicode_READ(ky, dy, i);
+            if (cx != cy) return cx < cy ? -1 : 1;
+        }
+    }
+    return (nx > ny) - (nx < ny);
+}
+
+/* mapping_topics(mapping) -> (topics, rows) | None
+ *   The topic ids of a {topic: {docid: value}} mapping (a dict, defaultdict or OrderedDict)
+ *   in strcmp order, each an exact str passing the id grammar whose value is one of the three
+ *   types, and the number of (topic, docid) entries; None for anything else (the Python
+ *   path, cranfield.inputs.mappings._checked_topics, then names the problem or reads the
+ *   mapping as it always did). Runs no Python code once the types are known. */
+PyObject *mapping_topics(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *mapping;
+    if (!PyArg_ParseTuple(args, "O", &mapping)) return NULL;
+    int outer = mapping_kind(mapping);
+    if (outer <= 0) {
+        if (outer < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyDict_GET_SIZE(mapping), pos = 0, i = 0, rows = 0;
+    PyObject **keys = PyMem_Malloc((n ? n : 1) * sizeof(PyObject *));
+    if (keys == NULL) return PyErr_NoMemory();
+    PyObject *key, *value;
+    while (PyDict_Next(mapping, &pos, &key, &value)) {
+        if (i >= n || !PyUnicode_CheckExact(key) || !id_ok(key)) goto decline;
+        int kind = mapping_kind(value);
+        if (kind <= 0) {
+            if (kind < 0) { PyMem_Free(keys); return NULL; }
+            goto decline;
+        }
+        rows += PyDict_GET_SIZE(value);
+        keys[i++] = key;
+    }
+    if (i != n) goto decline;
+    qsort(keys, n, sizeof(PyObject *), by_code_point);
+    PyObject *list = PyList_New(n);
+    if (list == NULL) { PyMem_Free(keys); return NULL; }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_INCREF(keys[j]);
+        PyList_SET_ITEM(list, j, keys[j]);
+    }
+    PyMem_Free(keys);
+    return Py_BuildValue("(Nn)", list, rows);
+decline:
+    PyMem_Free(keys);
+    Py_RETURN_NONE;
+}
+
+/* topic_dicts(topics, rows, keys, columns) -> {topics[r]: {keys[k]: columns[k][r]}}
+ *   for r in rows (ints indexing topics), in that order: Evaluation.per_topic's dicts built
+ *   without a Python frame per topic. columns: one list per key, as long as topics. */
+PyObject *topic_dicts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *topics, *rows, *keys, *columns;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &topics, &PyList_Type, &rows,
+                          &PyList_Type, &keys, &PyList_Type, &columns))
+        return NULL;
+    Py_ssize_t n_topics = PyList_GET_SIZE(topics), n_keys = PyList_GET_SIZE(keys);
+    if (PyList_GET_SIZE(columns) != n_keys) goto bad;
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        PyObject *col = PyList_GET_ITEM(columns, k);
+        if (!PyList_Check(col) || PyList_GET_SIZE(col) != n_topics) goto bad;
+    }
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(rows); j++) {
+        Py_ssize_t r = PyLong_AsSsize_t(PyList_GET_ITEM(rows, j));
+        if (r == -1 && PyErr_Occurred()) { Py_DECREF(out); return NULL; }
+        /* (the lists are re-read each time: a key's __eq__ may run Python code) */
+        if (r < 0 || r >= PyList_GET_SIZE(topics)) { Py_DECREF(out); goto bad; }
+        PyObject *inner = PyDict_New();
+        if (inner == NULL) { Py_DECREF(out); return NULL; }
+        for (Py_ssize_t k = 0; k < n_keys && k < PyList_GET_SIZE(keys); k++) {
+            PyObject *col = PyList_GET_ITEM(columns, k);
+            if (!PyList_Check(col) || r >= PyList_GET_SIZE(col) ||
+                PyDict_SetItem(inner, PyList_GET_ITEM(keys, k), PyList_GET_ITEM(col, r))) {
+                Py_DECREF(inner);
+                Py_DECREF(out);
+                if (!PyErr_Occurred()) goto bad;
+                return NULL;
+            }
+        }
+        int failed = PyDict_SetItem(out, PyList_GET_ITEM(topics, r), inner);
+        Py_DECREF(inner);
+        if (failed) { Py_DECREF(out); return NULL; }
+    }
+    return out;
+bad:
+    PyErr_SetString(PyExc_ValueError, "topic_dicts: a column per key, a value per topic, rows "
+                    "indexing the topics");
     return NULL;
 }

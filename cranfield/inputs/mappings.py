@@ -69,9 +69,8 @@ def mapped_run(run: Any, label: str = "run") -> MappedRun | None:
     :func:`run_from_mapping` checks them first (the same refusal)."""
     if not accepted_mapping(run):
         return None
-    topics = _checked_topics(run, label, "scores")
-    return MappedRun(topics, label if label != "run" else "cranfield", label,
-                     sum(map(len, run.values())), run)
+    topics, rows = _topics_and_rows(run, label, "scores")
+    return MappedRun(topics, label if label != "run" else "cranfield", label, rows, run)
 
 
 def run_from_mapping(run: Mapping, label: str) -> Run:
@@ -107,14 +106,37 @@ def _scanned(mapping: Mapping, label: str, what: str):
     names any problem. The topic ids are checked here first, as the Python path checks them."""
     if not accepted_mapping(mapping):
         return None
-    topics = _checked_topics(mapping, label, what)
-    docids = np.empty(sum(map(len, mapping.values())), dtype=object)
+    topics, rows = _topics_and_rows(mapping, label, what)
+    docids = np.empty(rows, dtype=object)
     got = _mapscan.scan(mapping, topics, what == "grades", docids)
     if got is None:
         return None
     values, lengths = got
     return (topics, docids, np.frombuffer(values, np.int64 if what == "grades" else
                                           np.float64), np.frombuffer(lengths, np.int64))
+
+
+def _topics_and_rows(mapping: Mapping, label: str, what: str) -> tuple[list[str], int]:
+    """(:func:`_checked_topics`, the number of (topic, docid) entries) of a mapping the
+    compiled passes read: one compiled pass (``_mapscan.mapping_topics``: the grammar, the
+    inner types, the sort) when it accepts every topic, else the Python one, which names
+    any problem."""
+    got = _mapscan.mapping_topics(mapping)
+    if got is not None:
+        return got
+    return _checked_topics(mapping, label, what), sum(map(len, mapping.values()))
+
+
+def per_topic_dicts(topics: list[str], rows: list[int], keys: list[str],
+                    columns: list[list]) -> dict[str, dict[str, Any]]:
+    """``{topics[r]: {key: column[r] for key, column in zip(keys, columns)} for r in
+    rows}``: an evaluation's per-topic values as pytrec_eval's dicts (built in C when the
+    extension is there: no Python frame per topic)."""
+    if _mapscan is not None:
+        return _mapscan.topic_dicts(topics if type(topics) is list else list(topics), rows,
+                                    keys, columns)
+    return {topics[r]: {k: col[r] for k, col in zip(keys, columns, strict=True)}
+            for r in rows}
 
 
 def _mapping_topics(mapping: Mapping, label: str, what: str) -> tuple[list[str], list]:
