@@ -71,6 +71,17 @@ APP_DEFAULTS: dict[str, Any] = {
     # the results one re-score (issue #31, POST /v1/systems/{name}/rescore, /v1/rescores)
     # covers, counted before anything is planned; more: 422 naming systems
     "MAX_RESCORE_RESULTS": 1000,
+    # many judges (issue #31, service/judges.py): the judgments a judged qrels PUT as rows or
+    # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
+    # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
+    # resamples over topics (default, most a request may ask); the agreement's units of work,
+    # (resamples + 1) x (pairs + 2) x (topics x grades^2 + 1000), counted before the work
+    # (422 naming resamples beyond it; 1e9: a few seconds here)
+    "MAX_JUDGED_JUDGMENTS": 2_000_000,
+    "MAX_JUDGES": 50,
+    "AGREEMENT_RESAMPLES": 1000,
+    "MAX_AGREEMENT_RESAMPLES": 10_000,
+    "MAX_AGREEMENT_WORK": 1_000_000_000,
     # proxies in front of the service whose X-Forwarded-For / -Proto are believed (the
     # compose deployment's nginx: 1): the access log and rate limits then see the client's
     # address, not the proxy's. 0: none believed (a client could write any address there)
@@ -84,7 +95,8 @@ _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS",
-                 "MAX_RESCORE_RESULTS")
+                 "MAX_RESCORE_RESULTS", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
+                 "AGREEMENT_RESAMPLES", "MAX_AGREEMENT_RESAMPLES", "MAX_AGREEMENT_WORK")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 

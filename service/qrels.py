@@ -111,8 +111,11 @@ def _body_qrels() -> tuple[object, bool, str]:
     mimetype = request.mimetype
     if mimetype == "application/json":
         body = read_json_object("qrels", {"qrels", "diversity", "qrels_format", "pool_depth",
-                                          "gains"})
+                                          "gains", "judges"})
         kind = _body_kind(body.get("qrels_format"))
+        from .judges import judges_body  # (judges imports this module)
+
+        g.judges = judges_body(body.get("judges"))  # each judge's provenance (issue #31)
         g.gains = _gains(body.get("gains", "integer"))
         g.pool_depth = _pool_depth(body.get("pool_depth"))
         diversity = body.get("diversity", False)
@@ -120,7 +123,9 @@ def _body_qrels() -> tuple[object, bool, str]:
             raise Problem(422, "Invalid request", "diversity must be true or false",
                           kind="invalid-request", errors={"diversity": ["Not a valid boolean."]})
         value = body["qrels"]
-        if not isinstance(value, dict | str) or not value:
+        # judged qrels (qrels_jg) may also be rows [{topic, judge, docid, rel}] (issue #31)
+        rows = kind == "qrels_jg" and isinstance(value, list)
+        if not (rows or isinstance(value, dict | str)) or not value:
             raise Problem(422, "Invalid request", "qrels must be a non-empty mapping or text",
                           kind="invalid-request", errors={"qrels": ["is empty or not an "
                                                                     "object or text"]})
@@ -201,15 +206,18 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
     their canonical text under the kind's header (:func:`backend.store.version_text`)."""
     from backend.store import read_kind
     from cranfield.inputs import table_bytes
-    from cranfield.inputs.judgment_files import read_prefs, read_qrels_jg
+    from cranfield.inputs.judgment_files import read_prefs
 
     if diversity:
         raise Problem(422, "Invalid request", f"qrels_format {kind} has no subtopics: "
                       "diversity is for ad hoc qrels", kind="invalid-request",
                       errors={"diversity": [f"not with qrels_format {kind}"]})
-    if isinstance(source, dict):
-        judgments = (read_qrels_jg(source, name="qrels") if kind == "qrels_jg" else
-                     read_prefs(source, name="qrels", qrels=kind == "qrels_prefs"))
+    if isinstance(source, dict | list) and kind == "qrels_jg":
+        from .judges import read_judged_body  # nested shape, rows or columns (issue #31)
+
+        judgments = read_judged_body(source)
+    elif isinstance(source, dict):
+        judgments = read_prefs(source, name="qrels", qrels=kind == "qrels_prefs")
     else:
         if table_bytes.sniff(source) is not None:
             raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "
@@ -231,10 +239,13 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
 def _stored(qrels_id: str, qrels, diversity: bool, kind: str) -> Response:
     try:
         depth = g.get("pool_depth")
+        extra = {} if depth is None else {"pool_depth": depth}
+        from .judges import judges_meta
+
+        extra.update(judges_meta(qrels, kind) or {})  # each judge's provenance (issue #31)
         meta, created = store().put_qrels(qrels_id, qrels, request.headers.get("If-Match"),
                                           diversity=diversity, qrels_format=kind,
-                                          extra_meta=None if depth is None
-                                          else {"pool_depth": depth})
+                                          extra_meta=extra or None)
     except StoreError as exc:
         raise _store_error(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',
