@@ -24,6 +24,7 @@ from . import (
     evaluations_batch,
     health,
     jobs,
+    judges,
     measures,
     pools,
     qrels,
@@ -109,6 +110,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(health.bp)
     app.register_blueprint(qrels.bp)
     app.register_blueprint(qrels_diff.bp)
+    app.register_blueprint(judges.bp)
     app.register_blueprint(topic_metadata.bp)
     app.register_blueprint(jobs.bp)
     app.register_blueprint(measures.bp)
