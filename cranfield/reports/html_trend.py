@@ -12,6 +12,7 @@ from .html_charts import (
     BOTTOM,
     LEFT,
     RIGHT,
+    TOP,
     H,
     W,
     axes,
@@ -53,6 +54,15 @@ from .html_page import (
 # TREND_LABEL_CHARS with "…" and turned 35° when they would not fit side by side. Links are
 # built by ``link(point, previous)``, so the page does not know the service's routes.
 #
+# Judgments that changed (issue #31): with more than one qrels version among the points
+# (the document's ``series``), each version is a ``<polyline class="line series">`` of its own
+# colour (``data-qrels-version``), its points ringed in that colour and on one time axis
+# (a re-scored result keeps its original's time: the nights line up, one x label each), and
+# each of the document's ``boundaries`` a ``<line class="boundary">`` labelled
+# ``qrels A → B`` (``<text class="boundary-label">``): between the last result evaluated under
+# A and the first under B, or, for a version only re-scoring reached, right of the last result
+# evaluated. The legend names each series; the table gains a qrels column.
+#
 # The latest gate's box, first under the title, names per check the measure, the drop with its
 # CI (``drop_ci``, kept with the verdict), what the gate allowed, and the offending topics with
 # their drops.
@@ -68,6 +78,9 @@ svg.trend .ci{stroke:#555;stroke-width:1.5}
 svg.trend .baseline{stroke:#CC79A7;stroke-width:2.5;stroke-dasharray:8 5}
 svg.trend a.point circle,svg.trend .baseline-mark{stroke:#fff;stroke-width:1.5}
 svg.trend text.x-label{font-size:11px}
+svg.trend .series{fill:none;stroke-width:2.5}
+svg.trend .boundary{stroke:#555;stroke-width:2;stroke-dasharray:3 3}
+svg.trend text.boundary-label{font-size:12px;fill:#333}
 .latest{font-size:1.05em;padding:.5em .9em;border-radius:6px;margin:.6em 0}
 .latest .head{display:block;font-size:1.25em;font-weight:700}
 .latest ul{margin:.3em 0 .1em;padding-left:1.2em}.latest li{margin:.15em 0}
@@ -79,6 +92,9 @@ table.trend td.label{max-width:22em;overflow:hidden;text-overflow:ellipsis}
 ul.legend li,.latest .nw{white-space:nowrap}
 ul.legend svg{vertical-align:middle;margin-right:.4em}
 """
+# a line per qrels version: Okabe & Ito colours other than the verdicts' and the baseline's
+SERIES_COLOURS = (PALETTE[0], PALETTE[1], PALETTE[5], PALETTE[6], PALETTE[7])
+BOUNDARY_COLOUR = "#555555"
 TREND_LABEL_CHARS = 18  # longer x labels are cut in the middle, "…" (the whole in a tooltip)
 CHAR_WIDTH = 6.4        # of 11px system-ui text, about: whether labels fit side by side
 X_LABEL_ANGLE = 35      # degrees, when they do not
@@ -143,20 +159,66 @@ def _legend_mark(shape: str, colour: str) -> str:
         inner = f'<circle cx="7" cy="7" r="5.5" fill="{colour}"/>'
     elif shape == "diamond":
         inner = f'<path d="M7 0.5L13.5 7L7 13.5L0.5 7Z" fill="{colour}"/>'
+    elif shape == "line":
+        inner = f'<line x1="0" x2="26" y1="7" y2="7" stroke="{colour}" stroke-width="3"/>'
+    elif shape == "boundary":
+        inner = (f'<line x1="13" x2="13" y1="0" y2="14" stroke="{colour}" stroke-width="2" '
+                 'stroke-dasharray="3 3"/>')
     else:
         inner = (f'<line x1="0" x2="26" y1="7" y2="7" stroke="{colour}" stroke-width="2.5" '
                  'stroke-dasharray="8 5"/>')
-    width = 26 if shape == "dash" else 14
+    width = 26 if shape in ("dash", "line", "boundary") else 14
     return (f'<svg width="{width}" height="14" viewBox="0 0 {width} 14" aria-hidden="true">'
             f"{inner}</svg>")
 
 
+def version_name(version: dict | None) -> str:
+    """How the page names a qrels version: its stored ``id@version``, else its digest's
+    start (inline qrels)."""
+    version = version or {}
+    if version.get("qrels_version"):
+        return str(version["qrels_version"])
+    sha = version.get("qrels_sha256")
+    return f"sha256 {str(sha)[:12]}" if sha else "unknown qrels"
+
+
+def _series_of(doc: dict) -> tuple[list[dict], dict[str, int]]:
+    """The document's series when there are several (else []), and each point id's
+    series."""
+    series = [s for s in doc.get("series") or [] if isinstance(s, dict)]
+    if len(series) < 2:
+        return [], {}
+    return series, {str(p.get("id")): k for k, s in enumerate(series)
+                    for p in s.get("points") or []}
+
+
+def _slots(points: Sequence[dict], several: bool) -> tuple[list[dict], list[int]]:
+    """The x positions: one per point (one series), or one per recorded time when there are
+    several series (a re-score shares its original's time), represented by the point
+    recorded by an evaluation; and each point's position."""
+    if not several:
+        return list(points), list(range(len(points)))
+    slots: list[dict] = []
+    at: dict[str, int] = {}
+    index = []
+    for p in points:
+        key = str(p.get("created_at") or p.get("id"))
+        if key not in at:
+            at[key] = len(slots)
+            slots.append(p)
+        index.append(at[key])
+    return slots, index
+
+
 def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
-    points = doc.get("points") or []
+    all_points = doc.get("points") or []
+    series, series_of = _series_of(doc)
+    slots, slot_of = _slots(all_points, bool(series))
+    points = slots  # the x axis' points (all of them, unless several series share times)
     measure = str(doc.get("measure", ""))
     base = doc.get("baseline_point")
-    values = [v for p in points for v in (p.get("mean"), p.get("ci_low"), p.get("ci_high"))
-              if finite(v)]
+    values = [v for p in all_points
+              for v in (p.get("mean"), p.get("ci_low"), p.get("ci_high")) if finite(v)]
     if base is not None and finite(base.get("mean")):
         values.append(base["mean"])
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
@@ -214,18 +276,31 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
                      f'<text x="{W - RIGHT - 4}" y="{y - 6:.1f}" text-anchor="end" '
                      f'fill="{BASELINE_COLOUR}">baseline {esc(_clip(str(base.get("label", ""))))}'
                      "</text>")
-    line = [(sx(i), sy(p["mean"])) for i, p in enumerate(points)
-            if finite(p.get("mean"))]
-    if len(line) > 1:
-        parts.append('<polyline class="line" points="'
-                     + " ".join(f"{x:.1f},{y:.1f}" for x, y in line) + '"/>')
-    previous = None
-    for i, p in enumerate(points):
+    position = {str(p.get("id")): slot_of[i] for i, p in enumerate(all_points)}
+    if not series:
+        line = [(sx(i), sy(p["mean"])) for i, p in enumerate(points)
+                if finite(p.get("mean"))]
+        if len(line) > 1:
+            parts.append('<polyline class="line" points="'
+                         + " ".join(f"{x:.1f},{y:.1f}" for x, y in line) + '"/>')
+    for k, s in enumerate(series):
+        colour = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+        line = [(sx(position[str(p.get("id"))]), sy(p["mean"])) for p in s.get("points") or []
+                if finite(p.get("mean")) and str(p.get("id")) in position]
+        parts.append(f'<polyline class="line series" data-series="{k}" '
+                     f'data-qrels-version="{esc(version_name(s))}" style="stroke:{colour}" '
+                     'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in line) + '">'
+                     f"<title>qrels {esc(version_name(s))}</title></polyline>")
+    parts += _boundaries(doc, position, sx, n, foot)
+    previous_in: dict[int, dict] = {}
+    for i, p in enumerate(all_points):
+        k = series_of.get(str(p.get("id")), 0)
+        previous = previous_in.get(k)
         mean = p.get("mean")
         if not finite(mean):
-            previous = p
+            previous_in[k] = p
             continue
-        x, y = sx(i), sy(mean)
+        x, y = sx(slot_of[i]), sy(mean)
         if finite(p.get("ci_low")) and finite(p.get("ci_high")):
             parts.append(f'<line class="ci" x1="{x:.1f}" x2="{x:.1f}" '
                          f'y1="{sy(p["ci_low"]):.1f}" y2="{sy(p["ci_high"]):.1f}"/>')
@@ -244,12 +319,19 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
                     f'{y:.1f}L{x:.1f} {y + r:.1f}L{x - r:.1f} {y:.1f}Z" '
                     f'fill="{BASELINE_COLOUR}"{ring} {data} data-baseline="true">'
                     f"<title>{esc(tip)}</title></path>")
+        elif series:  # ringed in its series' colour; filled with it when no gate checked it
+            ring = SERIES_COLOURS[k % len(SERIES_COLOURS)]
+            radius = 7 if verdict == "fail" else 6
+            mark = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" '
+                    f'fill="{colour if verdict else ring}" style="stroke:{ring};stroke-width:2.5"'
+                    f' {data} data-series="{k}"><title>{esc(tip)}; qrels '
+                    f"{esc(version_name(series[k]))}</title></circle>")
         else:
             radius = 7 if verdict == "fail" else 5.5
             mark = (f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{colour}" '
                     f"{data}><title>{esc(tip)}</title></circle>")
         parts.append(f'<a class="point" href="{esc(link(p, previous))}">{mark}</a>')
-        previous = p
+        previous_in[k] = p
     parts.append("</svg>")
     # the legend's verdict swatches stay squares: round marks on the page are points only
     legend = "".join(f'<li><span class="sw" style="background:{c}"></span>{esc(label)}</li>'
@@ -261,7 +343,40 @@ def _chart(doc: dict, link: Callable[[dict, dict | None], str]) -> str:
                        f"pinned baseline: {name}</li>")
         legend += (f'<li>{_legend_mark("dash", BASELINE_COLOUR)}the pinned baseline\'s mean'
                    "</li>")
+    for k, ser in enumerate(series):
+        legend += (f'<li class="series" data-series="{k}">'
+                   f"{_legend_mark('line', SERIES_COLOURS[k % len(SERIES_COLOURS)])}"
+                   f"qrels {esc(version_name(ser))} ({len(ser.get('points') or [])} "
+                   "result(s))</li>")
+    if series and doc.get("boundaries"):
+        legend += (f'<li>{_legend_mark("boundary", BOUNDARY_COLOUR)}where the qrels changed'
+                   "</li>")
     return "".join(parts) + f'<ul class="legend">{legend}</ul>'
+
+
+def _boundaries(doc: dict, position: dict[str, int], sx: Callable[[float], float], n: int,
+                foot: float) -> list[str]:
+    """The document's qrels boundaries as labelled vertical lines: between the positions of
+    ``after`` and ``before``, or half a step right of ``after`` (within the chart) when the
+    new version has no result of its own evaluated (re-scores only)."""
+    out = []
+    step = (sx(1) - sx(0)) if n > 1 else 40.0
+    for b in doc.get("boundaries") or []:
+        if not isinstance(b, dict) or str(b.get("after")) not in position:
+            continue
+        x0 = sx(position[str(b["after"])])
+        if b.get("before") is not None and str(b["before"]) in position:
+            x = (x0 + sx(position[str(b["before"])])) / 2
+        else:
+            x = min(x0 + step / 2, W - RIGHT - 2)
+        text = f"qrels {version_name(b.get('from'))} → {version_name(b.get('to'))}"
+        anchor, dx = ("end", -4) if x > W / 2 else ("start", 4)
+        out.append(f'<line class="boundary" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" '
+                   f'y2="{foot}" data-from="{esc(version_name(b.get("from")))}" '
+                   f'data-to="{esc(version_name(b.get("to")))}"><title>{esc(text)}</title>'
+                   f'</line><text class="boundary-label" x="{x + dx:.1f}" y="{TOP + 12}" '
+                   f'text-anchor="{anchor}">{esc(text)}</text>')
+    return out
 
 
 def _percent(level: float) -> str:
@@ -350,12 +465,20 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
         body.append('<p class="note">No recorded result of this system has this measure.</p>')
         return page(title, body)
     body.append(_chart(doc, link))
+    series, series_of = _series_of(doc)
     body.append('<p class="note">Each point: the mean over the result\'s topics with its 95% '
                 "Student-t confidence interval; a point links to the comparison with the "
-                "result before it.</p>")
+                "result before it" + (" under the same qrels. A line per qrels version: a "
+                "result re-scored under a new version keeps its original's time."
+                if series else ".") + "</p>")
     rows = []
-    for i, p in enumerate(points):
-        previous = points[i - 1] if i else None
+    previous_in: dict[int, dict] = {}
+    for p in points:
+        k = series_of.get(str(p.get("id")), 0)
+        previous = previous_in.get(k)
+        previous_in[k] = p
+        qrels_cell = (f'<td class="mono">{esc(version_name(series[k]))}</td>' if series
+                      else "")
         verdict = _verdict(p)
         # (a pass's dropping topics stayed within the gate: not offenders)
         topics = _offending(p, measure) if verdict in ("fail", "undecided") else []
@@ -371,11 +494,12 @@ def render_trend(doc: dict, link: Callable[[dict, dict | None], str],
             f'<td title="{esc(created)}">{esc(created[:19].replace("T", " "))}</td>'
             f'<td class="n">{num(p.get("mean"))} [{num(p.get("ci_low"))}, '
             f'{num(p.get("ci_high"))}]</td><td class="n">{num(p.get("n_topics"))}</td>'
-            f"<td>{cell}</td>"
+            f"<td>{cell}</td>{qrels_cell}"
             f'<td><a href="{esc(link(p, previous))}">'
             + ("vs previous" if previous is not None else "result") + "</a></td></tr>")
     body += ["<h2>Results</h2>", table(["label", "commit", "recorded (UTC)",
-                                        f"{measure} [95% CI]", "topics", "gate", ""],
+                                        f"{measure} [95% CI]", "topics", "gate",
+                                        *(["qrels"] if series else []), ""],
                                        rows[::-1], "trend")]
     # (the table newest first, as a system's results are listed)
     return page(title, body)
