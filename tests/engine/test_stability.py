@@ -273,3 +273,19 @@ def test_stability_work_counts_resamples_and_the_pairs_tests():
     assert work.total > 1000 * 2 * 10 * 50
     assert work.tests > 0 and "10 systems" in work.describe()
     assert stability_work(1, 50, 0, "t", 10000, 1000).total == 0
+
+
+def test_text_and_page_show_the_documents_numbers_and_escape_names():
+    from cranfield.compare.stability_text import format_text
+    from cranfield.reports.html_stability import render_stability
+
+    a, b = matrices(4, systems=3, topics=20, noise=0.3)
+    doc = stability(a, b, ["<b>x", "y & z", "w"], [str(t) for t in range(20)],
+                    measure="map", n_resamples=30)
+    text = format_text(doc)
+    for key in ("kendall_tau", "tau_ap", "rbo"):
+        assert f"{doc['statistics'][key]['value']:.4f}" in text
+    assert "<b>x" in text
+    page = render_stability(doc)
+    assert "<b>x" not in page and "&lt;b&gt;x" in page and "y &amp; z" in page
+    assert f'data-value="{doc["statistics"]["tau_ap"]["value"]!r}"' in page
