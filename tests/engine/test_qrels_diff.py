@@ -183,3 +183,55 @@ def test_cli_refusals(tmp_path):
                                capture_output=True, text=True, cwd=tmp_path,
                                env={"PATH": "/usr/bin:/bin"})
     assert no_server.returncode == 1 and "--server" in no_server.stderr
+
+
+def oracle(old: dict, new: dict) -> dict:
+    """{topic: (added, removed, regraded)} by dicts and sorted byte keys: the diff's meaning
+    written plainly (old, new: {(topic, group, docid): grade})."""
+    out: dict = {}
+    for key in sorted(old.keys() | new.keys(), key=lambda k: tuple(s.encode() for s in k)):
+        lists = out.setdefault(key[0], ([], [], []))
+        if key not in old:
+            lists[0].append((*key[1:], new[key]))
+        elif key not in new:
+            lists[1].append((*key[1:], old[key]))
+        elif old[key] != new[key]:
+            lists[2].append((*key[1:], old[key], new[key]))
+    return {t: v for t, v in out.items() if any(v)}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind", ["qrels", "qrels_jg"])
+def test_random_versions_equal_the_plain_oracle(seed, kind):
+    import random
+
+    rng = random.Random(seed)
+    words = ["a", "B", "é", "z", "10", "9", "ab", "Ä", "d-1", "d_2", "日本", "x.y"]
+
+    def version() -> dict:
+        return {(rng.choice(words[:6]), rng.choice(["A", "b", "C"]) if kind == "qrels_jg"
+                 else "", rng.choice(words)): rng.choice([-1, 0, 1, 2, 3])
+                for _ in range(rng.randrange(1, 60))}
+
+    old, new = version(), version()
+
+    def read(v: dict):
+        if kind == "qrels_jg":
+            return read_qrels_jg("".join(f"{t} {g} {d} {r}\n" for (t, g, d), r in v.items()))
+        return q("".join(f"{t} 0 {d} {r}\n" for (t, _, d), r in v.items()))
+
+    doc = diff_qrels(read(old), read(new), kind)
+    got = {}
+    for t in doc["topics"]:
+        names = ("jg", "docid") if kind == "qrels_jg" else ("docid",)
+        got[t["topic"]] = ([(*(j[n] for n in names), j["grade"]) for j in t["added"]],
+                           [(*(j[n] for n in names), j["grade"]) for j in t["removed"]],
+                           [(*(j[n] for n in names), j["from"], j["to"]) for j in t["regraded"]])
+    strip = (lambda rows: rows) if kind == "qrels_jg" else \
+        (lambda rows: [r[1:] for r in rows])  # the oracle's group "" of plain qrels
+    expected = {t: tuple(strip(rows) for rows in v) for t, v in oracle(old, new).items()}
+    assert got == expected
+    assert list(got) == sorted(got, key=str.encode)
+    t = doc["totals"]
+    assert t["added"] + t["unchanged"] + t["regraded"] == len(new)
+    assert t["removed"] + t["unchanged"] + t["regraded"] == len(old)
