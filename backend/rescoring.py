@@ -304,7 +304,9 @@ def rescore_one(qrels_store, results, wire: dict) -> dict:
         return fail("its kept run was deleted before it was re-scored")
     except cranfield.CranfieldError as exc:
         return fail(_problem(exc).get("detail") or str(exc))
-    doc = evaluation_document(ev, {"per_topic": True}, run_sha256, sha, None, version)
+    # the run as the original named it (its digest as sent); the kept copy is run_sha256
+    doc = evaluation_document(ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256,
+                              sha, None, version)
     doc["provenance"]["rescores"] = original_id
     record = {"system": original["system"], "label": original["label"],
               "commit": original["commit"], "tags": original["tags"]}
