@@ -75,7 +75,8 @@ APP_DEFAULTS: dict[str, Any] = {
     # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
     # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
     # resamples over topics (default, most a request may ask); the agreement's units of work,
-    # (resamples + 1) x (pairs + 2) x (topics x grades^2 + 1000), counted before the work
+    # (resamples + 1) x (pairs + 2) x (topics x grades^2 + 1000) + topics x (pairs + 2) x 1000
+    # + judgments x judges, counted before the work
     # (422 naming resamples beyond it; 1e9: a few seconds here)
     "MAX_JUDGED_JUDGMENTS": 2_000_000,
     "MAX_JUDGES": 50,

@@ -14,8 +14,9 @@ version of the same id (or of ``target``), its recipe (method, judges, tie rule,
 the source id@version) in the version's metadata as ``consensus``.
 
 Bounds, before any work: the judgments (MAX_JUDGED_JUDGMENTS), the judges (MAX_JUDGES) and
-the agreement's work (MAX_AGREEMENT_WORK: (resamples + 1) x (pairs of judges + 2) x
-(topics x categories^2 + 1000)). Another tenant's id is unknown (404)."""
+the agreement's work (MAX_AGREEMENT_WORK:
+:func:`cranfield.judges.agreement_document.agreement_work`). Another tenant's id is unknown
+(404)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from .agreement import (
 )
 from .judged import count_judgments, grade_scale, judges_of, topic_judgments
 
-__all__ = ["agreement_document", "format_agreement", "KAPPAS", "ALPHAS"]
+__all__ = ["agreement_document", "agreement_work", "format_agreement", "KAPPAS", "ALPHAS"]
 
 #: the kappa keys of a pair, by weighting
 KAPPAS = {None: "kappa", "linear": "kappa_linear", "quadratic": "kappa_quadratic"}
@@ -85,6 +85,24 @@ def _interval(values: list[float | None], level: float) -> list[float] | None:
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(defined, [tail, 1.0 - tail])
     return [_round(lo), _round(hi)]
+
+
+#: the work one resample costs beside its counts (a statistic computed in Python)
+STATISTIC_WORK = 1000
+
+
+def agreement_work(groups: JudgmentGroups, resamples: int) -> int:
+    """Units of work of :func:`agreement_document`, from sizes alone (read before the
+    work): (resamples + 1) x (pairs of judges + 2) x (topics x categories^2 +
+    STATISTIC_WORK), the summed count matrices of each statistic once and per resample;
+    topics x (pairs + 2) x STATISTIC_WORK, each topic's own statistics; and the judgments
+    times the judges (each topic's judges x documents matrix)."""
+    judges = len(judges_of(groups))
+    k = len(grade_scale(groups))
+    pairs = judges * (judges - 1) // 2
+    topics = len(groups.topics)
+    return ((resamples + 1) * (pairs + 2) * (topics * k * k + STATISTIC_WORK)
+            + topics * (pairs + 2) * STATISTIC_WORK + count_judgments(groups) * max(judges, 1))
 
 
 def agreement_document(groups: JudgmentGroups, *, resamples: int = 1000, seed: int = 0,

@@ -46,7 +46,7 @@ def _is_columns(source: Any) -> bool:
     if type(source).__module__.startswith("pyarrow") and hasattr(source, "column_names"):
         return True
     return isinstance(source, Mapping) and set(source) == set(COLUMNS) and all(
-        not isinstance(v, Mapping | str) for v in source.values())
+        isinstance(v, list | tuple | np.ndarray) for v in source.values())
 
 
 def _columns(source: Any, label: str) -> dict[str, list]:

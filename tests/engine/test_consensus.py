@@ -13,7 +13,11 @@ import pytest
 from cranfield.errors import InputError
 from cranfield.inputs.judgment_files import read_qrels_jg
 from cranfield.judges.agreement import cohen_kappa, fleiss_counts, krippendorff_alpha
-from cranfield.judges.agreement_document import agreement_document, format_agreement
+from cranfield.judges.agreement_document import (
+    agreement_document,
+    agreement_work,
+    format_agreement,
+)
 from cranfield.judges.consensus import consensus, consensus_grades, majority_grade
 from cranfield.judges.judged import read_judged, topic_judgments
 
@@ -78,6 +82,8 @@ def test_text_rows_columns_and_the_nested_shape_read_the_same_judgments():
     ({"topic": ["1"], "judge": ["a"], "docid": ["d", "e"], "rel": [1]}, "rel", "length"),
     ({"topic": ["1"], "judge": ["a"], "docid": [""], "rel": [1]}, "qrels[0].docid", "docid"),
     ([], None, "no judgments"),
+    # columns' names with values that are no columns: the nested shape's refusal
+    ({"topic": 1, "judge": 2, "docid": 3, "rel": 4}, "qrels.topic", "judgment groups"),
 ])
 def test_rows_and_columns_are_refused_naming_the_field(source, field, words):
     with pytest.raises(InputError, match=words) as caught:
@@ -225,3 +231,10 @@ def test_consensus_refusals_name_the_field(method, judges, field, words):
     with pytest.raises(InputError, match=words) as caught:
         consensus_grades(read_judged(TEXT), method, judges)
     assert caught.value.field == field
+
+
+def test_agreement_work_counts_resamples_pairs_topics_and_grades():
+    groups = read_judged(TEXT)  # 3 judges (3 pairs), 2 topics, grades 0..2, 10 judgments
+    per_pass = (3 + 2) * (2 * 3 * 3 + 1000)
+    assert agreement_work(groups, 0) == per_pass + 2 * 5 * 1000 + 10 * 3
+    assert agreement_work(groups, 99) == 100 * per_pass + 2 * 5 * 1000 + 10 * 3
