@@ -161,34 +161,66 @@ def canonical_order(run) -> np.ndarray:
                          offset=order.offset * 8).view(np.int64)
 
 
-def _docids_at(run, rows: np.ndarray) -> list[str]:
-    if isinstance(run.docids, np.ndarray):
-        return run.docids[rows].tolist()
-    from cranfield.inputs.arrow_arrays import take_rows
+def _docids_at(run, rows: np.ndarray):
+    """The docids of ``rows`` as one pyarrow string array."""
+    import pyarrow as pa
 
-    return take_rows(run.docids, rows).to_pylist()
+    from cranfield.inputs.arrow_arrays import arrow_strings, take_rows
+
+    if isinstance(run.docids, np.ndarray):
+        return arrow_strings(run.docids[rows])
+    docids = take_rows(run.docids, rows)
+    return docids.combine_chunks() if isinstance(docids, pa.ChunkedArray) else docids
+
+
+def _score_strings(scores: np.ndarray):
+    """Each score as Python's ``repr`` writes it (the shortest text of the double), as a
+    pyarrow string array: each distinct value formatted once. -0.0 is written 0.0 (it ranks
+    as 0.0)."""
+    import pyarrow as pa
+
+    values, inverse = np.unique(np.asarray(scores, dtype=np.float64) + 0.0,
+                                return_inverse=True)
+    texts = pa.array(list(map(float.__repr__, values.tolist())), pa.string())
+    return texts.take(pa.array(inverse.reshape(-1).astype(np.int64)))
 
 
 class _Lines:
-    """Canonical TREC lines of consecutive batches of rows in canonical order (the rank
-    counts on across batches)."""
+    """Canonical TREC lines of consecutive batches of rows in canonical order, built by Arrow
+    kernels (no Python per row but one ``repr`` per distinct score); the rank counts on
+    across batches."""
 
     def __init__(self, runid: str):
-        self.runid = runid
-        self.topic: str | None = None
+        self.end = runid + "\n"
+        self.last_topic: str | None = None
         self.rank = 0
 
-    def format(self, topics: list[str], docids: list[str], scores: list[float]) -> bytes:
-        lines = []
-        append = lines.append
-        topic, rank, runid = self.topic, self.rank, self.runid
-        for t, d, s in zip(topics, docids, scores, strict=True):
-            if t != topic:
-                topic, rank = t, 0
-            rank += 1
-            append(f"{t} Q0 {d} {rank} {s!r} {runid}\n")
-        self.topic, self.rank = topic, rank
-        return "".join(lines).encode("utf-8")
+    def format(self, codes: np.ndarray, topics, docids, scores: np.ndarray) -> memoryview:
+        """The lines of a batch: ``codes`` tell the rows' topics apart (equal codes, same
+        topic; the batch's rows grouped by topic), ``topics`` the rows' topic strings."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(codes)
+        if n == 0:
+            return memoryview(b"")
+        positions = np.arange(n, dtype=np.int64)
+        first = np.ones(n, dtype=bool)
+        first[1:] = codes[1:] != codes[:-1]
+        start = np.maximum.accumulate(np.where(first, positions, 0))
+        ranks = positions - start + 1
+        head = str(topics[0].as_py()) if hasattr(topics[0], "as_py") else str(topics[0])
+        if head == self.last_topic:  # the previous batch's topic goes on
+            ranks[start == 0] += self.rank
+        last_topic = topics[n - 1]
+        self.last_topic = last_topic.as_py() if hasattr(last_topic, "as_py") else last_topic
+        self.rank = int(ranks[-1])
+        lines = pc.binary_join_element_wise(
+            topics, "Q0", docids, pc.cast(pa.array(ranks), pa.string()),
+            _score_strings(scores), self.end, " ")
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32, count=n + 1,
+                                offset=lines.offset * 4)
+        return memoryview(lines.buffers()[2])[int(offsets[0]):int(offsets[-1])]
 
 
 def _batches(run, order: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -198,13 +230,16 @@ def _batches(run, order: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield rows, run.topic_index[rows]
 
 
-def canonical_text_chunks(run, order: np.ndarray | None = None) -> Iterator[bytes]:
+def canonical_text_chunks(run, order: np.ndarray | None = None) -> Iterator[memoryview]:
     """``run``'s canonical TREC text (see the module's docstring), a batch at a time."""
+    from cranfield.inputs.arrow_arrays import arrow_strings
+
     order = canonical_order(run) if order is None else order
+    names = arrow_strings(run.topics)
     lines = _Lines(run.runid)
     for rows, topic_index in _batches(run, order):
-        topics = [run.topics[i] for i in topic_index.tolist()]
-        yield lines.format(topics, _docids_at(run, rows), run.scores[rows].tolist())
+        codes = topic_index.astype(np.int64)
+        yield lines.format(codes, names.take(codes), _docids_at(run, rows), run.scores[rows])
 
 
 def canonical_sha256(run, order: np.ndarray | None = None) -> str:
@@ -373,7 +408,7 @@ class KeptRuns:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from cranfield.inputs.arrow_arrays import arrow_strings, take_rows
+        from cranfield.inputs.arrow_arrays import arrow_strings
 
         schema = pa.schema([("topic", pa.dictionary(pa.int32(), pa.string())),
                             ("docid", pa.string()), ("score", pa.float64()),
@@ -392,16 +427,15 @@ class KeptRuns:
                                   compression_level=ZSTD_LEVEL, store_schema=False) as writer:
                 for rows, topic_index in _batches(run, order):
                     n = len(rows)
-                    docids = (arrow_strings(run.docids[rows])
-                              if isinstance(run.docids, np.ndarray)
-                              else take_rows(run.docids, rows))
-                    if isinstance(docids, pa.ChunkedArray):
-                        docids = docids.combine_chunks()
                     scores = np.ascontiguousarray(run.scores[rows], dtype=np.float64)
+                    # the batch's topics are a range of the sorted list: only that range is
+                    # its dictionary (a row group's dictionary page holds what it uses)
+                    low, high = int(topic_index[0]), int(topic_index[-1])
                     batch = pa.record_batch([
                         pa.DictionaryArray.from_arrays(
-                            pa.array(topic_index.astype(np.int32)), topic_names),
-                        docids,
+                            pa.array((topic_index - low).astype(np.int32)),
+                            topic_names.slice(low, high - low + 1)),
+                        _docids_at(run, rows),
                         pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(scores)]),
                         pa.DictionaryArray.from_arrays(
                             pa.array(np.zeros(n, dtype=np.int32)), runid_names)],
@@ -485,14 +519,17 @@ class KeptRuns:
                     yield bytes(data)
         return chunks()
 
-    def _parquet(self, tenant: str | None, digest: str):
-        """(connection, ParquetFile) over the run's chunks; the caller closes the connection."""
+    def _parquet(self, tenant: str | None, digest: str, *, dictionaries: bool = False):
+        """(connection, ParquetFile) over the run's chunks; the caller closes the connection.
+        ``dictionaries``: topic and runid read as dictionary arrays (a code a row)."""
         import pyarrow.parquet as pq
 
         connection = self.engine.connect()
         try:
             run_pk = self._open(connection, tenant, digest)
-            return connection, pq.ParquetFile(ChunkFile(connection, run_pk))
+            return connection, pq.ParquetFile(
+                ChunkFile(connection, run_pk),
+                read_dictionary=["topic", "runid"] if dictionaries else None)
         except BaseException:
             connection.close()
             raise
@@ -505,30 +542,71 @@ class KeptRuns:
             raise NotFound(f"no kept run {digest!r}")
 
         def chunks() -> Iterator[bytes]:
-            connection, parquet = self._parquet(tenant, digest)
+            connection, parquet = self._parquet(tenant, digest, dictionaries=True)
             try:
                 lines = None
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                    topic = batch.column("topic")
                     if lines is None:
                         lines = _Lines(str(batch.column("runid")[0]))
-                    yield lines.format(batch.column("topic").to_pylist(),
-                                       batch.column("docid").to_pylist(),
-                                       batch.column("score").to_pylist())
+                    codes = np.asarray(topic.indices.to_numpy(zero_copy_only=False),
+                                       dtype=np.int64)
+                    yield bytes(lines.format(codes, topic.dictionary.take(topic.indices),
+                                             batch.column("docid"),
+                                             batch.column("score").to_numpy()))
             finally:
                 connection.close()
         return chunks()
 
     def read(self, tenant: str | None, digest: str):
-        """The kept run as a :class:`cranfield.inputs.run_qrels.Run`, read as an uploaded
-        Parquet run is (NotFound if ``tenant`` keeps none of that digest)."""
-        from cranfield.inputs.columnar import run_from_table
+        """The kept run as a :class:`cranfield.inputs.run_qrels.Run` (what
+        :func:`cranfield.inputs.columnar.run_from_table` builds of the stored file: topics in
+        strcmp order, docids one Arrow string array; NotFound if ``tenant`` keeps none of
+        that digest). Read a row group at a time into columns allocated once (the stored
+        rows are in canonical order, so topics come in strcmp order); checked when kept, the
+        rows are not checked again."""
+        import pyarrow as pa
 
-        connection, parquet = self._parquet(tenant, digest)
+        from cranfield.inputs.run_qrels import Run
+
+        info = self.info(tenant, digest)
+        if info is None:
+            raise NotFound(f"no kept run {digest!r}")
+        rows = info["rows"]
+        topic_index = np.empty(rows, dtype=np.int32)
+        scores = np.empty(rows, dtype=np.float64)
+        topics: list[str] = []
+        docids = []
+        runid = "cranfield"
+        at = 0
+        connection, parquet = self._parquet(tenant, digest, dictionaries=True)
         try:
-            table = parquet.read()
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                n = batch.num_rows
+                topic = batch.column("topic")
+                local = np.asarray(topic.indices.to_numpy(zero_copy_only=False),
+                                   dtype=np.int64)
+                names = topic.dictionary.to_pylist()
+                # the batch's codes in the order their topics first appear (ascending)
+                used, first = np.unique(local, return_index=True)
+                mapping = np.full(len(names), -1, dtype=np.int32)
+                for code in used[np.argsort(first, kind="stable")].tolist():
+                    if not topics or topics[-1] != names[code]:
+                        topics.append(names[code])
+                    mapping[code] = len(topics) - 1
+                topic_index[at:at + n] = mapping[local]
+                scores[at:at + n] = batch.column("score").to_numpy()
+                docids.append(batch.column("docid"))
+                runid = str(batch.column("runid")[n - 1]) if n else runid
+                at += n
         finally:
             connection.close()
-        return run_from_table(table, name="run")
+        if at != rows:
+            raise ValueError(f"kept run {digest!r}: {at} rows read of {rows}")
+        column = (pa.chunked_array(docids, pa.string()).combine_chunks() if docids
+                  else pa.array([], pa.string()))
+        del docids
+        return Run(topics, topic_index, column, scores, runid, "run")
 
     # -- releasing --------------------------------------------------------------------------
 

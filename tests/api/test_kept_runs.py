@@ -227,6 +227,41 @@ def test_chunks_are_bounded_and_read_back_in_order(app):
     assert CHUNK_BYTES == 1 << 20
 
 
+def reference_text(run) -> bytes:
+    """The canonical TREC text by its definition (backend/kept_runs.py), one row at a time:
+    topics' bytes ascending, score descending, docid's bytes descending; rank from 1 within
+    the topic; repr of the score; the runid."""
+    rows = [(t, d, s) for t, docs in run.to_dict().items() for d, s in docs.items()]
+    rows.sort(key=lambda r: r[1].encode(), reverse=True)
+    rows.sort(key=lambda r: (r[0].encode(), -r[2]))
+    out, last, rank = [], None, 0
+    for t, d, s in rows:
+        rank = rank + 1 if t == last else 1
+        last = t
+        out.append(f"{t} Q0 {d} {rank} {s + 0.0!r} {run.runid}\n")
+    return "".join(out).encode()
+
+
+@pytest.mark.parametrize("batch_rows", [7, 1000, 1 << 17])
+def test_the_canonical_text_is_its_definition_across_batches(app, monkeypatch, batch_rows):
+    """Batches of 7 rows cut topics anywhere: ranks go on across them, and the text, the
+    digest and the run read back are those of the definition, whatever the batch size."""
+    import backend.kept_runs as kept_runs
+
+    monkeypatch.setattr(kept_runs, "BATCH_ROWS", batch_rows)
+    text = RUN.replace(" 2.129133", " 2.12913300", 1) + "999 Q0 zz 1 -0.0 STANDARD\n"
+    run = cranfield.read_run(text.encode())
+    expected = reference_text(run)
+    runs = KeptRuns(app.extensions["results"])
+    digest = runs.keep(None, run)
+    assert digest == hashlib.sha256(expected).hexdigest() == kept_runs.canonical_sha256(run)
+    assert b"".join(runs.trec_chunks(None, digest)) == expected
+    back = runs.read(None, digest)
+    assert back.to_dict() == run.to_dict() and back.topics == run.topics
+    assert back.runid == "STANDARD"
+    assert KeptRuns(app.extensions["results"]).info(None, digest)["rows"] == len(run)
+
+
 KEYS = {"write-a": ("write", "team-a"), "write-b": ("write", "team-b")}
 
 
