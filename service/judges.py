@@ -67,6 +67,19 @@ _JUDGE = JudgeSchema()
 _CONSENSUS = ConsensusSchema()
 
 
+def flat_messages(messages, prefix: str = "") -> dict[str, list[str]]:
+    """marshmallow's nested error messages as ``{"judges[0]": [...], "judges.x.kind": [...]}``
+    (a list's messages are keyed by index, which JSON cannot hold as a key)."""
+    if isinstance(messages, list | tuple):
+        return {prefix or "body": [str(m) for m in messages]}
+    out: dict[str, list[str]] = {}
+    for key, value in messages.items():
+        name = (f"{prefix}[{key}]" if isinstance(key, int) else
+                f"{prefix}.{key}" if prefix else str(key))
+        out.update(flat_messages(value, name))
+    return out
+
+
 def _invalid(errors: dict, detail: str = "Invalid request") -> Problem:
     return Problem(422, "Invalid request", detail, kind="invalid-request", errors=errors)
 
@@ -91,13 +104,14 @@ def judges_body(value: object) -> dict | None:
     out = {}
     for name, provenance in value.items():
         try:
-            out[name] = _JUDGE.load(provenance if isinstance(provenance, dict) else {"": 0})
+            if not isinstance(provenance, dict):
+                raise ValidationError("not an object")
+            out[name] = _JUDGE.load(provenance)
         except ValidationError as exc:
-            messages = exc.messages if isinstance(exc.messages, dict) else {"": exc.messages}
-            raise _invalid({f"judges.{name}" + (f".{k}" if k else ""): v if k else
-                            ["an object {kind, model, prompt_digest, notes}"]
-                            for k, v in messages.items()},
-                           f"judges.{name}: not a judge's provenance") from None
+            errors = (flat_messages(exc.messages, f"judges.{name}")
+                      if isinstance(provenance, dict) else
+                      {f"judges.{name}": ["an object {kind, model, prompt_digest, notes}"]})
+            raise _invalid(errors, f"judges.{name}: not a judge's provenance") from None
     return out
 
 
@@ -220,7 +234,7 @@ def _consensus_body() -> dict:
     try:
         req = _CONSENSUS.load(body)
     except ValidationError as exc:
-        raise _invalid(exc.messages, "invalid consensus request") from None
+        raise _invalid(flat_messages(exc.messages), "invalid consensus request") from None
     if req["method"] == "judge":
         if "judge" not in req or "judges" in req:
             raise _invalid({"judge": ["method judge names one judge here (not judges)"]},

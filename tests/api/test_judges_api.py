@@ -187,6 +187,7 @@ def test_max_and_mean_consensus(client):
     ({"method": "max", "judges": []}, "judges"),
     ({"method": "max", "target": "bad id"}, "target"),
     ({"method": "max", "weights": 1}, "weights"),
+    ({"method": "max", "judges": ["bob", "x" * 201]}, "judges[1]"),
 ])
 def test_bad_consensus_requests_name_the_field(client, body, field):
     put_judged(client)
