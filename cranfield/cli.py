@@ -200,6 +200,9 @@ def _add_eval(sub) -> None:
                     metavar="system=NAME,label=LABEL[,commit=SHA][,tags=T1;T2]",
                     help="with --server: keep the result in the service's history under "
                          "SYSTEM (see cranfield history); 'recorded as ID' on standard error")
+    ev.add_argument("--keep-run", action="store_true",
+                    help="with --record: the service keeps the run with the result (once "
+                         "per content digest), to read back or re-score later")
     ev.add_argument("--qrels-id", default=None, metavar="ID",
                     help="with --server: use stored qrels ID[@VERSION]; QRELS is then ignored "
                          "(pass -)")
@@ -452,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
         one_blas_thread()
     parser = build_parser(commands=_wants_commands(argv), only=command)
     args = parser.parse_args(argv)
+    if getattr(args, "keep_run", False):  # cranfield eval --keep-run: record.keep_run
+        if not args.record:
+            parser.error("--keep-run needs --record (the run is kept with the result)")
+        args.record["keep_run"] = True
     from .errors import CranfieldError, error_report
 
     try:

@@ -290,3 +290,12 @@ def test_another_tenant_never_sees_a_kept_run(tmp_path):
     client.delete(f"/v1/results/{theirs['id']}", headers=b)
     assert runs.count("team-b") == 0 and runs.count("team-a") == 1
     assert client.get(f"/v1/results/{mine['id']}/run", headers=a).status_code == 200
+
+
+def test_keep_run_on_the_command_line_needs_record(capsys):
+    from cranfield.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", "--keep-run", str(DATA / "qrels.test"), str(DATA / "results.test")])
+    assert exit_.value.code == 2
+    assert "--keep-run needs --record" in capsys.readouterr().err
