@@ -154,7 +154,7 @@ def _real_qrels(source: Source, name: str | None, diversity: bool, gains: str) -
     if isinstance(source, Qrels):
         return source.with_real_gains()
     if isinstance(source, Mapping):
-        from .json_body import real_qrels_from_mapping
+        from .real_gain_mapping import real_qrels_from_mapping
 
         return real_qrels_from_mapping(source, name or "qrels")
     if is_columns(source):
