@@ -113,7 +113,7 @@ class BatchEvaluationRequestSchema(Schema):
 REQUEST_SCHEMA = BatchEvaluationRequestSchema()
 
 # the form fields that go into options (the others are the request's own)
-_FORM_OPTIONS = (*OptionsSchema().fields, "zscores", "topic_metadata")
+_FORM_OPTIONS = (*OptionsSchema().fields, "zscores", "topic_metadata", "gains")
 
 
 def batch_names(runs: list[dict]) -> list[str]:
@@ -142,7 +142,8 @@ def _read_qrels(req: dict, cfg) -> tuple:
         return qrels, meta["sha256"], f"{meta['id']}@{meta['version']}"
     try:
         qrels, source = read_input(req.pop("qrels"), "qrels",
-                                   needs_subtopics(req["measures"], req["options"]["profile"]))
+                                   needs_subtopics(req["measures"], req["options"]["profile"]),
+                                   gains=req["options"].get("gains") or "integer")
     except CranfieldError as exc:
         raise engine_problem(exc, req["measures"]) from None
     check_qrels(qrels, "qrels", cfg)

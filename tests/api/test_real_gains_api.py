@@ -101,3 +101,36 @@ def test_an_unknown_gains_value_is_refused(client):
     put = client.put("/v1/qrels/bad", json={"qrels": QRELS_TEXT, "gains": "float"})
     assert put.status_code == 422
     assert "gains" in put.get_json()["errors"]
+
+
+def test_batch_with_options_gains_real(client, expected):
+    resp = client.post("/v1/evaluations/batch", json={
+        "runs": [{"name": "a", "run": RUN_TEXT}], "qrels": QRELS_TEXT,
+        "measures": MEASURES, "options": {"gains": "real"}})
+    assert resp.status_code == 200, resp.get_json()
+    (only,) = resp.get_json()["evaluations"]
+    _same(only["aggregate"], expected)
+
+
+def _cli_aggregate(capsys, args: list[str]) -> dict:
+    import json
+
+    from cranfield.cli import main
+
+    assert main(["eval", "--real-gains", "--format", "json", "--no-warnings",
+                 *[a for m in MEASURES for a in ("-m", m)], *args]) == 0
+    return json.loads(capsys.readouterr().out)["aggregate"]
+
+
+def test_the_command_line_locally_and_through_the_service(tmp_path, served, capsys,
+                                                          expected):
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text(QRELS_TEXT)
+    run.write_text(RUN_TEXT)
+    _same(_cli_aggregate(capsys, [str(qrels), str(run)]), expected)
+    _same(_cli_aggregate(capsys, ["--server", served, str(qrels), str(run)]), expected)
+    # without --real-gains: today's refusal, exit 2
+    from cranfield.cli import main
+
+    assert main(["eval", "-m", "ndcg", str(qrels), str(run)]) == 2
+    assert "'2.5' is not an integer grade" in capsys.readouterr().err
