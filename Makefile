@@ -25,7 +25,7 @@ $(BIN)/python:
 # --no-compile: pip byte-compiles every module of every wheel (scipy, pyarrow, pandas…: about
 # half of the install's CPU time); Python compiles just what serving imports, on first import.
 # (Where PYTHONDONTWRITEBYTECODE is set, every start compiles what it imports: ~3 s of CPU.)
-$(RUN_STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_rankpass.c cranfield/inputs/_seeded_mix.h cranfield/inputs/_mapping_values.h | $(BIN)/python
+$(RUN_STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_rankpass.c cranfield/inputs/_textpass.c cranfield/inputs/_seeded_mix.h cranfield/inputs/_mapping_values.h | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e .
 	touch $(RUN_STAMP)
 
@@ -33,7 +33,7 @@ $(RUN_STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfie
 # compiled accelerator) where a C compiler is found; warm_up() then says whether it loaded
 # (nothing is compiled at run time). Without a compiler the install goes on and the engine
 # takes its Python paths: same answers, slower (the tests of those paths say which ran).
-$(STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_rankpass.c cranfield/inputs/_seeded_mix.h cranfield/inputs/_mapping_values.h | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt cranfield/inputs/_mapscan.c cranfield/inputs/_jsonscan.c cranfield/inputs/_rankpass.c cranfield/inputs/_textpass.c cranfield/inputs/_seeded_mix.h cranfield/inputs/_mapping_values.h | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	@$(BIN)/python -c 'from cranfield.inputs.json_body import warm_up; print("compiled accelerator (cranfield.inputs._mapscan):", "loaded" if warm_up() else "not built (no C compiler): the Python paths")'

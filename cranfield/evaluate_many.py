@@ -15,7 +15,11 @@ measures, **options)``'s.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from itertools import islice
 from typing import Any
 
 from .errors import CranfieldError, InputError
@@ -28,9 +32,12 @@ from .evaluate import (
 )
 from .evaluate_checks import plan_evaluation
 from .inputs.io import read_qrels, read_run
+from .inputs.ranking import TIE_WORK_MIN, TIE_WORK_PER_ROW
 from .inputs.run_naming import run_names
 from .inputs.swapped import refuse_swapped, refuse_swapped_runs
+from .inputs.text_pass import PassedRun, pass_run, qrels_table
 from .inputs.trec_source import path_candidate
+from .measures import PROFILES
 
 CALL, FORM = "cranfield.evaluate_many", "evaluate_many(qrels, runs, ...)"
 
@@ -97,20 +104,77 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
         # subtopic qrels for diversity measures; else as evaluate reads them
         qrels_obj = read_qrels(qrels, diversity=True) if plan.diversity else \
             judged_qrels(qrels, plan.gains)
-    for name, run in zip(names, sources, strict=True):
+    passes = _text_passes(plan, qrels_obj, sources)
+    try:
+        for name, run, passed in zip(names, sources, passes, strict=True):
+            try:
+                if qrels_obj is None:
+                    ev = evaluate(qrels, run, measures, **options)
+                elif plan.diversity:
+                    ev = evaluate_diversity(qrels_obj, read_run(run), plan.instances,
+                                            dict(plan.options), plan.require_overlap, plan.zs,
+                                            plan.md)
+                else:
+                    ev = evaluate_read(plan, qrels_obj, passed or read_run(run))
+                del passed
+            except CranfieldError as exc:
+                _name_the_run(exc, name)
+                raise
+            yield name, ev
+    finally:
+        passes.close()
+
+
+# Threads reading and ranking run files ahead of the evaluations (the compiled pass lets the
+# GIL go): at most this many, and no more than the cores this process may use.
+PASS_THREADS = 2
+
+
+def pass_threads() -> int:
+    """How many threads :func:`iter_evaluations` runs the text pass on: :data:`PASS_THREADS`,
+    at most the cores this process may run on (bench/engine_many.py prints it)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # (not on every platform)
+        cores = os.cpu_count() or 1
+    return max(1, min(PASS_THREADS, cores))
+
+
+def _text_passes(plan, qrels_obj, sources: list) -> Iterator[PassedRun | None]:
+    """For each run in turn: the :class:`PassedRun` the compiled text pass makes of it
+    (:mod:`cranfield.inputs.text_pass`: a run file read and ranked against the qrels indexed
+    once), or None where the pass does not apply or declines (read_run then reads the run, and
+    names any problem, as evaluate does). With several runs, threads run the passes of the next
+    runs while the current one is evaluated; the answers come in the runs' order, and each
+    equals what read_run and rank_run make of the run (tests/engine/test_many_text_pass.py)."""
+    table = None
+    if qrels_obj is not None and not plan.diversity and len(qrels_obj):
+        table = qrels_table(qrels_obj)
+    if table is None:
+        yield from (None for _ in sources)
+        return
+    instances = plan.instances
+    cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
+    # (as evaluate_read asks rank_run for them: a different answer only costs the pass)
+    work = partial(pass_run, table, float32=PROFILES[plan.options["profile"]].float32_scores,
+                   tie_cutoffs=tuple(k for k in cutoffs if k <= 1000),
+                   tie_work=(TIE_WORK_PER_ROW, TIE_WORK_MIN), reread=read_run)
+    threads = pass_threads()
+    if threads < 2 or len(sources) < 2:
+        yield from (work(run) for run in sources)
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="cranfield-text-pass") as pool:
+        ahead = iter(sources)
+        pending = deque(pool.submit(work, run) for run in islice(ahead, threads))
         try:
-            if qrels_obj is None:
-                ev = evaluate(qrels, run, measures, **options)
-            elif plan.diversity:
-                ev = evaluate_diversity(qrels_obj, read_run(run), plan.instances,
-                                        dict(plan.options), plan.require_overlap, plan.zs,
-                                        plan.md)
-            else:
-                ev = evaluate_read(plan, qrels_obj, read_run(run))
-        except CranfieldError as exc:
-            _name_the_run(exc, name)
-            raise
-        yield name, ev
+            while pending:
+                done = pending.popleft()
+                for run in islice(ahead, 1):
+                    pending.append(pool.submit(work, run))
+                yield done.result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _name_the_run(exc: CranfieldError, name: str) -> None:

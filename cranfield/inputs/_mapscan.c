@@ -333,7 +333,8 @@ static int bytes_grow(bytes_t *b, Py_ssize_t more) {
 
 /* A score field as pyarrow's float64 conversion reads it, restricted to a plain decimal
    spelling (a subset of what it accepts); 0 to decline. */
-static int plain_score(const char *p, Py_ssize_t n, double *out) {
+/* (not static: _textpass.c reads a score's slow spellings with it) */
+int plain_score(const char *p, Py_ssize_t n, double *out) {
     char buf[64];
     Py_ssize_t i = 0, digits = 0;
     if (n <= 0 || n >= (Py_ssize_t)sizeof(buf)) return 0;
@@ -757,6 +758,10 @@ PyObject *rank_mapping(PyObject *, PyObject *);
 PyObject *mapping_topics(PyObject *, PyObject *);
 PyObject *topic_dicts(PyObject *, PyObject *);
 
+/* cranfield/inputs/_textpass.c: a run's TREC text read and ranked against qrels indexed once */
+PyObject *text_qrels(PyObject *, PyObject *);
+PyObject *rank_text(PyObject *, PyObject *);
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a {topic: {docid: value}} mapping's columns, or None."},
     {"parse_run", parse_run, METH_VARARGS, "A run's plainest lines as columns, or None."},
@@ -766,6 +771,8 @@ static PyMethodDef methods[] = {
     {"rank_mapping", rank_mapping, METH_VARARGS, "A run mapping ranked against qrels, or None."},
     {"mapping_topics", mapping_topics, METH_VARARGS, "A mapping's sorted topic ids, or None."},
     {"topic_dicts", topic_dicts, METH_VARARGS, "{topic: {key: value}} from columns."},
+    {"text_qrels", text_qrels, METH_VARARGS, "Qrels indexed for rank_text, or None."},
+    {"rank_text", rank_text, METH_VARARGS, "A run's TREC text ranked against qrels, or None."},
     {"lookup", lookup, METH_VARARGS, "Each judged docid's score in a run mapping (NaN: absent)."},
     {"json_skip_ws", json_skip_ws, METH_VARARGS, "The first non-whitespace position."},
     {"json_value_end", json_value_end, METH_VARARGS, "The end of the JSON value at i, or -1."},

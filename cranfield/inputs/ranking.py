@@ -25,6 +25,7 @@ from .docid_keys import topic_blocks
 from .mappings import MappedRun
 from .matching import KEEP_KEYS_MAX_ROWS, match_judged
 from .run_qrels import Qrels, Run
+from .text_pass import PassedRun
 from .trec_fast import release_memory
 
 try:  # compiled score searches (cranfield/inputs/_mapscan.c); without it, numpy's
@@ -130,7 +131,7 @@ def score_positions(scores: np.ndarray, tix: np.ndarray, lo: np.ndarray, hi: np.
     return keys.searchsorted(q_key, "left"), keys.searchsorted(q_key, "right")
 
 
-def rank_run(run: Run | MappedRun, qrels: Qrels, *, float32_scores: bool,
+def rank_run(run: Run | MappedRun | PassedRun, qrels: Qrels, *, float32_scores: bool,
              depth: int | None = None, judged_only: bool = False,
              complete_topics: bool = False, tie_cutoffs: tuple[int, ...] = ()) -> Ranked:
     """Rank ``run`` against ``qrels`` with trec_eval's rules.
@@ -139,7 +140,8 @@ def rank_run(run: Run | MappedRun, qrels: Qrels, *, float32_scores: bool,
     ``-c``) qrels topics missing from the run, which get an empty ranking. A
     :class:`MappedRun` is checked, looked up and ranked in one compiled pass
     (:func:`_rank_mapped`); where that declines it is read as columns (which names any
-    problem) and ranked as those are.
+    problem) and ranked as those are. A :class:`PassedRun` (a run file the compiled text pass
+    read and ranked, :mod:`.text_pass`) comes with its hits.
     """
     topics, run_to_qrels, eval_of_qrels, run_to_eval = _evaluated_topics(
         run.topics, qrels, complete_topics)
@@ -149,6 +151,13 @@ def rank_run(run: Run | MappedRun, qrels: Qrels, *, float32_scores: bool,
                               judged_only=judged_only, tie_cutoffs=tie_cutoffs)
         if ranked is not None:
             return ranked
+        run = run.columns()
+    elif isinstance(run, PassedRun):  # read and ranked by the compiled text pass
+        if run.fits(qrels, float32_scores, tie_cutoffs):
+            return ranked_hits(qrels, topics, eval_of_qrels, run_to_eval, tie_cutoffs,
+                               run.num_ret, run.hit_topic, run.hit_qrow, run.hit_rank,
+                               run.hit_first, run.hit_last, run.cut_tied, depth=depth,
+                               judged_only=judged_only)
         run = run.columns()
     return _ranked(run, qrels, topics, run_to_qrels, eval_of_qrels, run_to_eval,
                    float32_scores=float32_scores, depth=depth, judged_only=judged_only,
@@ -201,6 +210,18 @@ def _rank_mapped(run: MappedRun, qrels: Qrels, topics: list[str], run_to_qrels: 
         return None
     lens, h_rt, h_qrow, rank, first, last = (np.frombuffer(b, np.int64) for b in got[:6])
     cut = np.frombuffer(got[6], np.bool_).reshape(len(ks), len(run.topics))
+    return ranked_hits(qrels, topics, eval_of_qrels, run_to_eval, tie_cutoffs, lens, h_rt,
+                       h_qrow, rank, first, last, cut, depth=depth, judged_only=judged_only)
+
+
+def ranked_hits(qrels: Qrels, topics: list[str], eval_of_qrels: np.ndarray,
+                run_to_eval: np.ndarray, tie_cutoffs: tuple[int, ...], lens: np.ndarray,
+                h_rt: np.ndarray, h_qrow: np.ndarray, rank: np.ndarray, first: np.ndarray,
+                last: np.ndarray, cut: np.ndarray, *, depth: int | None,
+                judged_only: bool) -> Ranked:
+    """The :class:`Ranked` of a compiled pass's output (``rank_mapping``'s, ``rank_text``'s):
+    each run topic's length, the hits (run topic, qrels row, rank, tie group) by run topic
+    then rank, and ``cut`` (bool[cutoffs, run topics]: a tie across the cutoff)."""
     evaluated_rt = (run_to_eval >= 0).nonzero()[0]
     ties = {}
     for c, k in enumerate(tie_cutoffs):

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SOURCES = ["cranfield/inputs/_mapscan.c", "cranfield/inputs/_jsonscan.c",
-           "cranfield/inputs/_rankpass.c"]
+           "cranfield/inputs/_rankpass.c", "cranfield/inputs/_textpass.c"]
 
 
 def _names(requirements) -> set[str]:
