@@ -134,3 +134,20 @@ def test_the_command_line_locally_and_through_the_service(tmp_path, served, caps
 
     assert main(["eval", "-m", "ndcg", str(qrels), str(run)]) == 2
     assert "'2.5' is not an integer grade" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("qrels", [QRELS_TEXT, QRELS_MAP], ids=["text", "mapping"])
+def test_a_queued_evaluation_reads_the_declared_gains(qrels, expected):
+    from conftest import ContractClient, finished_job
+
+    from service.app import create_app
+
+    queued = ContractClient(create_app({"TESTING": True, "ASYNC_THRESHOLD_BYTES": 100})
+                            .test_client())
+    resp = queued.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": qrels,
+                                                 "measures": MEASURES,
+                                                 "options": {"gains": "real"}})
+    assert resp.status_code == 202, resp.get_json()
+    job = finished_job(queued, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    _same(job["result"]["aggregate"], expected)
