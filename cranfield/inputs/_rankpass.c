@@ -60,22 +60,21 @@ int mapping_kind(PyObject *m) {
     return 0;
 }
 
-typedef struct { int64_t *data; Py_ssize_t len, cap; } vec_t;
-
-static int vec_push(vec_t *v, int64_t x) {
-    if (v->len == v->cap) {
-        Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
-        int64_t *data = PyMem_Realloc(v->data, cap * sizeof(int64_t));
-        if (data == NULL) { PyErr_NoMemory(); return -1; }
-        v->data = data;
-        v->cap = cap;
-    }
-    v->data[v->len++] = x;
-    return 0;
+/* An exact str's hash: the one it caches (a dict key's is always there), else computed
+   (no Python code runs for an exact str); -1 with an exception on failure. */
+static inline Py_hash_t str_hash(PyObject *s) {
+    Py_hash_t h = ((PyASCIIObject *)s)->hash;
+    return h != -1 ? h : PyObject_Hash(s);
 }
 
-static PyObject *vec_bytes(vec_t *v) {
-    return PyByteArray_FromStringAndSize(v->data ? (const char *)v->data : "", v->len * 8);
+/* Two exact str equal, as str.__eq__ (a str is stored in its smallest kind: equal strings
+   have equal kinds and lengths). */
+static inline int str_equal(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+           memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * kind) == 0;
 }
 
 typedef struct { double s; Py_ssize_t i; } scored_t;
@@ -124,18 +123,33 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     PyObject *run, *topic_list, *rq_obj, *qb_obj, *qd_list, *ks_obj;
     int float32;
     Py_ssize_t cap;
-    if (!PyArg_ParseTuple(args, "OO!OOO!pOn", &run, &PyList_Type, &topic_list, &rq_obj,
-                          &qb_obj, &PyList_Type, &qd_list, &float32, &ks_obj, &cap))
+    if (!PyArg_ParseTuple(args, "OO!OOOpOn", &run, &PyList_Type, &topic_list, &rq_obj,
+                          &qb_obj, &qd_list, &float32, &ks_obj, &cap))
         return NULL;
     int outer = mapping_kind(run);
     if (outer <= 0) {
         if (outer < 0) return NULL;
         Py_RETURN_NONE;
     }
-    Py_ssize_t n_topics = PyList_GET_SIZE(topic_list);
-    Py_ssize_t n_qrows = PyList_GET_SIZE(qd_list);
-    Py_buffer rqv = {0}, qbv = {0}, ksv = {0};
+    Py_ssize_t n_topics = PyList_GET_SIZE(topic_list), n_qrows;
+    Py_buffer rqv = {0}, qbv = {0}, ksv = {0}, qdv = {0};
     int got = 0;
+    PyObject *const *qdocids;  /* (no Python code runs in the pass: the list stays as it is) */
+    if (PyList_Check(qd_list)) {
+        qdocids = ((PyListObject *)qd_list)->ob_item;
+        n_qrows = PyList_GET_SIZE(qd_list);
+    } else {  /* an object array (Qrels.docids): its slots, without a list of them */
+        if (PyObject_GetBuffer(qd_list, &qdv, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) return NULL;
+        if (qdv.format == NULL || strcmp(qdv.format, "O") != 0 ||
+            qdv.itemsize != sizeof(PyObject *)) {
+            PyBuffer_Release(&qdv);
+            PyErr_SetString(PyExc_ValueError, "rank_mapping: qrels_docids must be a list or "
+                            "an object array");
+            return NULL;
+        }
+        qdocids = (PyObject *const *)qdv.buf;
+        n_qrows = qdv.len / (Py_ssize_t)sizeof(PyObject *);
+    }
     if (i64_arg(rq_obj, &rqv, n_topics, "run_to_qrels")) goto args_failed;
     got = 1;
     if (i64_arg(qb_obj, &qbv, -1, "qrels_bounds")) goto args_failed;
@@ -153,12 +167,15 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         if (ks[k] < 1) goto bad_args;
 
     PyObject *result = NULL, *num_ret = NULL, *cut_tied = NULL;
-    vec_t h_rt = {0}, h_qrow = {0}, h_rank = {0}, h_first = {0}, h_last = {0};
+    PyObject *out[5] = {NULL, NULL, NULL, NULL, NULL};  /* rt, qrow, rank, first, last */
+    int64_t *h_out[5];
     PyObject **keys = NULL;
     double *s = NULL, *sv = NULL;  /* the scores in dict order; sorted descending */
+    Py_hash_t *hs = NULL;           /* the keys' hashes, in dict order */
+    int32_t *table = NULL;          /* a topic's keys by hash: their index, -1 for none */
     scored_t *sorted = NULL;
     hit_t *hits = NULL;
-    Py_ssize_t room = 0, hit_room = 0, work = 0;
+    Py_ssize_t room = 0, hit_room = 0, work = 0, table_room = 0, n_hits = 0;
     int declined = 0;
 
     /* the topics' dicts: every key an exact str (the run holds exactly these keys) */
@@ -169,6 +186,12 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     int64_t *nret = (int64_t *)PyByteArray_AS_STRING(num_ret);
     uint8_t *ctied = (uint8_t *)PyByteArray_AS_STRING(cut_tied);
     if (n_ks > 0 && n_topics > 0) memset(ctied, 0, n_ks * n_topics);
+    /* a hit per qrels row at most: the outputs at that size, cut to the hits at the end */
+    for (int j = 0; j < 5; j++) {
+        out[j] = PyByteArray_FromStringAndSize(NULL, n_qrows * 8);
+        if (out[j] == NULL) goto done;
+        h_out[j] = (int64_t *)PyByteArray_AS_STRING(out[j]);
+    }
 
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         PyObject *topic = PyList_GET_ITEM(topic_list, t);
@@ -177,6 +200,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         int kind = docs == NULL ? 0 : mapping_kind(docs);
         if (kind <= 0) { if (kind == 0) declined = 1; goto done; }
         Py_ssize_t n = PyDict_GET_SIZE(docs), pos = 0, i = 0;
+        if (n >= INT32_MAX / 4) { declined = 1; goto done; }
         if (n > room) {
             Py_ssize_t want = n > 2 * room ? n : 2 * room;
             PyObject **k2 = PyMem_Realloc(keys, want * sizeof(PyObject *));
@@ -191,6 +215,9 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             double *v2 = PyMem_Realloc(sv, want * sizeof(double));
             if (v2 == NULL) { PyErr_NoMemory(); goto done; }
             sv = v2;
+            Py_hash_t *h2 = PyMem_Realloc(hs, want * sizeof(Py_hash_t));
+            if (h2 == NULL) { PyErr_NoMemory(); goto done; }
+            hs = h2;
             room = want;
         }
         /* (1) check and read: the order is irrelevant here, ranks depend on scores and
@@ -216,6 +243,26 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         int64_t q = run_to_qrels[t];
         if (q < 0) continue;  /* no judgments: checked, not ranked */
 
+        /* the topic's keys by hash (the dict's own hashes: an exact str caches its hash), so
+           that a judged docid's lookup gives its place in the dict's order */
+        Py_ssize_t mask = 7;
+        while (mask + 1 < 2 * n) mask = 2 * mask + 1;
+        if (mask + 1 > table_room) {
+            int32_t *t2 = PyMem_Realloc(table, (mask + 1) * sizeof(int32_t));
+            if (t2 == NULL) { PyErr_NoMemory(); goto done; }
+            table = t2;
+            table_room = mask + 1;
+        }
+        memset(table, 0xFF, (mask + 1) * sizeof(int32_t));
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_hash_t h = str_hash(keys[j]);
+            if (h == -1) goto done;
+            hs[j] = h;
+            Py_ssize_t slot = (Py_ssize_t)((size_t)h & (size_t)mask);
+            while (table[slot] >= 0) slot = (slot + 1) & mask;
+            table[slot] = (int32_t)j;
+        }
+
         /* (2) the judged docids the topic holds */
         Py_ssize_t a = bounds[q], b = bounds[q + 1], nh = 0;
         int have_sorted = 0;
@@ -226,18 +273,37 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             have_sorted = 1;
         }
         for (Py_ssize_t r = a; r < b; r++) {
-            PyObject *docid = PyList_GET_ITEM(qd_list, r);
-            if (!PyUnicode_CheckExact(docid)) { declined = 1; goto done; }
-            PyObject *v = PyDict_GetItem(docs, docid);
-            if (v == NULL) continue;
-            double x;
-            if (!score_of(v, &x)) { declined = 1; goto done; }
-            if (float32) x = (double)(float)x;
+            PyObject *docid = qdocids[r];
+            if (docid == NULL || !PyUnicode_CheckExact(docid)) { declined = 1; goto done; }
+            Py_hash_t h = str_hash(docid);
+            if (h == -1) goto done;
+            Py_ssize_t slot = (Py_ssize_t)((size_t)h & (size_t)mask), at = -1;
+            for (; table[slot] >= 0; slot = (slot + 1) & mask) {
+                Py_ssize_t j = table[slot];
+                if (hs[j] == h && str_equal(keys[j], docid)) { at = j; break; }
+            }
+            if (at < 0) continue;  /* not retrieved */
+            double x = s[at];
             Py_ssize_t above = 0, end = 0, offset = 0;
-            if (monotone || have_sorted) {
+            if (monotone) {
+                /* the scores descending in dict order: the tie group is around the hit */
+                above = at;
+                while (above > 0 && s[above - 1] == x) above--;
+                end = at + 1;
+                while (end < n && s[end] == x) end++;
+                if (end - above > 1) {
+                    work += end - above;
+                    if (work > cap) { declined = 1; goto done; }
+                    for (Py_ssize_t m = above; m < end; m++) {
+                        int g = docid_greater(keys[m], docid);
+                        if (g < 0) goto done;
+                        offset += g;
+                    }
+                }
+            } else if (have_sorted) {
                 /* the scores descending: above = #{s > x} by a branchless binary search, then
                    the tie group's end by a scan (x is among them: one step but for ties) */
-                const double *desc = monotone ? s : sv;
+                const double *desc = sv;
                 Py_ssize_t base = 0, len = n;
                 while (len > 1) {
                     Py_ssize_t half = len / 2;
@@ -251,7 +317,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
                     work += end - above;
                     if (work > cap) { declined = 1; goto done; }
                     for (Py_ssize_t m = above; m < end; m++) {
-                        int g = docid_greater(keys[monotone ? m : sorted[m].i], docid);
+                        int g = docid_greater(keys[sorted[m].i], docid);
                         if (g < 0) goto done;
                         offset += g;
                     }
@@ -298,11 +364,13 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
                 hits[j] = x;
             }
         }
-        for (Py_ssize_t h = 0; h < nh; h++)
-            if (vec_push(&h_rt, t) || vec_push(&h_qrow, hits[h].qrow) ||
-                vec_push(&h_rank, hits[h].rank) || vec_push(&h_first, hits[h].first) ||
-                vec_push(&h_last, hits[h].last))
-                goto done;
+        for (Py_ssize_t h = 0; h < nh; h++, n_hits++) {
+            h_out[0][n_hits] = t;
+            h_out[1][n_hits] = hits[h].qrow;
+            h_out[2][n_hits] = hits[h].rank;
+            h_out[3][n_hits] = hits[h].first;
+            h_out[4][n_hits] = hits[h].last;
+        }
         /* (4) a tie across each cutoff k: the k-th and (k+1)-th scores equal */
         for (Py_ssize_t c = 0; c < n_ks; c++) {
             int64_t k = ks[c];
@@ -311,24 +379,20 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
                                                : sorted[k - 1].s == sorted[k].s;
         }
     }
-    {
-        PyObject *o[5] = {vec_bytes(&h_rt), vec_bytes(&h_qrow), vec_bytes(&h_rank),
-                          vec_bytes(&h_first), vec_bytes(&h_last)};
-        if (o[0] && o[1] && o[2] && o[3] && o[4]) {
-            result = Py_BuildValue("(NNNNNNN)", num_ret, o[0], o[1], o[2], o[3], o[4],
-                                   cut_tied);
-            num_ret = cut_tied = NULL;
-        } else {
-            for (int j = 0; j < 5; j++) Py_XDECREF(o[j]);
-        }
-    }
+    for (int j = 0; j < 5; j++)
+        if (PyByteArray_Resize(out[j], n_hits * 8)) goto done;
+    result = Py_BuildValue("(NNNNNNN)", num_ret, out[0], out[1], out[2], out[3], out[4],
+                           cut_tied);
+    num_ret = cut_tied = NULL;
+    for (int j = 0; j < 5; j++) out[j] = NULL;
 done:
     Py_XDECREF(num_ret);
     Py_XDECREF(cut_tied);
-    PyMem_Free(h_rt.data); PyMem_Free(h_qrow.data); PyMem_Free(h_rank.data);
-    PyMem_Free(h_first.data); PyMem_Free(h_last.data);
+    for (int j = 0; j < 5; j++) Py_XDECREF(out[j]);
     PyMem_Free(keys); PyMem_Free(s); PyMem_Free(sv); PyMem_Free(sorted); PyMem_Free(hits);
+    PyMem_Free(hs); PyMem_Free(table);
     PyBuffer_Release(&rqv); PyBuffer_Release(&qbv); PyBuffer_Release(&ksv);
+    if (qdv.obj != NULL) PyBuffer_Release(&qdv);
     if (declined && !PyErr_Occurred()) Py_RETURN_NONE;
     return result;
 bad_args:
@@ -337,6 +401,7 @@ args_failed:
     if (got > 0) PyBuffer_Release(&rqv);
     if (got > 1) PyBuffer_Release(&qbv);
     if (got > 2) PyBuffer_Release(&ksv);
+    if (qdv.obj != NULL) PyBuffer_Release(&qdv);
     return NULL;
 }
 

@@ -202,9 +202,13 @@ def _rank_mapped(run: MappedRun, qrels: Qrels, topics: list[str], run_to_qrels: 
     if _mapscan is None:
         return None
     ks = np.asarray(tie_cutoffs, dtype=np.int64)
+    docids = qrels.docids  # (an object array is read through its buffer: no list of it)
+    if not (isinstance(docids, np.ndarray) and docids.dtype == object and
+            docids.flags.c_contiguous):
+        docids = docids.tolist()
     got = _mapscan.rank_mapping(
         run.mapping, run.topics, np.ascontiguousarray(run_to_qrels, np.int64),
-        qrels.offsets.astype(np.int64), qrels.docids.tolist(), float32_scores, ks,
+        qrels.offsets.astype(np.int64), docids, float32_scores, ks,
         TIE_WORK_PER_ROW * (len(run) + len(qrels)) + TIE_WORK_MIN)
     if got is None:
         return None
