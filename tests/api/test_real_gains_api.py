@@ -151,3 +151,36 @@ def test_a_queued_evaluation_reads_the_declared_gains(qrels, expected):
     job = finished_job(queued, resp.headers["Location"])
     assert job["status"] == "finished", job
     _same(job["result"]["aggregate"], expected)
+
+
+def test_the_compiled_json_scan_never_reads_real_gains(client, monkeypatch, expected):
+    """Past FAST_JSON_MIN_BYTES the body's mappings go to the compiled scan, which reads
+    integer grades only: real grades send the body to orjson and the Python real-gain reader;
+    integer-valued gains it reads become real gains (the same numbers either way)."""
+    import cranfield.inputs.json_body
+    from cranfield.inputs.json_body import Columns
+    from service import evaluation_request
+
+    monkeypatch.setattr(cranfield.inputs.json_body, "FAST_JSON_MIN_BYTES", 0)
+    scanned = []
+    decode = evaluation_request.decode_body
+
+    def spy(raw, **kw):
+        body = decode(raw, **kw)
+        scanned.append(body is not None and isinstance(body.get("qrels"), Columns))
+        return body
+
+    monkeypatch.setattr(evaluation_request, "decode_body", spy)
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": QRELS_MAP,
+                                                 "measures": MEASURES,
+                                                 "options": {"gains": "real"}})
+    assert resp.status_code == 200, resp.get_json()
+    _same(resp.get_json()["aggregate"], expected)
+    whole = {t: {d: float(round(g)) for d, g in docs.items()} for t, docs in QRELS_MAP.items()}
+    want = cranfield.evaluate(whole, RUN_TEXT, MEASURES, gains="real").aggregate
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels": whole,
+                                                 "measures": MEASURES,
+                                                 "options": {"gains": "real"}})
+    assert resp.status_code == 200, resp.get_json()
+    _same(resp.get_json()["aggregate"], want)
+    assert scanned == [False, True]  # (real grades: not scanned; integer-valued: scanned)
