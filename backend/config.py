@@ -75,14 +75,13 @@ APP_DEFAULTS: dict[str, Any] = {
     # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
     # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
     # resamples over topics (default, most a request may ask); the agreement's units of work,
-    # (resamples + 1) x (pairs + 2) x (topics x grades^2 + 1000) + topics x (pairs + 2) x 1000
-    # + judgments x judges, counted before the work
-    # (422 naming resamples beyond it; 1e9: a few seconds here)
+    # cranfield.judges.agreement_document.agreement_work, counted before the work (422
+    # naming resamples beyond it; 5e8: about 5 s here)
     "MAX_JUDGED_JUDGMENTS": 2_000_000,
     "MAX_JUDGES": 50,
     "AGREEMENT_RESAMPLES": 1000,
     "MAX_AGREEMENT_RESAMPLES": 10_000,
-    "MAX_AGREEMENT_WORK": 1_000_000_000,
+    "MAX_AGREEMENT_WORK": 500_000_000,
     # proxies in front of the service whose X-Forwarded-For / -Proto are believed (the
     # compose deployment's nginx: 1): the access log and rate limits then see the client's
     # address, not the proxy's. 0: none believed (a client could write any address there)

@@ -4,7 +4,9 @@ is defined on, so that sums of counts over topics give the statistic over those 
 bootstrap over topics, :mod:`cranfield.judges.agreement_document`, resamples such sums).
 
 A statistic that its formula leaves undefined (0/0: no pairable judgment, or one category
-only, so chance agreement is perfect) is ``None``, never a number made up for it.
+only, so chance agreement is perfect) is ``None``, never a number made up for it. The
+functions of counts also take stacks of counts (leading axes), and then give arrays of the
+statistic, NaN where undefined: one call for every topic, or every resample.
 
 Room: judges.
 """
@@ -23,21 +25,31 @@ WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
 
 
-def _ratio(num: float, den: float) -> float | None:
-    return None if den == 0 else float(num / den)
+def _values(values: np.ndarray, undefined: np.ndarray):
+    """A statistic of one set of counts as a float (None where undefined), or of a stack of
+    them as an array (NaN where undefined)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(undefined, np.nan, values)
+    if out.ndim == 0:
+        return None if np.isnan(out) else float(out)
+    return out
 
 
 def confusion(a, b, categories) -> np.ndarray:
     """The K x K confusion matrix of two judges over the items both judged: ``a`` and ``b``
     their judgments (equal length, NaN: not judged), ``categories`` the K values in scale
-    order; cell (i, j) counts the items ``a`` put in category i and ``b`` in j."""
+    order; cell (i, j) counts the items ``a`` put in category i and ``b`` in j. Stacks of
+    judgments (..., items) give stacks of matrices (..., K, K), one per pair of rows."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     cats = np.asarray(categories, dtype=float)
+    k = len(cats)
     both = ~(np.isnan(a) | np.isnan(b))
-    ia, ib = np.searchsorted(cats, a[both]), np.searchsorted(cats, b[both])
-    out = np.zeros((len(cats), len(cats)))
-    np.add.at(out, (ia, ib), 1.0)
-    return out
+    cell = np.searchsorted(cats, np.where(both, a, cats[0])) * k + \
+        np.searchsorted(cats, np.where(both, b, cats[0]))
+    stack = np.arange(int(np.prod(a.shape[:-1], dtype=int))).reshape(a.shape[:-1])
+    flat = (stack[..., None] * k * k + cell)[both]
+    counts = np.bincount(flat, minlength=max(1, stack.size) * k * k)[: stack.size * k * k]
+    return counts.reshape(*a.shape[:-1], k, k).astype(float)
 
 
 def _weights(k: int, weights: str | None) -> np.ndarray:
@@ -53,14 +65,15 @@ def _weights(k: int, weights: str | None) -> np.ndarray:
     raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
 
 
-def kappa_from_confusion(matrix, weights: str | None = None) -> float | None:
+def kappa_from_confusion(matrix, weights: str | None = None):
     """Cohen's kappa from a K x K confusion matrix O of two judges (n = sum O).
 
     kappa = 1 - sum_ij w_ij O_ij / sum_ij w_ij E_ij, with E_ij = O_i. O_.j / n the counts
     chance would give from each judge's own marginals, w the disagreement weights of
     :func:`_weights` (unweighted kappa: (p_o - p_e) / (1 - p_e)).
 
-    Parameters: ``matrix`` the confusion counts; ``weights`` None, ``"linear"`` or
+    Parameters: ``matrix`` the confusion counts, or a stack of them (..., K, K: then an
+    array of kappas, NaN where undefined); ``weights`` None, ``"linear"`` or
     ``"quadratic"`` (Cohen 1968's weighted kappa, weights by distance of the categories'
     positions on the scale, as scikit-learn's ``cohen_kappa_score``).
     0/0: no item judged by both (n = 0), or sum w E = 0 (both judges used one and the same
@@ -68,14 +81,13 @@ def kappa_from_confusion(matrix, weights: str | None = None) -> float | None:
     Reference: J. Cohen, "A coefficient of agreement for nominal scales", Educ. Psychol.
     Meas. 20 (1960); "Weighted kappa", Psychol. Bull. 70 (1968)."""
     o = np.asarray(matrix, dtype=float)
-    n = o.sum()
-    if n == 0:
-        return None
-    w = _weights(len(o), weights)
-    expected = np.outer(o.sum(1), o.sum(0)) / n
-    chance = float((w * expected).sum())
-    ratio = _ratio(float((w * o).sum()), chance)
-    return None if ratio is None else 1.0 - ratio
+    w = _weights(o.shape[-1], weights)
+    n = o.sum((-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = o.sum(-1)[..., :, None] * o.sum(-2)[..., None, :] / n[..., None, None]
+        chance = (w * expected).sum((-2, -1))
+        kappa = 1.0 - (w * o).sum((-2, -1)) / chance
+    return _values(kappa, (n == 0) | (chance == 0))
 
 
 def cohen_kappa(a, b, categories=None, weights: str | None = None) -> float | None:
@@ -102,16 +114,19 @@ def fleiss_counts(matrix, categories) -> np.ndarray:
     return out
 
 
-def fleiss_from_sums(items: float, agreement: float, totals) -> float | None:
+def fleiss_from_sums(items, agreement, totals):
     """Fleiss' kappa from sums over N items, each judged by the same n >= 2 judges:
     ``items`` N, ``agreement`` sum_i P_i, ``totals`` the count of judgments per category
-    over all items (sum_j totals_j = N n). See :func:`fleiss_kappa`."""
+    over all items (sum_j totals_j = N n); or stacks of them (then an array, NaN where
+    undefined). See :func:`fleiss_kappa`."""
+    items, agreement = np.asarray(items, dtype=float), np.asarray(agreement, dtype=float)
     totals = np.asarray(totals, dtype=float)
-    if items == 0 or totals.sum() == 0:
-        return None
-    p = totals / totals.sum()
-    p_e = float((p * p).sum())
-    return _ratio(agreement / items - p_e, 1.0 - p_e)
+    total = totals.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = totals / total[..., None]
+        p_e = (p * p).sum(-1)
+        kappa = (agreement / items - p_e) / (1.0 - p_e)
+    return _values(kappa, (items == 0) | (total == 0) | (p_e == 1.0))
 
 
 def fleiss_agreements(counts) -> np.ndarray:
@@ -140,7 +155,7 @@ def fleiss_kappa(counts) -> float | None:
     if not np.all(n == n[0]) or n[0] < 2:
         raise ValueError("Fleiss' kappa needs every item judged by the same number (>= 2) "
                          "of judges")
-    return fleiss_from_sums(len(c), float(fleiss_agreements(c).sum()), c.sum(0))
+    return fleiss_from_sums(len(c), fleiss_agreements(c).sum(), c.sum(0))
 
 
 def coincidences(matrix, categories) -> np.ndarray:
@@ -164,7 +179,8 @@ def coincidences(matrix, categories) -> np.ndarray:
 def _delta2(level: str, categories, totals) -> np.ndarray:
     """Krippendorff's squared differences delta^2_ck between categories c and k: nominal
     [c != k]; interval (c - k)^2 of the values; ordinal (sum_{g=c..k} n_g - (n_c + n_k)/2)^2
-    with n_g the coincidence totals of the ranks between."""
+    with n_g the coincidence totals of the ranks between (``totals`` (..., K): one matrix
+    per set of totals)."""
     cats = np.asarray(categories, dtype=float)
     k = len(cats)
     if level == "nominal":
@@ -173,27 +189,28 @@ def _delta2(level: str, categories, totals) -> np.ndarray:
         return (cats[:, None] - cats[None, :]) ** 2
     if level == "ordinal":
         n = np.asarray(totals, dtype=float)
-        cum = np.concatenate([[0.0], np.cumsum(n)])
+        cum = np.concatenate([np.zeros((*n.shape[:-1], 1)), np.cumsum(n, axis=-1)], axis=-1)
         lo, hi = np.minimum.outer(np.arange(k), np.arange(k)), \
             np.maximum.outer(np.arange(k), np.arange(k))
-        between = cum[hi + 1] - cum[lo]
-        return (between - (n[lo] + n[hi]) / 2.0) ** 2
+        between = cum[..., hi + 1] - cum[..., lo]
+        return (between - (n[..., lo] + n[..., hi]) / 2.0) ** 2
     raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
 
 
-def alpha_from_coincidences(o, categories, level: str = "nominal") -> float | None:
-    """Krippendorff's alpha from a coincidence matrix ``o`` (:func:`coincidences`) over
-    ``categories`` (the values, sorted). See :func:`krippendorff_alpha`."""
+def alpha_from_coincidences(o, categories, level: str = "nominal"):
+    """Krippendorff's alpha from a coincidence matrix ``o`` (:func:`coincidences`), or a
+    stack of them (..., K, K: then an array, NaN where undefined), over ``categories`` (the
+    values, sorted). See :func:`krippendorff_alpha`."""
     o = np.asarray(o, dtype=float)
-    totals = o.sum(0)
-    n = totals.sum()
-    if n <= 1:
-        return None
+    totals = o.sum(-2)
+    n = totals.sum(-1)
     d2 = _delta2(level, categories, totals)
-    observed = float((o * d2).sum()) / n
-    expected = float((np.outer(totals, totals) * d2).sum()) / (n * (n - 1.0))
-    ratio = _ratio(observed, expected)
-    return None if ratio is None else 1.0 - ratio
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = (o * d2).sum((-2, -1)) / n
+        expected = (totals[..., :, None] * totals[..., None, :] * d2).sum((-2, -1)) / (
+            n * (n - 1.0))
+        alpha = 1.0 - observed / expected
+    return _values(alpha, (n <= 1) | (expected == 0))
 
 
 def krippendorff_alpha(matrix, level: str = "nominal", categories=None) -> float | None:

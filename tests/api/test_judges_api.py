@@ -117,7 +117,7 @@ def test_bad_agreement_parameters_are_400_naming_them(client, query, field):
 
 
 def test_agreement_work_is_bounded_before_the_work():
-    client = ContractClient(create_app({"TESTING": True, "MAX_AGREEMENT_WORK": 100_000})
+    client = ContractClient(create_app({"TESTING": True, "MAX_AGREEMENT_WORK": 200_000})
                             .test_client())
     put_judged(client)
     resp = client.get("/v1/qrels/j/agreement?resamples=1000")

@@ -139,3 +139,31 @@ def test_unknown_weights_and_levels_are_refused():
 def test_values_are_plain_floats():
     value = cohen_kappa([0, 1, 2, 2], [0, 2, 2, 1], weights="linear")
     assert type(value) is float and not math.isnan(value)
+
+
+def test_stacks_of_counts_give_each_ones_statistic_and_nan_where_undefined():
+    """One call for every topic or resample: a stack gives what each matrix gives alone."""
+    from cranfield.judges.agreement import fleiss_from_sums
+
+    cats = [0, 1, 2, 3]
+    ms = [judgments(s, judges=3, items=12) for s in range(5)]
+    ms.append(np.full((3, 12), 1.0))  # one category only: undefined
+    a = np.stack([m[0] for m in ms])
+    b = np.stack([m[1] for m in ms])
+    stack = confusion(a, b, cats)
+    assert stack.shape == (6, 4, 4)
+    for weights in (None, "linear", "quadratic"):
+        values = kappa_from_confusion(stack, weights)
+        for i, m in enumerate(ms):
+            assert np.array_equal(stack[i], confusion(m[0], m[1], cats))
+            alone = kappa_from_confusion(stack[i], weights)
+            assert (np.isnan(values[i]) and alone is None) or values[i] == pytest.approx(alone)
+    coinc = np.stack([coincidences(m, cats) for m in ms])
+    for level in ("nominal", "ordinal", "interval"):
+        values = alpha_from_coincidences(coinc, cats, level)
+        alone = [alpha_from_coincidences(c, cats, level) for c in coinc]
+        assert [None if np.isnan(v) else pytest.approx(v) for v in values] == alone
+    sums = np.array([[3, 2.0, 6, 0], [0, 0, 0, 0], [2, 0.5, 2, 2]])
+    assert np.isnan(fleiss_from_sums(sums[:, 0], sums[:, 1], sums[:, 2:])[:2]).all()
+    assert fleiss_from_sums(*sums[2, :2], sums[2, 2:]) == pytest.approx(
+        fleiss_from_sums(sums[:, 0], sums[:, 1], sums[:, 2:])[2])

@@ -235,6 +235,7 @@ def test_consensus_refusals_name_the_field(method, judges, field, words):
 
 def test_agreement_work_counts_resamples_pairs_topics_and_grades():
     groups = read_judged(TEXT)  # 3 judges (3 pairs), 2 topics, grades 0..2, 10 judgments
-    per_pass = (3 + 2) * (2 * 3 * 3 + 1000)
-    assert agreement_work(groups, 0) == per_pass + 2 * 5 * 1000 + 10 * 3
-    assert agreement_work(groups, 99) == 100 * per_pass + 2 * 5 * 1000 + 10 * 3
+    per_pass = (3 + 2) * (2 + 1) * 3 * 3
+    fixed = 2 * (3 + 16) * 3000 + 10 * 3
+    assert agreement_work(groups, 0) == per_pass + fixed
+    assert agreement_work(groups, 99) == 100 * per_pass + fixed
