@@ -94,6 +94,13 @@ def _all_tied(x: np.ndarray) -> bool:
     return x.size >= 2 and bool(np.all(x == x[0]))
 
 
+def _undefined(x: np.ndarray, y: np.ndarray) -> bool:
+    """No ranking to compare: fewer than 2 systems, a score that is no number (a mean over
+    no topic), or every system tied under one of the two."""
+    return (x.size < 2 or not (np.isfinite(x).all() and np.isfinite(y).all())
+            or _all_tied(x) or _all_tied(y))
+
+
 def kendall_tau_b(x, y) -> float:
     """Kendall's τ_b between the rankings by scores ``x`` and ``y`` (one entry per system)::
 
@@ -104,13 +111,13 @@ def kendall_tau_b(x, y) -> float:
     ``stats.kendalltau`` (variant ``b``).
 
     0/0: fewer than 2 systems, or every system tied in ``x`` or in ``y`` (a zero
-    denominator): NaN, as scipy gives.
+    denominator): NaN, as scipy gives; NaN too when a score is NaN (a mean over no topic).
 
     Reference: M. G. Kendall, "The treatment of ties in ranking problems", Biometrika 33(3),
     1945."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = x.size
-    if n < 2:
+    if n < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()):
         return math.nan
     # every ordered pair: each unordered pair twice, the diagonal (n zeros) once
     sx, sy = np.sign(np.subtract.outer(x, x)), np.sign(np.subtract.outer(y, y))
@@ -133,14 +140,15 @@ def tau_ap(truth, estimate) -> float:
     its i-th that the truth ranks above it too. An error near the top costs more than one
     near the bottom; with N systems, τ_AP is 1 for the same ranking and −1 for the reverse.
 
-    0/0: fewer than 2 systems, or every system tied in ``truth`` or in ``estimate`` (no
-    ranking): NaN. Ties short of that are broken by the systems' order (:func:`ranking`).
+    0/0: fewer than 2 systems, a NaN score, or every system tied in ``truth`` or in
+    ``estimate`` (no ranking): NaN. Ties short of that are broken by the systems' order
+    (:func:`ranking`).
 
     Reference: E. Yilmaz, J. A. Aslam and S. Robertson, "A new rank correlation coefficient
     for information retrieval", SIGIR 2008, eq. 1."""
     truth, estimate = np.asarray(truth, dtype=float), np.asarray(estimate, dtype=float)
     n = truth.size
-    if n < 2 or _all_tied(truth) or _all_tied(estimate):
+    if _undefined(truth, estimate):
         return math.nan
     place = np.empty(n, dtype=np.int64)
     place[ranking(truth)] = np.arange(n)
@@ -167,8 +175,8 @@ def rbo_ext(x, y, persistence: float = DEFAULT_PERSISTENCE) -> float:
     (the deeper the list is read; 0.9 gives the top 10 ranks about 86% of the weight).
     1 for the same ranking; for lists of the same systems X_k = k.
 
-    0/0: no system, or (2 or more systems) every system tied in ``x`` or in ``y``: NaN; ties
-    short of that are broken by the systems' order (:func:`ranking`).
+    0/0: no system, a NaN score, or (2 or more systems) every system tied in ``x`` or in
+    ``y``: NaN; ties short of that are broken by the systems' order (:func:`ranking`).
 
     Reference: W. Webber, A. Moffat and J. Zobel, "A similarity measure for indefinite
     rankings", ACM TOIS 28(4), 2010, eq. 32 (RBO_ext with equal list lengths)."""
@@ -177,7 +185,7 @@ def rbo_ext(x, y, persistence: float = DEFAULT_PERSISTENCE) -> float:
                          field="persistence")
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     k = x.size
-    if k == 0 or _all_tied(x) or _all_tied(y):
+    if k == 0 or (k >= 2 and _undefined(x, y)) or not np.isfinite(np.r_[x, y]).all():
         return math.nan
     place_x, place_y = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
     place_x[ranking(x)] = np.arange(k)
@@ -337,7 +345,10 @@ def stability(a, b, systems: list[str], topics: list[str], *, measure: str,
     cis = bootstrap_intervals(a, b, n_resamples, seed, level, persistence)
     statistics = {k: {"value": num(v), "ci_low": num(cis[k][0]), "ci_high": num(cis[k][1]),
                       "undefined_resamples": cis[k][2]} for k, v in point.items()}
-    if len(systems) < 2:
+    if len(systems) and not len(topics):
+        warnings.append({"code": "no-shared-topics", "message": "no topic has a value of "
+                         "every system under both judgments: no mean, no statistic"})
+    elif len(systems) < 2:
         warnings.append({"code": "too-few-systems", "message": f"{len(systems)} system(s) "
                          "under both judgments: a ranking needs two; no statistic is "
                          "defined"})

@@ -289,3 +289,15 @@ def test_text_and_page_show_the_documents_numbers_and_escape_names():
     page = render_stability(doc)
     assert "<b>x" not in page and "&lt;b&gt;x" in page and "y &amp; z" in page
     assert f'data-value="{doc["statistics"]["tau_ap"]["value"]!r}"' in page
+
+
+def test_no_shared_topic_defines_nothing():
+    """A mean over no topic is NaN: no statistic (not a τ of −1 from NaN comparisons)."""
+    nan = [math.nan, math.nan, math.nan]
+    assert math.isnan(kendall_tau_b(nan, [1, 2, 3]))
+    assert math.isnan(tau_ap(nan, [1, 2, 3])) and math.isnan(rbo_ext([1, 2, 3], nan))
+    doc = stability(np.zeros((3, 0)), np.zeros((3, 0)), ["a", "b", "c"], [], measure="map",
+                    n_resamples=10)
+    assert all(v["value"] is None and v["ci_low"] is None
+               for v in doc["statistics"].values())
+    assert doc["warnings"][0]["code"] == "no-shared-topics" and doc["pairs"] == []
