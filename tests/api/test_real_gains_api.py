@@ -184,3 +184,20 @@ def test_the_compiled_json_scan_never_reads_real_gains(client, monkeypatch, expe
     assert resp.status_code == 200, resp.get_json()
     _same(resp.get_json()["aggregate"], want)
     assert scanned == [False, True]  # (real grades: not scanned; integer-valued: scanned)
+
+
+def test_stored_qrels_put_as_text_with_the_query_parameter(client, expected):
+    put = client.put("/v1/qrels/llm3?gains=real", data=QRELS_TEXT,
+                     content_type="text/plain")
+    assert put.status_code in (200, 201), put.get_json()
+    assert client.get("/v1/qrels/llm3").get_json()["gains"] == "real"
+    resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels_id": "llm3",
+                                                 "measures": MEASURES})
+    _same(resp.get_json()["aggregate"], expected)
+    beside = client.put("/v1/qrels/llm4?gains=real", json={"qrels": QRELS_TEXT})
+    assert beside.status_code == 422 and "gains" in beside.get_json()["errors"]
+    # the same judgments put as real gains and as integers are different versions
+    integer = client.put("/v1/qrels/ints", json={"qrels": "q1 0 a 2\n"}).get_json()
+    real = client.put("/v1/qrels/reals", json={"qrels": "q1 0 a 2\n", "gains": "real"})
+    assert real.get_json()["sha256"] != integer["sha256"]
+    assert "gains" not in integer
