@@ -120,6 +120,10 @@ def check(instances, qrels: Qrels, options: dict) -> tuple[Qrels, np.ndarray] | 
     if qrels.gains != "real":
         check_thresholds(instances)
         return None
+    if options.get("relevance_level", 1) != 1:  # (read by no measure: said, not ignored)
+        raise EvaluationError("relevance_level (-l) is an integer grade, not a threshold on "
+                              "real gains: give each measure that counts relevant documents "
+                              "its rel= (P(rel=0.5)@10)", field="options.relevance_level")
     check_measures(instances)
     options["gains"] = "real"
     return coded_qrels(qrels)

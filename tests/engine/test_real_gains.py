@@ -169,3 +169,29 @@ def test_every_reader_reads_the_same_real_gains():
     stored = read_json_mapping(json.dumps(text.to_dict()).encode(), "qrels", "real")
     for other in (mapping, table, stored):
         assert other.gains == "real" and other.to_dict() == text.to_dict()
+
+
+def test_relevance_level_is_refused_beside_real_gains():
+    from cranfield.errors import EvaluationError
+
+    with pytest.raises(EvaluationError, match="relevance_level .* not a threshold on real"):
+        cranfield.evaluate(QRELS, RUN, ["ndcg"], gains="real", relevance_level=2)
+
+
+def test_arrow_and_parquet_files_of_real_gains(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = cranfield.read_qrels(QRELS, gains="real")
+    table = pa.table({"topic": [text.topics[t] for t in text.topic_index.tolist()],
+                      "docid": text.docids.tolist(), "grade": text.grades})
+    pq.write_table(table, tmp_path / "qrels.parquet")
+    for source in (tmp_path / "qrels.parquet", (tmp_path / "qrels.parquet").read_bytes()):
+        read = cranfield.read_qrels(source, gains="real")
+        assert read.gains == "real" and read.to_dict() == text.to_dict()
+    want = cranfield.evaluate(QRELS, RUN, ["ndcg", "ERR@3"], gains="real").aggregate
+    got = cranfield.evaluate(tmp_path / "qrels.parquet", RUN, ["ndcg", "ERR@3"],
+                             gains="real").aggregate
+    assert got == want
+    with pytest.raises(InputError, match="grade"):  # undeclared: a float column refused
+        cranfield.read_qrels(tmp_path / "qrels.parquet")
