@@ -252,61 +252,48 @@ def _finish_item(results, rescore_id: str, position: int, state: str, *,
             .values(state=state, new_result_id=new_result_id, reason=reason))
 
 
-def rescore_one(qrels_store, results, wire: dict) -> dict:
-    """The work of one re-scoring job (``wire``: ``tenant``, ``rescore_id``, ``position``,
-    ``result_id``, ``qrels_ref``, ``job_id``): the original result's kept run evaluated
-    against the stored qrels ``qrels_ref`` with the measures and options the original was
-    evaluated with, recorded as a new result of the same system with the original's time,
-    label, commit and tags, naming the result it re-scores; then its item marked done.
-    A result re-scored under these qrels already is not recorded again (a retried job, two
-    re-scores racing): its id is the item's. Input that cannot be re-scored (the result or
-    its run deleted, the qrels gone, an engine error) marks the item failed with the reason.
-    Returns ``{"result_id"}`` or ``{"problem"}``."""
-    import cranfield
-    from cranfield.reports.result_document import evaluation_document
+def _fail(results, wire: dict, reason: str) -> dict:
+    _finish_item(results, wire["rescore_id"], wire["position"], FAILED, reason=reason)
+    return {"problem": {"status": 422, "title": "Cannot re-score", "detail": reason}}
 
-    from .kept_runs import KeptRuns
+
+def _prepare(qrels_store, results, wire: dict):
+    """What a re-score job needs before it evaluates: ``(original, qrels, meta, kept run
+    digest, engine options, None)``, or ``(…, outcome)`` when it is over already (the item
+    done with a result recorded before, or failed with the reason)."""
     from .store import NotFound
-    from .tasks import _problem
 
     tenant, original_id = wire["tenant"], wire["result_id"]
-    rescore_id, position = wire["rescore_id"], wire["position"]
-
-    def fail(reason: str) -> dict:
-        _finish_item(results, rescore_id, position, FAILED, reason=reason)
-        return {"problem": {"status": 422, "title": "Cannot re-score", "detail": reason}}
-
     original = results.get(tenant, original_id)
     if original is None:
-        return fail(f"result {original_id} was deleted before it was re-scored")
+        return None, None, None, None, None, _fail(
+            results, wire, f"result {original_id} was deleted before it was re-scored")
     try:
         qrels, meta = qrels_store.scoped(tenant).load_qrels(wire["qrels_ref"])
     except NotFound as exc:
-        return fail(f"qrels {wire['qrels_ref']}: {exc}")
-    sha, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
+        return None, None, None, None, None, _fail(results, wire,
+                                                   f"qrels {wire['qrels_ref']}: {exc}")
     with results.sessions() as session:
-        done = _rescored_under(session, original_id, sha)
+        done = _rescored_under(session, original_id, meta["sha256"])
         run_sha256 = session.scalar(select(Result.run_sha256).where(Result.id == original_id))
     if done is not None:
-        _finish_item(results, rescore_id, position, DONE, new_result_id=done)
-        return {"result_id": done}
-    document = original["document"]
-    prov = document.get("provenance") or {}
-    options = prov.get("options") or {}
+        _finish_item(results, wire["rescore_id"], wire["position"], DONE, new_result_id=done)
+        return None, None, None, None, None, {"result_id": done}
+    options = (original["document"].get("provenance") or {}).get("options") or {}
     if options.get("zscores"):
-        return fail("it was evaluated with z-scores (-Z), whose means are not kept")
-    try:
-        run = KeptRuns(results).read(tenant, run_sha256)
-        measures = [m["key"] for m in document.get("measures") or []]
-        ev = cranfield.evaluate(qrels, run, measures,
-                                **{k: options[k] for k in OPTIONS if k in options})
-    except NotFound:
-        return fail("its kept run was deleted before it was re-scored")
-    except cranfield.CranfieldError as exc:
-        return fail(_problem(exc).get("detail") or str(exc))
-    # the run as the original named it (its digest as sent); the kept copy is run_sha256
-    doc = evaluation_document(ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256,
-                              sha, None, version)
+        return None, None, None, None, None, _fail(
+            results, wire, "it was evaluated with z-scores (-Z), whose means are not kept")
+    return (original, qrels, meta, run_sha256, {k: options[k] for k in OPTIONS if k in options},
+            None)
+
+
+def _record_rescore(results, wire: dict, original: dict, doc: dict, meta: dict,
+                    run_sha256: str | None) -> dict:
+    """Record ``doc`` (the evaluation of ``original``'s kept run under the qrels of ``meta``)
+    as its re-score, at its time, and mark the item done: ``{"result_id"}``. A re-score of it
+    under these qrels recorded meanwhile (another job) is the item's result instead."""
+    tenant, original_id = wire["tenant"], wire["result_id"]
+    sha, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
     doc["provenance"]["rescores"] = original_id
     record = {"system": original["system"], "label": original["label"],
               "commit": original["commit"], "tags": original["tags"]}
@@ -321,10 +308,146 @@ def rescore_one(qrels_store, results, wire: dict) -> dict:
         if done is None:
             raise
         summary = {"id": done}
-    _finish_item(results, rescore_id, position, DONE, new_result_id=summary["id"])
+    _finish_item(results, wire["rescore_id"], wire["position"], DONE,
+                 new_result_id=summary["id"])
     log.info("re-scored", extra={"event": "rescored", "result_id": original_id,
                                  "new_result_id": summary["id"], "qrels_version": version})
     return {"result_id": summary["id"]}
+
+
+def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
+    """The work of one re-scoring job (``wire``: ``tenant``, ``rescore_id``, ``position``,
+    ``result_id``, ``qrels_ref``, ``job_id``, and the queue's ``settings``): the original
+    result's kept run evaluated against the stored qrels ``qrels_ref`` with the measures and
+    options the original was evaluated with, recorded as a new result of the same system with
+    the original's time, label, commit and tags, naming the result it re-scores; then its item
+    marked done. A kept run whose TREC text is at least SHARD_MIN_BYTES is cut into SHARDS
+    pieces at topic boundaries and evaluated as any large queued evaluation is (a shard job
+    per piece on any worker, then :func:`rescore_combine`), when the job runs on RQ
+    (``connection``: its Redis). A result re-scored under these qrels already is not recorded
+    again (a retried job, two re-scores racing): its id is the item's. Input that cannot be
+    re-scored (the result or its run deleted, the qrels gone, an engine error) marks the
+    item failed with the reason. Returns ``{"result_id"}``, ``{"shards"}`` or
+    ``{"problem"}``."""
+    import cranfield
+    from cranfield.measures.budget import evaluation_budget
+    from cranfield.reports.result_document import evaluation_document
+
+    from .kept_runs import KeptRuns
+    from .store import NotFound
+    from .tasks import _problem
+
+    original, qrels, meta, run_sha256, options, over = _prepare(qrels_store, results, wire)
+    if over is not None:
+        return over
+    tenant, document = wire["tenant"], original["document"]
+    measures = [m["key"] for m in document.get("measures") or []]
+    runs = KeptRuns(results)
+    settings = wire.get("settings") or {}
+    try:
+        info = runs.info(tenant, run_sha256) if run_sha256 else None
+        if info is None:
+            raise NotFound(run_sha256)
+        # a canonical TREC line is at least ~16 bytes: no text is made for a small run
+        if (connection is not None and settings.get("shards", 1) > 1
+                and info["rows"] * 16 >= settings.get("shard_min_bytes", 0)):
+            text = b"".join(runs.trec_chunks(tenant, run_sha256))
+            if len(text) >= settings["shard_min_bytes"]:
+                return _enqueue_shards(connection, qrels_store, wire, text, measures, options,
+                                       run_sha256)
+            del text
+        run = runs.read(tenant, run_sha256)
+        bounds = settings.get("work_bounds") or {}
+        with evaluation_budget(bounds.get("max_measure_instances"),
+                               bounds.get("max_evaluation_values"),
+                               values_name="MAX_QUEUED_EVALUATION_VALUES",
+                               max_segments=bounds.get("max_segments")):
+            ev = cranfield.evaluate(qrels, run, measures, **options)
+    except NotFound:
+        return _fail(results, wire, "its kept run was deleted before it was re-scored")
+    except cranfield.CranfieldError as exc:
+        return _fail(results, wire, _problem(exc).get("detail") or str(exc))
+    # the run as the original named it (its digest as sent); the kept copy is run_sha256
+    prov = document.get("provenance") or {}
+    doc = evaluation_document(ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256,
+                              meta["sha256"], None, f"{meta['id']}@{meta['version']}")
+    return _record_rescore(results, wire, original, doc, meta, run_sha256)
+
+
+#: the step that merges a sharded re-score's pieces and records it
+RESCORE_COMBINE_FUNCTION = "worker.jobs.rescore_combine_job"
+
+
+def _shard_spec(wire: dict, measures: list[str], options: dict, run_key: str | None, **more):
+    from .contract import CombineJob, QrelsInput, ShardJob
+
+    kind = CombineJob if "shard_ids" in more else ShardJob
+    return kind(measures=measures, options=dict(options, qrels_format="qrels"),
+                qrels=QrelsInput(ref=wire["qrels_ref"]), per_topic=True,
+                tenant=wire["tenant"], run_key=run_key, job_id=wire["job_id"],
+                table_bounds=(wire.get("settings") or {}).get("table_bounds"),
+                work_bounds=(wire.get("settings") or {}).get("work_bounds"), **more)
+
+
+def _enqueue_shards(connection, store, wire: dict, text: bytes, measures: list[str],
+                    options: dict, run_sha256: str) -> dict:
+    """A large kept run's re-score as any large queued evaluation: its canonical TREC text cut
+    into pieces at topic boundaries (``cranfield.inputs.trec_source.split_trec_text``), each
+    piece a blob and a shard job (``backend.contract.SHARD_FUNCTION``), and a combine step
+    (:data:`RESCORE_COMBINE_FUNCTION`) RQ runs once they have all finished."""
+    from rq import Retry
+
+    from cranfield.inputs.trec_source import split_trec_text
+
+    from .contract import QUEUE, SHARD_FUNCTION
+    from .telemetry import metered_queue
+
+    settings = wire["settings"]
+    queue = metered_queue(QUEUE, connection)
+    common = {"timeout": settings["job_timeout"], "result_ttl": settings["result_ttl"],
+              "failure_ttl": settings["result_ttl"], "ttl": settings["queued_ttl"],
+              "retry": Retry(max=2)}
+    shard_opts = dict(common, result_ttl=max(settings["result_ttl"],
+                                             settings["queued_ttl"] + settings["job_timeout"]))
+    pieces = split_trec_text(text, settings["shards"])
+    keys, shard_ids = [], []
+    for i, piece in enumerate(pieces):
+        keys.append(store.put_blob(f"run-{uuid.uuid4().hex}", bytes(piece),
+                                   settings["input_ttl"]))
+        shard_ids.append(f"{wire['job_id']}-shard-{i}")
+        spec = _shard_spec(wire, measures, options, keys[-1], shard=i)
+        queue.enqueue_call(SHARD_FUNCTION, args=(spec.to_wire(),), job_id=shard_ids[-1],
+                           **shard_opts)
+    combine = dict(wire, shard_ids=shard_ids, shard_keys=keys, run_sha256=run_sha256)
+    queue.enqueue_call(RESCORE_COMBINE_FUNCTION, args=(combine,),
+                       job_id=f"{wire['job_id']}-combine", depends_on=shard_ids,
+                       meta={"tenant": wire["tenant"], "kind": "rescore"}, **common)
+    return {"shards": len(pieces)}
+
+
+def rescore_combine(store, results, wire: dict, shards: list[dict | None]) -> dict:
+    """A sharded re-score's last step: the shards' outcomes merged as a sharded evaluation's
+    combine step merges them (``backend.tasks``), the document recorded as the re-score
+    (:func:`_record_rescore`), the pieces' blobs dropped."""
+    from .tasks import _combine, _drop_inputs
+
+    try:
+        original, _, meta, run_sha256, options, over = _prepare(store, results, wire)
+        if over is not None:
+            return over
+        if any(s is None for s in shards):
+            return _fail(results, wire, "a shard's result expired before the combine step")
+        measures = [m["key"] for m in original["document"].get("measures") or []]
+        prov = original["document"].get("provenance") or {}
+        spec = _shard_spec(wire, measures, options, None, shard_ids=wire["shard_ids"],
+                           shard_keys=wire["shard_keys"],
+                           run_sha256=prov.get("run_sha256") or run_sha256)
+        outcome = _combine(store, spec, shards)
+        if "problem" in outcome:
+            return _fail(results, wire, outcome["problem"].get("detail") or "cannot combine")
+        return _record_rescore(results, wire, original, outcome["result"], meta, run_sha256)
+    finally:
+        _drop_inputs(store, wire["shard_keys"])
 
 
 # the embedded service (no Redis) runs re-scores here, one at a time, as its other jobs;
@@ -333,10 +456,25 @@ _EMBEDDED = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cranfield-resc
 _EMBEDDED_IDS: set[str] = set()
 
 
+def settings_for(backend, config: dict) -> dict:
+    """What a re-score job carries of the app's settings: how a large run is sharded
+    (SHARDS, SHARD_MIN_BYTES), the queue's timeouts and TTLs for its shard jobs, and the
+    bounds and budgets a queued evaluation is held to."""
+    from .config import work_bounds
+    from .contract import table_bounds
+
+    return {"shards": config["SHARDS"], "shard_min_bytes": config["SHARD_MIN_BYTES"],
+            "job_timeout": config["JOB_TIMEOUT"], "result_ttl": config["RESULT_TTL"],
+            "queued_ttl": config["QUEUED_TTL"], "input_ttl": config["INPUT_TTL"],
+            "table_bounds": table_bounds(config), "work_bounds": work_bounds(config)}
+
+
 def enqueue(backend, config: dict, wires: list[dict], results) -> None:
     """One job per item: on RQ by dotted path (JOB_TIMEOUT, QUEUED_TTL, RESULT_TTL, retried
-    twice if its worker dies), carrying references only; in the embedded service, on a
-    thread of this process."""
+    twice if its worker dies), carrying references and the settings it works within
+    (:func:`settings_for`); in the embedded service, on a thread of this process."""
+    settings = settings_for(backend, config)
+    wires = [dict(wire, settings=settings) for wire in wires]
     if getattr(backend, "kind", None) != "redis":
         for wire in wires:
             _EMBEDDED_IDS.add(wire["job_id"])

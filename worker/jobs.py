@@ -155,4 +155,21 @@ def rescore_job(wire: dict[str, Any]) -> dict:
                             "detail": "a re-score job's spec lacks its references"}}
     job = get_current_job()
     _reporter(job)(stage="rescoring")
-    return rescore_one(qrels_store(job.connection), result_store(), wire)
+    return rescore_one(qrels_store(job.connection), result_store(), wire, job.connection)
+
+
+def rescore_combine_job(wire: dict[str, Any]) -> dict:
+    """A sharded re-score's last step (``worker.jobs.rescore_combine_job``), run once its
+    shards have finished: their results fetched from RQ, merged and recorded by
+    ``backend.rescoring.rescore_combine``."""
+    from rq import get_current_job
+    from rq.job import Job
+
+    from backend.rescoring import rescore_combine
+    from backend.results_access import result_store
+
+    job = get_current_job()
+    _reporter(job)(stage="combining")
+    done = Job.fetch_many(list(wire["shard_ids"]), connection=job.connection)
+    shards = [j.return_value() if j is not None else None for j in done]
+    return rescore_combine(qrels_store(job.connection), result_store(), wire, shards)

@@ -4,9 +4,10 @@ gunicorn, a private redis-server, an RQ worker (``cranfield worker``) and headle
 Five nights of one system are recorded with their runs kept, under the team's qrels v1. A v2
 adds 20% more judgments. All five nights are re-scored under v2 — queued while no worker runs,
 then Redis restarts empty: the re-score's progress, kept in the database, still answers, and
-asking for it queues again the jobs Redis lost; a worker then re-scores all five. Each new
-result keeps its night's time and equals average precision computed here by its definition
-on the same run and v2; the trend JSON has a series per version and the boundary, and the
+asking for it queues again the jobs Redis lost; a worker then re-scores all five, each
+night's kept run cut into two shards as a large queued evaluation's run is. Each new result
+keeps its night's time and equals average precision computed here by its definition on the
+same run and v2; the trend JSON has a series per version and the boundary, and the
 trend page, opened in Chromium, draws both lines (their colours on the screenshot) and the
 labelled boundary right of the last night.
 """
@@ -118,7 +119,10 @@ def _colour_share(image, hex_colour: str) -> int:
 
 def test_five_nights_rescored_under_new_judgments(database, redis, chromium, tmp_path):
     v1_qrels, v2_qrels = _judgments()
-    env = {"REDIS_URL": redis.url, "CRANFIELD_DATABASE_URL": database}
+    # a kept run's TREC text (about 22 kB here) is re-scored in two shards, as a queued
+    # evaluation of that size is
+    env = {"REDIS_URL": redis.url, "CRANFIELD_DATABASE_URL": database,
+           "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"}
     with running_gunicorn(env) as api:
         status, _, v1 = call(api, "PUT", "/v1/qrels/team", {"qrels": v1_qrels})
         assert status in (200, 201), v1
@@ -157,6 +161,16 @@ def test_five_nights_rescored_under_new_judgments(database, redis, chromium, tmp
             done = wait_until(lambda: (lambda d: d if d["state"] == "finished" else None)(
                 _progress(api, queued["id"])), JOB_TIMEOUT, "the re-score to finish")
         assert (done["done"], done["failed"], done["skipped"]) == (NIGHTS, 0, 0), done
+        from rq.job import Job
+
+        connection = redis_client.Redis.from_url(redis.url)
+        for position in range(NIGHTS):  # each night's job cut its run in two shards
+            job = Job.fetch(f"rescore-{queued['id']}-{position}", connection=connection)
+            assert job.return_value() == {"shards": 2}
+            combined = Job.fetch(f"rescore-{queued['id']}-{position}-combine",
+                                 connection=connection)
+            assert combined.return_value() == {"result_id": done["items"][position][
+                "new_result_id"]}
         rescored = {i["result_id"]: i["new_result_id"] for i in done["items"]}
         assert list(rescored) == nights
         for n, original_id in enumerate(nights):
