@@ -145,7 +145,12 @@ def render_stability(doc: dict, title: str | None = None) -> str:
              f'<p class="note">CIs: {esc(boot["method"])}, {boot["resamples"]} resamples, '
              f"seed {boot['seed']}.</p>"]
     if doc["systems"]:
-        body += ["<h2>Ranks</h2>", _slope_chart(doc["systems"]), _systems(doc)]
+        body += ["<h2>Ranks</h2>", _slope_chart(doc["systems"])]
+        if len(doc["systems"]) > MOST_RANKED:
+            body.append(f'<p class="note">The chart draws the systems ranked in the top '
+                        f"{MOST_RANKED} under both judgments; the table lists all "
+                        f"{len(doc['systems'])}.</p>")
+        body.append(_systems(doc))
     body.append("<h2>Significant differences that changed</h2>")
     if doc["changed_pairs"]:
         body.append(_changed(doc))
