@@ -400,18 +400,21 @@ class Client:
 
     # -- stored qrels -------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Any, *, diversity: bool = False,
-                  if_match: str | None = None, qrels_format: str = "qrels") -> dict:
+                  if_match: str | None = None, qrels_format: str = "qrels",
+                  gains: str = "integer") -> dict:
         """Store ``qrels`` (a path, streamed as TREC text; text; or a mapping) as
         ``qrels_id``: their metadata (``id``, ``version``, ``judgments``...). The same
         judgments again are the same version (unchanged); ``if_match`` a version the
         latest must still be (else ApiError 412). ``qrels_format`` (trec_eval's -R:
         ``qrels_jg``, ``prefs``, ``qrels_prefs``): judgments of that kind, stored as it (an
-        evaluation with this id reads them so)."""
+        evaluation with this id reads them so). ``gains="real"``: real-valued gains (issue
+        #31), kept in the version's metadata (evaluations with this id read them so)."""
         headers = {"If-Match": f'"{if_match}"'} if if_match else {}
         path = path_of(qrels)
         if path is not None:
             params = (["diversity=true"] if diversity else []) + \
-                ([f"qrels_format={qrels_format}"] if qrels_format != "qrels" else [])
+                ([f"qrels_format={qrels_format}"] if qrels_format != "qrels" else []) + \
+                ([f"gains={gains}"] if gains != "integer" else [])
             query = "?" + "&".join(params) if params else ""
             return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}{query}",
                               Part("qrels", os.path.basename(path), TEXT_PART, path=path),
@@ -419,6 +422,8 @@ class Client:
         body = {"qrels": text_or_mapping(qrels), "diversity": diversity}
         if qrels_format != "qrels":
             body["qrels_format"] = qrels_format
+        if gains != "integer":
+            body["gains"] = gains
         return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
 
     def qrels(self, qrels_id: str) -> dict:

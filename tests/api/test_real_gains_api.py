@@ -201,3 +201,18 @@ def test_stored_qrels_put_as_text_with_the_query_parameter(client, expected):
     real = client.put("/v1/qrels/reals", json={"qrels": "q1 0 a 2\n", "gains": "real"})
     assert real.get_json()["sha256"] != integer["sha256"]
     assert "gains" not in integer
+
+
+def test_the_python_client(tmp_path, served, expected):
+    from cranfield.client import Client
+
+    client = Client(served)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(QRELS_TEXT)
+    for qrels_id, source in (("by-path", qrels), ("by-text", QRELS_TEXT), ("by-map", QRELS_MAP)):
+        meta = client.put_qrels(qrels_id, source, gains="real")
+        assert meta["gains"] == "real", qrels_id
+        doc = client.evaluate(run=RUN_TEXT, qrels_id=qrels_id, measures=MEASURES)
+        _same(doc["aggregate"], expected)
+    doc = client.evaluate(QRELS_MAP, RUN_TEXT, MEASURES, options={"gains": "real"})
+    _same(doc["aggregate"], expected)
