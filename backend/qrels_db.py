@@ -43,6 +43,7 @@ from sqlalchemy import (
     delete,
     insert,
     select,
+    update,
 )
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
@@ -129,11 +130,25 @@ class QrelsDatabase:
             entry = self._entry(conn, found.pk, found.created)
         return entry if entry[0] else None  # deleted between the two reads
 
+    @staticmethod
+    def _note(conn: Connection, pk: int, version: str, extra: dict | None) -> None:
+        """Record ``extra`` (``pool_depth``) in a stored version's metadata, over what an
+        earlier put recorded (the version is its content; this is what a client says of
+        it)."""
+        if not extra:
+            return
+        where = (VERSIONS.c.set_pk == pk, VERSIONS.c.version == version)
+        stored = orjson.loads(conn.scalar(select(VERSIONS.c.meta).where(*where)))
+        if any(stored.get(k) != v for k, v in extra.items()):
+            conn.execute(update(VERSIONS).where(*where).values(
+                meta=orjson.dumps({**stored, **extra}).decode()))
+
     def put(self, tenant: str | None, qrels_id: str, meta: dict, blob: bytes,
-            if_match: str | None) -> tuple[Entry, bool]:
+            if_match: str | None, extra: dict | None = None) -> tuple[Entry, bool]:
         """Add the version ``meta`` describes (``blob``: its compressed canonical text) as the
         id's latest, unless it already is: (the id's entry after, whether it was added).
-        :class:`~backend.store.VersionMismatch` if ``if_match`` is not the latest."""
+        :class:`~backend.store.VersionMismatch` if ``if_match`` is not the latest. ``extra``:
+        members of ``meta`` recorded on the version even when it is already stored."""
         version = meta["version"]
         for attempt in range(PUT_ATTEMPTS):
             try:
@@ -142,6 +157,7 @@ class QrelsDatabase:
                     last = None if found is None else last_put(conn, ORDER, found.pk)
                     check_if_match(qrels_id, last.version if last else None, if_match)
                     if last is not None and last.version == version:
+                        self._note(conn, found.pk, version, extra)
                         return self._entry(conn, found.pk, found.created), False
                     now = time.time()
                     if found is None:
@@ -155,6 +171,8 @@ class QrelsDatabase:
                         conn.execute(insert(VERSIONS).values(
                             set_pk=pk, version=version, sha256=meta["sha256"], text=blob,
                             meta=orjson.dumps(dict(meta, created=now, id=qrels_id)).decode()))
+                    else:
+                        self._note(conn, pk, version, extra)
                     conn.execute(insert(ORDER).values(
                         set_pk=pk, position=last.position + 1 if last else 0, version=version))
                     return self._entry(conn, pk, created), True
@@ -290,15 +308,16 @@ class DurableStore:
                   diversity: bool = False, qrels_format: str = "qrels",
                   extra_meta: dict | None = None) -> tuple[dict, bool]:
         """Store a version; ``extra_meta``: members kept in its metadata beside what
-        :func:`~backend.store.describe` gives (``pool_depth``), not part of its content (a
-        version put again keeps its first metadata)."""
+        :func:`~backend.store.describe` gives (``pool_depth``), not part of its content: a
+        put of a stored version records them over an earlier put's."""
         text, meta = version_text(qrels, diversity, qrels_format)
         meta.update(extra_meta or {})
         blob = zlib.compress(text, 6)
         self.prepare()
         # dropped before as well as after: were the cache unreachable, nothing is written
         self.cache.cache_drop(qrels_id)
-        entry, created = self.database.put(self.tenant, qrels_id, meta, blob, if_match)
+        entry, created = self.database.put(self.tenant, qrels_id, meta, blob, if_match,
+                                           extra_meta)
         self.cache.cache_put_text(qrels_id, meta["version"], meta["sha256"], blob)
         self._refresh(qrels_id)
         return _view(qrels_id, entry, meta["version"]), created

@@ -230,7 +230,7 @@ class RedisStore:
                   diversity: bool = False, qrels_format: str = "qrels",
                   extra_meta: dict | None = None) -> tuple[dict, bool]:
         text, meta = version_text(qrels, diversity, qrels_format)
-        meta.update(extra_meta or {})  # (a version put again keeps its first metadata)
+        meta.update(extra_meta or {})  # (recorded on a stored version too: _note)
         version = meta["version"]
         base, order = keys.qrels(self.prefix, qrels_id), keys.qrels_order(self.prefix, qrels_id)
         with self.redis.pipeline() as pipe:
@@ -242,6 +242,7 @@ class RedisStore:
                     check_if_match(qrels_id, latest, if_match)
                     if latest == version:
                         pipe.unwatch()
+                        self._note(base, version, extra_meta)
                         return self.meta(qrels_id, version), False
                     exists = pipe.hexists(base, version)
                     meta["created"] = time.time()
@@ -254,9 +255,17 @@ class RedisStore:
                     pipe.rpush(order, version)
                     pipe.zadd(keys.qrels_index(self.prefix), {qrels_id: meta["created"]}, nx=True)
                     pipe.execute()
+                    if exists:
+                        self._note(base, version, extra_meta)
                     return self.meta(qrels_id, version), True
                 except self._watch_error():
                     continue
+
+    def _note(self, base: str, version: str, extra: dict | None) -> None:
+        """Record ``extra`` in a stored version's metadata (see QrelsDatabase._note)."""
+        if extra:
+            stored = orjson.loads(self.redis.hget(base, version))
+            self.redis.hset(base, version, orjson.dumps({**stored, **extra}))
 
     @staticmethod
     def _watch_error():
@@ -468,15 +477,17 @@ class MemoryStore:
                   diversity: bool = False, qrels_format: str = "qrels",
                   extra_meta: dict | None = None) -> tuple[dict, bool]:
         text, meta = version_text(qrels, diversity, qrels_format)
-        meta.update(extra_meta or {})  # (a version put again keeps its first metadata)
+        meta.update(extra_meta or {})  # (recorded on a stored version too: _note)
         with self._lock:
             order = self._order.get(qrels_id, [])
             latest = order[-1] if order else None
             check_if_match(qrels_id, latest, if_match)
             if latest == meta["version"]:
+                self._qrels[qrels_id][latest].update(extra_meta or {})
                 return self._meta(qrels_id, latest), False
             meta.update(created=time.time(), id=qrels_id)
-            self._qrels.setdefault(qrels_id, {}).setdefault(meta["version"], meta)
+            self._qrels.setdefault(qrels_id, {}).setdefault(meta["version"], meta).update(
+                extra_meta or {})
             self._texts[meta["sha256"]] = zlib.compress(text, 6)
             self._order.setdefault(qrels_id, []).append(meta["version"])
             return self._meta(qrels_id, meta["version"]), True

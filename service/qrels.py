@@ -18,7 +18,7 @@ from cranfield.inputs.grammar import GAINS
 from .auth import current_tenant
 from .limits import check_qrels, check_topics
 from .multipart import check_parts
-from .paging import boolean, boolean_word, integer, next_page, page
+from .paging import boolean, boolean_word, next_page, page
 from .problems import Problem
 from .request_body import read_body, read_json_object
 
@@ -84,13 +84,13 @@ MAX_POOL_DEPTH = 10_000
 def _pool_depth(value: object, text: bool = False) -> int | None:
     """``pool_depth`` of a JSON or multipart body (``text``: a form field's text): the depth
     of the pool the version's judgments cover (see docs/api.md, "Qrels versions compared"),
-    kept in its metadata; 422 naming it unless an integer 1..MAX_POOL_DEPTH. A text/plain
-    body gives it as a query parameter, refused beside another body."""
+    kept in its metadata; 422 naming it unless an integer 1..MAX_POOL_DEPTH. A query
+    parameter of that name is refused (422): a text/plain body has no place for it (send the
+    file as a multipart part beside a pool_depth field)."""
     if "pool_depth" in request.args:
-        raise Problem(422, "Invalid request", "a JSON or multipart body says the pool depth "
-                      "in its pool_depth member, not in the query", kind="invalid-request",
-                      errors={"pool_depth": ["give it in the body (the query parameter is "
-                                             "for a text/plain body)"]})
+        raise Problem(422, "Invalid request", "the pool depth is a pool_depth member of a JSON "
+                      "or multipart body, not a query parameter", kind="invalid-request",
+                      errors={"pool_depth": ["give it in a JSON or multipart body"]})
     if value is None:
         return None
     if text and isinstance(value, str) and value.isascii() and value.isdigit():
@@ -135,7 +135,7 @@ def _body_qrels() -> tuple[object, bool, str]:
         if not data.strip():
             raise Problem(422, "Invalid request", "the body is empty", kind="invalid-request",
                           errors={"qrels": ["is empty"]})
-        g.pool_depth = integer("pool_depth", None, 1, MAX_POOL_DEPTH)
+        g.pool_depth = _pool_depth(None)  # (only a JSON or multipart body gives one)
         g.gains = _gains(request.args.get("gains", "integer"), query=True)
         # true or false (the forms' words), 400 naming it otherwise: "ture" was read as false
         return data, boolean("diversity", False), _kind(request.args.get("qrels_format",

@@ -12,7 +12,8 @@ process (by their digests), so paging does not compute one again.
 
 Errors: 404 naming the id, or the parameter (``from``, ``to``) whose version the id lacks;
 another tenant's id is unknown (404); 400 for a version that is not 16 hex digits; 422 when
-the two versions are of different kinds, are preferences, or no version precedes ``to``."""
+the two versions are of different kinds or are preferences. When no version was put before
+``to``, ``from`` is ``to`` (the diff is empty)."""
 
 from __future__ import annotations
 
@@ -72,12 +73,8 @@ def _versions(qrels_id: str) -> tuple[str, str, list[str]]:
     if old is None:
         # the version put before ``to`` was last put (a version put again comes back)
         at = len(order) - 1 - order[::-1].index(new)
-        old = next((v for v in reversed(order[:at]) if v != new), None)
-        if old is None:
-            raise Problem(422, "Invalid request", f"qrels {qrels_id!r} has no version put "
-                          f"before {new!r}: name the version to compare with in from",
-                          kind="invalid-request", errors={"from": [
-                              f"no version before {new}: give one"]})
+        # (the first version put: compared with itself, nothing changed)
+        old = next((v for v in reversed(order[:at]) if v != new), new)
     return old, new, order
 
 

@@ -29,7 +29,9 @@ def put(client, qrels_id: str, text: str, **query) -> dict:
 
 @pytest.fixture
 def two(client):
-    v1 = put(client, "q", V1, pool_depth=20)["version"]
+    resp = client.put("/v1/qrels/q", json={"qrels": V1, "pool_depth": 20})
+    assert resp.status_code == 201, resp.get_json()
+    v1 = resp.get_json()["version"]
     v2 = put(client, "q", V2)["version"]
     return v1, v2
 
@@ -69,8 +71,16 @@ def test_a_version_put_again_is_compared_with_the_one_put_before(client, two):
     assert put(client, "q", V1)["version"] == v1  # q: v1, v2, v1
     doc = client.get("/v1/qrels/q/diff").get_json()
     assert (doc["from"]["version"], doc["to"]["version"]) == (v2, v1)
-    # the pool depth is the version's first put's
+    # the pool depth the version was put with first
     assert doc["to"]["pool_depth"] == 20
+    # a put of a stored version with pool_depth records it (over an earlier put's)
+    again = client.put("/v1/qrels/q", json={"qrels": V2, "pool_depth": 50})
+    assert again.status_code == 201 and again.get_json()["pool_depth"] == 50
+    assert client.get(f"/v1/qrels/q@{v2}").get_json()["pool_depth"] == 50
+    latest = client.put("/v1/qrels/q", json={"qrels": V2, "pool_depth": 40})
+    assert latest.status_code == 200 and latest.get_json()["pool_depth"] == 40
+    doc = client.get(f"/v1/qrels/q/diff?from={v1}&to={v2}").get_json()
+    assert (doc["from"]["pool_depth"], doc["to"]["pool_depth"]) == (20, 40)
 
 
 def test_pages_of_changed_topics(client, two):
@@ -94,14 +104,17 @@ def test_unknown_id_version_and_bad_versions(client, two):
     cases = [("/v1/qrels/nope/diff", 404, "qrels_id"),
              ("/v1/qrels/q/diff?from=0123456789abcdef", 404, "from"),
              ("/v1/qrels/q/diff?to=0123456789abcdef", 404, "to"),
-             ("/v1/qrels/q/diff?to=XYZ", 400, "to"),
-             (f"/v1/qrels/q/diff?to={v1}", 422, "from")]  # nothing was put before v1
+             ("/v1/qrels/q/diff?to=XYZ", 400, "to")]
     for path, status, named in cases:
         resp = client.get(path)
         assert resp.status_code == status, path
         assert resp.mimetype == "application/problem+json"
         assert list(resp.get_json()["errors"]) == [named], path
     assert "0123456789abcdef" in client.get(cases[1][0]).get_json()["detail"]
+    # nothing was put before v1: it is compared with itself
+    first = client.get(f"/v1/qrels/q/diff?to={v1}").get_json()
+    assert (first["from"]["version"], first["to"]["version"]) == (v1, v1)
+    assert first["topics"] == [] and first["totals"]["unchanged"] == 4
 
 
 def test_judgment_groups_and_refused_kinds(client):
@@ -145,10 +158,10 @@ def test_pool_depth_on_every_body(client):
                     "content_type": "multipart/form-data"}):
         bad = client.put("/v1/qrels/d", **kwargs)
         assert bad.status_code == 422 and list(bad.get_json()["errors"]) == ["pool_depth"]
-    beside = client.put("/v1/qrels/d?pool_depth=3", json={"qrels": {"1": {"a": 1}}})
-    assert beside.status_code == 422 and "pool_depth" in beside.get_json()["errors"]
-    text = client.put("/v1/qrels/d?pool_depth=10001", data="1 0 c 1\n", content_type=TEXT)
-    assert text.status_code == 400 and "pool_depth" in text.get_json()["errors"]
+    for query_kwargs in ({"json": {"qrels": {"1": {"a": 1}}}},
+                         {"data": "1 0 c 1\n", "content_type": TEXT}):
+        beside = client.put("/v1/qrels/d?pool_depth=3", **query_kwargs)
+        assert beside.status_code == 422 and "pool_depth" in beside.get_json()["errors"]
 
 
 KEYS = {"write-a": ("write", "team-a"), "write-b": ("write", "team-b")}
