@@ -103,6 +103,9 @@ log = logging.getLogger("cranfield.rescoring")
 
 #: the worker's entry point, enqueued by dotted path
 RESCORE_FUNCTION = "worker.jobs.rescore_job"
+#: a re-score job's RQ meta: a tenant no caller has (1-64 printable characters), so
+#: ``GET /v1/jobs/{id}`` is a 404 for it: its progress is ``GET /v1/rescores/{id}``'s
+JOB_META = {"tenant": "\x00rescore", "kind": "rescore"}
 QUEUED, DONE, FAILED, SKIPPED = "queued", "done", "failed", "skipped"
 # the engine options a re-score evaluates with, as the original result recorded them
 OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
@@ -421,7 +424,7 @@ def _enqueue_shards(connection, store, wire: dict, text: bytes, measures: list[s
     combine = dict(wire, shard_ids=shard_ids, shard_keys=keys, run_sha256=run_sha256)
     queue.enqueue_call(RESCORE_COMBINE_FUNCTION, args=(combine,),
                        job_id=f"{wire['job_id']}-combine", depends_on=shard_ids,
-                       meta={"tenant": wire["tenant"], "kind": "rescore"}, **common)
+                       meta=JOB_META, **common)
     return {"shards": len(pieces)}
 
 
@@ -485,7 +488,7 @@ def enqueue(backend, config: dict, wires: list[dict], results) -> None:
     for wire in wires:
         backend.queue.enqueue_call(
             RESCORE_FUNCTION, args=(wire,), job_id=wire["job_id"],
-            meta={"tenant": wire["tenant"], "kind": "rescore"},
+            meta=JOB_META,
             timeout=config["JOB_TIMEOUT"], result_ttl=config["RESULT_TTL"],
             failure_ttl=config["RESULT_TTL"], ttl=config["QUEUED_TTL"], retry=Retry(max=2))
 
