@@ -203,3 +203,19 @@ def test_cli_prints_the_routes_text_byte_for_byte(client, served, two, monkeypat
     with contextlib.redirect_stderr(err):
         assert main(["qrels", "diff", "nope", "--server", served]) == 6
     assert "no qrels 'nope'" in err.getvalue()
+
+
+def test_cli_follows_a_service_with_small_pages(app, client, served, two, monkeypatch):
+    """A service whose MAX_PAGE_ITEMS is below the CLI's page: the CLI takes the service's
+    page size and still prints the whole diff."""
+    from cranfield.cli import main
+
+    monkeypatch.delenv("CRANFIELD_API_KEY", raising=False)
+    whole = client.get("/v1/qrels/q/diff", headers={"Accept": TEXT}).get_data(as_text=True)
+    app.config["MAX_PAGE_ITEMS"] = 2
+    assert "next page" in client.get("/v1/qrels/q/diff", headers={"Accept": TEXT}
+                                     ).get_data(as_text=True)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["qrels", "diff", "q", "--server", served]) == 0
+    assert out.getvalue() == whole
