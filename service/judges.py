@@ -264,6 +264,9 @@ def consensus(qrels_id: str):
                  else "judges"}.get(exc.field or "", "judges")
         raise _invalid({field: [exc.reason]}, exc.reason) from None
     recipe["source"] = {"id": meta["id"], "version": meta["version"], "sha256": meta["sha256"]}
+    known = {j: meta["judges"][j] for j in recipe["judges"] if j in meta.get("judges", {})}
+    if known:  # the consulted judges' provenance, as the source was put with it
+        recipe["provenance"] = known
     target = req.get("target") or meta["id"]
     # (a mean's real gains: the stored version says gains real, as describe gives it)
     extra = {"consensus": recipe}

@@ -144,7 +144,8 @@ def test_consensus_stores_a_new_version_with_its_recipe(client):
     assert meta["consensus"] == {
         "method": "majority", "judges": ["alice", "bob", "llm"], "tie": "lower",
         "gains": "integer", "source": {"id": "j", "version": source["version"],
-                                       "sha256": source["sha256"]}}
+                                       "sha256": source["sha256"]},
+        "provenance": JUDGES}
     assert resp.headers["Location"] == f"/v1/qrels/j@{meta['version']}"
     # 301: d1 2,1,2 -> 2; d2 0,0,1 -> 0; d5 1,1 -> 1. 302: d3 1,1 -> 1; d4 0,2,0 -> 0
     assert meta["judgments_per_grade"] == {"0": 2, "1": 2, "2": 1}
@@ -159,7 +160,7 @@ def test_consensus_of_one_judge_into_a_named_target(client):
     assert resp.status_code == 201
     meta = resp.get_json()
     assert meta["id"] == "bob-only" and meta["judgments"] == 4
-    assert meta["consensus"]["judges"] == ["bob"]
+    assert meta["consensus"]["judges"] == ["bob"] and "provenance" not in meta["consensus"]
     assert client.get("/v1/qrels/j").get_json()["versions"] == [source]
     again = client.post("/v1/qrels/j/consensus",
                         json={"method": "judge", "judge": "bob", "target": "bob-only"})
