@@ -13,6 +13,10 @@ from cranfield.judges.judged import read_judged
 from service.app import create_app
 from service.auth import key_line
 
+# the judges' provenance and the consensus recipe are kept in the version's metadata in the
+# results database: every test runs on SQLite and on PostgreSQL
+RESULTS_ON_POSTGRES = True
+
 TEXT = """\
 301 alice d1 2
 301 bob d1 1
