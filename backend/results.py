@@ -810,15 +810,17 @@ class ResultStore:
 
     def trend(self, tenant: str | None, system: str, measure: str, *,
               since: datetime | str | None = None, until: datetime | str | None = None,
-              limit: int | None = None, ids: list[str] | None = None
-              ) -> tuple[list[dict], int]:
+              limit: int | None = None, ids: list[str] | None = None,
+              qrels: bool = False) -> tuple[list[dict], int]:
         """The system's results oldest first, each with the mean of ``measure``'s finite
         per-topic values and its 95% Student-t CI (``n_topics`` values; computed when the
         result was recorded), and ``gate``: the latest gate verdict on it (None if no gated
         comparison checked it). A result recorded without per-topic values gives its
         aggregate value as the mean (``n_topics`` 0, no CI); one without the measure is left
         out. ``since``/``until`` as :meth:`results`; ``limit``: the newest ``limit`` points
-        of the window; ``ids``: only these results. Returns the points and how many the
+        of the window; ``ids``: only these results; ``qrels``: each point also names its
+        ``qrels_version``, ``qrels_sha256`` and the result it re-scores (``rescores``; issue
+        #31: the trend's series per qrels version). Returns the points and how many the
         window holds in all."""
         with self.sessions() as session:
             owner = self._system(session, tenant, system)
@@ -860,15 +862,16 @@ class ResultStore:
                 mean = float(value) if _is_number(value) and math.isfinite(value) else None
             out.append({"id": rid, "label": label, "commit": commit,
                         "created_at": _iso(created), "mean": mean, "n_topics": n,
-                        "ci_low": low, "ci_high": high,
-                        "gate": verdicts.get(pk), "qrels_version": version,
-                        "qrels_sha256": sha, "rescores": rescores})
+                        "ci_low": low, "ci_high": high, "gate": verdicts.get(pk),
+                        **({"qrels_version": version, "qrels_sha256": sha,
+                            "rescores": rescores} if qrels else {})})
         return out, int(total or 0)
 
     def segment_trend(self, tenant: str | None, system: str, measure: str,
                       segment: str | None, *, since: datetime | str | None = None,
                       until: datetime | str | None = None, limit: int | None = None,
-                      ids: list[str] | None = None) -> tuple[list[dict], int]:
+                      ids: list[str] | None = None, qrels: bool = False
+                      ) -> tuple[list[dict], int]:
         """:meth:`trend` of ``measure``'s aggregate over the topics of ``segment`` (None: the
         weighted mean), as each result recorded it with its topic metadata (issue #28):
         ``mean`` the recorded aggregate, ``n_topics`` the segment's topics, no CI. A result
@@ -898,8 +901,9 @@ class ResultStore:
             verdicts = self._latest_verdicts(session, [r[0] for r in rows])
         return [{"id": rid, "label": label, "commit": commit, "created_at": _iso(created),
                  "mean": value, "n_topics": n, "ci_low": None, "ci_high": None,
-                 "gate": verdicts.get(pk), "qrels_version": version, "qrels_sha256": sha,
-                 "rescores": rescores}
+                 "gate": verdicts.get(pk),
+                 **({"qrels_version": version, "qrels_sha256": sha, "rescores": rescores}
+                    if qrels else {})}
                 for pk, rid, label, commit, created, n, value, version, sha, rescores in rows], \
             int(total or 0)
 

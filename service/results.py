@@ -285,9 +285,9 @@ def _trend_points(store, tenant, system: str, keys: list[str], **window
     were recorded with different spellings of it: a result's point from the first key it
     has), oldest first, the newest ``limit`` of them."""
     if len(keys) == 1:
-        return store.trend(tenant, system, keys[0], **window)
-    return _merged_points(lambda key: store.trend(tenant, system, key, **window), keys,
-                          window.get("limit"))
+        return store.trend(tenant, system, keys[0], qrels=True, **window)
+    return _merged_points(lambda key: store.trend(tenant, system, key, qrels=True, **window),
+                          keys, window.get("limit"))
 
 
 def _merged_points(points_of, keys: list[str], limit: int | None) -> tuple[list[dict], int]:
@@ -334,8 +334,8 @@ def _scoped_points(store, tenant, system: str, keys: list[str], segment: str | N
     if segment is None and not weighted:
         return _trend_points(store, tenant, system, keys, **window)
     return _merged_points(
-        lambda key: store.segment_trend(tenant, system, key, segment, **window), keys,
-        window.get("limit"))
+        lambda key: store.segment_trend(tenant, system, key, segment, qrels=True, **window),
+        keys, window.get("limit"))
 
 
 @bp.get("/systems/<path:name>/trend")
