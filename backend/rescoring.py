@@ -354,11 +354,15 @@ def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
         # a canonical TREC line is at least ~16 bytes: no text is made for a small run
         if (connection is not None and settings.get("shards", 1) > 1
                 and info["rows"] * 16 >= settings.get("shard_min_bytes", 0)):
+            from cranfield.inputs.trec_source import split_trec_text
+
             text = b"".join(runs.trec_chunks(tenant, run_sha256))
-            if len(text) >= settings["shard_min_bytes"]:
-                return _enqueue_shards(connection, qrels_store, wire, text, measures, options,
-                                       run_sha256)
-            del text
+            pieces = (split_trec_text(text, settings["shards"])
+                      if len(text) >= settings["shard_min_bytes"] else [])
+            if len(pieces) > 1:  # (one topic is one piece: evaluated here)
+                return _enqueue_shards(connection, qrels_store, wire, pieces, measures,
+                                       options, run_sha256)
+            del text, pieces
         run = runs.read(tenant, run_sha256)
         bounds = settings.get("work_bounds") or {}
         with evaluation_budget(bounds.get("max_measure_instances"),
@@ -392,15 +396,13 @@ def _shard_spec(wire: dict, measures: list[str], options: dict, run_key: str | N
                 work_bounds=(wire.get("settings") or {}).get("work_bounds"), **more)
 
 
-def _enqueue_shards(connection, store, wire: dict, text: bytes, measures: list[str],
+def _enqueue_shards(connection, store, wire: dict, pieces: list, measures: list[str],
                     options: dict, run_sha256: str) -> dict:
-    """A large kept run's re-score as any large queued evaluation: its canonical TREC text cut
-    into pieces at topic boundaries (``cranfield.inputs.trec_source.split_trec_text``), each
-    piece a blob and a shard job (``backend.contract.SHARD_FUNCTION``), and a combine step
+    """A large kept run's re-score as any large queued evaluation: the pieces of its canonical
+    TREC text, cut at topic boundaries (``cranfield.inputs.trec_source.split_trec_text``),
+    each a blob and a shard job (``backend.contract.SHARD_FUNCTION``), and a combine step
     (:data:`RESCORE_COMBINE_FUNCTION`) RQ runs once they have all finished."""
     from rq import Retry
-
-    from cranfield.inputs.trec_source import split_trec_text
 
     from .contract import QUEUE, SHARD_FUNCTION
     from .telemetry import metered_queue
@@ -412,7 +414,6 @@ def _enqueue_shards(connection, store, wire: dict, text: bytes, measures: list[s
               "retry": Retry(max=2)}
     shard_opts = dict(common, result_ttl=max(settings["result_ttl"],
                                              settings["queued_ttl"] + settings["job_timeout"]))
-    pieces = split_trec_text(text, settings["shards"])
     keys, shard_ids = [], []
     for i, piece in enumerate(pieces):
         keys.append(store.put_blob(f"run-{uuid.uuid4().hex}", bytes(piece),
