@@ -483,7 +483,11 @@ PyObject *topic_dicts(PyObject *self, PyObject *args) {
         PyObject *col = PyList_GET_ITEM(columns, k);
         if (!PyList_Check(col) || PyList_GET_SIZE(col) != n_topics) goto bad;
     }
+#if PY_VERSION_HEX < 0x030D0000  /* (sized once: no rehash of 43k topics as it grows) */
+    PyObject *out = _PyDict_NewPresized(PyList_GET_SIZE(rows));
+#else
     PyObject *out = PyDict_New();
+#endif
     if (out == NULL) return NULL;
     for (Py_ssize_t j = 0; j < PyList_GET_SIZE(rows); j++) {
         Py_ssize_t r = PyLong_AsSsize_t(PyList_GET_ITEM(rows, j));
