@@ -53,7 +53,7 @@ static int tp_seeded;
 
 /* An id's table hash: eight bytes at a time (the last word zero-padded, the length mixed
    in), then the seeded finalizer; equal hashes are only candidates (the bytes are compared). */
-static inline uint64_t id_hash(const char *p, Py_ssize_t n) {
+static inline uint64_t id_hash_in(const char *p, Py_ssize_t n, uintptr_t limit) {
     uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ULL;
     while (n >= 8) {
         uint64_t word;
@@ -65,11 +65,20 @@ static inline uint64_t id_hash(const char *p, Py_ssize_t n) {
     }
     if (n > 0) {
         uint64_t word = 0;
-        memcpy(&word, p, (size_t)n);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if ((uintptr_t)p + 8 <= limit) {  /* (one load, the bytes past the id masked off) */
+            memcpy(&word, p, 8);
+            word &= ~0ULL >> (8 * (8 - n));
+        } else
+#endif
+            memcpy(&word, p, (size_t)n);
         h = (h ^ word) * 0xff51afd7ed558ccdULL;
     }
     return seeded_mix(h, tp_seed);
 }
+
+/* (ids in a buffer of their own, or whose end is not known: no load past them) */
+static inline uint64_t id_hash(const char *p, Py_ssize_t n) { return id_hash_in(p, n, 0); }
 
 /* byte order, then length: strcmp's order of ids that hold no NUL */
 static inline int bytes_cmp(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
@@ -163,7 +172,7 @@ PyObject *text_qrels(PyObject *self, PyObject *args) {
     }
     uint64_t slots = 16;
     while (slots < 2 * (uint64_t)nt + 2) slots *= 2;
-    q->chars = malloc(total ? total : 1);
+    q->chars = malloc(total + 8);  /* (8 bytes past the ids: id_hash_in's one load) */
     q->t_off = malloc((nt + 1) * sizeof(Py_ssize_t));
     q->d_off = malloc((nr + 1) * sizeof(Py_ssize_t));
     q->d_hash = malloc((nr ? nr : 1) * sizeof(uint64_t));
@@ -196,7 +205,7 @@ PyObject *text_qrels(PyObject *self, PyObject *args) {
     for (Py_ssize_t r = 0; r < nr; r++) {
         utf8_of(PyList_GET_ITEM(docids, r), &p, &n);
         memcpy(q->chars + at, p, n);
-        q->d_hash[r] = id_hash(p, n);
+        q->d_hash[r] = id_hash_in(q->chars + at, n, (uintptr_t)(q->chars + total + 8));
         at += n;
         q->d_off[r + 1] = at;
     }
@@ -215,7 +224,8 @@ bad_bounds:
 
 /* ---- the run ------------------------------------------------------------------------- */
 
-/* byte classes: 0 an id byte, 1 a field separator (space, tab), 2 refused */
+/* byte classes: 0 an id byte, 1 a field separator (space, tab), 2 refused (but a CR right
+   before an LF), 3 LF */
 static unsigned char byte_class[256];
 static int classes_ready;
 
@@ -223,6 +233,7 @@ static void init_classes(void) {
     for (int c = 0; c < 256; c++)
         byte_class[c] = (c <= 0x20 || c >= 0x7F) ? 2 : 0;
     byte_class[' '] = byte_class['\t'] = 1;
+    byte_class['\n'] = 3;
     classes_ready = 1;
 }
 
@@ -325,6 +336,8 @@ typedef struct {
     span_t *doc;
     double *score;
     span_t runid;
+    char *tail;              /* a last line without an LF, copied with one */
+    Py_ssize_t tail_len;
     Py_ssize_t n_slow;       /* rows whose score plain_score reads, with the GIL */
     int32_t *slow;
     span_t *slow_span;
@@ -341,7 +354,7 @@ typedef struct {
 } pass_t;
 
 static void pass_free(pass_t *w) {
-    free(w->code); free(w->doc); free(w->score); free(w->slow); free(w->slow_span);
+    free(w->tail); free(w->code); free(w->doc); free(w->score); free(w->slow); free(w->slow_span);
     free(w->topic); free(w->t_slots); free(w->rank_of_code); free(w->num_ret);
     free(w->cut_tied); free(w->h_rt.data); free(w->h_qrow.data); free(w->h_rank.data);
     free(w->h_first.data); free(w->h_last.data);
@@ -391,38 +404,30 @@ static int32_t topic_code(pass_t *w, const char *p, Py_ssize_t n) {
     return c;
 }
 
-/* (1) the lines, without the GIL */
-static int read_lines(pass_t *w) {
-    const char *p = w->data, *end = p + w->len;
-    w->t_mask = 63;
-    w->t_slots = malloc(64 * sizeof(int32_t));
-    w->cap = w->len / 24 + 16;
-    w->code = malloc(w->cap * sizeof(int32_t));
-    w->doc = malloc(w->cap * sizeof(span_t));
-    w->score = malloc(w->cap * sizeof(double));
-    if (!w->t_slots || !w->code || !w->doc || !w->score) return PASS_NOMEM;
-    memset(w->t_slots, 0xff, 64 * sizeof(int32_t));
-    Py_ssize_t slow_cap = 0;
-    int32_t last_code = -1;
+/* The lines of [p, end), which ends with an LF (a byte of class 3 stops every scan). */
+static int read_region(pass_t *w, const char *p, const char *end, int32_t *last_code,
+                       Py_ssize_t *slow_cap) {
     while (p < end) {
-        const char *nl = memchr(p, '\n', end - p);
-        const char *stop = nl ? nl : end;
-        const char *next = nl ? nl + 1 : end;
-        if (nl && stop > p && stop[-1] == '\r') stop--;  /* a CR right before the LF */
         const char *field[6];
         Py_ssize_t flen[6];
         int k = 0;
         const char *q = p;
-        while (q < stop) {
+        for (;;) {
             unsigned char cls = byte_class[(unsigned char)*q];
-            if (cls == 1) { q++; continue; }
-            if (cls == 2) return PASS_DECLINED;
-            const char *start = q;
-            while (q < stop && byte_class[(unsigned char)*q] == 0) q++;
-            if (k < 6) { field[k] = start; flen[k] = q - start; }
-            k++;
+            if (cls == 0) {
+                const char *start = q;
+                do q++; while (byte_class[(unsigned char)*q] == 0);
+                if (k < 6) { field[k] = start; flen[k] = q - start; }
+                k++;
+            } else if (cls == 1) {
+                q++;
+            } else if (cls == 3 || (*q == '\r' && q[1] == '\n')) {  /* LF, CRLF */
+                break;
+            } else {
+                return PASS_DECLINED;
+            }
         }
-        p = next;
+        p = q + (*q == '\r' ? 2 : 1);
         if (k == 0 || field[0][0] == '#') continue;  /* a blank line, a comment */
         if (k < 6 || flen[2] > INT32_MAX || flen[5] > INT32_MAX) return PASS_DECLINED;
         if (w->rows == w->cap) {
@@ -442,12 +447,12 @@ static int read_lines(pass_t *w) {
         int got = quick_score(field[4], flen[4], &w->score[r]);
         if (got == 0) return PASS_DECLINED;
         if (got == 2) {
-            if (w->n_slow == slow_cap) {
-                slow_cap = slow_cap ? 2 * slow_cap : 64;
-                int32_t *s2 = realloc(w->slow, slow_cap * sizeof(int32_t));
+            if (w->n_slow == *slow_cap) {
+                *slow_cap = *slow_cap ? 2 * *slow_cap : 64;
+                int32_t *s2 = realloc(w->slow, *slow_cap * sizeof(int32_t));
                 if (s2 == NULL) return PASS_NOMEM;
                 w->slow = s2;
-                span_t *p2 = realloc(w->slow_span, slow_cap * sizeof(span_t));
+                span_t *p2 = realloc(w->slow_span, *slow_cap * sizeof(span_t));
                 if (p2 == NULL) return PASS_NOMEM;
                 w->slow_span = p2;
             }
@@ -457,12 +462,12 @@ static int read_lines(pass_t *w) {
             w->slow_span[w->n_slow].len = (int32_t)flen[4];
             w->n_slow++;
         }
-        int32_t c = last_code;  /* (a run lists a topic's lines together: the last one's) */
+        int32_t c = *last_code;  /* (a run lists a topic's lines together: the last one's) */
         if (c < 0 || w->topic[c].len != flen[0] || memcmp(w->topic[c].p, field[0], flen[0])) {
             c = topic_code(w, field[0], flen[0]);
             if (c == -1) return PASS_DECLINED;
             if (c == -2) return PASS_NOMEM;
-            last_code = c;
+            *last_code = c;
         }
         w->code[r] = c;
         w->doc[r].p = field[2];
@@ -472,7 +477,46 @@ static int read_lines(pass_t *w) {
         w->rows++;
         if (w->rows > INT32_MAX - 1) return PASS_DECLINED;
     }
+    return PASS_OK;
+}
+
+/* (1) the lines, without the GIL: the text up to its last LF in place; a last line without
+   one from a copy that ends with an LF (and 8 bytes more: id_hash_in's one load) */
+static int read_lines(pass_t *w) {
+    const char *data = w->data, *end = data + w->len;
+    w->t_mask = 63;
+    w->t_slots = malloc(64 * sizeof(int32_t));
+    w->cap = w->len / 24 + 16;
+    w->code = malloc(w->cap * sizeof(int32_t));
+    w->doc = malloc(w->cap * sizeof(span_t));
+    w->score = malloc(w->cap * sizeof(double));
+    if (!w->t_slots || !w->code || !w->doc || !w->score) return PASS_NOMEM;
+    memset(w->t_slots, 0xff, 64 * sizeof(int32_t));
+    Py_ssize_t slow_cap = 0;
+    int32_t last_code = -1;
+    const char *cut = end;
+    while (cut > data && cut[-1] != '\n') cut--;
+    int status = read_region(w, data, cut, &last_code, &slow_cap);
+    if (status != PASS_OK) return status;
+    if (cut < end) {
+        Py_ssize_t n = end - cut;
+        if (end[-1] == '\r') return PASS_DECLINED;  /* a CR not before an LF */
+        w->tail_len = n + 1 + 8;
+        w->tail = malloc(w->tail_len);
+        if (w->tail == NULL) return PASS_NOMEM;
+        memcpy(w->tail, cut, n);
+        memset(w->tail + n, '\n', 1 + 8);
+        status = read_region(w, w->tail, w->tail + n + 1, &last_code, &slow_cap);
+        if (status != PASS_OK) return status;
+    }
     return w->rows ? PASS_OK : PASS_DECLINED;
+}
+
+/* the end of the buffer holding an id of the run: the text's, or the last line's copy */
+static inline uintptr_t span_end(const pass_t *w, const char *p) {
+    uintptr_t at = (uintptr_t)p, start = (uintptr_t)w->data, end = start + (uintptr_t)w->len;
+    if (at >= start && at < end) return end;
+    return w->tail ? (uintptr_t)w->tail + (uintptr_t)w->tail_len : 0;
 }
 
 /* (2) each topic's judged documents ranked, without the GIL */
@@ -481,7 +525,7 @@ static int rank_topics(pass_t *w) {
     Py_ssize_t T = w->n_topics, rows = w->rows;
     int status = PASS_NOMEM;
     Py_ssize_t *start = NULL;
-    int32_t *member = NULL, *set = NULL;
+    int32_t *member = NULL, *set = NULL, *gfirst = NULL, *gend = NULL, *inv = NULL;
     uint64_t *hash = NULL;
     double *s = NULL;
     scored_t *sorted = NULL;
@@ -514,10 +558,13 @@ static int rank_topics(pass_t *w) {
     uint64_t set_size = 16;
     while (set_size < 2 * (uint64_t)most) set_size *= 2;
     set = malloc(set_size * sizeof(int32_t));
+    gfirst = malloc((most ? most : 1) * sizeof(int32_t));
+    gend = malloc((most ? most : 1) * sizeof(int32_t));
+    inv = malloc((most ? most : 1) * sizeof(int32_t));
     hash = malloc((most ? most : 1) * sizeof(uint64_t));
     s = malloc((most ? most : 1) * sizeof(double));
     sorted = malloc((most ? most : 1) * sizeof(scored_t));
-    if (!set || !hash || !s || !sorted) goto done;
+    if (!set || !hash || !s || !sorted || !gfirst || !gend || !inv) goto done;
 
     for (Py_ssize_t t = 0; t < T; t++) {
         const int32_t *mine = member + start[t];
@@ -531,7 +578,7 @@ static int rank_topics(pass_t *w) {
         int monotone = 1;
         for (Py_ssize_t i = 0; i < n; i++) {
             const span_t *d = &w->doc[mine[i]];
-            uint64_t h = id_hash(d->p, d->len), at = h & mask;
+            uint64_t h = id_hash_in(d->p, d->len, span_end(w, d->p)), at = h & mask;
             hash[i] = h;
             for (int probes = 0; set[at] >= 0; probes++) {
                 int32_t j = set[at];
@@ -562,6 +609,16 @@ static int rank_topics(pass_t *w) {
         Py_ssize_t qt = qtopic_of(q, w->topic[t].p, w->topic[t].len);
         if (qt == -2) { status = PASS_DECLINED; goto done; }
         if (qt < 0) continue;  /* no judgments: read, not ranked */
+        /* each sorted position's tie group [gfirst, gend) (equal scores), in one sweep */
+        for (Py_ssize_t m = 0; m < n;) {
+            double x = monotone ? s[m] : sorted[m].s;
+            Py_ssize_t e = m + 1;
+            while (e < n && (monotone ? s[e] : sorted[e].s) == x) e++;
+            for (Py_ssize_t g = m; g < e; g++) { gfirst[g] = (int32_t)m; gend[g] = (int32_t)e; }
+            m = e;
+        }
+        if (!monotone)
+            for (Py_ssize_t m = 0; m < n; m++) inv[sorted[m].i] = (int32_t)m;
         Py_ssize_t nh = 0;
         for (int64_t row = q->bounds[qt]; row < q->bounds[qt + 1]; row++) {
             const char *dp = q->chars + q->d_off[row];
@@ -576,19 +633,8 @@ static int rank_topics(pass_t *w) {
                 at = (at + 1) & mask;
             }
             if (i < 0) continue;
-            double x = s[i];
-            Py_ssize_t lo = 0, hi = n;
-            while (lo < hi) {
-                Py_ssize_t m = lo + (hi - lo) / 2;
-                if ((monotone ? s[m] : sorted[m].s) > x) lo = m + 1; else hi = m;
-            }
-            Py_ssize_t above = lo;
-            hi = n;
-            while (lo < hi) {
-                Py_ssize_t m = lo + (hi - lo) / 2;
-                if ((monotone ? s[m] : sorted[m].s) >= x) lo = m + 1; else hi = m;
-            }
-            Py_ssize_t end = lo, offset = 0;
+            Py_ssize_t at_sorted = monotone ? i : inv[i];
+            Py_ssize_t above = gfirst[at_sorted], end = gend[at_sorted], offset = 0;
             if (end - above > 1) {
                 work += end - above;
                 if (work > cap) { status = PASS_DECLINED; goto done; }
@@ -628,7 +674,7 @@ static int rank_topics(pass_t *w) {
     }
     status = PASS_OK;
 done:
-    free(start); free(member); free(set); free(hash); free(s); free(sorted); free(hits);
+    free(start); free(member); free(set); free(gfirst); free(gend); free(inv); free(hash); free(s); free(sorted); free(hits);
     return status;
 }
 
