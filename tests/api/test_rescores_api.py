@@ -262,3 +262,49 @@ def test_another_tenants_systems_and_rescores_are_404s():
     resp = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2}, headers=b)
     assert resp.status_code == 422 and "qrels_id" in resp.get_json()["errors"]
     assert _finished(client, doc["id"], a)["done"] == 1
+
+
+def _point(pid: str, day: int, sha: str, rescores: str | None = None) -> dict:
+    return {"id": pid, "label": pid, "commit": None, "mean": 0.5, "n_topics": 2,
+            "ci_low": None, "ci_high": None, "gate": None,
+            "created_at": f"2026-11-{day:02d}T06:00:00.000000Z",
+            "qrels_version": None if sha == "inline" else f"q@{sha}",
+            "qrels_sha256": sha * 4, "rescores": rescores}
+
+
+@pytest.mark.parametrize(("points", "series", "boundaries"), [
+    # one version: one series, no boundary
+    ([("a", 1, "v1", None), ("b", 2, "v1", None)], [["a", "b"]], []),
+    # evaluated under v1, then v2: the boundary between b and c
+    ([("a", 1, "v1", None), ("b", 2, "v1", None), ("c", 3, "v2", None)],
+     [["a", "b"], ["c"]], [("v1", "v2", "b", "c")]),
+    # v1, v2, back to v1: two boundaries, two series (v1's points all in one)
+    ([("a", 1, "v1", None), ("b", 2, "v2", None), ("c", 3, "v1", None)],
+     [["a", "c"], ["b"]], [("v1", "v2", "a", "b"), ("v2", "v1", "b", "c")]),
+    # v1's nights re-scored under v2 (same times): the v2 series after, its boundary open
+    ([("a", 1, "v1", None), ("a2", 1, "v2", "a"), ("b", 2, "v1", None), ("b2", 2, "v2", "b")],
+     [["a", "b"], ["a2", "b2"]], [("v1", "v2", "b", None)]),
+    # re-scored under v2, then a night evaluated under v2: one boundary, before it
+    ([("a", 1, "v1", None), ("a2", 1, "v2", "a"), ("c", 3, "v2", None)],
+     [["a"], ["a2", "c"]], [("v1", "v2", "a", "c")]),
+    # inline qrels (no stored version) are a series of their digest
+    ([("a", 1, "inline", None), ("b", 2, "v1", None)], [["a"], ["b"]],
+     [("inline", "v1", "a", "b")]),
+])
+def test_trend_series_and_boundaries(points, series, boundaries):
+    """backend.rescoring.trend_series, table-driven: which points each series holds, in
+    order, and where the boundaries fall."""
+    from backend.rescoring import trend_series
+
+    got_series, got_boundaries = trend_series([_point(*p) for p in points])
+    assert [[p["id"] for p in s["points"]] for s in got_series] == series
+    for s in got_series:
+        shas = {p[2] * 4 for p in points if p[0] in {q["id"] for q in s["points"]}}
+        assert shas == {s["qrels_sha256"]}
+        assert all(set(p) == TREND_POINT | {"rescores"} for p in s["points"])
+    assert [(b["from"]["qrels_sha256"][:len(f)], b["to"]["qrels_sha256"][:len(t)],
+             b["after"], b["before"]) for b, (f, t, _, _) in
+            zip(got_boundaries, boundaries, strict=True)] == boundaries
+    for b in got_boundaries:
+        assert b["at"] == (None if b["before"] is None else
+                           next(_point(*p)["created_at"] for p in points if p[0] == b["before"]))
