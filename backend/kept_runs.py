@@ -10,19 +10,28 @@ time) and ``kept_run_chunks`` (its Parquet file, zstd-compressed, cut into blobs
 rows in the canonical order below: the columns :func:`cranfield.inputs.columnar.run_from_table`
 reads, so the stored bytes are a run file any Cranfield reader takes.
 
-The digest. ``sha256`` is the SHA-256 of the run's *canonical TREC text*: one line per row,
-``topic Q0 docid rank score runid`` and a newline, separated by single spaces; rows ordered
-by topic (the topics' UTF-8 bytes ascending, trec_eval's strcmp order), then score
-descending, then docid's UTF-8 bytes descending (trec_eval's order of tied scores);
-``rank`` is the row's position within its topic from 1; ``score`` is the float64 as Python's
-``repr`` writes it (the shortest text that reads back to the same double: 1.50 in a file is
-1.5). That text is exactly what ``GET /v1/results/{id}/run`` answers as ``text/plain``, so
-``sha256(body) == run_sha256``. Runs that evaluate the same (the same rows in another order or
-another input format) share one digest and one stored copy.
+Canonical order: rows by topic (the topics' UTF-8 bytes ascending, trec_eval's strcmp order),
+then score descending, then docid's UTF-8 bytes descending (trec_eval's order of tied
+scores): the order the evaluation ranks them in.
+
+The digest. ``sha256`` is the SHA-256 of the run's *canonical rows*: the runid's UTF-8 bytes
+and a newline, then, row after row in canonical order, the topic's UTF-8 bytes, a tab, the
+docid's UTF-8 bytes, a tab, and the score's 8 bytes (IEEE-754 binary64, big-endian; -0.0 as
+0.0). Ids hold no tab or newline (the input grammar) and the score has a fixed size, so the
+bytes can be read one way only. Runs that evaluate the same (the same rows in another order,
+scores spelled 1.50 or 1.5, TREC text, JSON or Parquet with the same runid) share one digest
+and one stored copy. It is built by Arrow kernels a batch at a time (M's 7M rows: 1.6 s here,
+against 9 s for hashing the canonical text, whose scores need Python's ``repr``).
+
+The canonical TREC text, what ``GET /v1/results/{id}/run`` answers as ``text/plain``: one
+line per row in canonical order, ``topic Q0 docid rank score runid`` and a newline, single
+spaces, ``rank`` the row's position within its topic from 1, ``score`` the double as Python's
+``repr`` writes it (the shortest text that reads back to the same double; -0.0 as 0.0). Read
+back, it has the run's digest: ``canonical_sha256(read_run(text)) == run_sha256``.
 
 Memory. No whole second copy of a run is made: :meth:`KeptRuns.keep` computes the
 canonical order (an int64 permutation, 8 bytes a row), then walks the run in batches of
-:data:`BATCH_ROWS` rows, once to hash the text, and (when the run is new) once to write the
+:data:`BATCH_ROWS` rows, once to hash the rows, and (when the run is new) once to write the
 Parquet row groups through a ``pyarrow.parquet.ParquetWriter`` whose sink inserts each full
 1 MiB chunk as it fills; :meth:`KeptRuns.read` and the chunk iterators read the Parquet file
 through a file object that fetches one chunk row at a time (:class:`ChunkFile`). Sizes are
@@ -51,7 +60,7 @@ Python API (H31g's re-scoring reads runs back through it)::
     runs.record_with_run(tenant, record, document, run, job_id=None) -> result summary
     runs.release(session, tenant, sha) -> bool   (inside a deleting transaction)
     runs.count(tenant=None) -> number of kept runs (a tenant's, or all)
-    canonical_sha256(run) -> str
+    canonical_sha256(run) -> str           # the digest of any cranfield Run
 
 ``tenant`` is as in ``backend.results`` (None: the shared space of a service without keys).
 """
@@ -149,14 +158,17 @@ def canonical_order(run) -> np.ndarray:
     docids = run.docids
     if isinstance(docids, np.ndarray):
         docids = arrow_strings(docids)
+    topic_index = np.ascontiguousarray(run.topic_index)
+    kind = pa.int32() if topic_index.dtype == np.int32 else pa.int64()
+    topic_index = topic_index.astype(kind.to_pandas_dtype(), copy=False)
     table = pa.table({
-        "t": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(
-            np.ascontiguousarray(run.topic_index, dtype=np.int64))]),
+        "t": pa.Array.from_buffers(kind, n, [None, pa.py_buffer(topic_index)]),
         "s": pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(
             np.ascontiguousarray(run.scores, dtype=np.float64))]),
         "d": docids})
     order = pc.sort_indices(table, sort_keys=[("t", "ascending"), ("s", "descending"),
                                               ("d", "descending")])
+    del table
     return np.frombuffer(order.buffers()[1], dtype=np.uint64, count=n,
                          offset=order.offset * 8).view(np.int64)
 
@@ -242,11 +254,40 @@ def canonical_text_chunks(run, order: np.ndarray | None = None) -> Iterator[memo
         yield lines.format(codes, names.take(codes), _docids_at(run, rows), run.scores[rows])
 
 
+def _record_bytes(topics, docids, scores: np.ndarray) -> memoryview:
+    """A batch's rows as the digest reads them: topic, tab, docid, tab, the score's 8 bytes
+    (IEEE-754 binary64, big-endian, -0.0 as 0.0), row after row (Arrow kernels)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(scores)
+    if n == 0:
+        return memoryview(b"")
+    packed = (np.asarray(scores, dtype=np.float64) + 0.0).astype(">f8")
+    score = pa.Array.from_buffers(pa.binary(8), n, [None, pa.py_buffer(packed)])
+    rows = pc.binary_join_element_wise(
+        pc.cast(topics, pa.binary()), pc.cast(docids, pa.binary()), pc.cast(score, pa.binary()),
+        pa.scalar(b"\t", pa.binary()))
+    offsets = np.frombuffer(rows.buffers()[1], dtype=np.int32, count=n + 1,
+                            offset=rows.offset * 4)
+    return memoryview(rows.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+
+
 def canonical_sha256(run, order: np.ndarray | None = None) -> str:
-    """The SHA-256 (hex) of ``run``'s canonical TREC text: its kept run's digest."""
-    digest = hashlib.sha256()
-    for piece in canonical_text_chunks(run, order):
-        digest.update(piece)
+    """The kept run's digest of ``run`` (hex): SHA-256 of its runid's UTF-8 bytes and a
+    newline, then, row after row in canonical order, the topic's UTF-8 bytes, a tab, the
+    docid's, a tab, and the score's 8 bytes (IEEE-754 binary64, big-endian; -0.0 as 0.0).
+    Ids hold no tab (the input grammar) and the score has a fixed size, so the bytes read one
+    way only; two runs that rank the same have the same digest, and so does the canonical
+    text read back (``read_run(trec_chunks(...))``)."""
+    from cranfield.inputs.arrow_arrays import arrow_strings
+
+    order = canonical_order(run) if order is None else order
+    names = arrow_strings(run.topics)
+    digest = hashlib.sha256(run.runid.encode("utf-8") + b"\n")
+    for rows, topic_index in _batches(run, order):
+        digest.update(_record_bytes(names.take(topic_index.astype(np.int64)),
+                                    _docids_at(run, rows), run.scores[rows]))
     return digest.hexdigest()
 
 
@@ -536,7 +577,7 @@ class KeptRuns:
 
     def trec_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
         """The run's canonical TREC text, a row group at a time (NotFound, raised at once, if
-        none): its SHA-256 is ``digest``. The database connection is opened on the first
+        none): read back, its digest is ``digest``. The database connection is opened on the first
         chunk asked for and closed after the last (or when the iterator is closed)."""
         if not self.exists(tenant, digest):
             raise NotFound(f"no kept run {digest!r}")

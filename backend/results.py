@@ -147,7 +147,7 @@ class Result(Base):
     # id@version, and the SHA-256 of the metadata (stored or inline); None: none given
     topic_metadata_version: Mapped[str | None] = mapped_column(String(MAX_NAME))
     topic_metadata_sha256: Mapped[str | None] = mapped_column(String(64))
-    # the run it kept (issue #31): the SHA-256 of the run's canonical TREC text, a row of
+    # the run it kept (issue #31): the SHA-256 of the run's canonical rows, a row of
     # kept_runs of its tenant (backend/kept_runs.py); None: its run was not kept
     run_sha256: Mapped[str | None] = mapped_column(String(64))
     # the result this one re-scores under other qrels (issue #31, backend/rescoring.py): its

@@ -15,9 +15,11 @@ into an emptied database, so every keep writes):
   stored bytes), in M lines/s and MB/s of what is produced;
 * anchor, the same round: ``cranfield.read_run`` of the run file (the TREC text reader).
 
-Memory: the process's peak RSS (ru_maxrss) is printed after the run is read and after each
-step: keeping and reading add no second copy of the run (the permutation is 8 bytes a row;
-a batch of 131,072 rows and one 1 MiB chunk are held at a time). Nothing is asserted: the
+Memory: what the run holds once read (the resident set's growth), and for keep, read and
+text out the peak above the resident set the step starts with, each step in a forked child
+(Linux starts a child's peak at its parent's resident set): keeping adds no second copy of the
+run (the sort's permutation and its scratch, a batch of 131,072 rows and one 1 MiB chunk);
+reading builds the Run in columns allocated once. Nothing is asserted: the
 machine is shared, so the load average is printed too.
 
     python bench/kept_runs.py                           # M and L on PostgreSQL, 3 rounds
@@ -53,7 +55,32 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
 
 
 def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's resident set now, MB."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def extra_peak_mb(store: ResultStore, fn) -> float:
+    """How far ``fn(store)``'s process rises above the resident set it starts with, MB: run
+    in a forked child (whose peak starts at the parent's resident set: Linux copies it at
+    fork) on the store's engine with its pool left to the parent."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            os.close(read)
+            store.engine.dispose(close=False)
+            start = rss_mb()
+            fn(store)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            os.write(write, f"{peak - start:.1f}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as handle:
+        text = handle.read()
+    os.waitpid(pid, 0)
+    return float(text or "nan")
 
 
 def load() -> str:
@@ -90,18 +117,22 @@ def measure(kind: str, url: str, scale: str, run, text_bytes: int, repeat: int,
             empty(store)
             seconds, digest = clock(lambda: runs.keep(None, run))
             times["keep"].append(seconds)
-            rss_keep = rss_mb()
             info = runs.info(None, digest)
             seconds, back = clock(partial(runs.read, None, digest))
             times["read"].append(seconds)
             assert len(back) == rows
             del back
-            rss_read = rss_mb()
             seconds, sizes["trec"] = clock(partial(consume_of, runs.trec_chunks, digest))
             times["trec"].append(seconds)
             seconds, sizes["parquet"] = clock(partial(consume_of, runs.parquet_chunks,
                                                           digest))
             times["parquet"].append(seconds)
+        # memory, each step in a child of its own: above what the process held before it
+        empty(store)
+        extra = {"keep": extra_peak_mb(store, lambda s: KeptRuns(s).keep(None, run))}
+        extra["read"] = extra_peak_mb(store, lambda s: KeptRuns(s).read(None, digest))
+        extra["trec"] = extra_peak_mb(store, lambda s: consume_of(KeptRuns(s).trec_chunks,
+                                                                  digest))
         empty(store)
     finally:
         store.close()
@@ -112,12 +143,12 @@ def measure(kind: str, url: str, scale: str, run, text_bytes: int, repeat: int,
           f"{per_million / 1e6:.2f} MB per million lines (TREC text "
           f"{text_per_million / 1e6:.2f} MB: {text_per_million / per_million:.1f}x smaller)")
     print(f"    keep            {med['keep']:7.2f} s  {rows / med['keep'] / 1e6:5.2f} M lines/s"
-          f"   (peak RSS after: {rss_keep:.0f} MB)")
+          f"   (+{extra['keep']:.0f} MB peak above the process holding the run)")
     print(f"    read as a Run   {med['read']:7.2f} s  {rows / med['read'] / 1e6:5.2f} M lines/s"
           f"   ({anchor / med['read']:.2f}x cranfield.read_run of the text; "
-          f"peak RSS after: {rss_read:.0f} MB)")
+          f"+{extra['read']:.0f} MB peak, the Run it returns included)")
     print(f"    TREC text out   {med['trec']:7.2f} s  {rows / med['trec'] / 1e6:5.2f} M lines/s"
-          f"  {sizes['trec'] / med['trec'] / 1e6:6.1f} MB/s")
+          f"  {sizes['trec'] / med['trec'] / 1e6:6.1f} MB/s   (+{extra['trec']:.0f} MB peak)")
     print(f"    Parquet out     {med['parquet']:7.2f} s  "
           f"{rows / med['parquet'] / 1e6:5.2f} M lines/s  "
           f"{sizes['parquet'] / med['parquet'] / 1e6:6.1f} MB/s   "
@@ -135,12 +166,13 @@ def main(argv: list[str] | None = None) -> int:
         data = ensure_dataset(scale)
         rss_before = rss_mb()
         anchor, run = clock(partial(cranfield.read_run, str(data.run_path)))
+        held = rss_mb() - rss_before
         rows = len(run)
         digest_s, _ = clock(partial(canonical_sha256, run))
         print(f"{scale}: {rows:,} lines, {len(run.topics):,} topics, run file "
               f"{data.run_bytes / 1e6:.1f} MB; cranfield.read_run {anchor:.2f} s "
               f"({rows / anchor / 1e6:.2f} M lines/s); the digest alone {digest_s:.2f} s; "
-              f"peak RSS {rss_before:.0f} -> {rss_mb():.0f} MB with the run read")
+              f"the run read holds {held:.0f} MB (resident set growth)")
         if not args.no_postgres:
             import psycopg
 

@@ -152,7 +152,8 @@ def delete_result(result_id: str):
 @bp.get("/results/<result_id>/run")
 def get_result_run(result_id: str):
     """The run the result kept (issue #31): its canonical TREC text, streamed a row group at a
-    time (``text/plain``, the default; its SHA-256 is the result's ``run_sha256``), or the
+    time (``text/plain``, the default; read back, its digest is the result's ``run_sha256``),
+    or the
     stored Parquet file's bytes (``application/vnd.apache.parquet``). 404 naming why: no
     such result, or a result that kept no run."""
     from backend.kept_runs import PARQUET_MEDIA_TYPE, KeptRuns

@@ -1,7 +1,7 @@
 """Kept runs (issue #31): ``record.keep_run`` on POST /v1/evaluations (JSON, multipart, queued)
 and a system's ``keep_runs`` setting keep the evaluated run once per tenant and content digest
-(backend/kept_runs.py); ``GET /v1/results/{id}/run`` reads it back as canonical TREC text (its
-SHA-256 the result's ``run_sha256``) or as the stored Parquet bytes; deleting the last result
+(backend/kept_runs.py); ``GET /v1/results/{id}/run`` reads it back as canonical TREC text (read
+back, the result's ``run_sha256``) or as the stored Parquet bytes; deleting the last result
 naming a run deletes it. Every response is checked against openapi.yaml; each test runs on
 SQLite and on PostgreSQL (conftest)."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from conftest import ContractClient, finished_job
 from sqlalchemy import func, select
 
 import cranfield
-from backend.kept_runs import CHUNK_BYTES, KeptRunChunk, KeptRuns
+from backend.kept_runs import CHUNK_BYTES, KeptRunChunk, KeptRuns, canonical_sha256
 from backend.results import Result
 from service.app import create_app
 from service.auth import key_line
@@ -48,6 +49,11 @@ def post_form(client, rec, run=RUN, headers=None):
                        headers=headers or {})
 
 
+def digest_of(text: bytes) -> str:
+    """The kept-run digest of a run's text, read back."""
+    return canonical_sha256(cranfield.read_run(text))
+
+
 def kept_counts(app) -> tuple[int, int]:
     """(kept runs, chunk rows) in the app's results database, every tenant's."""
     runs = KeptRuns(app.extensions["results"])
@@ -71,7 +77,7 @@ def test_a_kept_run_reads_back_and_evaluates_to_the_same_numbers(app, client):
     text = client.get(f"/v1/results/{result_id}/run")
     assert text.status_code == 200 and text.mimetype == "text/plain"
     body = text.get_data()
-    assert hashlib.sha256(body).hexdigest() == digest == text.headers["Cranfield-Run-Sha256"]
+    assert digest_of(body) == digest == text.headers["Cranfield-Run-Sha256"]
     # the same rows as sent (the canonical text reorders and re-spells, nothing else)
     assert cranfield.read_run(body).to_dict() == cranfield.read_run(RUN.encode()).to_dict()
     assert len(body.splitlines()) == len(RUN.splitlines())
@@ -134,7 +140,7 @@ def test_another_run_is_another_copy(app, client):
     client.delete(f"/v1/results/{a['id']}")
     assert kept_counts(app)[0] == 1
     got = client.get(f"/v1/results/{b['id']}/run").get_data()
-    assert hashlib.sha256(got).hexdigest() == b["run_sha256"]
+    assert digest_of(got) == b["run_sha256"]
 
 
 def test_no_kept_run_is_a_404_naming_why(client):
@@ -193,7 +199,7 @@ def test_a_queued_evaluation_keeps_its_run(app, client, post):
     assert recorded["run_sha256"] == sync["run_sha256"]
     assert kept_counts(app)[0] == 1
     body = client.get(f"/v1/results/{recorded['id']}/run").get_data()
-    assert hashlib.sha256(body).hexdigest() == recorded["run_sha256"]
+    assert digest_of(body) == recorded["run_sha256"]
 
 
 def test_a_sharded_queued_evaluation_keeps_the_whole_run(app, client):
@@ -222,20 +228,35 @@ def test_chunks_are_bounded_and_read_back_in_order(app):
     assert max(sizes) <= 512
     assert small.read("t", digest).to_dict() == run.to_dict()
     text = b"".join(small.trec_chunks("t", digest))
-    assert hashlib.sha256(text).hexdigest() == digest
+    assert digest_of(text) == digest
     assert KeptRuns(store).keep("t", run) == digest and small.count("t") == 1
     assert CHUNK_BYTES == 1 << 20
+
+
+def reference_rows(run) -> list[tuple[str, str, float]]:
+    """The rows in canonical order, by its definition: topics' bytes ascending, score
+    descending, docid's bytes descending."""
+    rows = [(t, d, s) for t, docs in run.to_dict().items() for d, s in docs.items()]
+    rows.sort(key=lambda r: r[1].encode(), reverse=True)
+    rows.sort(key=lambda r: (r[0].encode(), -r[2]))
+    return rows
+
+
+def reference_digest(run) -> str:
+    """The digest by its definition: runid and a newline, then topic, tab, docid, tab and the
+    score's 8 big-endian bytes per row."""
+    digest = hashlib.sha256(run.runid.encode() + b"\n")
+    for t, d, s in reference_rows(run):
+        digest.update(t.encode() + b"\t" + d.encode() + b"\t" + struct.pack(">d", s + 0.0))
+    return digest.hexdigest()
 
 
 def reference_text(run) -> bytes:
     """The canonical TREC text by its definition (backend/kept_runs.py), one row at a time:
     topics' bytes ascending, score descending, docid's bytes descending; rank from 1 within
     the topic; repr of the score; the runid."""
-    rows = [(t, d, s) for t, docs in run.to_dict().items() for d, s in docs.items()]
-    rows.sort(key=lambda r: r[1].encode(), reverse=True)
-    rows.sort(key=lambda r: (r[0].encode(), -r[2]))
     out, last, rank = [], None, 0
-    for t, d, s in rows:
+    for t, d, s in reference_rows(run):
         rank = rank + 1 if t == last else 1
         last = t
         out.append(f"{t} Q0 {d} {rank} {s + 0.0!r} {run.runid}\n")
@@ -254,7 +275,8 @@ def test_the_canonical_text_is_its_definition_across_batches(app, monkeypatch, b
     expected = reference_text(run)
     runs = KeptRuns(app.extensions["results"])
     digest = runs.keep(None, run)
-    assert digest == hashlib.sha256(expected).hexdigest() == kept_runs.canonical_sha256(run)
+    assert digest == reference_digest(run) == kept_runs.canonical_sha256(run)
+    assert digest_of(expected) == digest
     assert b"".join(runs.trec_chunks(None, digest)) == expected
     back = runs.read(None, digest)
     assert back.to_dict() == run.to_dict() and back.topics == run.topics

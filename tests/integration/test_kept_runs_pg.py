@@ -5,14 +5,13 @@ dropped here; failing under CI=true without it) and in a SQLite file both proces
 The same run is recorded with ``keep_run`` synchronously, queued and sharded (the worker's
 combine step reads the pieces back), and by ``cranfield eval --record --keep-run``: one kept
 run, counted in the database itself. ``GET /v1/results/{id}/run`` streams the canonical text
-(its SHA-256 the digest; evaluated again it gives the recorded numbers) and the stored
+(read back, the digest; evaluated again, the recorded numbers) and the stored
 Parquet bytes (equal to the chunk rows, concatenated); a run of 300,000 lines spans several
 chunks of at most 1 MiB. Deleting the results one by one keeps the run until the last goes,
 then its rows and chunks are gone."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import subprocess
@@ -23,6 +22,7 @@ from servers import BODY, CRANFIELD, ROOT, call, running_gunicorn, running_worke
 from sqlalchemy import create_engine, text
 
 import cranfield
+from backend.kept_runs import canonical_sha256
 
 PARQUET = "application/vnd.apache.parquet"
 MEASURES = ["map", "P.10", "ndcg_cut.10", "num_ret", "runid"]
@@ -125,7 +125,7 @@ def test_one_kept_run_for_every_way_in_and_gone_with_its_last_result(api, worker
 
     status, headers, text_body = get(api, f"/v1/results/{ids[1]}/run")
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
-    assert hashlib.sha256(text_body).hexdigest() == digest
+    assert canonical_sha256(cranfield.read_run(text_body)) == digest
     status, _, again = call(api, "POST", "/v1/evaluations",
                             {**body, "run": text_body.decode()})
     assert status == 200 and again["aggregate"] == sync["aggregate"]
@@ -171,7 +171,8 @@ def test_a_large_run_spans_bounded_chunks(api, worker, database, require):
     assert n_rows == 300_000 and n_chunks == len(sizes) >= 2
     assert max(sizes) == 1 << 20 and sum(sizes) == n_bytes
     status, _, body_text = get(api, f"/v1/results/{doc['recorded']['id']}/run")
-    assert status == 200 and hashlib.sha256(body_text).hexdigest() == digest
+    assert status == 200
+    assert canonical_sha256(cranfield.read_run(body_text)) == digest
     assert len(body_text.splitlines()) == 300_000
     assert cranfield.read_run(body_text).to_dict() == cranfield.read_run(
         run_text.encode()).to_dict()

@@ -1,5 +1,5 @@
 """Kept runs (issue #31): ``kept_runs`` (a tenant's run, once per content digest: the SHA-256
-of its canonical TREC text, see ``backend/kept_runs.py``) and ``kept_run_chunks`` (its Parquet
+of its canonical rows, see ``backend/kept_runs.py``) and ``kept_run_chunks`` (its Parquet
 bytes, zstd, in bounded-size blobs in order); a result's ``run_sha256`` (the run it kept, NULL
 for none; indexed with the tenant, which counts a run's references) and a system's
 ``keep_runs`` (its results keep their runs by default; NULL: no).
