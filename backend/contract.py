@@ -22,6 +22,7 @@ SHARD_FUNCTION = "worker.jobs.evaluate_shard_job"
 COMBINE_FUNCTION = "worker.jobs.combine_shards_job"
 COMPARE_FUNCTION = "worker.jobs.compare_job"
 POOL_FUNCTION = "worker.jobs.pool_job"
+BATCH_FUNCTION = "worker.jobs.evaluate_batch_job"
 
 #: The version of the specs this code writes and reads. Bump it when a field changes meaning
 #: or a required field is added; a worker refuses a version it does not know.
@@ -204,10 +205,22 @@ class PoolJob(Job):
     profile: str = "trec_eval-9.0.8"
 
 
+@dataclass(kw_only=True)
+class BatchEvaluationJob(Job):
+    """Several runs against one qrels (``POST /v1/evaluations/batch`` queued, issue #30):
+    ``runs``, in the request's order, ``{"name", "run_key", "run_format"}`` each (every run's
+    bytes under its own blob key); the qrels read once, every run evaluated by
+    ``cranfield.evaluate_many``; the result the batch document the synchronous route
+    answers."""
+    kind: ClassVar[str] = "batch"
+    runs: list[dict[str, str]] = field(default_factory=list)
+
+
 _KINDS: dict[str, type[Job]] = {c.kind: c for c in (EvaluationJob, ShardJob, CombineJob,
-                                                     ComparisonJob, PoolJob)}
+                                                     ComparisonJob, PoolJob,
+                                                     BatchEvaluationJob)}
 
 #: The kind of job each entry point runs (telemetry labels jobs by it).
 KIND_OF_FUNCTION = {EVALUATE_FUNCTION: "evaluation", SHARD_FUNCTION: "shard",
                     COMBINE_FUNCTION: "combine", COMPARE_FUNCTION: "comparison",
-                    POOL_FUNCTION: "pool"}
+                    POOL_FUNCTION: "pool", BATCH_FUNCTION: "batch"}

@@ -13,12 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from . import keys
 from .config import work_bounds
 from .contract import (
+    BATCH_FUNCTION,
     COMBINE_FUNCTION,
     COMPARE_FUNCTION,
     EVALUATE_FUNCTION,
     POOL_FUNCTION,
     QUEUE,
     SHARD_FUNCTION,
+    BatchEvaluationJob,
     CombineJob,
     ComparisonJob,
     EvaluationJob,
@@ -28,7 +30,7 @@ from .contract import (
     table_bounds,
 )
 from .store import MemoryStore, RedisStore, redis_client
-from .tasks import execute, finished_evaluation, run_comparison, run_pool
+from .tasks import execute, finished_evaluation, run_batch, run_comparison, run_pool
 from .telemetry import metered_queue, observe_embedded_job, record_enqueued
 
 
@@ -87,6 +89,8 @@ class MemoryBackend:
         try:
             if isinstance(spec, PoolJob):
                 outcome = run_pool(self.store, spec, progress=report)
+            elif isinstance(spec, BatchEvaluationJob):
+                outcome = run_batch(self.store, spec, progress=report)
             elif isinstance(spec, ComparisonJob):
                 outcome = run_comparison(self.store, spec, lambda job_id: (
                     self.finished_evaluation(job_id, spec.tenant)), self.results,
@@ -256,7 +260,8 @@ class RedisBackend:
         job_id = job_id or new_job_id()
         spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
         function = (POOL_FUNCTION if isinstance(spec, PoolJob) else COMPARE_FUNCTION
-                    if isinstance(spec, ComparisonJob) else EVALUATE_FUNCTION)
+                    if isinstance(spec, ComparisonJob) else BATCH_FUNCTION
+                    if isinstance(spec, BatchEvaluationJob) else EVALUATE_FUNCTION)
         self.queue.enqueue_call(
             function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
             timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
@@ -394,7 +399,8 @@ def _meta(spec: Job) -> dict:
     """An RQ job's meta: whose it is, and what it makes (its result's kind: a sharded
     evaluation's combine job makes an evaluation)."""
     kind = ("comparison" if isinstance(spec, ComparisonJob) else PoolJob.kind
-            if isinstance(spec, PoolJob) else EvaluationJob.kind)
+            if isinstance(spec, PoolJob) else BatchEvaluationJob.kind
+            if isinstance(spec, BatchEvaluationJob) else EvaluationJob.kind)
     return {"tenant": spec.tenant, "kind": kind}
 
 

@@ -22,6 +22,7 @@ from cranfield.measures.names import needs_subtopics
 from cranfield.reports.result_document import details_for, evaluation_document
 
 from .contract import (
+    BatchEvaluationJob,
     CombineJob,
     ComparisonJob,
     EvaluationJob,
@@ -763,6 +764,125 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
     except INPUT_FAILURES as exc:
         outcome = {"problem": _failure(exc)}
     _drop_inputs(store, [run.get("run_key") for run in job.runs])
+    return outcome
+
+
+# --------------------------------------------------------------------------------------------
+# Batches: several runs against one qrels read once (issue #30: a large one is queued)
+# --------------------------------------------------------------------------------------------
+
+def check_batch_values(runs: list, qrels, measures, options: dict, limit: int | None,
+                       budget: str) -> None:
+    """A batch's runs × measure instances × topics (the most topics a run is evaluated over;
+    every judged topic with ``complete_topics``) within ``limit`` (``budget`` names it:
+    MAX_EVALUATION_VALUES answered at once, MAX_QUEUED_EVALUATION_VALUES queued), checked
+    once the runs are read and before any is evaluated: :class:`BudgetError` naming
+    ``runs`` and the factors otherwise. None: unbounded."""
+    from cranfield.measures.names import resolve
+
+    if limit is None:
+        return
+    instances = len(resolve(measures, options["profile"]))
+    judged = set(qrels.topics)
+    topics = (len(judged) if options.get("complete_topics") else
+              max(len(judged.intersection(run.topics)) for run in runs))
+    total = len(runs) * instances * topics
+    if total > limit:
+        raise BudgetError(
+            f"{len(runs):,} runs × {instances:,} measure instances × {topics:,} topics = "
+            f"{total:,} values, over {budget} {limit:,}: send fewer runs per batch, ask for "
+            "fewer cutoffs or measures, or evaluate fewer topics", budget=budget, limit=limit,
+            total=total, factors={"runs": len(runs), "instances": instances, "topics": topics},
+            field="runs")
+
+
+def name_the_run(exc: cranfield.CranfieldError, errors: dict | None,
+                 detail: str) -> tuple[dict | None, str]:
+    """(errors, detail) of a batch's engine error, naming the run it is about (``exc.run``,
+    ``runs[i]``, set by ``cranfield.evaluate_many``): what POST /v1/evaluations gives under
+    ``run`` is under ``runs[i].run`` and the detail says which run it is. An input error
+    names it already (its run was read under that label): unchanged, as is an error about
+    no run."""
+    where = getattr(exc, "run", None)
+    if where is None or isinstance(exc, cranfield.InputError):
+        return errors, detail
+    return ({f"{where}.{key}" if key == "run" or key.startswith("run.") else key: value
+             for key, value in (errors or {}).items()}, f"{where}: {detail}")
+
+
+def _read_batch_run(raw: bytes, fmt: str, label: str, bounds: dict):
+    """(a queued batch's run as the synchronous route reads it under ``label``,
+    ``runs[i].run``; its SHA-256). A mapping is read by the fast reader; if it is refused,
+    it is read again under its label, so the error names ``runs[i].run...`` as the
+    synchronous route's does. A run without runids (a mapping, a table) is ``cranfield``'s,
+    as POST /v1/evaluations names it."""
+    from cranfield.inputs.json_body import loads
+
+    try:
+        run, digest = _read_stored_run(raw, fmt, label, bounds=bounds)
+    except cranfield.InputError:
+        if fmt == "json":
+            cranfield.read_run(loads(raw, root=label), name=label)
+        raise
+    if run.runid == label:
+        run.runid = "cranfield"
+    return run, digest
+
+
+def run_batch(store, job: BatchEvaluationJob, progress=None) -> dict:
+    """A queued batch to its outcome: ``{"result"}``, the document ``POST
+    /v1/evaluations/batch`` answers (``{"evaluations": [{"name", <each run's evaluation
+    document>}], "qrels": {"sha256", "version"?}}``), or ``{"problem"}``, the one the
+    synchronous route gives. As it does: the qrels read once and held to MAX_TOPICS, each run
+    read (under ``runs[i].run``) and held to MAX_TOPICS and MAX_DOCS_PER_TOPIC in order, then
+    runs × instances × topics to the queued values' budget, then every run evaluated by
+    ``cranfield.evaluate_many`` within the job's budgets (a run's error naming ``runs[i]``).
+    The inputs are dropped once the outcome exists."""
+    from cranfield.evaluate_many import iter_evaluations
+
+    total = len(job.runs)
+    try:
+        qrels, qrels_digest, qrels_version = _load_qrels(store, job)
+        _within_limits(job, qrels, "qrels_id" if job.qrels.ref else "qrels")
+        runs, digests = {}, []
+        for i, entry in enumerate(job.runs):
+            _tell(progress, stage="reading", runs_done=i, runs_total=total)
+            label = f"runs[{i}].run"
+            run, digest = _read_batch_run(store.get_blob(entry["run_key"]),
+                                          entry["run_format"], label,
+                                          bounds_for(job.table_bounds, "run"))
+            _within_limits(job, run, label)
+            runs[f"runs[{i}]"] = run
+            digests.append(digest)
+        check_batch_values(list(runs.values()), qrels, job.measures, job.options,
+                           (job.work_bounds or {}).get("max_evaluation_values"),
+                           "MAX_QUEUED_EVALUATION_VALUES")
+        _tell(progress, stage="evaluating", runs_done=0, runs_total=total)
+        evs = []
+        with job_budget(job):
+            for _, ev in iter_evaluations(qrels, runs, job.measures, **job.options):
+                evs.append(ev)
+                _tell(progress, runs_done=len(evs))
+        del runs
+        docs = [{"name": entry["name"], **name_topic_metadata(evaluation_document(
+            ev, job.document_settings(), digest, qrels_digest, None, qrels_version),
+            job.topic_metadata_version)}
+            for entry, ev, digest in zip(job.runs, evs, digests, strict=True)]
+        outcome = {"result": {"evaluations": docs, "qrels": {
+            "sha256": qrels_digest, **({"version": qrels_version} if qrels_version else {})}}}
+    except NotFound as exc:
+        outcome = {"problem": _missing(exc)}
+    except BadInput as exc:
+        outcome = {"problem": exc.problem}
+    except BudgetError as exc:  # the budget's problem, as the synchronous route's 422
+        outcome = {"problem": budget_problem(exc)}
+    except cranfield.CranfieldError as exc:
+        problem = _problem(exc)
+        problem["errors"], problem["detail"] = name_the_run(exc, problem.get("errors"),
+                                                            problem["detail"])
+        outcome = {"problem": problem}
+    _drop_inputs(store, [entry.get("run_key") for entry in job.runs]
+                 + [job.qrels.key if job.qrels is not None else None])
     return outcome
 
 

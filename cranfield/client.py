@@ -254,7 +254,9 @@ class Client:
                       measures: list[str] | None = None, *, qrels_id: str | None = None,
                       options: dict | None = None, per_topic: bool | None = None,
                       curves: bool = False, accept: str = "application/json",
-                      topic_metadata_id: str | None = None) -> Any:
+                      topic_metadata_id: str | None = None, prefer_async: bool = False,
+                      wait: bool = True, progress: Progress | None = None,
+                      timeout: float | None = None) -> Any:
         """``POST /v1/evaluations/batch``: every run of ``runs`` against ``qrels`` (or stored
         ``qrels_id``), the qrels read once by the service, as
         :func:`cranfield.evaluate_many` evaluates them here. ``runs``: a mapping ``{name:
@@ -263,9 +265,11 @@ class Client:
         place); each a path (read and sent as its text), a mapping, TREC text or bytes.
         Returns ``{name: document}``, each document what :meth:`evaluate` returns for that
         run alone, or for ``accept="text/plain"`` the text (per run, what ``cranfield eval``
-        prints, after trec_eval's ``runid`` line when there are several). A batch is
-        answered at once, never queued: a body over the service's ASYNC_THRESHOLD_BYTES is
-        an ApiError 413 (send fewer runs per call)."""
+        prints, after trec_eval's ``runid`` line when there are several). A batch the
+        service queues (a body over its ASYNC_THRESHOLD_BYTES, or ``prefer_async``) is
+        polled as :meth:`evaluate` polls a job, ``progress(job)`` told each state, until it
+        ends or ``timeout`` seconds (default: the client's) pass; its result is returned as
+        above (with ``wait=False``, the queued job's status instead)."""
         from collections.abc import Mapping
 
         from .inputs.run_naming import run_names
@@ -297,11 +301,23 @@ class Client:
             body["per_topic"] = per_topic
         if curves:
             body["curves"] = True
-        _, _, raw = self.request("POST", "/v1/evaluations/batch", body,
-                                 headers={"Accept": accept})
-        if accept != "application/json":
+        headers = {"Accept": accept, **({"Prefer": "respond-async"} if prefer_async else {})}
+        status, resp_headers, raw = self.request("POST", "/v1/evaluations/batch", body,
+                                                 headers=headers)
+        if status == 202:
+            job = json.loads(raw)
+            if not wait:
+                return job
+            state = self.wait(resp_headers.get("Location") or job["id"], timeout=timeout,
+                              progress=progress)
+            if accept != "application/json":
+                return self.job_result(state["id"], accept, state)  # a Text: .job
+            result = state["result"]
+        elif accept != "application/json":
             return raw.decode("utf-8")
-        return {doc.pop("name"): doc for doc in json.loads(raw)["evaluations"]}
+        else:
+            result = json.loads(raw)
+        return {doc.pop("name"): doc for doc in result["evaluations"]}
 
     def job_result(self, job: str, accept: str = "application/json",
                    state: dict | None = None) -> Any:

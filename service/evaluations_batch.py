@@ -15,30 +15,38 @@ every run and the qrels held to MAX_TOPICS and MAX_DOCS_PER_TOPIC (413 naming
 ``runs[i].run``, ``runs[i].run.<topic>``, ``qrels`` or ``qrels_id``); the measures to
 MAX_MEASURE_INSTANCES before any input is read; once the runs are read, runs × instances ×
 topics (the most topics a run is evaluated over) to MAX_EVALUATION_VALUES (422
-``work-over-budget`` naming the budget and its factors). A batch is never queued: a body over
-ASYNC_THRESHOLD_BYTES is 413 (send fewer runs per batch, or each run to POST /v1/evaluations,
-which queues it); ``Prefer: respond-async`` is not applied (the answer is the 200, without
-``Preference-Applied``).
+``work-over-budget`` naming the budget and its factors).
+
+Queued (``Prefer: respond-async``, or a body over ASYNC_THRESHOLD_BYTES), as a single
+evaluation is (:mod:`service.enqueue`): once the measures are checked, the job takes one of
+the tenant's slots, the qrels go by reference (stored ones pinned, inline ones under a key of
+their own), each run's bytes under a key of its own (INPUT_TTL), and the job
+(``backend.contract.BatchEvaluationJob``) carries only keys and names; 202 with the Job and
+``Location``. Its worker (``backend.tasks.run_batch``) does what this route does, under the
+queued budgets (MAX_QUEUED_EVALUATION_VALUES), and its result is this route's JSON document;
+``GET /v1/jobs/{id}`` as ``text/plain`` gives this route's text (:func:`batch_text`).
 """
 
 from __future__ import annotations
 
+import uuid
+
 import orjson
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
-from backend.tasks import name_topic_metadata
+from backend.contract import BatchEvaluationJob
+from backend.tasks import check_batch_values, name_the_run, name_topic_metadata
 from cranfield import CranfieldError
-from cranfield.errors import InputError
 from cranfield.measures.budget import BudgetError, evaluation_budget
-from cranfield.measures.names import needs_subtopics, resolve
+from cranfield.measures.names import needs_subtopics
 from cranfield.reports.result_document import evaluation_document
 from cranfield.reports.trec_format import format_trec
 
 from .comparisons import load_runs_body
-from .enqueue import check_measure_instances, over_budget
-from .inputs import digest, engine_problem, read_input, stored_qrels
+from .enqueue import accepted, check_measure_instances, over_budget, submission, wants_async
+from .inputs import digest, engine_problem, read_input, serialised, stored_qrels
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem
@@ -121,19 +129,6 @@ def batch_names(runs: list[dict]) -> list[str]:
     return [r.get("name") or f"run{i + 1}" for i, r in enumerate(runs)]
 
 
-def _not_queued() -> None:
-    """413 for a body over ASYNC_THRESHOLD_BYTES (which POST /v1/evaluations would queue): a
-    batch is answered here, never queued."""
-    limit = current_app.config["ASYNC_THRESHOLD_BYTES"]
-    size = request.content_length or 0
-    if size > limit:
-        message = (f"the body is {size:,} bytes, over ASYNC_THRESHOLD_BYTES {limit:,}: a batch "
-                   "is evaluated synchronously, never queued; send fewer runs per batch, or "
-                   "each run to POST /v1/evaluations, which queues a large one")
-        raise Problem(413, "Request Entity Too Large", message, kind="too-large",
-                      errors={"body": [message]})
-
-
 def _read_qrels(req: dict, cfg) -> tuple:
     """(qrels, their SHA-256, ``id@version`` of stored ones or None), within MAX_TOPICS."""
     if req.get("qrels_id"):
@@ -170,23 +165,14 @@ def _read_runs(req: dict, cfg) -> tuple[list, list[str]]:
 
 def _check_values(req: dict, runs: list, qrels, cfg) -> None:
     """422 naming MAX_EVALUATION_VALUES and its factors when runs × measure instances × the
-    most topics a run is evaluated over exceed it: before any run is evaluated."""
-    limit = cfg["MAX_EVALUATION_VALUES"]
-    instances = len(resolve(req["measures"], req["options"]["profile"]))
-    qrels_topics = set(qrels.topics)
-    if req["options"].get("complete_topics"):
-        topics = len(qrels_topics)
-    else:
-        topics = max(len(qrels_topics.intersection(run.topics)) for run in runs)
-    total = len(runs) * instances * topics
-    if total > limit:
-        raise over_budget(BudgetError(
-            f"{len(runs):,} runs × {instances:,} measure instances × {topics:,} topics = "
-            f"{total:,} values, over MAX_EVALUATION_VALUES {limit:,}: send fewer runs per "
-            "batch, ask for fewer cutoffs or measures, or evaluate fewer topics",
-            budget="MAX_EVALUATION_VALUES", limit=limit, total=total,
-            factors={"runs": len(runs), "instances": instances, "topics": topics},
-            field="runs")) from None
+    most topics a run is evaluated over exceed it (``backend.tasks.check_batch_values``, a
+    queued batch's check too): before any run is evaluated."""
+    try:
+        check_batch_values(runs, qrels, req["measures"], req["options"],
+                           cfg["MAX_EVALUATION_VALUES"], "MAX_EVALUATION_VALUES")
+    except BudgetError as exc:
+        raise over_budget(exc, cfg["MAX_QUEUED_EVALUATION_VALUES"],
+                          "MAX_QUEUED_EVALUATION_VALUES") from None
 
 
 def _evaluate(req: dict, runs: list, qrels, cfg) -> list:
@@ -198,24 +184,20 @@ def _evaluate(req: dict, runs: list, qrels, cfg) -> list:
                                max_segments=cfg["MAX_SEGMENTS"]):
             evs = cranfield.evaluate_many(qrels, keyed, req["measures"], **req["options"])
     except BudgetError as exc:
-        raise over_budget(exc) from None
+        raise over_budget(exc, cfg["MAX_QUEUED_EVALUATION_VALUES"],
+                          "MAX_QUEUED_EVALUATION_VALUES") from None
     except CranfieldError as exc:
         raise _run_problem(exc, req["measures"]) from None
     return [evs[key] for key in keyed]
 
 
 def _run_problem(exc: CranfieldError, measures) -> Problem:
-    """An engine error as its 4xx, naming the run it is about (``exc.run``: ``runs[i]``):
-    an error POST /v1/evaluations gives under ``run`` is under ``runs[i].run`` (a run's
-    input errors name it so already, as it was read under that label), and the detail
-    says which run it is."""
+    """An engine error as its 4xx, naming the run it is about (``exc.run``: ``runs[i]``;
+    ``backend.tasks.name_the_run``, as a queued batch's failure names it): an error POST
+    /v1/evaluations gives under ``run`` is under ``runs[i].run``, and the detail says which
+    run it is."""
     problem = engine_problem(exc, measures)
-    where = getattr(exc, "run", None)
-    if where is None or isinstance(exc, InputError):
-        return problem
-    problem.errors = {f"{where}.{key}" if key == "run" or key.startswith("run.") else key:
-                      value for key, value in (problem.errors or {}).items()}
-    problem.detail = f"{where}: {problem.detail}"
+    problem.errors, problem.detail = name_the_run(exc, problem.errors, problem.detail)
     return problem
 
 
@@ -225,14 +207,16 @@ def create_batch():
     answers for it alone."""
     fmt = negotiate(["application/json", "text/plain"],
                     "application/json or text/plain (per run, trec_eval's text)")
-    _not_queued()
     cfg = current_app.config
     req = load_runs_body(REQUEST_SCHEMA, _FORM_OPTIONS, cfg["MAX_BATCH_RUNS"])
-    if req["per_topic"] is None:
+    if req["per_topic"] is None:  # kept by a queued batch: its text is this answer's
         req["per_topic"] = fmt != "text/plain"
     resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
     check_measure_instances(req)
     names = batch_names(req["runs"])
+    if wants_async():
+        with timed("enqueue"):
+            return _enqueue_batch(req, names)
     with timed("evaluate"):
         qrels, qrels_digest, version = _read_qrels(req, cfg)
         runs, digests = _read_runs(req, cfg)
@@ -250,6 +234,35 @@ def create_batch():
         return Response(orjson.dumps({"evaluations": docs, "qrels": qrels_doc},
                                      option=orjson.OPT_SERIALIZE_NUMPY),
                         mimetype="application/json")
+
+
+def _enqueue_batch(req: dict, names: list[str]) -> Response:
+    """Queue the batch: a job slot (429 at the tenant's MAX_QUEUED_JOBS), the qrels by
+    reference, each run's bytes stored under its own key for INPUT_TTL (an Arrow or Parquet
+    run's metadata checked first, naming ``runs[i].run``), and a job carrying only the keys,
+    the names and the settings; 202. A run refused while they are stored leaves nothing
+    stored."""
+    backend = current_app.extensions["cranfield"]
+    ttl = current_app.config["INPUT_TTL"]
+    job_id, carried = submission(req)
+    runs: list[dict[str, str]] = []
+    try:
+        for i, (name, entry) in enumerate(zip(names, req["runs"], strict=True)):
+            data, fmt = serialised(entry.pop("run"), "run", f"runs[{i}].run")
+            runs.append({"name": name, "run_format": fmt, "run_key": backend.store.put_blob(
+                f"run-{uuid.uuid4().hex}", data, ttl)})
+            del data
+        spec = BatchEvaluationJob(measures=req["measures"], options=req["options"],
+                                  per_topic=req["per_topic"], curves=req["curves"], runs=runs,
+                                  **carried)
+        backend.submit(spec, job_id)
+    except BaseException:
+        qrels = carried["qrels"]
+        for key in [r["run_key"] for r in runs] + [qrels.key if qrels is not None else None]:
+            if key:
+                backend.store.delete_blob(key)
+        raise
+    return accepted(job_id)
 
 
 def batch_text(evs: list, per_topic: bool) -> str:

@@ -83,6 +83,15 @@ def _rendered(job: dict, fmt: str) -> Response:
         from cranfield.compare.pooling import format_pool
 
         return Response(format_pool(result), mimetype="text/plain")
+    if job.get("kind") == "batch":  # what POST /v1/evaluations/batch answers as text/plain
+        if fmt == "text/csv":
+            raise Problem(406, "Not Acceptable", "a batch evaluation is available as "
+                          "application/json, text/html or text/plain", kind="not-acceptable")
+        from .evaluations_batch import batch_text
+
+        docs = result["evaluations"]
+        return Response(batch_text([document_evaluation(d) for d in docs],
+                                   per_topic="per_topic" in docs[0]), mimetype="text/plain")
     if "pairs" in result:  # a comparison
         if fmt == "text/csv":
             raise Problem(406, "Not Acceptable", "a comparison is available as "
@@ -122,6 +131,8 @@ def _page(job: dict) -> Response:
     result = job.get("result")
     if job.get("status") == "finished" and result is not None and job.get("kind") == "pool":
         return Response(_pool_page(job), mimetype="text/html")
+    if job.get("status") == "finished" and result is not None and job.get("kind") == "batch":
+        return Response(_batch_page(job), mimetype="text/html")
     if job.get("status") == "finished" and result is not None:
         from cranfield.reports.jg_document import is_jg_document
 
@@ -156,6 +167,29 @@ def _pool_page(job: dict) -> str:
             f"{int(result.get('depth', 0))}</h1><p>Cranfield job {html.escape(job['id'])}: "
             f"{int(result.get('total', 0))} documents to judge</p><table><tr><th>topic</th>"
             f"<th>documents</th></tr>{rows}</table></body></html>")
+
+
+def _batch_page(job: dict) -> str:
+    """A finished batch job's page: each run's name, runid and aggregate values, a row per
+    run (each run's whole document: the job as JSON; its text: as text/plain)."""
+    docs = job["result"]["evaluations"]
+    keys = list(dict.fromkeys(k for d in docs for k in d.get("aggregate", {})))
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+
+    def cell(value) -> str:
+        return "" if value is None else html.escape(
+            f"{value:.4f}" if isinstance(value, float) else str(value))
+
+    rows = "".join(
+        f"<tr><td>{html.escape(str(d['name']))}</td>"
+        f"<td>{html.escape(str(d.get('provenance', {}).get('runid', '')))}</td>"
+        + "".join(f"<td>{cell(d.get('aggregate', {}).get(k))}</td>" for k in keys) + "</tr>"
+        for d in docs)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>Batch evaluation of {len(docs)} runs</title></head><body>"
+            f"<h1>Batch evaluation of {len(docs)} runs</h1><p>Cranfield job "
+            f"{html.escape(job['id'])}</p><table><tr><th>name</th><th>runid</th>{head}</tr>"
+            f"{rows}</table></body></html>")
 
 
 @bp.delete("/<job_id>")

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from backend.contract import (
+    BatchEvaluationJob,
     CombineJob,
     ComparisonJob,
     EvaluationJob,
@@ -21,6 +22,7 @@ from backend.results_access import qrels_store
 from backend.tasks import (
     execute,
     finished_evaluation,
+    run_batch,
     run_combine,
     run_comparison,
     run_pool,
@@ -138,6 +140,20 @@ def pool_job(wire: dict[str, Any]) -> dict:
         return _unreadable(exc)
     job = get_current_job()
     return run_pool(qrels_store(job.connection), spec, progress=_reporter(job))
+
+
+def evaluate_batch_job(wire: dict[str, Any]) -> dict:
+    """A queued batch (``worker.jobs.evaluate_batch_job``, issue #30): several runs, each
+    from its own blob, against one qrels read once; its progress the runs read, then
+    evaluated."""
+    from rq import get_current_job
+
+    try:
+        spec = BatchEvaluationJob.from_wire(wire)
+    except SpecError as exc:
+        return _unreadable(exc)
+    job = get_current_job()
+    return run_batch(qrels_store(job.connection), spec, progress=_reporter(job))
 
 
 def rescore_job(wire: dict[str, Any]) -> dict:

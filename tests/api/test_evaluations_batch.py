@@ -2,7 +2,8 @@
 run's document is the one POST /v1/evaluations answers for that run alone (JSON and
 multipart, inline and stored qrels, text/plain block by block); refusals name runs[i]; the
 bounds (MAX_BATCH_RUNS, MAX_TOPICS, MAX_EVALUATION_VALUES, MAX_MEASURE_INSTANCES) hold before
-the work. Every response is checked against openapi.yaml (ContractClient)."""
+the work. Every response is checked against openapi.yaml (ContractClient). A queued batch:
+test_evaluations_batch_queue.py."""
 
 from __future__ import annotations
 
@@ -343,17 +344,6 @@ def test_measure_instances_over_budget_before_any_input_is_read():
     body = refused(client.post("/v1/evaluations/batch", json={
         "runs": [{"run": "not read"}], "qrels": QRELS, "measures": [cutoffs(6)]}))
     assert body["budget"]["name"] == "MAX_MEASURE_INSTANCES"
-
-
-def test_a_batch_is_never_queued():
-    client = make_client(ASYNC_THRESHOLD_BYTES=1000)
-    body = refused(client.post("/v1/evaluations/batch", json={
-        "runs": [{"run": RUN}], "qrels": QRELS}), 413)
-    assert "ASYNC_THRESHOLD_BYTES 1,000" in body["detail"] and list(body["errors"]) == ["body"]
-    # Prefer: respond-async is not applied: the answer is here
-    resp = make_client().post("/v1/evaluations/batch", json={
-        "runs": [{"run": RUN}], "qrels": QRELS}, headers={"Prefer": "respond-async"})
-    assert resp.status_code == 200 and "Preference-Applied" not in resp.headers
 
 
 # --- the Python client ---------------------------------------------------------------------

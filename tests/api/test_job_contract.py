@@ -78,7 +78,7 @@ def test_comparison_settings_are_the_compare_keywords():
 
 
 def test_every_entry_point_has_a_kind():
-    assert sorted(KIND_OF_FUNCTION.values()) == ["combine", "comparison", "evaluation",
+    assert sorted(KIND_OF_FUNCTION.values()) == ["batch", "combine", "comparison", "evaluation",
                                                  "pool", "shard"]
     assert all(path.startswith("worker.jobs.") for path in KIND_OF_FUNCTION)
 
