@@ -8,8 +8,11 @@ the qrels (read and made one judgment per document as :func:`cranfield.evaluate.
 makes them, or read as subtopic qrels for diversity measures). Then each run in turn is read,
 ranked and measured by the code :func:`cranfield.evaluate` runs (:func:`cranfield.evaluate.
 evaluate_read`), and nothing of it is kept but its :class:`Evaluation`, so the memory a call
-needs at its peak is one run's. The Evaluation of each run equals ``evaluate(qrels, run,
-measures, **options)``'s.
+needs at its peak is a few runs' (the one measured, those read ahead). A run file is read and
+ranked against the qrels indexed once by the compiled text pass
+(:mod:`cranfield.inputs.text_pass`), on :func:`pass_threads` threads ahead of the evaluations;
+what it declines is read by read_run as evaluate reads it. The Evaluation of each run equals
+``evaluate(qrels, run, measures, **options)``'s.
 """
 
 from __future__ import annotations
