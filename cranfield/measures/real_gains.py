@@ -46,19 +46,43 @@ def measure_problem(inst) -> str | None:
     if m.name in AS_GAINS or m.name in NO_GRADE:
         return None
     if m.uses_rel_level and m.family not in REFUSED_FAMILIES and m.input == "qrels":
-        if inst.rel_level is None:
-            return (f"{m.name} counts relevant documents: with real gains it needs an explicit "
-                    f"threshold, given as rel= (e.g. {_example(inst)}); trec_eval's relevance "
-                    "level (-l, relevance_level) is not one")
-        return None
+        if inst.rel_level is not None:
+            return None
+        example = _example(inst)
+        if example is None:  # (trec_eval's own measures without an ir_measures spelling)
+            return (f"{m.name} counts relevant documents: with real gains it needs an "
+                    "explicit threshold, rel=, which only ir_measures' spellings take, and it "
+                    "has none: it is not available with real gains")
+        return (f"{m.name} counts relevant documents: with real gains it needs an explicit "
+                f"threshold, given as rel= (e.g. {example}); trec_eval's relevance level "
+                "(-l, relevance_level) is not one")
     return (f"{m.name} is defined over integer grades, not real gains (measures that use real "
             f"gains: {', '.join(sorted(AS_GAINS))}; binary measures with rel=)")
 
 
-def _example(inst) -> str:
-    name = inst.measure.ir_name or inst.measure.name
-    cutoff = f"@{inst.value}" if inst.measure.kind == "cutoffs" and inst.value else ""
-    return f"{name}(rel=0.5){cutoff}"
+def _example(inst) -> str | None:
+    """``inst`` spelt with ``rel=0.5`` (``P(rel=0.5)@10``), checked to name the same
+    measure; None when no spelling of it takes ``rel=``."""
+    from .names import parse_measure
+
+    m = inst.measure
+    cutoff = ""
+    if m.kind in ("cutoffs", "fcutoffs") and inst.value is not None:
+        cutoff = f"@{inst.value:g}" if m.kind == "fcutoffs" else f"@{inst.value}"
+    elif m.kind == "kw" and isinstance(inst.value, dict) and inst.value.get("k") is not None:
+        cutoff = f"@{inst.value['k']}"
+    from .registry import REGISTRY
+
+    # (its own names first; then every ir_measures name: AP@k spells map_cut, say)
+    names = (m.ir_name, m.name, *m.aliases, *(o.ir_name for o in REGISTRY.values()))
+    for name in dict.fromkeys(n for n in names if n):
+        text = f"{name}(rel=0.5){cutoff}"
+        try:
+            if all(i.measure.name == m.name for i in parse_measure(text)):
+                return text
+        except MeasureError:
+            continue
+    return None
 
 
 def check_measures(instances) -> None:

@@ -195,3 +195,35 @@ def test_arrow_and_parquet_files_of_real_gains(tmp_path):
     assert got == want
     with pytest.raises(InputError, match="grade"):  # undeclared: a float column refused
         cranfield.read_qrels(tmp_path / "qrels.parquet")
+
+
+def _binary_names():
+    from cranfield.measures import REGISTRY
+
+    return [m.name for m in sorted(REGISTRY.values(), key=lambda m: m.order)
+            if m.uses_rel_level and m.input == "qrels"]
+
+
+@pytest.mark.parametrize("name", _binary_names())
+def test_the_refusal_of_each_binary_measure_offers_a_spelling_that_works(name):
+    """The rel= spelling a refusal offers evaluates, on real gains, the measure refused; a
+    measure no spelling gives rel= to says it is not available."""
+    import re
+
+    from cranfield.measures.names import parse_measure
+
+    try:
+        parse_measure(name)
+    except MeasureError:
+        pytest.skip(f"{name} is not a name of its own (AP_norm is AP(norm=...)@k)")
+    with pytest.raises(MeasureError) as err:
+        cranfield.evaluate(QRELS, RUN, [name], gains="real", collection_size=1000)
+    said = str(err.value)
+    offered = re.search(r"\(e\.g\. (.+?)\); trec_eval", said)
+    if offered is None:
+        assert "not available with real gains" in said
+        return
+    ev = cranfield.evaluate(QRELS, RUN, [offered.group(1)], gains="real",
+                            collection_size=1000)
+    (inst,) = ev.instances
+    assert inst.measure.name == name and inst.rel_level == 0.5
