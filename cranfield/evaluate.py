@@ -25,7 +25,7 @@ from .evaluate_checks import (
 )
 from .inputs.arrow_arrays import arrow_strings
 from .inputs.io import read_qrels, read_run
-from .inputs.mappings import mapped_run, per_topic_dicts
+from .inputs.mappings import MappedRun, mapped_run, per_topic_dicts
 from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
@@ -318,8 +318,9 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
         ranked = no_topics(tie_cutoffs)
     # the run's columns go once ranked, when nothing else holds the run (peak memory)
     run_topics, runid, rows = run_obj.topics, run_obj.runid, len(run_obj)
+    ours = not isinstance(run_obj, MappedRun)  # (a mapping is its caller's: nothing to give)
     del run_obj
-    if rows >= RELEASE_AFTER_ROWS:
+    if rows >= RELEASE_AFTER_ROWS and ours:
         release_memory()
     if require_overlap and not ranked.in_run.any():
         raise EvaluationError("no topic has both results and relevance judgments "
