@@ -115,7 +115,9 @@ def test_migrations_from_an_empty_database_to_head(url):
                           "result_values", "baselines", "gate_verdicts",
                           "qrels_sets", "qrels_versions", "qrels_order",  # 0004: stored qrels
                           # 0005: stored topic metadata, recorded segments (issue #28)
-                          "topic_metadata_sets", "topic_metadata_versions", "result_segments"}
+                          "topic_metadata_sets", "topic_metadata_versions", "result_segments",
+                          "kept_runs", "kept_run_chunks",  # 0006: kept runs (issue #31)
+                          "rescores", "rescore_items"}  # 0007: re-scoring (issue #31)
         with engine.connect() as connection:  # the migrations make what the models declare
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         head = ScriptDirectory(MIGRATIONS).get_current_head()
