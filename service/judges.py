@@ -143,6 +143,27 @@ def read_judged_body(source, name: str = "qrels"):
         "MAX_JUDGED_JUDGMENTS"])
 
 
+def read_judged_table(data, name: str = "qrels"):
+    """Judged qrels of an Arrow IPC or Parquet upload (a text/plain body or a multipart
+    file part; columns ``topic``, ``judge``, ``docid``, ``rel``): bounded from the file's
+    metadata before anything is read, by the uploads' table bounds (MAX_CONTENT_LENGTH
+    uncompressed, TABLE_MAX_MEMORY) and MAX_JUDGED_JUDGMENTS rows (413 naming ``name``),
+    then read as JSON columns are (errors naming the row and column, 422)."""
+    from cranfield.errors import CranfieldError
+    from cranfield.inputs.columnar import read_judged_bytes
+
+    from .inputs import table_bounds, too_large
+
+    bounds = {**table_bounds("judged"), "max_rows": current_app.config["MAX_JUDGED_JUDGMENTS"]}
+    try:
+        table = read_judged_bytes(data, name, **bounds)
+    except CranfieldError as exc:
+        if getattr(exc, "code", None) == "too-large":
+            raise too_large(exc, name) from None
+        raise
+    return read_judged_body(table, name)
+
+
 def _judged_version(ref: str):
     """(judgment groups, metadata) of a stored qrels_jg version; 404 for an unknown id or
     version (another tenant's too), 422 for another kind, 413 beyond the bounds."""

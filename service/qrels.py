@@ -225,6 +225,10 @@ def _put_kind(qrels_id: str, source, diversity: bool, kind: str) -> Response:
         judgments = read_judged_body(source)
     elif isinstance(source, dict):
         judgments = read_prefs(source, name="qrels", qrels=kind == "qrels_prefs")
+    elif kind == "qrels_jg" and table_bytes.sniff(source) is not None:
+        from .judges import read_judged_table  # columns topic, judge, docid, rel (issue #31)
+
+        judgments = read_judged_table(source)
     else:
         if table_bytes.sniff(source) is not None:
             raise Problem(422, "Invalid request", f"qrels_format {kind} is read from TREC "

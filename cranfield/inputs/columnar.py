@@ -103,6 +103,30 @@ def read_qrels_bytes(data, label: str = "qrels", diversity: bool = False, *, che
                             diversity=diversity, check=check, gains=gains)
 
 
+def read_judged_bytes(data, label: str = "qrels", *, fmt: str | None = None, **bounds):
+    """The columns of judged qrels (issue #31: ``topic``, ``judge``, ``docid``, ``rel``, read
+    into judgments by :func:`cranfield.judges.judged.read_judged`) held by Arrow IPC or
+    Parquet bytes, as a pyarrow Table: bounded from the metadata before anything is read
+    (:func:`cranfield.inputs.table_bytes.read_table_bytes`, kind ``judged``: ``bounds``' rows,
+    uncompressed bytes, memory) and the schema checked as any table's; ids as text (integers
+    by their decimal spelling, dictionaries decoded), a null refused naming its column and
+    row. Other columns are not read; a missing one is refused by the judged reader."""
+    import pyarrow as pa
+
+    table = read_table_bytes(data, "judged", label, fmt=fmt, **bounds)
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name == "rel":
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            _nulls(col, label, name)
+        else:
+            col = _as_strings(col, label, name)
+        columns[name] = col
+    return pa.table(columns)
+
+
 # --------------------------------------------------------------------------------------------
 # Columns into Run and Qrels
 # --------------------------------------------------------------------------------------------

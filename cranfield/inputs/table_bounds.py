@@ -19,6 +19,8 @@ from .arrow_arrays import numpy_of as _numpy  # pyarrow's own to_numpy may impor
 
 RUN_COLUMNS = ("topic", "docid", "score")
 QRELS_COLUMNS = ("topic", "docid", "grade")
+# judged qrels (issue #31: cranfield.judges.judged), a judge per judgment
+JUDGED_COLUMNS = ("topic", "judge", "docid", "rel")
 
 # The bounds of a file the library or the CLI reads (a path, bytes, a binary file object):
 # a run's rows and any file's uncompressed bytes, None for none. Their defaults are the
@@ -32,7 +34,10 @@ MAX_MEMORY = SETTINGS.table_max_memory
 # The bytes a row costs the engine at its peak, measured (peak RSS over rows, 2M-5M row
 # Parquet files read and evaluated): a run's topic codes, docid offsets and hashes, scores,
 # orders and ranks (~96); qrels keep each docid as a Python string too (~280)
-ROW_MEMORY = {"run": 96, "qrels": 288}
+ROW_MEMORY = {"run": 96, "qrels": 288, "judged": 320}
+# (judged, issue #31: rows read into Python lists and nested dicts by
+# cranfield.judges.judged.read_judged, ~224 bytes a row at the peak by tracemalloc over 200k
+# rows of 4 judges, besides the table's own bytes: 320 leaves a margin)
 
 
 def _id_type(typ) -> bool:
@@ -65,7 +70,7 @@ def check_schema(schema, kind: str, label: str) -> None:
     column's leaf paths)."""
     for name in wanted_columns(schema.names, kind):
         typ = schema.field(name).type
-        if name in ("score", "grade"):
+        if name in ("score", "grade", "rel"):
             if not _number_type(typ):
                 what = "numbers" if name == "score" else "integers"
                 raise column_error(label, name, f"must hold {what}, not {typ}")
@@ -74,15 +79,17 @@ def check_schema(schema, kind: str, label: str) -> None:
 
 
 def wanted_columns(names, kind: str) -> list[str]:
-    """The columns of ``names`` a ``kind`` (``run``/``qrels``) reads, in their order."""
-    base = RUN_COLUMNS + ("runid",) if kind == "run" else QRELS_COLUMNS + ("iteration",)
+    """The columns of ``names`` a ``kind`` (``run``/``qrels``/``judged``) reads, in their
+    order."""
+    base = RUN_COLUMNS + ("runid",) if kind == "run" else JUDGED_COLUMNS \
+        if kind == "judged" else QRELS_COLUMNS + ("iteration",)
     return [n for n in names if n in base]
 
 
 # The shortest line of TREC text holding a row ("a 0 b 1 1 r\n", "a 0 b 1\n"): an upload may
 # hold no more rows than max_bytes of text could (numbers and dictionary codes decode to a
 # few bytes per row whatever their encoding: RLE cannot make a small file a large table).
-_SHORTEST_LINE = {"run": 12, "qrels": 8}
+_SHORTEST_LINE = {"run": 12, "qrels": 8, "judged": 8}
 
 
 def memory_estimate(kind: str, rows: int, nbytes: int) -> int:

@@ -5,7 +5,9 @@ The forms: trec_eval's judgment-group text ``qid jg docno rel`` (the group namin
 and its JSON shape ``{qid: {jg: {docno: rel}}}``, both read by
 :func:`cranfield.inputs.judgment_files.read_qrels_jg`; JSON rows
 ``[{"topic", "judge", "docid", "rel"}, ...]``; and columns (``topic``, ``judge``, ``docid``,
-``rel``: a mapping of equal-length lists or arrays, or a pyarrow table). Every form gives the
+``rel``: a mapping of equal-length lists or arrays, a pyarrow table, or an Arrow IPC or
+Parquet file, as a path or bytes, bounded from its metadata before it is read). Every form
+gives the
 same :class:`~cranfield.inputs.judgment_files.JudgmentGroups` for the same judgments, and is
 refused for the same faults (an id the grammar refuses, a grade that is not one, a document
 judged twice by one judge of one topic, no judgments), named by line, row or column.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,6 +103,7 @@ def read_judged(source: Any, *, name: str | None = None,
     label = name or "qrels"
     if isinstance(source, JudgmentGroups):
         return source
+    source = _table_file(source, label, max_judgments)  # Arrow IPC or Parquet: columns
     if _is_columns(source):
         cols = _columns(source, label)
         n = len(cols["rel"])
@@ -123,6 +127,40 @@ def read_judged(source: Any, *, name: str | None = None,
     if not groups.topics:
         raise InputError(label, "no judgments")
     return groups
+
+
+def _table_file(source: Any, label: str, max_judgments: int | None) -> Any:
+    """``source``'s columns when it is an Arrow IPC or Parquet file (a path or bytes, told
+    by its magic bytes, never its name), read as the service reads the same bytes
+    (:func:`cranfield.inputs.columnar.read_judged_bytes`, within
+    :func:`cranfield.inputs.table_bounds.local_bounds` and ``max_judgments`` rows, both from
+    the metadata before anything is read); else ``source`` itself."""
+    from ..inputs.table_bytes import sniff
+
+    data = source
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        try:
+            with open(source, "rb") as fh:
+                if not fh.read(8).startswith(_TABLE_MAGIC):
+                    return source
+                fh.seek(0)
+                data = fh.read()
+        except OSError:  # (the text reader says it, naming the file)
+            return source
+    elif not isinstance(source, bytes | bytearray | memoryview):
+        return source
+    fmt = sniff(data)
+    if fmt is None:
+        return source
+    from ..inputs.columnar import read_judged_bytes
+    from ..inputs.table_bounds import local_bounds
+
+    return read_judged_bytes(data, label, fmt=fmt, **{**local_bounds("judged"),
+                                                      "max_rows": max_judgments})
+
+
+# the first bytes of an Arrow IPC file, an IPC stream and a Parquet file
+_TABLE_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff", b"PAR1")
 
 
 def _bound(n: int, limit: int | None, label: str) -> None:
