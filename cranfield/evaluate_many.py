@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import islice
 from typing import Any
@@ -166,6 +165,9 @@ def _text_passes(plan, qrels_obj, sources: list) -> Iterator[PassedRun | None]:
     if threads < 2 or len(sources) < 2:
         yield from (work(run) for run in sources)
         return
+    from concurrent.futures import ThreadPoolExecutor  # (here: cranfield eval QRELS RUN's
+    # start-up does not pay for it)
+
     with ThreadPoolExecutor(threads, thread_name_prefix="cranfield-text-pass") as pool:
         ahead = iter(sources)
         pending = deque(pool.submit(work, run) for run in islice(ahead, threads))
