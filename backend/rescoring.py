@@ -24,7 +24,7 @@ from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, func,
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from .results import Base, Result, System, _iso, _utc
+from .results import Base, Result, System, iso, utc
 from .versioned_sets import tenant_key
 
 # fields a trend point carries for the series, not shown among ``points`` (whose shape old
@@ -160,7 +160,7 @@ def rescored_result(results, tenant: str | None, original_id: str,
         if found is None:
             return None
         name = session.scalar(select(System.name).where(System.pk == found.system_pk))
-        return results._summary(found, name)
+        return results.summary_of(found, name)
 
 
 def count_results(results, tenant: str | None, systems: list[str]) -> int:
@@ -193,7 +193,7 @@ def plan(results, tenant: str | None, systems: list[str], qrels_version: str,
     to_queue = []
     with results.sessions.begin() as session:
         rescore = Rescore(id=rescore_id, tenant=tenant_key(tenant),
-                          created_at=_utc(results.clock()), qrels_version=qrels_version,
+                          created_at=utc(results.clock()), qrels_version=qrels_version,
                           qrels_sha256=qrels_sha256, systems=json.dumps(systems))
         session.add(rescore)
         session.flush()
@@ -235,7 +235,7 @@ def progress(results, tenant: str | None, rescore_id: str) -> dict | None:
               for state in (QUEUED, DONE, FAILED, SKIPPED)}
     return {"id": rescore.id, "qrels_id": rescore.qrels_version,
             "qrels_sha256": rescore.qrels_sha256, "systems": json.loads(rescore.systems),
-            "created_at": _iso(rescore.created_at),
+            "created_at": iso(rescore.created_at),
             "state": "running" if counts[QUEUED] else "finished",
             "total": len(items), **counts,
             "new_result_ids": [i.new_result_id for i in items if i.new_result_id],
@@ -338,7 +338,7 @@ def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
 
     from .kept_runs import KeptRuns
     from .store import NotFound
-    from .tasks import _problem
+    from .tasks import problem_of
 
     original, qrels, meta, run_sha256, options, over = _prepare(qrels_store, results, wire)
     if over is not None:
@@ -373,7 +373,7 @@ def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
     except NotFound:
         return _fail(results, wire, "its kept run was deleted before it was re-scored")
     except cranfield.CranfieldError as exc:
-        return _fail(results, wire, _problem(exc).get("detail") or str(exc))
+        return _fail(results, wire, problem_of(exc).get("detail") or str(exc))
     # the run as the original named it (its digest as sent); the kept copy is run_sha256
     prov = document.get("provenance") or {}
     doc = evaluation_document(ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256,
@@ -433,7 +433,7 @@ def rescore_combine(store, results, wire: dict, shards: list[dict | None]) -> di
     """A sharded re-score's last step: the shards' outcomes merged as a sharded evaluation's
     combine step merges them (``backend.tasks``), the document recorded as the re-score
     (:func:`_record_rescore`), the pieces' blobs dropped."""
-    from .tasks import _combine, _drop_inputs
+    from .tasks import combine_shards, drop_inputs
 
     try:
         original, _, meta, run_sha256, options, over = _prepare(store, results, wire)
@@ -446,12 +446,12 @@ def rescore_combine(store, results, wire: dict, shards: list[dict | None]) -> di
         spec = _shard_spec(wire, measures, options, None, shard_ids=wire["shard_ids"],
                            shard_keys=wire["shard_keys"],
                            run_sha256=prov.get("run_sha256") or run_sha256)
-        outcome = _combine(store, spec, shards)
+        outcome = combine_shards(store, spec, shards)
         if "problem" in outcome:
             return _fail(results, wire, outcome["problem"].get("detail") or "cannot combine")
         return _record_rescore(results, wire, original, outcome["result"], meta, run_sha256)
     finally:
-        _drop_inputs(store, wire["shard_keys"])
+        drop_inputs(store, wire["shard_keys"])
 
 
 # the embedded service (no Redis) runs re-scores here, one at a time, as its other jobs;

@@ -366,13 +366,13 @@ def decode_column(kind: str, data: bytes, flags: bytes | None, n_topics: int) ->
 
 # -- the store ------------------------------------------------------------------------------
 
-def _utc(value: datetime) -> datetime:
+def utc(value: datetime) -> datetime:
     """Aware UTC (SQLite hands back naive datetimes: they were stored as UTC)."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _iso(value: datetime) -> str:
-    return _utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")
+def iso(value: datetime) -> str:
+    return utc(value).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _when(value: datetime | str | None) -> datetime | None:
@@ -382,7 +382,7 @@ def _when(value: datetime | str | None) -> datetime | None:
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     try:
-        return _utc(value)
+        return utc(value)
     except OverflowError:  # 9999-12-31T23:59:59-01:00 is past year 9999 in UTC
         raise ValueError(f"{value.isoformat()} is outside years 1-9999 in UTC") from None
 
@@ -587,7 +587,7 @@ class ResultStore:
         per_topic = document.get("per_topic")
         topics, columns = (encode_per_topic(per_topic) if per_topic is not None
                            else (None, []))
-        created = _utc(self.clock() if created_at is None else created_at)
+        created = utc(self.clock() if created_at is None else created_at)
         try:
             owner_pk = self._system_pk(tenant, system)
         except IntegrityError:  # made at the same moment by another recording: it is there now
@@ -616,7 +616,7 @@ class ResultStore:
                 session.add_all(ResultValues(result_pk=result.pk, **c) for c in columns)
                 session.add_all(ResultSegment(result_pk=result.pk, **row)
                                 for row in encode_segments(document))
-                return self._summary(result, system)
+                return self.summary_of(result, system)
         except IntegrityError:
             # the same job recorded it meanwhile (another attempt, whose commit this one
             # did not see: a connection lost after COMMIT was sent): that one is the result
@@ -631,7 +631,7 @@ class ResultStore:
             row = session.execute(
                 select(Result, System.name).join(System, System.pk == Result.system_pk)
                 .where(Result.tenant == tenant_key(tenant), Result.job_id == job_id)).first()
-            return None if row is None else self._summary(row[0], row[1])
+            return None if row is None else self.summary_of(row[0], row[1])
 
     def delete(self, tenant: str | None, result_id: str) -> bool:
         """Forget a result (its values, tags, and the baseline it was); False if there is no
@@ -659,7 +659,7 @@ class ResultStore:
                 if owner is None or result is None or result.system_pk != owner.pk:
                     raise NotFound(f"no result {result_id!r} of system {system!r}")
                 _pin(session, owner.pk, result.pk)
-                return self._summary(result, owner.name)
+                return self.summary_of(result, owner.name)
         except IntegrityError:
             # the result deleted between the read and the pin: its key is gone (the foreign
             # key refused the row); any other violation is not a missing result
@@ -688,7 +688,7 @@ class ResultStore:
                     .where(ResultValues.result_pk == result.pk)
                     .order_by(ResultValues.position)).all()
                 document["per_topic"] = self._rebuild(_unpack(result.topics), columns)
-            return {**self._summary(result, name), "document": document}
+            return {**self.summary_of(result, name), "document": document}
 
     def summary(self, tenant: str | None, result_id: str) -> dict | None:
         """The result's summary (as listings give it, without its document or its per-topic
@@ -698,7 +698,7 @@ class ResultStore:
             if result is None:
                 return None
             name = session.scalar(select(System.name).where(System.pk == result.system_pk))
-            return self._summary(result, name)
+            return self.summary_of(result, name)
 
     def per_topic(self, tenant: str | None, result_id: str, measures: list[str]
                   ) -> dict[str, dict[str, Any]]:
@@ -760,7 +760,7 @@ class ResultStore:
             rows = session.execute(query).all()
             ids = dict(session.execute(select(Result.pk, Result.id).where(
                 Result.pk.in_([r[3] for r in rows if r[3] is not None]))).all())
-        return [{"name": name, "results": n, "latest": _iso(latest),
+        return [{"name": name, "results": n, "latest": iso(latest),
                  "baseline": ids.get(baseline)} for name, n, latest, baseline in rows]
 
     def results(self, tenant: str | None, system: str, *, since: datetime | str | None = None,
@@ -796,7 +796,7 @@ class ResultStore:
                 select(Result).where(*where)
                 .order_by(Result.created_at.desc(), Result.pk.desc())
                 .offset(max(0, int(offset))).limit(max(0, int(limit)))).all()
-            return [self._summary(r, owner.name) for r in page], int(total or 0)
+            return [self.summary_of(r, owner.name) for r in page], int(total or 0)
 
     def baseline(self, tenant: str | None, system: str) -> dict | None:
         """The summary of the system's pinned baseline, or None."""
@@ -806,7 +806,7 @@ class ResultStore:
                 .join(Baseline, Baseline.result_pk == Result.pk)
                 .join(System, System.pk == Baseline.system_pk)
                 .where(System.tenant == tenant_key(tenant), System.name == system)).first()
-            return None if row is None else self._summary(row[0], row[1])
+            return None if row is None else self.summary_of(row[0], row[1])
 
     def trend(self, tenant: str | None, system: str, measure: str, *,
               since: datetime | str | None = None, until: datetime | str | None = None,
@@ -861,7 +861,7 @@ class ResultStore:
                 n = 0
                 mean = float(value) if _is_number(value) and math.isfinite(value) else None
             out.append({"id": rid, "label": label, "commit": commit,
-                        "created_at": _iso(created), "mean": mean, "n_topics": n,
+                        "created_at": iso(created), "mean": mean, "n_topics": n,
                         "ci_low": low, "ci_high": high, "gate": verdicts.get(pk),
                         **({"qrels_version": version, "qrels_sha256": sha,
                             "rescores": rescores} if qrels else {})})
@@ -899,7 +899,7 @@ class ResultStore:
                 query = query.limit(max(0, int(limit)))
             rows = list(reversed(session.execute(query).all()))
             verdicts = self._latest_verdicts(session, [r[0] for r in rows])
-        return [{"id": rid, "label": label, "commit": commit, "created_at": _iso(created),
+        return [{"id": rid, "label": label, "commit": commit, "created_at": iso(created),
                  "mean": value, "n_topics": n, "ci_low": None, "ci_high": None,
                  "gate": verdicts.get(pk),
                  **({"qrels_version": version, "qrels_sha256": sha, "rescores": rescores}
@@ -935,7 +935,7 @@ class ResultStore:
                         select(GateVerdict.pk).where(GateVerdict.result_pk == result.pk,
                                                      GateVerdict.job_id == job_id)):
                     return True
-                session.add(GateVerdict(result_pk=result.pk, checked_at=_utc(self.clock()),
+                session.add(GateVerdict(result_pk=result.pk, checked_at=utc(self.clock()),
                                         verdict=verdict, baseline_id=baseline_id,
                                         checks=_dumps(checks), job_id=job_id))
                 return True
@@ -961,7 +961,7 @@ class ResultStore:
         rows = session.execute(
             select(ranked.c.result_pk, ranked.c.verdict, ranked.c.checked_at,
                    ranked.c.baseline_id, ranked.c.checks).where(ranked.c.rank == 1)).all()
-        return {pk: {"verdict": verdict, "checked_at": _iso(checked), "baseline": baseline,
+        return {pk: {"verdict": verdict, "checked_at": iso(checked), "baseline": baseline,
                      "checks": json.loads(checks)}
                 for pk, verdict, checked, baseline, checks in rows}
 
@@ -1007,10 +1007,10 @@ class ResultStore:
         return out
 
     @staticmethod
-    def _summary(result: Result, system: str) -> dict:
+    def summary_of(result: Result, system: str) -> dict:
         summary = {"id": result.id, "system": system, "label": result.label,
                    "commit": result.commit, "tags": json.loads(result.tags),
-                   "created_at": _iso(result.created_at),
+                   "created_at": iso(result.created_at),
                    "qrels_version": result.qrels_version, "qrels_sha256": result.qrels_sha256,
                    "measures": json.loads(result.measures),
                    "aggregate": json.loads(result.aggregate)}

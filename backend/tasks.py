@@ -139,10 +139,10 @@ def _failure(exc: Exception) -> dict:
         return _missing(exc)
     if isinstance(exc, BadInput):
         return exc.problem
-    return _problem(exc)
+    return problem_of(exc)
 
 
-def _problem(exc: cranfield.CranfieldError) -> dict:
+def problem_of(exc: cranfield.CranfieldError) -> dict:
     """A failed job's problem for an engine error: the same mapping the API's error handler
     and the CLI's exit codes use (``cranfield.errors.error_report``); a budget's, the
     problem the synchronous request gets (:func:`budget_problem`)."""
@@ -231,7 +231,7 @@ def _read_kind(raw: bytes, kind: str, source) -> tuple:
     return read, hashlib.sha256(canonical_kind_text(read, kind)).hexdigest()
 
 
-def _drop_inputs(store, keys) -> None:
+def drop_inputs(store, keys) -> None:
     """Delete a finished job's input blobs (``None`` keys skipped)."""
     for key in keys:
         if key:
@@ -278,7 +278,7 @@ def run_job(store, job: EvaluationJob, progress=None) -> dict:
     except NotFound as exc:
         raise BadInput(_missing(exc)) from None
     except cranfield.CranfieldError as exc:
-        raise BadInput(_problem(exc)) from None
+        raise BadInput(problem_of(exc)) from None
     if job.options.get("qrels_format", "qrels") != "qrels":  # judgment groups, preferences
         from cranfield.reports.jg_document import jg_document
 
@@ -317,7 +317,7 @@ def execute(store, job: EvaluationJob, results=None, progress=None) -> dict:
     if job.record is not None and "result" in outcome:
         _tell(progress, stage="recording")
     _record_outcome(job, outcome, results, store)
-    _drop_inputs(store, (job.run_key, job.qrels.key))
+    drop_inputs(store, (job.run_key, job.qrels.key))
     return outcome
 
 
@@ -417,7 +417,7 @@ def run_shard(store, job: ShardJob, on_topics=None) -> dict:
     except NotFound as exc:
         return {"problem": _missing(exc)}
     except cranfield.CranfieldError as exc:
-        problem = _problem(exc)
+        problem = problem_of(exc)
         if isinstance(exc, cranfield.InputError) and exc.line is not None:
             problem["detail"] += f" (line {exc.line} of shard {job.shard + 1})"
         return {"problem": problem}
@@ -430,13 +430,13 @@ def run_combine(store, job: CombineJob, shards: list[dict], results=None) -> dic
     """Merge shard outcomes into the document the unsharded job would have produced, record
     it if the job asks to be (see :func:`execute`), then drop the job's inputs (result or
     problem alike; a crash leaves them for the retry)."""
-    outcome = _combine(store, job, shards)
+    outcome = combine_shards(store, job, shards)
     _record_outcome(job, outcome, results, store)
-    _drop_inputs(store, (*job.shard_keys, job.qrels.key))
+    drop_inputs(store, (*job.shard_keys, job.qrels.key))
     return outcome
 
 
-def _combine(store, job: CombineJob, shards: list[dict]) -> dict:
+def combine_shards(store, job: CombineJob, shards: list[dict]) -> dict:
     from cranfield.shards import combine, evaluate_missing_topics
 
     for outcome in shards:
@@ -503,7 +503,7 @@ def compared_measures(job: ComparisonJob) -> list[str]:
     try:
         return with_gate_measures(job.measures or DEFAULT_MEASURES, _gates(job.gate), profile)
     except cranfield.MeasureError as exc:  # an unknown name among the measures asked for
-        raise BadInput(_problem(exc)) from None
+        raise BadInput(problem_of(exc)) from None
 
 
 def _gates(gate) -> list[dict]:
@@ -567,9 +567,9 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                               limit=exc.limit, total=exc.total, factors=exc.factors,
                               field=exc.field) from None
         except cranfield.MeasureError as exc:
-            raise BadInput(_problem(exc)) from None
+            raise BadInput(problem_of(exc)) from None
         except cranfield.CranfieldError as exc:
-            problem = _problem(exc)
+            problem = problem_of(exc)
             if not isinstance(exc, cranfield.InputError):
                 problem["errors"] = {f"runs[{i}]": [str(exc)]}
             raise BadInput(problem) from None
@@ -585,7 +585,7 @@ def compare_inputs(entries: list[dict], qrels, qrels_digest: str | None,
                                   topic_metadata=job.options.get("topic_metadata"),
                                   **job.compare_settings())
     except cranfield.CranfieldError as exc:
-        raise BadInput(_problem(exc)) from None
+        raise BadInput(problem_of(exc)) from None
     doc["provenance"] = {"engine": "cranfield", "engine_version": cranfield.__version__,
                          "qrels_sha256": qrels_digest or next(iter(stored_qrels.values()), None),
                          "runs": provenance_runs}
@@ -724,7 +724,7 @@ def run_comparison(store, job: ComparisonJob, find_evaluation, results=None,
         outcome = {"problem": exc.problem}
     except INPUT_FAILURES as exc:
         outcome = {"problem": _failure(exc)}
-    _drop_inputs(store, [run.get("run_key") for run in job.runs]
+    drop_inputs(store, [run.get("run_key") for run in job.runs]
                  + [job.qrels.key if job.qrels is not None else None])
     return outcome
 
@@ -763,7 +763,7 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
                                   budget_name="MAX_QUEUED_POOL_WORK")}
     except INPUT_FAILURES as exc:
         outcome = {"problem": _failure(exc)}
-    _drop_inputs(store, [run.get("run_key") for run in job.runs])
+    drop_inputs(store, [run.get("run_key") for run in job.runs])
     return outcome
 
 
@@ -877,11 +877,11 @@ def run_batch(store, job: BatchEvaluationJob, progress=None) -> dict:
     except BudgetError as exc:  # the budget's problem, as the synchronous route's 422
         outcome = {"problem": budget_problem(exc)}
     except cranfield.CranfieldError as exc:
-        problem = _problem(exc)
+        problem = problem_of(exc)
         problem["errors"], problem["detail"] = name_the_run(exc, problem.get("errors"),
                                                             problem["detail"])
         outcome = {"problem": problem}
-    _drop_inputs(store, [entry.get("run_key") for entry in job.runs]
+    drop_inputs(store, [entry.get("run_key") for entry in job.runs]
                  + [job.qrels.key if job.qrels is not None else None])
     return outcome
 
