@@ -417,16 +417,23 @@ class Client:
     # -- stored qrels -------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Any, *, diversity: bool = False,
                   if_match: str | None = None, qrels_format: str = "qrels",
-                  gains: str = "integer") -> dict:
+                  gains: str = "integer", judges: dict | None = None) -> dict:
         """Store ``qrels`` (a path, streamed as TREC text; text; or a mapping) as
         ``qrels_id``: their metadata (``id``, ``version``, ``judgments``...). The same
         judgments again are the same version (unchanged); ``if_match`` a version the
         latest must still be (else ApiError 412). ``qrels_format`` (trec_eval's -R:
         ``qrels_jg``, ``prefs``, ``qrels_prefs``): judgments of that kind, stored as it (an
         evaluation with this id reads them so). ``gains="real"``: real-valued gains (issue
-        #31), kept in the version's metadata (evaluations with this id read them so)."""
+        #31), kept in the version's metadata (evaluations with this id read them so).
+        ``judges`` (qrels_jg): each judge's provenance ``{name: {kind, model, ...}}``, kept
+        in its metadata (a path then goes as a multipart part: text, Arrow or Parquet)."""
         headers = {"If-Match": f'"{if_match}"'} if if_match else {}
         path = path_of(qrels)
+        if path is not None and judges is not None:
+            body = MultipartBody([("qrels_format", qrels_format), ("judges", json.dumps(
+                judges))], [Part("qrels", os.path.basename(path), "application/octet-stream",
+                                 path=path)])
+            return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
         if path is not None:
             params = (["diversity=true"] if diversity else []) + \
                 ([f"qrels_format={qrels_format}"] if qrels_format != "qrels" else []) + \
@@ -440,7 +447,34 @@ class Client:
             body["qrels_format"] = qrels_format
         if gains != "integer":
             body["gains"] = gains
+        if judges is not None:
+            body["judges"] = judges
         return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
+
+    def agreement(self, qrels_id: str, *, resamples: int | None = None, seed: int | None = None,
+                  level: float | None = None, per_topic: bool = True,
+                  accept: str = "application/json") -> Any:
+        """``GET /v1/qrels/{id}/agreement`` (issue #31): how much the judges of stored judged
+        qrels (``id[@version]``) agree, with bootstrap intervals over topics; the document,
+        or for ``accept="text/plain"`` its text (what ``cranfield qrels agreement`` prints)."""
+        query = {k: v for k, v in (("resamples", resamples), ("seed", seed), ("level", level),
+                                   ("per_topic", None if per_topic else "false")) if v is not None}
+        path = f"/v1/qrels/{_quoted(qrels_id).replace('%40', '@')}/agreement?"
+        _, _, raw = self.request("GET", path + urllib.parse.urlencode(query),
+                                 headers={"Accept": accept})
+        return json.loads(raw) if accept == "application/json" else raw.decode("utf-8")
+
+    def consensus(self, qrels_id: str, method: str, *, judge: str | None = None,
+                  judges: list[str] | None = None, target: str | None = None,
+                  if_match: str | None = None) -> dict:
+        """``POST /v1/qrels/{id}/consensus`` (issue #31): the judges' consensus (``method``
+        majority, mean, max, or judge with ``judge``; ``judges`` those consulted) stored as a
+        new version of ``id`` (or ``target``): its metadata, the recipe as ``consensus``."""
+        body = {k: v for k, v in (("method", method), ("judge", judge), ("judges", judges),
+                                  ("target", target)) if v is not None}
+        headers = {"If-Match": f'"{if_match}"'} if if_match else {}
+        return self._json("POST", f"/v1/qrels/{_quoted(qrels_id).replace('%40', '@')}"
+                          "/consensus", body, headers=headers)
 
     def qrels(self, qrels_id: str) -> dict:
         return self._json("GET", f"/v1/qrels/{_quoted(qrels_id).replace('%40', '@')}")

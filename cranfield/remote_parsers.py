@@ -60,7 +60,8 @@ def register(sub) -> None:
         run_trend,
     )
 
-    qr = _sub(sub, "qrels", None, "stored qrels on a Cranfield service: put, list, diff",
+    qr = _sub(sub, "qrels", None, "stored qrels on a Cranfield service: put, list, diff, "
+              "agreement, consensus",
               "Store qrels on the service (each version immutable, named by its content), "
               "list them, or compare two versions (diff: also two files, here).")
     qsub = qr.add_subparsers(dest="qrels_command", required=True)
@@ -87,6 +88,9 @@ def register(sub) -> None:
     from .cli_qrels_diff import add_parser as add_qrels_diff
 
     add_qrels_diff(qsub, _sub)
+    from .cli_judges import add_parsers as add_judges  # agreement, consensus (issue #31)
+
+    add_judges(qsub, _sub)
 
     bl = _sub(sub, "baseline", run_baseline, "pin or show a system's accepted baseline",
               "With RESULT_ID or --latest, pin that recorded result (or SYSTEM's newest) as "

@@ -144,10 +144,10 @@ def _body_qrels() -> tuple[object, bool, str]:
         # every part named, known and once (nameless, unknown or repeated: 422 naming it)
         check_parts(request.form, request.files,
                     known=frozenset({"qrels", "diversity", "qrels_format", "pool_depth",
-                                     "gains"}))
+                                     "gains", "judges"}))
         # qrels_format and diversity are words: a file part of either was ignored (judgment
         # groups stored as plain qrels; review R1 F7), so it is refused naming it
-        as_files = sorted({"diversity", "qrels_format", "pool_depth", "gains"} &
+        as_files = sorted({"diversity", "qrels_format", "pool_depth", "gains", "judges"} &
                           set(request.files))
         if as_files:
             raise Problem(422, "Invalid request", f"{', '.join(as_files)} sent as a file part: "
@@ -162,6 +162,7 @@ def _body_qrels() -> tuple[object, bool, str]:
         data = upload.read() if upload is not None else field.encode()
         g.pool_depth = _pool_depth(request.form.get("pool_depth"), text=True)
         g.gains = _gains(request.form.get("gains", "integer"))
+        g.judges = _form_judges(request.form.get("judges"))
         diversity = boolean_word(request.form.get("diversity", "false"))
         if diversity is None:  # as every form's boolean field: 422 naming it
             raise Problem(422, "Invalid request", "diversity must be true or false",
@@ -169,6 +170,22 @@ def _body_qrels() -> tuple[object, bool, str]:
         return data, diversity, _body_kind(request.form.get("qrels_format"))
     raise Problem(415, "Unsupported Media Type", "send application/json, text/plain or "
                   "multipart/form-data", kind="unsupported-media-type")
+
+
+def _form_judges(text: str | None) -> dict | None:
+    """A multipart ``judges`` field (issue #31): the JSON object a JSON body's ``judges``
+    member is (each judge's provenance, beside a judged file part), 422 naming it."""
+    from .judges import judges_body
+
+    if text is None:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise Problem(422, "Invalid request", "judges must be a JSON object",
+                      kind="invalid-request", errors={"judges": [
+                          "a JSON object of judge name -> provenance"]}) from None
+    return judges_body(value)
 
 
 def _gains(value: object, query: bool = False) -> str:

@@ -10,6 +10,7 @@ files (a path or bytes) to the same judgments."""
 from __future__ import annotations
 
 import io
+import json
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -230,3 +231,20 @@ def test_the_library_reads_the_same_files(tmp_path):
         assert read_judged(data).topics == groups.topics
     with pytest.raises(InputError, match="13 rows exceed the limit of 12"):
         read_judged(parquet(table()), max_judgments=12)
+
+
+def test_a_multipart_judges_field_carries_the_provenance(client):
+    judges = {"alice": {"kind": "person"}, "llm": {"kind": "model", "model": "m-1"}}
+    resp = client.put("/v1/qrels/j", data={
+        "qrels": (io.BytesIO(parquet(table())), "judged.parquet", "application/octet-stream"),
+        "qrels_format": "qrels_jg", "judges": json.dumps(judges)},
+        content_type="multipart/form-data")
+    assert resp.status_code == 201, resp.get_json()
+    assert resp.get_json()["judges"] == judges
+    for bad, field in (("{", "judges"), ('{"carol": {"kind": "person"}}', "judges.carol"),
+                       ('{"llm": {"kind": "robot"}}', "judges.llm.kind")):
+        resp = client.put("/v1/qrels/k", data={
+            "qrels": (io.BytesIO(TEXT.encode()), "judged.txt", "text/plain"),
+            "qrels_format": "qrels_jg", "judges": bad}, content_type="multipart/form-data")
+        assert resp.status_code == 422 and field in resp.get_json()["errors"], bad
+    assert client.get("/v1/qrels/k").status_code == 404

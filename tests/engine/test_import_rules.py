@@ -184,7 +184,7 @@ TOP = {
     "cli": "interfaces", "cli_eval": "interfaces", "cli_compare": "interfaces",
     "cli_files": "interfaces", "remote_cli": "interfaces", "remote_eval": "interfaces",
     "remote_nightly": "interfaces", "remote_parsers": "interfaces", "client": "interfaces",
-    "client_body": "interfaces", "cli_qrels_diff": "interfaces",
+    "client_body": "interfaces", "cli_qrels_diff": "interfaces", "cli_judges": "interfaces",
 }
 MAX_LINES = 600
 #: the compiled modules (no .py file; a build may be absent from a checkout)
