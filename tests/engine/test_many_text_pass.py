@@ -417,3 +417,24 @@ def test_a_passed_run_ranked_with_other_options_is_read_again(folder):
         b = rank_run(read, q, float32_scores=float32, tie_cutoffs=cuts)
         assert np.array_equal(a.hit_rank, b.hit_rank) and np.array_equal(a.num_ret, b.num_ret)
     assert calls == [str(path)] * 3
+
+
+@needs_ext
+def test_real_valued_gains_evaluate_as_without_the_pass(folder):
+    """Qrels declared as real gains (issue #31): the pass ranks against them as against any
+    qrels, and the evaluations equal those without it."""
+    rnd = random.Random(312)
+    texts = [run_text(rnd) for _ in range(4)]
+    lines = qrels_text(rnd, b"\n".join(texts)).decode().splitlines()
+    real = "\n".join(f"{t} {i} {d} {float(g) * 0.75}" for t, i, d, g in
+                     (ln.split() for ln in lines)) + "\n"
+    qrels = folder / "qrels_real.txt"
+    qrels.write_text(real)
+    runs = _files(folder, texts, "g")
+    measures = ["nDCG@3", "P(rel=0.5)@2", "AP(rel=0.5)", "ndcg_cut.5"]
+    got = many(str(qrels), runs, measures, gains="real")
+    with pytest.MonkeyPatch.context() as mp:
+        pass_off(mp)
+        assert many(str(qrels), runs, measures, gains="real") == got
+    assert got == one_by_one(str(qrels), runs, measures, gains="real")
+    assert any(isinstance(r, dict) for _, r in got)
