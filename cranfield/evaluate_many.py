@@ -117,7 +117,8 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
                                             dict(plan.options), plan.require_overlap, plan.zs,
                                             plan.md)
                 else:
-                    ev = evaluate_read(plan, qrels_obj, passed or read_run(run))
+                    ev = evaluate_read(plan, qrels_obj,
+                                       read_run(run) if passed is None else passed)
                 del passed
             except CranfieldError as exc:
                 _name_the_run(exc, name)
