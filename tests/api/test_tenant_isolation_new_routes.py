@@ -322,6 +322,10 @@ def test_the_same_names_in_two_tenants_are_two_worlds(client):
                                   "&resamples=20", headers=headers))
         assert sorted(s["name"] for s in stability["systems"]) == ["bm25", "dense"]
         assert stability["n_systems"] == 2
+        originals = {i for ids in mine["results"].values() for i in ids}
+        for system in stability["systems"]:  # each side one of this tenant's own results
+            assert system["from"]["result_id"] in originals
+            assert system["to"]["result_id"] in set(mine["rescored"])
         text = orjson.dumps(stability).decode()
         for secret in theirs["secrets"] - mine["secrets"]:
             assert secret not in text, secret
