@@ -79,12 +79,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *mapping, *topics, *docids;
     int grades;
-    if (!PyArg_ParseTuple(args, "O!O!pO", &PyDict_Type, &mapping, &PyList_Type, &topics,
-                          &grades, &docids))
+    if (!PyArg_ParseTuple(args, "OO!pO", &mapping, &PyList_Type, &topics, &grades, &docids))
         return NULL;
+    /* mapping: a dict, defaultdict or OrderedDict, or a list of the topics' dicts in the
+       topics' order (as _rankpass.c's mapping_topics gives them: no lookup per topic) */
+    int listed = PyList_CheckExact(mapping);
+    if (listed ? PyList_GET_SIZE(mapping) != PyList_GET_SIZE(topics) : !PyDict_Check(mapping)) {
+        PyErr_SetString(PyExc_ValueError, "scan: a dict, or a list of one dict per topic");
+        return NULL;
+    }
     /* a tuple of the topics: a topic id's own __hash__ may run Python code, which must not
        be able to change the sequence under us */
-    int outer = mapping_kind(mapping);
+    int outer = listed ? 1 : mapping_kind(mapping);
     if (outer <= 0) {
         if (outer < 0) return NULL;
         Py_RETURN_NONE;  /* a dict subclass: the Python path */
@@ -94,7 +100,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     topics = held;
     Py_ssize_t n_topics = PyTuple_GET_SIZE(topics), total = 0;
     for (Py_ssize_t t = 0; t < n_topics; t++) {
-        PyObject *docs = PyDict_GetItemWithError(mapping, PyTuple_GET_ITEM(topics, t));
+        /* (listed: no topic is hashed, so no Python code runs and the list stays as it is) */
+        PyObject *docs = listed ? PyList_GET_ITEM(mapping, t)
+                                : PyDict_GetItemWithError(mapping, PyTuple_GET_ITEM(topics, t));
         if (docs == NULL) {
             Py_DECREF(topics);
             if (PyErr_Occurred()) return NULL;
@@ -133,7 +141,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t k = 0;
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         /* (a topic id's own __hash__ may have changed the mapping since it was counted) */
-        PyObject *docs = PyDict_GetItem(mapping, PyTuple_GET_ITEM(topics, t));
+        PyObject *docs = listed ? PyList_GET_ITEM(mapping, t)
+                                : PyDict_GetItem(mapping, PyTuple_GET_ITEM(topics, t));
         int kind = docs == NULL ? 0 : mapping_kind(docs);
         if (kind <= 0) { if (kind < 0) goto fail; goto fallback; }
         Py_ssize_t pos = 0, size = PyDict_GET_SIZE(docs);

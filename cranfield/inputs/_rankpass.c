@@ -126,7 +126,9 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO!OOOpOn", &run, &PyList_Type, &topic_list, &rq_obj,
                           &qb_obj, &qd_list, &float32, &ks_obj, &cap))
         return NULL;
-    int outer = mapping_kind(run);
+    /* run: the mapping, or its topics' dicts in topics' order (mapping_topics gives them) */
+    int listed = PyList_CheckExact(run);
+    int outer = listed ? 1 : mapping_kind(run);
     if (outer <= 0) {
         if (outer < 0) return NULL;
         Py_RETURN_NONE;
@@ -179,7 +181,10 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     int declined = 0;
 
     /* the topics' dicts: every key an exact str (the run holds exactly these keys) */
-    if (PyDict_GET_SIZE(run) != n_topics) { declined = 1; goto done; }
+    if ((listed ? PyList_GET_SIZE(run) : PyDict_GET_SIZE(run)) != n_topics) {
+        declined = 1;
+        goto done;
+    }
     num_ret = PyByteArray_FromStringAndSize(NULL, n_topics * 8);
     cut_tied = PyByteArray_FromStringAndSize(NULL, n_ks * n_topics);
     if (num_ret == NULL || cut_tied == NULL) goto done;
@@ -196,7 +201,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     for (Py_ssize_t t = 0; t < n_topics; t++) {
         PyObject *topic = PyList_GET_ITEM(topic_list, t);
         if (!PyUnicode_CheckExact(topic)) { declined = 1; goto done; }
-        PyObject *docs = PyDict_GetItem(run, topic);
+        PyObject *docs = listed ? PyList_GET_ITEM(run, t) : PyDict_GetItem(run, topic);
         int kind = docs == NULL ? 0 : mapping_kind(docs);
         if (kind <= 0) { if (kind == 0) declined = 1; goto done; }
         Py_ssize_t n = PyDict_GET_SIZE(docs), pos = 0, i = 0;
@@ -424,10 +429,12 @@ static int by_code_point(const void *a, const void *b) {
     return (nx > ny) - (nx < ny);
 }
 
-/* mapping_topics(mapping) -> (topics, rows) | None
+/* mapping_topics(mapping) -> (topics, rows, dicts) | None
  *   The topic ids of a {topic: {docid: value}} mapping (a dict, defaultdict or OrderedDict)
  *   in strcmp order, each an exact str passing the id grammar whose value is one of the three
- *   types, and the number of (topic, docid) entries; None for anything else (the Python
+ *   types, the number of (topic, docid) entries and the topics' dicts in the topics' order
+ *   (what rank_mapping and scan read, without looking each topic up); None for anything else
+ *   (the Python
  *   path, cranfield.inputs.mappings._checked_topics, then names the problem or reads the
  *   mapping as it always did). Runs no Python code once the types are known. */
 PyObject *mapping_topics(PyObject *self, PyObject *args) {
@@ -440,7 +447,9 @@ PyObject *mapping_topics(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     }
     Py_ssize_t n = PyDict_GET_SIZE(mapping), pos = 0, i = 0, rows = 0;
-    PyObject **keys = PyMem_Malloc((n ? n : 1) * sizeof(PyObject *));
+    /* (a topic id first: by_code_point reads it as the pair's first pointer) */
+    typedef struct { PyObject *topic, *docs; } pair_t;
+    pair_t *keys = PyMem_Malloc((n ? n : 1) * sizeof(pair_t));
     if (keys == NULL) return PyErr_NoMemory();
     PyObject *key, *value;
     while (PyDict_Next(mapping, &pos, &key, &value)) {
@@ -451,18 +460,26 @@ PyObject *mapping_topics(PyObject *self, PyObject *args) {
             goto decline;
         }
         rows += PyDict_GET_SIZE(value);
-        keys[i++] = key;
+        keys[i].topic = key;
+        keys[i++].docs = value;
     }
     if (i != n) goto decline;
-    qsort(keys, n, sizeof(PyObject *), by_code_point);
-    PyObject *list = PyList_New(n);
-    if (list == NULL) { PyMem_Free(keys); return NULL; }
+    qsort(keys, n, sizeof(pair_t), by_code_point);
+    PyObject *list = PyList_New(n), *dicts = PyList_New(n);
+    if (list == NULL || dicts == NULL) {
+        Py_XDECREF(list);
+        Py_XDECREF(dicts);
+        PyMem_Free(keys);
+        return NULL;
+    }
     for (Py_ssize_t j = 0; j < n; j++) {
-        Py_INCREF(keys[j]);
-        PyList_SET_ITEM(list, j, keys[j]);
+        Py_INCREF(keys[j].topic);
+        PyList_SET_ITEM(list, j, keys[j].topic);
+        Py_INCREF(keys[j].docs);
+        PyList_SET_ITEM(dicts, j, keys[j].docs);
     }
     PyMem_Free(keys);
-    return Py_BuildValue("(Nn)", list, rows);
+    return Py_BuildValue("(NnN)", list, rows, dicts);
 decline:
     PyMem_Free(keys);
     Py_RETURN_NONE;

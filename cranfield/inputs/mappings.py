@@ -52,6 +52,9 @@ class MappedRun:
     source: str
     rows: int
     mapping: Any = field(repr=False)  # the run as given
+    # its topics' dicts in ``topics``' order, when the compiled pass listed them (the
+    # compiled passes then read these instead of looking each topic up); None: not listed
+    dicts: list | None = field(default=None, repr=False)
     _columns: Run | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -69,8 +72,8 @@ def mapped_run(run: Any, label: str = "run") -> MappedRun | None:
     :func:`run_from_mapping` checks them first (the same refusal)."""
     if not accepted_mapping(run):
         return None
-    topics, rows = _topics_and_rows(run, label, "scores")
-    return MappedRun(topics, label if label != "run" else "cranfield", label, rows, run)
+    topics, rows, dicts = _topics_and_rows(run, label, "scores")
+    return MappedRun(topics, label if label != "run" else "cranfield", label, rows, run, dicts)
 
 
 def run_from_mapping(run: Mapping, label: str) -> Run:
@@ -106,9 +109,9 @@ def _scanned(mapping: Mapping, label: str, what: str):
     names any problem. The topic ids are checked here first, as the Python path checks them."""
     if not accepted_mapping(mapping):
         return None
-    topics, rows = _topics_and_rows(mapping, label, what)
+    topics, rows, dicts = _topics_and_rows(mapping, label, what)
     docids = np.empty(rows, dtype=object)
-    got = _mapscan.scan(mapping, topics, what == "grades", docids)
+    got = _mapscan.scan(mapping if dicts is None else dicts, topics, what == "grades", docids)
     if got is None:
         return None
     values, lengths = got
@@ -116,15 +119,16 @@ def _scanned(mapping: Mapping, label: str, what: str):
                                           np.float64), np.frombuffer(lengths, np.int64))
 
 
-def _topics_and_rows(mapping: Mapping, label: str, what: str) -> tuple[list[str], int]:
-    """(:func:`_checked_topics`, the number of (topic, docid) entries) of a mapping the
-    compiled passes read: one compiled pass (``_mapscan.mapping_topics``: the grammar, the
-    inner types, the sort) when it accepts every topic, else the Python one, which names
-    any problem."""
+def _topics_and_rows(mapping: Mapping, label: str, what: str
+                     ) -> tuple[list[str], int, list | None]:
+    """(:func:`_checked_topics`, the number of (topic, docid) entries, the topics' dicts in
+    that order or None) of a mapping the compiled passes read: one compiled pass
+    (``_mapscan.mapping_topics``: the grammar, the inner types, the sort) when it accepts
+    every topic, else the Python one, which names any problem (and lists no dicts)."""
     got = _mapscan.mapping_topics(mapping)
     if got is not None:
         return got
-    return _checked_topics(mapping, label, what), sum(map(len, mapping.values()))
+    return _checked_topics(mapping, label, what), sum(map(len, mapping.values())), None
 
 
 def per_topic_dicts(topics: list[str], rows: list[int], keys: list[str],

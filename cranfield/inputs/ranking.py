@@ -207,7 +207,8 @@ def _rank_mapped(run: MappedRun, qrels: Qrels, topics: list[str], run_to_qrels: 
             docids.flags.c_contiguous):
         docids = docids.tolist()
     got = _mapscan.rank_mapping(
-        run.mapping, run.topics, np.ascontiguousarray(run_to_qrels, np.int64),
+        run.mapping if run.dicts is None else run.dicts, run.topics,
+        np.ascontiguousarray(run_to_qrels, np.int64),
         qrels.offsets.astype(np.int64), docids, float32_scores, ks,
         TIE_WORK_PER_ROW * (len(run) + len(qrels)) + TIE_WORK_MIN)
     if got is None:

@@ -58,6 +58,33 @@ def test_mapping_topics_are_the_python_paths(topics, how):
     assert got[0] == mappings._checked_topics(mapping, "run", "scores")
     assert got[0] == sorted(topics, key=byte_key)
     assert got[1] == sum(map(len, topics.values()))
+    assert all(d is mapping[t] for t, d in zip(got[0], got[2], strict=True))
+
+
+@needs_ext
+@settings(max_examples=_EXAMPLES, deadline=None)
+@given(data=st.dictionaries(_ids, st.dictionaries(_ids, st.integers(-2, 3), max_size=4),
+                            max_size=6),
+       how=st.sampled_from(["dict", "defaultdict", "ordered"]), grades=st.booleans())
+def test_scan_and_rank_mapping_read_the_listed_dicts_as_the_mapping(data, how, grades):
+    """The compiled passes given the topics' dicts (as mapping_topics lists them) read
+    exactly what they read looking each topic up in the mapping."""
+    import numpy as np
+
+    wrap = {"dict": dict, "defaultdict": lambda d: defaultdict(int, d),
+            "ordered": OrderedDict}[how]
+    mapping = wrap({t: wrap(d) for t, d in data.items()})
+    topics, rows, dicts = _mapscan.mapping_topics(mapping)
+    by_lookup, listed = np.empty(rows, dtype=object), np.empty(rows, dtype=object)
+    a = _mapscan.scan(mapping, topics, grades, by_lookup)
+    b = _mapscan.scan(dicts, topics, grades, listed)
+    assert a == b and by_lookup.tolist() == listed.tolist()
+    qdocids = sorted({d for docs in data.values() for d in docs})
+    bounds = _i64([0, len(qdocids)])
+    to_qrels = _i64([0 if i % 2 == 0 else -1 for i in range(len(topics))])
+    args = (topics, to_qrels, bounds, qdocids, False, _i64([1, 2]), 1 << 20)
+    assert _mapscan.rank_mapping(mapping, *args) == _mapscan.rank_mapping(dicts, *args)
+    assert _mapscan.rank_mapping(dicts[:-1], *args) is None if dicts else True
 
 
 class _Str(str):
