@@ -245,14 +245,19 @@ def progress(results, tenant: str | None, rescore_id: str) -> dict | None:
 
 
 def _finish_item(results, rescore_id: str, position: int, state: str, *,
-                 new_result_id: str | None = None, reason: str | None = None) -> None:
+                 new_result_id: str | None = None, reason: str | None = None,
+                 if_queued: bool = False) -> None:
+    """Mark an item ``state``; with ``if_queued``, only while it is still queued (what the
+    queue says of it may be older than what its jobs wrote since)."""
     with results.sessions.begin() as session:
         rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == rescore_id))
         if rescore_pk is None:  # deleted meanwhile
             return
-        session.execute(update(RescoreItem).where(
-            RescoreItem.rescore_pk == rescore_pk, RescoreItem.position == position)
-            .values(state=state, new_result_id=new_result_id, reason=reason))
+        where = [RescoreItem.rescore_pk == rescore_pk, RescoreItem.position == position]
+        if if_queued:
+            where.append(RescoreItem.state == QUEUED)
+        session.execute(update(RescoreItem).where(*where)
+                        .values(state=state, new_result_id=new_result_id, reason=reason))
 
 
 def _fail(results, wire: dict, reason: str) -> dict:
@@ -505,27 +510,34 @@ def _embedded(store, results, wire: dict) -> None:
 
 
 def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int:
-    """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued whose
-    job the queue no longer knows (Redis restarted empty, or this embedded process is not
-    the one they were given to): the database says what is left to do. Returns how many."""
+    """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued that
+    the queue no longer knows anything left to run of (:func:`on_queue`: Redis restarted
+    empty before a job ran, while its shards ran or its combine step waited; or this
+    embedded process is not the one they were given to): each is queued again whole, its
+    re-score job first (a result it records is unique per original and qrels digest, so a
+    late duplicate of a lost job records nothing). An item one of whose jobs failed for good
+    is marked failed with the reason. The database says what is left to do. Returns how
+    many were queued again."""
     with results.sessions() as session:
         rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == doc["id"]))
         items = session.execute(select(RescoreItem.position, RescoreItem.result_id,
                                        RescoreItem.job_id).where(
             RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED)).all()
     if getattr(backend, "kind", None) == "redis":
-        from rq.job import Job
-
         lost = []
         for i in items:
-            job = Job.fetch_many([i.job_id], connection=backend.redis)[0]
-            if job is None:
+            state, reason = on_queue(backend.redis, i.job_id)
+            if state == "lost":
                 lost.append(i)
-            elif getattr(job.get_status(refresh=False), "value", None) == "failed":
-                # its retries spent on errors (a bug, the database down for good)
-                reason = ((job.exc_info or "the worker failed").strip().splitlines() or
-                          ["the worker failed"])[-1]
-                _finish_item(results, doc["id"], i.position, FAILED, reason=reason)
+            elif state == "failed":  # its retries spent on errors (a bug, the database down)
+                _finish_item(results, doc["id"], i.position, FAILED, reason=reason,
+                             if_queued=True)
+        if lost:  # a job finishes its item before RQ marks it finished: read the items again
+            with results.sessions() as session:
+                still = set(session.scalars(select(RescoreItem.position).where(
+                    RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED,
+                    RescoreItem.position.in_([i.position for i in lost]))))
+            lost = [i for i in lost if i.position in still]
     else:
         lost = [i for i in items if i.job_id not in _EMBEDDED_IDS]
     wires = [{"tenant": tenant, "rescore_id": doc["id"], "qrels_ref": doc["qrels_id"],
@@ -540,6 +552,53 @@ def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int
 
 # --------------------------------------------------------------------------------------------
 # Gates compare like with like: a system's pinned baseline under the candidate's qrels.
+#: RQ states in which a job will still run (or is running)
+_PENDING = ("created", "queued", "started", "deferred", "scheduled")
+
+
+def _status(job) -> str | None:
+    return None if job is None else getattr(job.get_status(refresh=False), "value", None)
+
+
+def _failure(job) -> str:
+    """The last line of a job's error, as an item's reason."""
+    return ((job.exc_info or "the worker failed").strip().splitlines()
+            or ["the worker failed"])[-1]
+
+
+def on_queue(connection, job_id: str) -> tuple[str, str | None]:
+    """Where a queued item's jobs stand on RQ (``job_id``: its re-score job's id):
+    ``("pending", None)`` while some job of it will still run: the re-score job itself, or,
+    once that job cut the kept run into shards, its combine step (``{job_id}-combine``),
+    queued or running, or waiting for shards that are all still there and none failed for
+    good; ``("failed", reason)`` when one of them failed for good (retries spent: the
+    re-score job, a shard or the combine step); ``("lost", None)`` when nothing of it is left
+    to run: Redis restarted empty, or lost the combine step or a shard it waits for (a
+    restart while the re-score job ran, which its worker then saved as finished; a deferred
+    combine step expired), so the item must be queued again whole."""
+    from rq.job import Job
+
+    first, combine = Job.fetch_many([job_id, f"{job_id}-combine"], connection=connection)
+    state = _status(first)
+    if state in _PENDING:
+        return "pending", None
+    if state == "failed":
+        return "failed", _failure(first)
+    state = _status(combine)
+    if state == "failed":
+        return "failed", _failure(combine)
+    if state in _PENDING and state != "deferred":
+        return "pending", None
+    if state == "deferred":
+        shards = Job.fetch_many(sorted(combine.dependency_ids), connection=connection)
+        failed = [j for j in shards if _status(j) == "failed"]
+        if failed:
+            return "failed", _failure(failed[0])
+        if shards and all(_status(j) in (*_PENDING, "finished") for j in shards):
+            return "pending", None
+    return "lost", None
+
+
 # --------------------------------------------------------------------------------------------
 
 class BaselineNotRescored(LookupError):

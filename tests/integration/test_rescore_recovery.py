@@ -1,0 +1,197 @@
+"""Losing Redis loses no re-score (issue #31), on real parts: gunicorn, a private
+redis-server restarted empty, RQ workers in burst mode, the results database on SQLite.
+
+A night is recorded with its run kept under qrels v1; v2 adds judgments; the night is
+re-scored under v2, its kept run cut into two shards (SHARDS=2, SHARD_MIN_BYTES=1000). Redis
+then restarts empty at each point a re-score's item can be at: its job queued (no worker
+ran), its shards running (the job and one shard done), its combine step pending (both shards
+done), and once with the job's own record put back as its worker saves it when Redis
+restarted while it ran (done, its shards and combine step lost). Asking for the progress
+queues the item again whole; a burst worker then re-scores it, once: the new result equals
+average precision computed here by its definition under v2, and nothing is recorded twice.
+
+Workers stop after a given number of jobs (RQ's ``max_jobs``) and the test waits for their
+exit: no clock is waited on.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+
+import pytest
+from servers import (
+    CRANFIELD,
+    JOB_TIMEOUT,
+    ROOT,
+    RedisServer,
+    call,
+    require_redis_server,
+    running_gunicorn,
+)
+
+TOPICS = [f"t{i:02d}" for i in range(1, 31)]
+DOCS = [f"d{i:02d}" for i in range(60)]
+POINTS = ("queued", "shards-running", "combine-pending", "job-record-kept")
+# a worker in burst mode that stops after N jobs (RQ's max_jobs), as ``cranfield worker``
+# makes it
+LIMITED_WORKER = """
+import sys
+from rq import Queue
+from backend.contract import QUEUE
+from backend.store import redis_client
+from worker.cli import worker_class
+conn = redis_client(sys.argv[1])
+worker = worker_class()([Queue(QUEUE, connection=conn)], connection=conn)
+worker.work(burst=True, max_jobs=int(sys.argv[2]))
+"""
+
+
+def _judgments() -> tuple[dict, dict]:
+    rng = random.Random(31)
+    v1, v2 = {}, {}
+    for t in TOPICS:
+        judged = rng.sample(DOCS, 12)
+        v1[t] = {d: int(i < 4) for i, d in enumerate(judged[:10])}
+        v2[t] = dict(v1[t], **{judged[10]: 1, judged[11]: 0})
+    return v1, v2
+
+
+def _run(night: int) -> dict:
+    rng = random.Random(night)
+    return {t: {d: round(rng.random(), 6) for d in rng.sample(DOCS, 25)} for t in TOPICS}
+
+
+def mean_ap(run: dict, qrels: dict) -> float:
+    """MAP by its definition: per topic the mean over the relevant documents of the precision
+    at each one's rank (0 if not retrieved), ranked by score descending (no ties here)."""
+    total = 0.0
+    for t, judged in qrels.items():
+        ranked = sorted(run[t], key=lambda d: -run[t][d])
+        relevant = {d for d, g in judged.items() if g > 0}
+        hits, ap = 0, 0.0
+        for rank, doc in enumerate(ranked, 1):
+            if doc in relevant:
+                hits += 1
+                ap += hits / rank
+        total += ap / len(relevant)
+    return total / len(qrels)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """gunicorn on a private Redis and SQLite; qrels v1, one night per point recorded with
+    its run kept (system ``s-POINT``), then v2."""
+    require_redis_server()
+    redis = RedisServer()
+    redis.start()
+    database = f"sqlite:///{tmp_path_factory.mktemp('recovery') / 'results.db'}"
+    env = {"REDIS_URL": redis.url, "CRANFIELD_DATABASE_URL": database,
+           "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"}
+    v1_qrels, v2_qrels = _judgments()
+    try:
+        with running_gunicorn(env) as api:
+            status, _, v1 = call(api, "PUT", "/v1/qrels/team", {"qrels": v1_qrels})
+            assert status in (200, 201), v1
+            originals = {}
+            for n, point in enumerate(POINTS):
+                status, _, doc = call(api, "POST", "/v1/evaluations", {
+                    "run": _run(n), "qrels_id": "team", "measures": ["map"],
+                    "record": {"system": f"s-{point}", "label": "night", "keep_run": True}})
+                assert status == 200, doc
+                originals[point] = (n, doc["recorded"]["id"])
+            status, _, v2 = call(api, "PUT", "/v1/qrels/team", {"qrels": v2_qrels})
+            assert status in (200, 201) and v2["version"] != v1["version"], v2
+            yield {"api": api, "redis": redis, "database": database, "v2_qrels": v2_qrels,
+                   "v2_ref": f"team@{v2['version']}", "originals": originals}
+    finally:
+        redis.stop()
+
+
+def _worker(redis_url: str, database: str, max_jobs: int | None) -> None:
+    """A burst worker run to its end: after ``max_jobs`` jobs, or (None) once the queue is
+    empty (``cranfield worker --burst``)."""
+    import os
+
+    env = dict(os.environ, CRANFIELD_DATABASE_URL=database)
+    argv = ([CRANFIELD, "worker", "--burst", "--redis-url", redis_url] if max_jobs is None
+            else [sys.executable, "-c", LIMITED_WORKER, redis_url, str(max_jobs)])
+    done = subprocess.run(argv, cwd=ROOT, env=env, timeout=JOB_TIMEOUT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def _status(connection, job_id: str) -> str | None:
+    from rq.job import Job
+
+    job = Job.fetch_many([job_id], connection=connection)[0]
+    return None if job is None else job.get_status(refresh=False).value
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_redis_restarted_empty(service, point):
+    import redis as redis_client
+    from rq.job import Job
+
+    api, redis, database = service["api"], service["redis"], service["database"]
+    night, original_id = service["originals"][point]
+    status, _, queued = call(api, "POST", f"/v1/systems/s-{point}/rescore",
+                             {"qrels_id": service["v2_ref"]})
+    assert status == 202, queued
+    assert (queued["total"], queued["queued"]) == (1, 1), queued
+    job_id = f"rescore-{queued['id']}-0"
+    shards = [f"{job_id}-shard-0", f"{job_id}-shard-1"]
+    combine = f"{job_id}-combine"
+    connection = redis_client.Redis.from_url(redis.url)
+
+    # bring the item to its point
+    ran = {"queued": 0, "shards-running": 2, "combine-pending": 3, "job-record-kept": 1}[point]
+    if ran:
+        _worker(redis.url, database, ran)
+    expected = {
+        "queued": ("queued", None, None, None),
+        "shards-running": ("finished", "finished", "queued", "deferred"),
+        "combine-pending": ("finished", "finished", "finished", "queued"),
+        "job-record-kept": ("finished", "queued", "queued", "deferred"),
+    }[point]
+    assert tuple(_status(connection, j) for j in (job_id, *shards, combine)) == expected
+    if ran:
+        assert Job.fetch(job_id, connection=connection).return_value() == {"shards": 2}
+    kept = ({key: connection.dump(key) for key in (f"rq:job:{job_id}", f"rq:results:{job_id}")}
+            if point == "job-record-kept" else {})
+    assert all(kept.values())
+
+    redis.stop()
+    redis.start()  # the same port, nothing kept
+    connection = redis_client.Redis.from_url(redis.url)
+    for key, value in kept.items():  # the job's record, as its worker saves it back
+        connection.restore(key, 0, value)
+    if kept:
+        assert _status(connection, job_id) == "finished"
+        assert _status(connection, combine) is None
+
+    status, _, after = call(api, "GET", f"/v1/rescores/{queued['id']}")
+    assert status == 200, after
+    assert (after["state"], after["queued"], after["done"]) == ("running", 1, 0), after
+    # queued again whole: the re-score job, nothing else
+    assert _status(connection, job_id) == "queued"
+    assert connection.lrange("rq:queue:cranfield", 0, -1) == [job_id.encode()]
+    status, _, again = call(api, "GET", f"/v1/rescores/{queued['id']}")
+    assert (status, again["queued"]) == (200, 1)
+    assert connection.llen("rq:queue:cranfield") == 1  # asking again queues nothing more
+
+    _worker(redis.url, database, None)
+    status, _, done = call(api, "GET", f"/v1/rescores/{queued['id']}")
+    assert status == 200, done
+    assert (done["state"], done["done"], done["failed"]) == ("finished", 1, 0), done
+    [new_id] = done["new_result_ids"]
+    assert Job.fetch(combine, connection=connection).return_value() == {"result_id": new_id}
+    status, _, new = call(api, "GET", f"/v1/results/{new_id}")
+    assert status == 200, new
+    assert new["document"]["provenance"]["rescores"] == original_id
+    assert new["qrels_version"] == service["v2_ref"]
+    assert new["aggregate"]["map"] == pytest.approx(
+        mean_ap(_run(night), service["v2_qrels"]), abs=1e-12)
+    _, _, listed = call(api, "GET", f"/v1/systems/s-{point}/results")
+    assert listed["total"] == 2  # the night and its one re-score
