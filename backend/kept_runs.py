@@ -605,12 +605,12 @@ class KeptRuns:
         return chunks()
 
     def read(self, tenant: str | None, digest: str):
-        """The kept run as a :class:`cranfield.inputs.run_qrels.Run` (what
-        :func:`cranfield.inputs.columnar.run_from_table` builds of the stored file: topics in
-        strcmp order, docids one Arrow string array; NotFound if ``tenant`` keeps none of
-        that digest). Read a row group at a time into columns allocated once (the stored
-        rows are in canonical order, so topics come in strcmp order); checked when kept, the
-        rows are not checked again."""
+        """The kept run as a :class:`cranfield.inputs.run_qrels.Run` (the rows
+        :func:`cranfield.inputs.columnar.run_from_table` reads of the stored file: topics in
+        strcmp order; docids an Arrow string column, a chunk per row group; NotFound if
+        ``tenant`` keeps none of that digest). Read a row group at a time into columns
+        allocated once (the stored rows are in canonical order, so topics come in strcmp
+        order); checked when kept, the rows are not checked again."""
         import pyarrow as pa
 
         from cranfield.inputs.run_qrels import Run
@@ -649,10 +649,10 @@ class KeptRuns:
             connection.close()
         if at != rows:
             raise ValueError(f"kept run {digest!r}: {at} rows read of {rows}")
-        column = (pa.chunked_array(docids, pa.string()).combine_chunks() if docids
-                  else pa.array([], pa.string()))
-        del docids
-        return Run(topics, topic_index, column, scores, runid, "run")
+        # a chunk per row group, as the TREC reader's large runs have them: not concatenated
+        # (that would hold the docids twice)
+        return Run(topics, topic_index, pa.chunked_array(docids, pa.string()), scores, runid,
+                   "run")
 
     # -- releasing --------------------------------------------------------------------------
 

@@ -281,6 +281,12 @@ def test_the_canonical_text_is_its_definition_across_batches(app, monkeypatch, b
     back = runs.read(None, digest)
     assert back.to_dict() == run.to_dict() and back.topics == run.topics
     assert back.runid == "STANDARD"
+    # the Run read back (its docids a chunk per row group) evaluates as the one kept
+    qrels = cranfield.read_qrels(QRELS.encode())
+    measures = ["map", "ndcg_cut.10", "P.5", "recip_rank", "runid"]
+    again = cranfield.evaluate(qrels, back, measures)
+    first = cranfield.evaluate(qrels, cranfield.read_run(text.encode()), measures)
+    assert again.aggregate == first.aggregate and again.per_topic == first.per_topic
     assert KeptRuns(app.extensions["results"]).info(None, digest)["rows"] == len(run)
 
 
