@@ -107,6 +107,9 @@ RESCORE_FUNCTION = "worker.jobs.rescore_job"
 #: ``GET /v1/jobs/{id}`` is a 404 for it: its progress is ``GET /v1/rescores/{id}``'s
 JOB_META = {"tenant": "\x00rescore", "kind": "rescore"}
 QUEUED, DONE, FAILED, SKIPPED = "queued", "done", "failed", "skipped"
+INLINE_METADATA = ("it was evaluated with inline topic metadata (options.topic_metadata), "
+                   "which is not kept: its segments and weights cannot be made again (record "
+                   "with stored topic metadata, topic_metadata_id, to re-score segments)")
 # the engine options a re-score evaluates with, as the original result recorded them
 OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
            "collection_size", "aggregation")
@@ -179,6 +182,8 @@ def _skip_reason(result: Result, qrels_sha256: str) -> str | None:
     if result.run_sha256 is None:
         return ("its run was not kept (record with keep_run: true to keep runs for "
                 "re-scoring)")
+    if result.topic_metadata_sha256 is not None and result.topic_metadata_version is None:
+        return INLINE_METADATA
     return None
 
 
@@ -287,12 +292,41 @@ def _prepare(qrels_store, results, wire: dict):
     if done is not None:
         _finish_item(results, wire["rescore_id"], wire["position"], DONE, new_result_id=done)
         return None, None, None, None, None, {"result_id": done}
-    options = (original["document"].get("provenance") or {}).get("options") or {}
+    provenance = original["document"].get("provenance") or {}
+    options = provenance.get("options") or {}
     if options.get("zscores"):
         return None, None, None, None, None, _fail(
             results, wire, "it was evaluated with z-scores (-Z), whose means are not kept")
-    return (original, qrels, meta, run_sha256, {k: options[k] for k in OPTIONS if k in options},
-            None)
+    engine_options = {k: options[k] for k in OPTIONS if k in options}
+    if options.get("topic_metadata") is not None:  # segments (issue #28): the same version
+        mapping, problem = _topic_metadata(results, tenant, provenance)
+        if problem is not None:
+            return None, None, None, None, None, _fail(results, wire, problem)
+        engine_options["topic_metadata"] = mapping
+    return original, qrels, meta, run_sha256, engine_options, None
+
+
+def _topic_metadata(results, tenant: str | None, provenance: dict) -> tuple[dict | None,
+                                                                             str | None]:
+    """(the canonical mapping, None) of the stored topic metadata version a result was
+    evaluated with (``provenance.topic_metadata_version``, ``id@version``), so its re-score
+    has the same segments and weights; (None, the reason) when it cannot be had: inline
+    metadata (not kept), or the version deleted or not the one recorded (its digest)."""
+    from .store import NotFound
+    from .topic_metadata_db import TopicMetadataStore
+
+    ref = provenance.get("topic_metadata_version")
+    if not ref:
+        return None, INLINE_METADATA
+    try:
+        mapping, meta = TopicMetadataStore(results.engine).load(tenant, ref)
+    except NotFound as exc:
+        return None, f"topic metadata {ref}: {exc}"
+    recorded = (provenance.get("options") or {}).get("topic_metadata") or {}
+    if recorded.get("sha256") not in (None, meta.get("sha256")):
+        return None, (f"topic metadata {ref} is not the metadata the result was evaluated "
+                      "with (another digest)")
+    return mapping, None
 
 
 def _record_rescore(results, wire: dict, original: dict, doc: dict, meta: dict,
@@ -343,7 +377,7 @@ def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
 
     from .kept_runs import KeptRuns
     from .store import NotFound
-    from .tasks import problem_of
+    from .tasks import name_topic_metadata, problem_of
 
     original, qrels, meta, run_sha256, options, over = _prepare(qrels_store, results, wire)
     if over is not None:
@@ -381,8 +415,9 @@ def rescore_one(qrels_store, results, wire: dict, connection=None) -> dict:
         return _fail(results, wire, problem_of(exc).get("detail") or str(exc))
     # the run as the original named it (its digest as sent); the kept copy is run_sha256
     prov = document.get("provenance") or {}
-    doc = evaluation_document(ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256,
-                              meta["sha256"], None, f"{meta['id']}@{meta['version']}")
+    doc = name_topic_metadata(evaluation_document(
+        ev, {"per_topic": True}, prov.get("run_sha256") or run_sha256, meta["sha256"], None,
+        f"{meta['id']}@{meta['version']}"), prov.get("topic_metadata_version"))
     return _record_rescore(results, wire, original, doc, meta, run_sha256)
 
 
@@ -450,7 +485,8 @@ def rescore_combine(store, results, wire: dict, shards: list[dict | None]) -> di
         prov = original["document"].get("provenance") or {}
         spec = _shard_spec(wire, measures, options, None, shard_ids=wire["shard_ids"],
                            shard_keys=wire["shard_keys"],
-                           run_sha256=prov.get("run_sha256") or run_sha256)
+                           run_sha256=prov.get("run_sha256") or run_sha256,
+                           topic_metadata_version=prov.get("topic_metadata_version"))
         outcome = combine_shards(store, spec, shards)
         if "problem" in outcome:
             return _fail(results, wire, outcome["problem"].get("detail") or "cannot combine")
@@ -509,49 +545,6 @@ def _embedded(store, results, wire: dict) -> None:
 
 
 
-def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int:
-    """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued that
-    the queue no longer knows anything left to run of (:func:`on_queue`: Redis restarted
-    empty before a job ran, while its shards ran or its combine step waited; or this
-    embedded process is not the one they were given to): each is queued again whole, its
-    re-score job first (a result it records is unique per original and qrels digest, so a
-    late duplicate of a lost job records nothing). An item one of whose jobs failed for good
-    is marked failed with the reason. The database says what is left to do. Returns how
-    many were queued again."""
-    with results.sessions() as session:
-        rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == doc["id"]))
-        items = session.execute(select(RescoreItem.position, RescoreItem.result_id,
-                                       RescoreItem.job_id).where(
-            RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED)).all()
-    if getattr(backend, "kind", None) == "redis":
-        lost = []
-        for i in items:
-            state, reason = on_queue(backend.redis, i.job_id)
-            if state == "lost":
-                lost.append(i)
-            elif state == "failed":  # its retries spent on errors (a bug, the database down)
-                _finish_item(results, doc["id"], i.position, FAILED, reason=reason,
-                             if_queued=True)
-        if lost:  # a job finishes its item before RQ marks it finished: read the items again
-            with results.sessions() as session:
-                still = set(session.scalars(select(RescoreItem.position).where(
-                    RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED,
-                    RescoreItem.position.in_([i.position for i in lost]))))
-            lost = [i for i in lost if i.position in still]
-    else:
-        lost = [i for i in items if i.job_id not in _EMBEDDED_IDS]
-    wires = [{"tenant": tenant, "rescore_id": doc["id"], "qrels_ref": doc["qrels_id"],
-              "position": i.position, "result_id": i.result_id, "job_id": i.job_id}
-             for i in lost]
-    if wires:
-        log.warning("re-score jobs lost by the queue: queued again", extra={
-            "event": "rescore_resumed", "rescore_id": doc["id"], "jobs": len(wires)})
-        enqueue(backend, config, wires, results)
-    return len(wires)
-
-
-# --------------------------------------------------------------------------------------------
-# Gates compare like with like: a system's pinned baseline under the candidate's qrels.
 #: RQ states in which a job will still run (or is running)
 _PENDING = ("created", "queued", "started", "deferred", "scheduled")
 
@@ -599,6 +592,49 @@ def on_queue(connection, job_id: str) -> tuple[str, str | None]:
     return "lost", None
 
 
+def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int:
+    """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued that
+    the queue no longer knows anything left to run of (:func:`on_queue`: Redis restarted
+    empty before a job ran, while its shards ran or its combine step waited; or this
+    embedded process is not the one they were given to): each is queued again whole, its
+    re-score job first (a result it records is unique per original and qrels digest, so a
+    late duplicate of a lost job records nothing). An item one of whose jobs failed for good
+    is marked failed with the reason. The database says what is left to do. Returns how
+    many were queued again."""
+    with results.sessions() as session:
+        rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == doc["id"]))
+        items = session.execute(select(RescoreItem.position, RescoreItem.result_id,
+                                       RescoreItem.job_id).where(
+            RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED)).all()
+    if getattr(backend, "kind", None) == "redis":
+        lost = []
+        for i in items:
+            state, reason = on_queue(backend.redis, i.job_id)
+            if state == "lost":
+                lost.append(i)
+            elif state == "failed":  # its retries spent on errors (a bug, the database down)
+                _finish_item(results, doc["id"], i.position, FAILED, reason=reason,
+                             if_queued=True)
+        if lost:  # a job finishes its item before RQ marks it finished: read the items again
+            with results.sessions() as session:
+                still = set(session.scalars(select(RescoreItem.position).where(
+                    RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED,
+                    RescoreItem.position.in_([i.position for i in lost]))))
+            lost = [i for i in lost if i.position in still]
+    else:
+        lost = [i for i in items if i.job_id not in _EMBEDDED_IDS]
+    wires = [{"tenant": tenant, "rescore_id": doc["id"], "qrels_ref": doc["qrels_id"],
+              "position": i.position, "result_id": i.result_id, "job_id": i.job_id}
+             for i in lost]
+    if wires:
+        log.warning("re-score jobs lost by the queue: queued again", extra={
+            "event": "rescore_resumed", "rescore_id": doc["id"], "jobs": len(wires)})
+        enqueue(backend, config, wires, results)
+    return len(wires)
+
+
+# --------------------------------------------------------------------------------------------
+# Gates compare like with like: a system's pinned baseline under the candidate's qrels.
 # --------------------------------------------------------------------------------------------
 
 class BaselineNotRescored(LookupError):

@@ -210,6 +210,62 @@ def test_several_systems_at_once(history):
     assert [i["result_id"] for i in done["items"]] == [*ids, other]
 
 
+# topic metadata (issue #28): q1 and q2 in segments, q2 weighing 2; a later version swaps them
+AREAS = {"q1": {"segments": ["head"]}, "q2": {"segments": ["tail"], "weight": 2.0}}
+AREAS_LATER = {"q1": {"segments": ["tail"]}, "q2": {"segments": ["head"]}}
+
+
+def test_segments_are_rescored_with_the_stored_metadata_version_recorded(clocked):
+    """A result recorded with stored topic metadata is re-scored with that version (not the
+    id's latest): the re-score's segments equal an evaluation of the same run under v2 with
+    that version, and each segment's map is AP by its definition on its topic; a result
+    recorded with inline metadata (not kept) is skipped, saying why."""
+    client = ContractClient(clocked.test_client())
+    _put_qrels(client, V1)
+    put = client.put("/v1/topic-metadata/areas", json={"topic_metadata": AREAS})
+    assert put.status_code == 201, put.get_json()
+    areas = f"areas@{put.get_json()['version']}"
+    body = {"run": NIGHTS[0], "qrels_id": "adhoc", "measures": ["map", "P.2"]}
+    resp = client.post("/v1/evaluations", json=dict(body, topic_metadata_id="areas", record={
+        "system": "bm25", "label": "night-1", "keep_run": True}))
+    assert resp.status_code == 200, resp.get_json()
+    original_id = resp.get_json()["recorded"]["id"]
+    resp = client.post("/v1/evaluations", json=dict(body, options={"topic_metadata": AREAS},
+                                                    record={"system": "inline",
+                                                            "label": "night-1",
+                                                            "keep_run": True}))
+    assert resp.status_code == 200, resp.get_json()
+    inline_id = resp.get_json()["recorded"]["id"]
+    later = client.put("/v1/topic-metadata/areas", json={"topic_metadata": AREAS_LATER})
+    assert later.status_code in (200, 201) and later.get_json()["version"] not in areas
+    v2 = _put_qrels(client, V2)
+
+    resp = client.post("/v1/rescores", json={"qrels_id": v2, "systems": ["bm25", "inline"]})
+    assert resp.status_code == 202, resp.get_json()
+    done = _finished(client, resp.get_json()["id"])
+    items = {i["result_id"]: i for i in done["items"]}
+    assert items[original_id]["state"] == "done", items
+    assert items[inline_id]["state"] == "skipped"
+    assert "inline topic metadata" in items[inline_id]["reason"]
+    new = client.get(f"/v1/results/{items[original_id]['new_result_id']}").get_json()
+    assert new["topic_metadata_version"] == areas
+    assert new["document"]["provenance"]["topic_metadata_version"] == areas
+    direct = client.post("/v1/evaluations", json=dict(body, qrels_id=v2,
+                                                      topic_metadata_id=areas))
+    assert direct.status_code == 200, direct.get_json()
+    segments = new["document"]["segments"]
+    assert set(segments) == {"head", "tail"}
+    assert segments == direct.get_json()["segments"]
+    for label, topic in (("head", "q1"), ("tail", "q2")):
+        assert segments[label]["topics"] == 1
+        assert segments[label]["aggregate"]["map"] == pytest.approx(
+            average_precision(NIGHTS[0][topic], V2[topic]), abs=1e-12)
+    # the weight is kept too: the re-score's map is the weighted mean, as the direct one's
+    assert new["aggregate"]["map"] == direct.get_json()["aggregate"]["map"] == pytest.approx(
+        (average_precision(NIGHTS[0]["q1"], V2["q1"])
+         + 2 * average_precision(NIGHTS[0]["q2"], V2["q2"])) / 3, abs=1e-12)
+
+
 def test_refusals_name_the_field(history, app):
     client, _, v2, _ = history
     cases = [

@@ -10,6 +10,10 @@ restarted while it ran (done, its shards and combine step lost). Asking for the 
 queues the item again whole; a burst worker then re-scores it, once: the new result equals
 average precision computed here by its definition under v2, and nothing is recorded twice.
 
+A night recorded with stored topic metadata (segments, issue #28) is re-scored in shards with
+that version of the metadata (not the id's latest): its segments equal an evaluation of the
+same run under v2 with that version.
+
 Workers stop after a given number of jobs (RQ's ``max_jobs``) and the test waits for their
 exit: no clock is waited on.
 """
@@ -33,6 +37,9 @@ from servers import (
 
 TOPICS = [f"t{i:02d}" for i in range(1, 31)]
 DOCS = [f"d{i:02d}" for i in range(60)]
+# three segments of ten topics, the last weighing 2
+AREAS = {t: {"segments": [("a", "b", "c")[i // 10]], **({"weight": 2.0} if i >= 20 else {})}
+         for i, t in enumerate(TOPICS)}
 POINTS = ("queued", "shards-running", "combine-pending", "job-record-kept")
 # a worker in burst mode that stops after N jobs (RQ's max_jobs), as ``cranfield worker``
 # makes it
@@ -101,10 +108,24 @@ def service(tmp_path_factory):
                     "record": {"system": f"s-{point}", "label": "night", "keep_run": True}})
                 assert status == 200, doc
                 originals[point] = (n, doc["recorded"]["id"])
+            status, _, put = call(api, "PUT", "/v1/topic-metadata/areas",
+                                  {"topic_metadata": AREAS})
+            assert status == 201, put
+            areas = f"areas@{put['version']}"
+            status, _, doc = call(api, "POST", "/v1/evaluations", {
+                "run": _run(9), "qrels_id": "team", "measures": ["map", "P.10"],
+                "topic_metadata_id": areas,
+                "record": {"system": "s-segments", "label": "night", "keep_run": True}})
+            assert status == 200 and doc["segments"], doc
+            originals["segments"] = (9, doc["recorded"]["id"])
+            status, _, put = call(api, "PUT", "/v1/topic-metadata/areas",
+                                  {"topic_metadata": {t: {"segments": ["all"]} for t in TOPICS}})
+            assert status == 201, put
             status, _, v2 = call(api, "PUT", "/v1/qrels/team", {"qrels": v2_qrels})
             assert status in (200, 201) and v2["version"] != v1["version"], v2
             yield {"api": api, "redis": redis, "database": database, "v2_qrels": v2_qrels,
-                   "v2_ref": f"team@{v2['version']}", "originals": originals}
+                   "v2_ref": f"team@{v2['version']}", "originals": originals,
+                   "areas": areas}
     finally:
         redis.stop()
 
@@ -195,3 +216,36 @@ def test_redis_restarted_empty(service, point):
         mean_ap(_run(night), service["v2_qrels"]), abs=1e-12)
     _, _, listed = call(api, "GET", f"/v1/systems/s-{point}/results")
     assert listed["total"] == 2  # the night and its one re-score
+
+
+def test_segments_survive_a_sharded_rescore(service):
+    api, redis, database = service["api"], service["redis"], service["database"]
+    night, original_id = service["originals"]["segments"]
+    status, _, queued = call(api, "POST", "/v1/systems/s-segments/rescore",
+                             {"qrels_id": service["v2_ref"]})
+    assert status == 202, queued
+    _worker(redis.url, database, None)
+    status, _, done = call(api, "GET", f"/v1/rescores/{queued['id']}")
+    assert (done["state"], done["done"]) == ("finished", 1), done
+    import redis as redis_client
+    from rq.job import Job
+
+    connection = redis_client.Redis.from_url(redis.url)
+    job_id = f"rescore-{queued['id']}-0"
+    assert Job.fetch(job_id, connection=connection).return_value() == {"shards": 2}
+    _, _, new = call(api, "GET", f"/v1/results/{done['new_result_ids'][0]}")
+    assert new["topic_metadata_version"] == service["areas"]
+    assert new["document"]["provenance"]["shards"] == 2
+    status, _, direct = call(api, "POST", "/v1/evaluations", {
+        "run": _run(night), "qrels_id": service["v2_ref"], "measures": ["map", "P.10"],
+        "topic_metadata_id": service["areas"]})
+    assert status == 200, direct
+    segments = new["document"]["segments"]
+    assert set(segments) == {"a", "b", "c"}
+    for label, seg in direct["segments"].items():
+        assert segments[label]["topics"] == seg["topics"] == 10
+        assert segments[label]["aggregate"] == pytest.approx(seg["aggregate"], abs=1e-12)
+    v2 = service["v2_qrels"]
+    assert segments["b"]["aggregate"]["map"] == pytest.approx(
+        mean_ap(_run(night), {t: v2[t] for t in TOPICS[10:20]}), abs=1e-12)
+    assert new["aggregate"]["map"] == pytest.approx(direct["aggregate"]["map"], abs=1e-12)
