@@ -255,10 +255,12 @@ def bootstrap_intervals(a, b, n_resamples: int, seed: int, level: float = DEFAUL
 def pair_status(sig_a: bool, sig_b: bool, diff_a: float | None, diff_b: float | None) -> str:
     """What became of one pair's significant difference from A to B: ``flipped``
     (significant under both, opposite directions), ``vanished`` (under A only), ``appeared``
-    (under B only), ``held`` (under both, the same direction) or ``none`` (under neither)."""
+    (under B only), ``held`` (under both, not in opposite directions: a mean difference of 0
+    or None, significant by a test of medians or ranks, names no direction) or ``none``
+    (under neither)."""
     if sig_a and sig_b:
-        same = (diff_a or 0.0) * (diff_b or 0.0) > 0
-        return "held" if same else "flipped"
+        a, b = diff_a or 0.0, diff_b or 0.0
+        return "flipped" if (a > 0 and b < 0) or (a < 0 and b > 0) else "held"
     if sig_a:
         return "vanished"
     return "appeared" if sig_b else "none"

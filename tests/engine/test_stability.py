@@ -212,6 +212,17 @@ def test_pair_status():
     assert pair_status(False, False, 0.1, -0.2) == "none"
 
 
+def test_pair_status_without_a_direction_is_held():
+    """A test of medians or ranks can be significant with a mean difference of 0 (or none):
+    that names no direction, so nothing flipped (review R31 finding 10)."""
+    assert pair_status(True, True, 0.0, 0.2) == "held"
+    assert pair_status(True, True, -0.1, 0.0) == "held"
+    assert pair_status(True, True, None, -0.2) == "held"
+    assert pair_status(True, True, 0.0, 0.0) == "held"
+    assert pair_status(True, True, -0.1, -0.2) == "held"
+    assert pair_status(True, True, -0.1, 0.2) == "flipped"
+
+
 def test_stability_document_numbers_equal_the_oracles():
     a, b = matrices(2, systems=6, topics=30, noise=0.15)
     systems = [f"s{i}" for i in range(6)]
