@@ -101,10 +101,16 @@ def qrels_table(qrels: Qrels) -> QrelsTable | None:
 
 def run_bytes(run: Any) -> bytes | None:
     """The bytes the pass reads for ``run``: a file's (a PathLike, or a str naming a file,
-    as read_run tells them) or bytes given as such; None for anything else (text, a file
+    as read_run tells them) or bytes given as such (bytes, a bytearray, a memoryview: an
+    upload cut from a request body); None for anything else (text, a file
     object, a mapping, columns), for a file it cannot read or past :data:`MAX_BYTES`, and
     for an Arrow or Parquet file (read_run reads those)."""
-    if isinstance(run, bytes | bytearray):
+    if isinstance(run, memoryview) and (run.ndim != 1 or run.format not in "Bbc" or
+                                        not run.c_contiguous):
+        return None  # (bytes only: read_run reads anything else its own way)
+    if isinstance(run, bytes | bytearray | memoryview):  # (a copy: the pass lets the GIL go)
+        if len(run) > MAX_BYTES:
+            return None
         data = bytes(run)
     else:
         try:

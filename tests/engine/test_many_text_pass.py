@@ -364,8 +364,8 @@ def test_many_runs_come_in_order_with_the_pass_and_without_it(folder):
 
 @needs_ext
 def test_inputs_the_pass_leaves_to_read_run(folder):
-    """Text given as a str, a file object or a mapping, and diversity measures, are not
-    passed (read as before), with the same answers."""
+    """Text given as a str, a file object or a mapping are not passed (read as before);
+    bytes and a memoryview are; the answers are evaluate's."""
     qrels = b"q1 0 a 1\nq1 0 b 0\nq2 0 c 2\n"
     text = b"q1 Q0 a 1 2.0 tag\nq1 Q0 b 2 1.0 tag\nq2 Q0 c 1 3 tag\n"
     table = text_pass.qrels_table(read_qrels(qrels))
@@ -374,7 +374,10 @@ def test_inputs_the_pass_leaves_to_read_run(folder):
                                   tie_work=(16, 1 << 20)) is None
     assert text_pass.pass_run(table, text, float32=True, tie_cutoffs=(),
                               tie_work=(16, 1 << 20)) is not None
-    runs = {"text": text.decode(), "bytes": text, "mapping": {"q1": {"a": 2.0, "b": 1.0}}}
+    assert text_pass.pass_run(table, memoryview(text), float32=True, tie_cutoffs=(),
+                              tie_work=(16, 1 << 20)) is not None
+    runs = {"text": text.decode(), "bytes": text, "view": memoryview(bytearray(text)),
+            "mapping": {"q1": {"a": 2.0, "b": 1.0}}}
     assert many(qrels, runs, MEASURES[0]) == one_by_one(qrels, runs, MEASURES[0])
 
 
