@@ -441,3 +441,9 @@ def test_real_valued_gains_evaluate_as_without_the_pass(folder):
         assert many(str(qrels), runs, measures, gains="real") == got
     assert got == one_by_one(str(qrels), runs, measures, gains="real")
     assert any(isinstance(r, dict) for _, r in got)
+
+
+def test_the_pass_knows_the_table_files_read_run_knows():
+    """A file starting with Arrow's or Parquet's magic bytes is read_run's to read as columns
+    (the pass's copy of the magic bytes is io's)."""
+    assert text_pass.TABLE_MAGIC == cranfield.inputs.io._TABLE_MAGIC
