@@ -43,6 +43,10 @@ REFUSED_FAMILIES = ("diversity",)
 def measure_problem(inst) -> str | None:
     """Why the measure instance ``inst`` cannot be computed from real gains, or None."""
     m = inst.measure
+    if m.name in AS_GAINS and _gain_map(inst):
+        return (f"{m.name} with a gain map (grade=gain, gains=) maps integer grades to gains; "
+                "with real gains a map would apply only where a gain equals a level exactly: "
+                "the gains are used as they are, without a map")
     if m.name in AS_GAINS or m.name in NO_GRADE:
         return None
     if m.uses_rel_level and m.family not in REFUSED_FAMILIES and m.input == "qrels":
@@ -58,6 +62,15 @@ def measure_problem(inst) -> str | None:
                 "(-l, relevance_level) is not one")
     return (f"{m.name} is defined over integer grades, not real gains (measures that use real "
             f"gains: {', '.join(sorted(AS_GAINS))}; binary measures with rel=)")
+
+
+def _gain_map(inst) -> bool:
+    """Whether ``inst`` maps grades to gains: trec_eval's ``ndcg.1=3,2=9`` (a measure of
+    kind ``gains`` with levels) or ir_measures' ``nDCG(gains={...})``."""
+    value = inst.value
+    if inst.measure.kind == "gains":
+        return bool(value)
+    return isinstance(value, dict) and bool(value.get("gains"))
 
 
 def _example(inst) -> str | None:

@@ -121,6 +121,25 @@ def test_integer_measures_are_refused_with_real_gains():
         cranfield.evaluate(QRELS, RUN, ["relstring"], gains="real")
 
 
+@pytest.mark.parametrize("name", ["ndcg.1=3,2=9", "ndcg_rel.2=4", "G.1=2",
+                                  "nDCG(gains={0:0,1:5})@3", "DCG(gains={2:7})"])
+def test_a_gain_map_is_refused_with_real_gains(name):
+    """A map keyed by integer levels would apply only where a real gain equals a level
+    exactly (1.0 mapped, 0.99 not): refused naming the measure (review R31 finding 6)."""
+    with pytest.raises(MeasureError) as err:
+        cranfield.evaluate(QRELS, RUN, [name], gains="real")
+    assert "gain map" in str(err.value) and err.value.name in str(err.value)
+
+
+def test_gain_measures_without_a_map_still_use_the_gains():
+    """Without a map, nDCG reads the gains as they are: (a 2.5, b 0.5, d 1.25 at ranks 1, 2,
+    4; ideal 2.5, 1.25, 0.5) by hand."""
+    ev = cranfield.evaluate(QRELS, RUN, ["ndcg"], gains="real")
+    dcg = 2.5 + 0.5 / math.log2(3) + 1.25 / math.log2(5)
+    ideal = 2.5 + 1.25 / math.log2(3) + 0.5 / 2
+    assert ev.per_topic["1"]["ndcg"] == pytest.approx(dcg / ideal, rel=1e-12)
+
+
 @pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
 def test_undeclared_real_grades_are_refused_word_for_word_as_before(profile):
     with pytest.raises(InputError) as err:
