@@ -554,9 +554,13 @@ def _status(job) -> str | None:
 
 
 def _failure(job) -> str:
-    """The last line of a job's error, as an item's reason."""
-    return ((job.exc_info or "the worker failed").strip().splitlines()
-            or ["the worker failed"])[-1]
+    """The last line of a job's error (its latest outcome's), as an item's reason."""
+    from rq.results import Result
+
+    latest = job.latest_result()
+    text = latest.exc_string if latest is not None and latest.type == Result.Type.FAILED \
+        else None
+    return ((text or "the worker failed").strip().splitlines() or ["the worker failed"])[-1]
 
 
 def on_queue(connection, job_id: str) -> tuple[str, str | None]:

@@ -249,3 +249,70 @@ def test_segments_survive_a_sharded_rescore(service):
     assert segments["b"]["aggregate"]["map"] == pytest.approx(
         mean_ap(_run(night), {t: v2[t] for t in TOPICS[10:20]}), abs=1e-12)
     assert new["aggregate"]["map"] == pytest.approx(direct["aggregate"]["map"], abs=1e-12)
+
+
+# where an item's jobs stand on RQ, table-driven: (the re-score job, its combine step, its
+# shards), each a status or None (not in Redis), "failed:MESSAGE" a job failed for good
+ON_QUEUE = [
+    ((None, None, ()), ("lost", None)),
+    (("queued", None, ()), ("pending", None)),
+    (("started", None, ()), ("pending", None)),
+    (("failed:ValueError: boom", None, ()), ("failed", "ValueError: boom")),
+    (("canceled", None, ()), ("lost", None)),
+    (("finished", None, ()), ("lost", None)),  # unsharded and done, or its combine lost
+    (("finished", "queued", ("finished", "finished")), ("pending", None)),
+    (("finished", "started", ("finished", "finished")), ("pending", None)),
+    (("finished", "deferred", ("finished", "queued")), ("pending", None)),
+    ((None, "deferred", ("started", "queued")), ("pending", None)),  # the job's result expired
+    (("finished", "deferred", ("finished", None)), ("lost", None)),  # a shard lost
+    (("finished", "deferred", ()), ("lost", None)),  # what it waits for lost
+    (("finished", "deferred", ("failed:KeyError: 'q1'", "queued")), ("failed", "KeyError: 'q1'")),
+    (("finished", "failed:RuntimeError: no", ("finished", "finished")),
+     ("failed", "RuntimeError: no")),
+    (("finished", "finished", ("finished", "finished")), ("lost", None)),  # the database says
+]
+
+
+@pytest.fixture(scope="module")
+def bare_redis():
+    require_redis_server()
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(("jobs", "expected"), ON_QUEUE)
+def test_on_queue(bare_redis, jobs, expected):
+    import redis as redis_client
+    from rq.job import Job
+    from rq.results import Result
+
+    from backend.rescoring import on_queue
+
+    connection = redis_client.Redis.from_url(bare_redis.url)
+    connection.flushdb()
+    first, combine, shards = jobs
+
+    def make(job_id: str, status: str | None, depends_on=None) -> None:
+        if status is None:
+            return
+        status, _, error = status.partition(":")
+        job = Job.create("builtins.print", id=job_id, connection=connection,
+                         depends_on=depends_on)
+        job.save()
+        job.set_status(status)
+        if depends_on:
+            job.register_dependency()
+        if error:
+            Result.create_failure(job, 60, f"Traceback (most recent call last):\n{error}\n")
+
+    shard_ids = [f"r-0-shard-{i}" for i in range(len(shards))]
+    for shard_id, status in zip(shard_ids, shards, strict=True):
+        make(shard_id, status)
+    make("r-0", first)
+    make("r-0-combine", combine, depends_on=shard_ids or None)
+    if combine == "deferred" and not shards:  # waits for shards no longer known
+        connection.sadd(Job.fetch("r-0-combine", connection=connection).dependencies_key,
+                        "r-0-shard-9")
+    assert on_queue(connection, "r-0") == expected
