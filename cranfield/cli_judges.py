@@ -69,11 +69,17 @@ def local_agreement(args: argparse.Namespace):
 
 
 def run_consensus(args: argparse.Namespace) -> int:
-    """Store a consensus of stored judged qrels as a new version; print ``ID@VERSION``."""
+    """Store a consensus of stored judged qrels as a new version; print ``ID@VERSION``. A
+    file here (no --server): print its consensus (:mod:`cranfield.cli_history_ops`)."""
     if args.method == "judge" and not args.judge:
         raise UsageError("--method judge takes --judge NAME")
     if args.judge and args.method != "judge":
         raise UsageError("--judge is for --method judge (--judges narrows the others)")
+    args.qrels = args.qrels_id
+    if not _remote(args):
+        from .cli_history_ops import run_local_consensus
+
+        return run_local_consensus(args)
     judges = [j for j in args.judges.split(",") if j] if args.judges else None
     meta = client_for(args).consensus(args.qrels_id, args.method, judge=args.judge,
                                       judges=judges, target=args.target,
@@ -130,14 +136,20 @@ def add_parsers(qsub, sub_parser) -> None:
     add_server_options(ag)
 
     co = sub_parser(qsub, "consensus", run_consensus,
-                    "store a consensus of stored judged qrels' judges as a new version",
+                    "store a consensus of stored judged qrels' judges as a new version "
+                    "(of a file here: print it)",
                     "Derive one grade per (topic, document) from the judges of stored judged "
                     "qrels ID[@VERSION] and store it as a new version of ID (or of --target), "
                     "its recipe (method, judges, source version, the judges' provenance) in "
                     "the version's metadata: majority (a tie to the lower grade), mean (real "
                     "gains), max, or one judge's (--method judge --judge NAME). Prints "
-                    "ID@VERSION.")
-    co.add_argument("qrels_id", metavar="ID")
+                    "ID@VERSION. FILE (no --server): the same consensus of a judged qrels file "
+                    "printed as TREC qrels, the recipe on standard error (--format json: "
+                    "both).")
+    co.add_argument("qrels_id", metavar="FILE|ID",
+                    help="a judged qrels file here (its consensus printed as TREC qrels, the "
+                    "recipe on standard error; '-' reads standard input), or with --server "
+                    "stored judged qrels ID[@VERSION]")
     co.add_argument("--method", required=True, choices=("majority", "mean", "max", "judge"))
     co.add_argument("--judge", default=None, metavar="NAME",
                     help="the judge of --method judge")

@@ -50,6 +50,7 @@ from .client_body import (
     text_or_mapping,
     topic_metadata_option,
 )
+from .client_history import HistoryCalls  # stability, re-scoring (issue #31)
 from .inputs.io import is_columns  # (columns, told from paths and text without importing pyarrow)
 from .inputs.swapped import check_order
 
@@ -111,7 +112,7 @@ def _job_id(job: str) -> str:
 Progress = Callable[[dict], None]
 
 
-class Client:
+class Client(HistoryCalls):
     """The Cranfield API at ``base_url`` (``api_key``: sent as a Bearer token)."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 600.0):
@@ -417,7 +418,8 @@ class Client:
     # -- stored qrels -------------------------------------------------------------------------
     def put_qrels(self, qrels_id: str, qrels: Any, *, diversity: bool = False,
                   if_match: str | None = None, qrels_format: str = "qrels",
-                  gains: str = "integer", judges: dict | None = None) -> dict:
+                  gains: str = "integer", judges: dict | None = None,
+                  pool_depth: int | None = None) -> dict:
         """Store ``qrels`` (a path, streamed as TREC text; text; or a mapping) as
         ``qrels_id``: their metadata (``id``, ``version``, ``judgments``...). The same
         judgments again are the same version (unchanged); ``if_match`` a version the
@@ -426,13 +428,17 @@ class Client:
         evaluation with this id reads them so). ``gains="real"``: real-valued gains (issue
         #31), kept in the version's metadata (evaluations with this id read them so).
         ``judges`` (qrels_jg): each judge's provenance ``{name: {kind, model, ...}}``, kept
-        in its metadata (a path then goes as a multipart part: text, Arrow or Parquet)."""
+        in its metadata (a path then goes as a multipart part: text, Arrow or Parquet).
+        ``pool_depth``: the depth of the pool the judgments cover, kept in its metadata."""
         headers = {"If-Match": f'"{if_match}"'} if if_match else {}
         path = path_of(qrels)
-        if path is not None and judges is not None:
-            body = MultipartBody([("qrels_format", qrels_format), ("judges", json.dumps(
-                judges))], [Part("qrels", os.path.basename(path), "application/octet-stream",
-                                 path=path)])
+        extra = {k: v for k, v in (("judges", judges), ("pool_depth", pool_depth),
+                                   ("gains", None if gains == "integer" else gains),
+                                   ("diversity", diversity or None)) if v is not None}
+        if path is not None and ("judges" in extra or pool_depth is not None):
+            body = MultipartBody([("qrels_format", qrels_format)] + [(k, v if isinstance(
+                v, str) else json.dumps(v)) for k, v in extra.items()], [Part(
+                    "qrels", os.path.basename(path), "application/octet-stream", path=path)])
             return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
         if path is not None:
             params = (["diversity=true"] if diversity else []) + \
@@ -442,13 +448,9 @@ class Client:
             return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}{query}",
                               Part("qrels", os.path.basename(path), TEXT_PART, path=path),
                               headers=headers, content_type="text/plain")
-        body = {"qrels": text_or_mapping(qrels), "diversity": diversity}
+        body = {"qrels": text_or_mapping(qrels), "diversity": diversity, **extra}
         if qrels_format != "qrels":
             body["qrels_format"] = qrels_format
-        if gains != "integer":
-            body["gains"] = gains
-        if judges is not None:
-            body["judges"] = judges
         return self._json("PUT", f"/v1/qrels/{_quoted(qrels_id)}", body, headers=headers)
 
     def agreement(self, qrels_id: str, *, resamples: int | None = None, seed: int | None = None,

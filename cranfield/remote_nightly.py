@@ -39,10 +39,16 @@ def _num(value) -> str:
 
 def run_qrels_put(args: argparse.Namespace) -> int:
     client = client_for(args)
+    judges = None
+    if args.judges is not None:  # each judge's provenance (issue #31)
+        from .cli_history_ops import judges_file
+
+        judges = judges_file(args.judges)
     with ExitStack() as stack:
         meta = client.put_qrels(args.qrels_id, file_or_stdin(args.file, stack),
                                 diversity=args.diversity, if_match=args.if_match,
-                                qrels_format=args.qrels_format)
+                                qrels_format=args.qrels_format, judges=judges,
+                                pool_depth=args.pool_depth)
     if args.format == "json":
         dump(meta)
     else:

@@ -79,6 +79,12 @@ def register(sub) -> None:
                      "eval --qrels-id then reads")
     put.add_argument("--if-match", default=None, metavar="VERSION",
                      help="store only if ID's latest version is still VERSION (else exit 2)")
+    put.add_argument("--judges", default=None, metavar="JUDGES.json",
+                     help="-R qrels_jg: each judge's provenance, a JSON object {judge: "
+                     "{kind, model, prompt_digest, ...}} kept in the version's metadata")
+    put.add_argument("--pool-depth", type=positive_int, default=None, metavar="N",
+                     help="the depth of the pool these judgments cover (cranfield pool -k), "
+                     "kept in the version's metadata and shown by qrels diff")
     put.add_argument("--format", choices=("text", "json"), default="text")
     add_server_options(put)
     ls = _sub(qsub, "list", run_qrels_list, "the stored qrels", "List the stored qrels: id, "
@@ -91,6 +97,9 @@ def register(sub) -> None:
     from .cli_judges import add_parsers as add_judges  # agreement, consensus (issue #31)
 
     add_judges(qsub, _sub)
+    from .cli_history_ops import add_parsers as add_history_ops  # stability, rescore (#31)
+
+    add_history_ops(sub, _sub)
 
     bl = _sub(sub, "baseline", run_baseline, "pin or show a system's accepted baseline",
               "With RESULT_ID or --latest, pin that recorded result (or SYSTEM's newest) as "
@@ -171,4 +180,4 @@ def _window_options(parser: argparse.ArgumentParser, limit_help: str) -> None:
     parser.add_argument("--until", default=None, metavar="WHEN", help="recorded at or before")
 
 
-REMOTE_COMMANDS = ("qrels", "baseline", "gate", "trend", "history")
+REMOTE_COMMANDS = ("qrels", "baseline", "gate", "trend", "history", "stability", "rescore")

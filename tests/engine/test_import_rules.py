@@ -185,6 +185,7 @@ TOP = {
     "cli_files": "interfaces", "remote_cli": "interfaces", "remote_eval": "interfaces",
     "remote_nightly": "interfaces", "remote_parsers": "interfaces", "client": "interfaces",
     "client_body": "interfaces", "cli_qrels_diff": "interfaces", "cli_judges": "interfaces",
+    "cli_history_ops": "interfaces", "client_history": "interfaces",
 }
 MAX_LINES = 600
 #: the compiled modules (no .py file; a build may be absent from a checkout)
