@@ -87,11 +87,6 @@ static int by_score_desc(const void *a, const void *b) {
 /* one hit of a topic, before its hits are put in rank order */
 typedef struct { int64_t rank, qrow, first, last; } hit_t;
 
-static int by_rank(const void *a, const void *b) {
-    int64_t x = ((const hit_t *)a)->rank, y = ((const hit_t *)b)->rank;
-    return (x > y) - (x < y);
-}
-
 /* Exact str a > b by code point (1, 0, or -1 on error: not expected for exact str). */
 static inline int docid_greater(PyObject *a, PyObject *b) {
     if (PyUnicode_KIND(a) == PyUnicode_1BYTE_KIND && PyUnicode_KIND(b) == PyUnicode_1BYTE_KIND) {
@@ -175,6 +170,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     double *s = NULL, *sv = NULL;  /* the scores in dict order; sorted descending */
     Py_hash_t *hs = NULL;           /* the keys' hashes, in dict order */
     int32_t *table = NULL;          /* a topic's keys by hash: their index, -1 for none */
+    int32_t *at_rank = NULL;        /* a topic's hits by rank - 1, -1 for none */
     scored_t *sorted = NULL;
     hit_t *hits = NULL;
     Py_ssize_t room = 0, hit_room = 0, work = 0, table_room = 0, n_hits = 0;
@@ -223,7 +219,26 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             Py_hash_t *h2 = PyMem_Realloc(hs, want * sizeof(Py_hash_t));
             if (h2 == NULL) { PyErr_NoMemory(); goto done; }
             hs = h2;
+            int32_t *a2 = PyMem_Realloc(at_rank, want * sizeof(int32_t));
+            if (a2 == NULL) { PyErr_NoMemory(); goto done; }
+            at_rank = a2;
+            memset(at_rank, 0xFF, want * sizeof(int32_t));  /* (all -1 between topics) */
             room = want;
+        }
+        /* a judged topic's keys go into a table by hash as they are read (the dict's own
+           hashes: an exact str caches its hash), so that a judged docid's lookup gives its
+           place in the dict's order */
+        int64_t q = run_to_qrels[t];
+        Py_ssize_t mask = 7;
+        if (q >= 0) {
+            while (mask + 1 < 2 * n) mask = 2 * mask + 1;
+            if (mask + 1 > table_room) {
+                int32_t *t2 = PyMem_Realloc(table, (mask + 1) * sizeof(int32_t));
+                if (t2 == NULL) { PyErr_NoMemory(); goto done; }
+                table = t2;
+                table_room = mask + 1;
+            }
+            memset(table, 0xFF, (mask + 1) * sizeof(int32_t));
         }
         /* (1) check and read: the order is irrelevant here, ranks depend on scores and
            docids only, so an OrderedDict is read in its dict's order too */
@@ -241,32 +256,19 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             keys[i] = key;
             s[i] = d;
             if (i && d > s[i - 1]) monotone = 0;
+            if (q >= 0) {
+                Py_hash_t h = str_hash(key);
+                if (h == -1) goto done;
+                hs[i] = h;
+                Py_ssize_t slot = (Py_ssize_t)((size_t)h & (size_t)mask);
+                while (table[slot] >= 0) slot = (slot + 1) & mask;
+                table[slot] = (int32_t)i;
+            }
             i++;
         }
         if (i != n) { declined = 1; goto done; }
         nret[t] = n;
-        int64_t q = run_to_qrels[t];
         if (q < 0) continue;  /* no judgments: checked, not ranked */
-
-        /* the topic's keys by hash (the dict's own hashes: an exact str caches its hash), so
-           that a judged docid's lookup gives its place in the dict's order */
-        Py_ssize_t mask = 7;
-        while (mask + 1 < 2 * n) mask = 2 * mask + 1;
-        if (mask + 1 > table_room) {
-            int32_t *t2 = PyMem_Realloc(table, (mask + 1) * sizeof(int32_t));
-            if (t2 == NULL) { PyErr_NoMemory(); goto done; }
-            table = t2;
-            table_room = mask + 1;
-        }
-        memset(table, 0xFF, (mask + 1) * sizeof(int32_t));
-        for (Py_ssize_t j = 0; j < n; j++) {
-            Py_hash_t h = str_hash(keys[j]);
-            if (h == -1) goto done;
-            hs[j] = h;
-            Py_ssize_t slot = (Py_ssize_t)((size_t)h & (size_t)mask);
-            while (table[slot] >= 0) slot = (slot + 1) & mask;
-            table[slot] = (int32_t)j;
-        }
 
         /* (2) the judged docids the topic holds */
         Py_ssize_t a = bounds[q], b = bounds[q + 1], nh = 0;
@@ -358,23 +360,20 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             hits[nh].last = end;
             nh++;
         }
-        /* (3) the hits in rank order */
-        if (nh > 32) {
-            qsort(hits, nh, sizeof(hit_t), by_rank);
-        } else {  /* (a topic's few hits: an insertion sort, no allocation) */
-            for (Py_ssize_t h = 1; h < nh; h++) {
-                hit_t x = hits[h];
-                Py_ssize_t j = h;
-                for (; j > 0 && hits[j - 1].rank > x.rank; j--) hits[j] = hits[j - 1];
-                hits[j] = x;
-            }
-        }
-        for (Py_ssize_t h = 0; h < nh; h++, n_hits++) {
+        /* (3) the hits in rank order: ranks are distinct, 1..n, so each hit is put at its
+           rank and the ranks are read in order (left as they were found: -1) */
+        for (Py_ssize_t h = 0; h < nh; h++) at_rank[hits[h].rank - 1] = (int32_t)h;
+        for (Py_ssize_t p = 0, left = nh; left > 0; p++) {
+            int32_t h = at_rank[p];
+            if (h < 0) continue;
+            at_rank[p] = -1;
+            left--;
             h_out[0][n_hits] = t;
             h_out[1][n_hits] = hits[h].qrow;
             h_out[2][n_hits] = hits[h].rank;
             h_out[3][n_hits] = hits[h].first;
             h_out[4][n_hits] = hits[h].last;
+            n_hits++;
         }
         /* (4) a tie across each cutoff k: the k-th and (k+1)-th scores equal */
         for (Py_ssize_t c = 0; c < n_ks; c++) {
@@ -395,7 +394,7 @@ done:
     Py_XDECREF(cut_tied);
     for (int j = 0; j < 5; j++) Py_XDECREF(out[j]);
     PyMem_Free(keys); PyMem_Free(s); PyMem_Free(sv); PyMem_Free(sorted); PyMem_Free(hits);
-    PyMem_Free(hs); PyMem_Free(table);
+    PyMem_Free(hs); PyMem_Free(table); PyMem_Free(at_rank);
     PyBuffer_Release(&rqv); PyBuffer_Release(&qbv); PyBuffer_Release(&ksv);
     if (qdv.obj != NULL) PyBuffer_Release(&qdv);
     if (declined && !PyErr_Occurred()) Py_RETURN_NONE;
