@@ -106,7 +106,8 @@ def _interval(values: np.ndarray, level: float) -> list[float] | None:
 #: the cost of one topic's block, per (pair of judges + 16): its counts and dictionaries
 #: (about 30 microseconds a pair and 500 a topic here, at about 10 ns a unit)
 TOPIC_WORK = 3000
-#: how many resamples' count matrices are held at once: chunk x pairs x K^2 <= this
+#: how many cells a chunk of resamples holds at once: its draws and weights (chunk x
+#: topics) and its count matrices (chunk x pairs x K^2) are each at most this
 CHUNK_CELLS = 4_000_000
 
 
@@ -126,14 +127,16 @@ def agreement_work(groups: JudgmentGroups, resamples: int) -> int:
 
 def _bootstrap(conf, fleiss, coinc, cats, resamples: int, seed: int) -> dict[str, np.ndarray]:
     """Every overall statistic of ``resamples`` resamples of the topics (rows of the count
-    stacks), drawn with replacement by PCG64(``seed``): arrays of (resamples, ...)."""
+    stacks), drawn with replacement by PCG64(``seed``): arrays of (resamples, ...). The
+    resamples are drawn a chunk at a time (the stream's numbers in the same order as one
+    draw of them all), so that what is held at once is bounded by CHUNK_CELLS whatever the
+    number of resamples and topics, not resamples x topics."""
     topics = len(conf)
     rng = np.random.Generator(np.random.PCG64(seed))
-    draws = rng.integers(0, topics, (resamples, topics))
-    chunk = max(1, CHUNK_CELLS // max(1, conf[0].size))
+    chunk = max(1, CHUNK_CELLS // max(1, topics, conf[0].size))
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, resamples, chunk):
-        block = draws[start:start + chunk]
+        block = rng.integers(0, topics, (min(chunk, resamples - start), topics))
         weights = np.zeros((len(block), topics))
         np.add.at(weights, (np.arange(len(block))[:, None], block), 1.0)
         parts.append(_statistics(np.einsum("bt,tpkl->bpkl", weights, conf), weights @ fleiss,
@@ -152,7 +155,8 @@ def agreement_document(groups: JudgmentGroups, *, resamples: int = 1000, seed: i
     topics = topic_judgments(groups, judges)
     pairs = list(combinations(judges, 2))
     index = {j: i for i, j in enumerate(judges)}
-    most = max((int((~np.isnan(t.values)).sum(0).max()) for t in topics), default=0)
+    most = max((int((~np.isnan(t.values)).sum(0).max()) for t in topics if t.values.size),
+               default=0)
     t_count, k = len(topics), len(cats)
     conf = np.zeros((t_count, len(pairs), k, k))
     fleiss_all = np.zeros((t_count, 2 + k))

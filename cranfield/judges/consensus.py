@@ -7,6 +7,11 @@ calling it relevant suffices), ``mean`` (the mean of the grades: a real-valued g
 qrels declare ``gains="real"``), ``judge`` (one judge's judgments as they are: the documents
 that judge judged). ``judges`` narrows the judges consulted (default: all).
 
+A negative grade marks a document pooled but not judged (trec_eval's RELVALUE_UNJUDGED):
+it is no vote. A document's consensus is of the grades of 0 or more its judges gave; one
+that only negative grades touch stays in the consensus, pooled and unjudged (the highest of
+its negative grades).
+
 Room: judges.
 """
 
@@ -30,6 +35,10 @@ def majority_grade(grades: list[int]) -> int:
     counts = Counter(grades)
     top = max(counts.values())
     return min(g for g, c in counts.items() if c == top)
+
+
+def _mean(grades: list[int]) -> float:
+    return sum(grades) / len(grades)
 
 
 def consensus_grades(groups: JudgmentGroups, method: str, judges: list[str] | None = None
@@ -63,12 +72,12 @@ def consensus_grades(groups: JudgmentGroups, method: str, judges: list[str] | No
                 per_doc.setdefault(docid, []).append(grade)
         if not per_doc:
             continue
-        if method == "majority":
-            out[topic] = {d: majority_grade(g) for d, g in per_doc.items()}
-        elif method == "max" or method == "judge":
+        if method == "max" or method == "judge":
             out[topic] = {d: max(g) for d, g in per_doc.items()}
-        else:
-            out[topic] = {d: sum(g) / len(g) for d, g in per_doc.items()}
+            continue
+        rule = majority_grade if method == "majority" else _mean
+        out[topic] = {d: rule(judged) if (judged := [x for x in g if x >= 0]) else max(g)
+                      for d, g in per_doc.items()}
     if not out:
         raise InputError("consensus", "the judges chosen judged nothing", field="judges")
     recipe = {"method": method, "judges": used,

@@ -181,27 +181,31 @@ def judges_of(groups: JudgmentGroups) -> list[str]:
 
 def grade_scale(groups: JudgmentGroups) -> np.ndarray:
     """The grades any judge gave, sorted: the categories of the statistics (a kappa's
-    weights are distances of positions on this scale)."""
+    weights are distances of positions on this scale). A negative grade is no grade: it
+    marks a document pooled but not judged (trec_eval's RELVALUE_UNJUDGED), so it is not
+    a category."""
     return np.unique(np.fromiter((g for judges in groups.topics.values()
-                                  for docs in judges.values() for g in docs.values()),
-                                 dtype=float))
+                                  for docs in judges.values() for g in docs.values()
+                                  if g >= 0), dtype=float))
 
 
 def topic_judgments(groups: JudgmentGroups, judges: list[str] | None = None
                     ) -> list[TopicJudgments]:
     """Each topic (in byte order) as a judges x documents matrix over ``judges`` (default:
     every judge of the qrels, :func:`judges_of`; a judge absent from a topic is a row of
-    NaN there)."""
+    NaN there). A negative grade (pooled, not judged: :func:`grade_scale`) is a NaN, as no
+    judgment is, and a document no judge gave a grade of 0 or more is not a column."""
     judges = judges_of(groups) if judges is None else judges
     out = []
     for topic in sorted(groups.topics, key=lambda s: s.encode("utf-8", "surrogateescape")):
         by_judge = groups.topics[topic]
-        docids = sorted({d for docs in by_judge.values() for d in docs},
+        docids = sorted({d for docs in by_judge.values() for d, g in docs.items() if g >= 0},
                         key=lambda s: s.encode("utf-8", "surrogateescape"))
         where = {d: i for i, d in enumerate(docids)}
         values = np.full((len(judges), len(docids)), np.nan)
         for j, judge in enumerate(judges):
             for d, g in by_judge.get(judge, {}).items():
-                values[j, where[d]] = g
+                if g >= 0:
+                    values[j, where[d]] = g
         out.append(TopicJudgments(topic, list(judges), docids, values))
     return out

@@ -239,3 +239,79 @@ def test_agreement_work_counts_resamples_pairs_topics_and_grades():
     fixed = 2 * (3 + 16) * 3000 + 10 * 3
     assert agreement_work(groups, 0) == per_pass + fixed
     assert agreement_work(groups, 99) == 100 * per_pass + fixed
+
+
+# ---- pooled, not judged: negative grades (review R31 finding 2) -----------------------------
+
+UNJUDGED = TEXT + """\
+301 alice d5 -1
+301 bob d5 2
+301 alice d6 -1
+301 bob d6 0
+301 alice d7 -1
+301 llm d7 -2
+302 bob d3 -1
+302 alice d4 -1
+"""
+
+
+def test_a_negative_grade_is_no_vote_in_a_consensus():
+    groups = read_judged(UNJUDGED)
+    mean = consensus_grades(groups, "mean")[0]
+    assert mean["301"] == {"d1": 5 / 3, "d2": 1 / 3, "d5": 2.0, "d6": 0.0, "d7": -1}
+    assert mean["302"] == {"d3": 1.0, "d4": 1.0}  # (bob's and alice's -1 are no votes)
+    majority = consensus_grades(groups, "majority")[0]
+    assert majority["301"] == {"d1": 2, "d2": 0, "d5": 2, "d6": 0, "d7": -1}
+    assert majority["302"] == {"d3": 1, "d4": 0}
+    assert consensus_grades(groups, "max")[0]["301"]["d6"] == 0
+    assert consensus_grades(groups, "judge", ["alice"])[0]["301"]["d5"] == -1
+    qrels, _ = consensus(groups, "mean")  # d7 stays pooled, unjudged: no gain
+    assert qrels.to_dict()["301"]["d7"] == -1 and qrels.to_dict()["301"]["d6"] == 0
+
+
+def test_a_negative_grade_is_no_judgment_in_the_agreement():
+    """The document of judgments with negative grades equals that of the same judgments
+    without those lines: no category -1, no agreement from two 'unjudged' marks."""
+    with_marks = agreement_document(read_judged(UNJUDGED), resamples=50, seed=3)
+    without = agreement_document(read_judged(TEXT + "301 bob d5 2\n301 bob d6 0\n"),
+                                 resamples=50, seed=3)
+    assert with_marks["categories"] == [0.0, 1.0, 2.0]
+    assert with_marks["overall"] == without["overall"]
+    assert with_marks["topics"] == without["topics"]
+    tj = topic_judgments(read_judged(UNJUDGED))[0]
+    assert tj.docids == ["d1", "d2", "d5", "d6"]  # (d7: only negative grades)
+    assert np.isnan(tj.values[0, 2]) and tj.values[1, 2] == 2
+
+
+def test_a_topic_only_negative_grades_touch_has_no_document():
+    """(The intervals differ: the topic is one of those resampled.)"""
+    doc = agreement_document(read_judged(TEXT + "303 alice d9 -1\n303 bob d9 -1\n"),
+                             resamples=0)
+    assert doc["topics"][-1]["topic"] == "303" and doc["topics"][-1]["documents"] == 0
+    assert doc["topics"][-1]["judgments"] == 0
+    assert doc["overall"] == agreement_document(read_judged(TEXT), resamples=0)["overall"]
+
+
+# ---- the bootstrap's memory (review R31 finding 3) ------------------------------------------
+
+def test_the_bootstrap_holds_a_chunk_of_resamples_not_all_of_them(monkeypatch):
+    """One judge, many topics: the resamples' draws and weights were held whole (resamples x
+    topics); now a chunk at a time, within CHUNK_CELLS cells, and the numbers are the same
+    as one draw of them all (the stream's order is kept)."""
+    import tracemalloc
+
+    from cranfield.judges import agreement_document as module
+
+    lines = [f"{t} solo d{d} {(t + d) % 3}" for t in range(400) for d in range(3)]
+    groups = read_judged("\n".join(lines) + "\n")
+    whole = agreement_document(groups, resamples=500, seed=5)
+    monkeypatch.setattr(module, "CHUNK_CELLS", 20_000)
+    tracemalloc.start()
+    try:
+        chunked = agreement_document(groups, resamples=500, seed=5)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert chunked == whole
+    # 500 x 400 draws and weights held whole were 3.2 MB; chunks of 50 resamples 0.3 MB
+    assert peak < 1_500_000, peak
