@@ -241,3 +241,48 @@ def test_multipart_runs_are_queued_and_named_by_their_files(api, redis_server, t
     for doc, ev in zip(docs, expected.values(), strict=True):
         for key, value in ev.aggregate.items():
             assert same(doc["aggregate"][key], value), (doc["name"], key)
+
+
+def test_cranfield_eval_server_waits_for_a_queued_batch(api, redis_server, tmp_path):
+    """``cranfield eval --server URL QRELS RUN...`` over the threshold: the service queues
+    the batch, the command waits for it and prints what the local command prints."""
+    import subprocess
+
+    from servers import CRANFIELD, JOB_TIMEOUT, ROOT, wait_until
+
+    paths = []
+    for name, text in RUNS.items():
+        paths.append(str(tmp_path / f"{name}.txt"))
+        (tmp_path / f"{name}.txt").write_text(text)
+    (tmp_path / "qrels.txt").write_text(QRELS)
+    argv = ["eval", "-q", "-m", "map", "-m", "P.5", str(tmp_path / "qrels.txt"), *paths]
+    local = subprocess.run([CRANFIELD, *argv], capture_output=True, cwd=ROOT, timeout=120)
+    assert local.returncode == 0, local.stderr
+    before = set(finished_batches(redis_server.url))
+    with running_worker(redis_server.url):
+        proc = subprocess.Popen([CRANFIELD, argv[0], "--server", api, *argv[1:]],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        try:  # the events: the batch job is queued and finishes; then the command ends
+            new = wait_until(lambda: set(finished_batches(redis_server.url)) - before,
+                             JOB_TIMEOUT, "the command's batch job finished on RQ")
+            out, err = proc.communicate(timeout=JOB_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 0, err
+    assert len(new) == 1  # it was queued
+    assert out == local.stdout
+    assert local.stdout.count(b"runid                 \tall\t") == N_RUNS
+
+
+def finished_batches(redis_url: str) -> list[str]:
+    """The ids of the batch jobs RQ has finished."""
+    import redis
+    from rq.registry import FinishedJobRegistry
+
+    from backend.contract import QUEUE
+
+    connection = redis.Redis.from_url(redis_url)
+    ids = FinishedJobRegistry(QUEUE, connection=connection).get_job_ids()
+    return [i for i in ids if rq_job(redis_url, i).func_name == "worker.jobs.evaluate_batch_job"]
