@@ -28,12 +28,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import func, select
 
-from .results import Result, ResultStore, ResultValues, System
+from .results import JSON, Result, ResultStore, ResultValues, System, iso
 from .versioned_sets import tenant_key
 
 
@@ -110,7 +109,7 @@ def choose_results(store: ResultStore, tenant: str | None, from_version: str,
             continue
         side = "from" if version == from_version else "to"
         by_system.setdefault(name, {"from": [], "to": []})[side].append(
-            (rid, _iso(created), key, _night(rid, link), created))
+            (rid, iso(created), key, _night(rid, link), created))
     chosen, left = [], {"from_only": [], "to_only": []}
     for name, sides in by_system.items():
         if not sides["to"]:
@@ -134,20 +133,27 @@ def choose_results(store: ResultStore, tenant: str | None, from_version: str,
     return chosen, left
 
 
-def topic_bound(store: ResultStore, chosen: list[Chosen]) -> int:
-    """The most topics the matrices can have: the fewest finite values any chosen result
-    recorded for its measure (``result_values.n``; 0 when one has no per-topic values)."""
+def topic_bound(store: ResultStore, chosen: list[Chosen]) -> tuple[int, int]:
+    """(the most topics the matrices can have, the values :func:`value_matrices` reads):
+    the fewest finite values any chosen result recorded for its measure
+    (``result_values.n``; 0 when one has no per-topic values), and the sum over the chosen
+    results of the values each one's column holds (its length in numbers, whatever is
+    finite: every value of a column is decoded; a column of JSON values by its bytes)."""
     if not chosen:
-        return 0
+        return 0, 0
     wanted = [(c.from_id, c.from_key) for c in chosen] + [(c.to_id, c.to_key) for c in chosen]
     ids = [rid for rid, _ in wanted]
     with store.sessions() as session:
         found = session.execute(
-            select(Result.id, ResultValues.measure, ResultValues.n)
+            select(Result.id, ResultValues.measure, ResultValues.n, ResultValues.kind,
+                   func.length(ResultValues.data))
             .join(ResultValues, ResultValues.result_pk == Result.pk)
             .where(Result.id.in_(ids))).all()
-    n = {(rid, m): count for rid, m, count in found}
-    return min(int(n.get(pair, 0) or 0) for pair in wanted)
+    n = {(rid, m): count for rid, m, count, _, _ in found}
+    held = {(rid, m): max(int(count or 0), int(size or 0) // (1 if kind == JSON else 8))
+            for rid, m, count, kind, size in found}
+    return (min(int(n.get(pair, 0) or 0) for pair in wanted),
+            sum(held.get(pair, 0) for pair in wanted))
 
 
 def value_matrices(store: ResultStore, tenant: str | None, chosen: list[Chosen]
@@ -172,13 +178,6 @@ def value_matrices(store: ResultStore, tenant: str | None, chosen: list[Chosen]
 
 def _finite(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _iso(value: datetime) -> str:
-    """A recorded time as the results' summaries give it (UTC, microseconds, ``Z``;
-    SQLite hands back naive datetimes, stored as UTC)."""
-    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    return value.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def count_results(store: ResultStore, tenant: str | None, versions: tuple[str, str]) -> int:

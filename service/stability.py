@@ -160,9 +160,8 @@ def stability_document():
                    f"{versions[1]} only: {', '.join(left_systems['to_only'][:20]) or 'none'})")
         raise Problem(404, "No systems under both versions", message,
                       kind="no-common-systems", errors={"to": [message]})
-    n_topics = gather.topic_bound(store, chosen)
+    n_topics, values = gather.topic_bound(store, chosen)  # (values: every one decoded)
     work = stability_work(len(chosen), n_topics, resamples, test, permutations, resamples)
-    values = 2 * len(chosen) * n_topics
     total = work.total + WORK_PER_VALUE * values + WORK_PER_RESULT_ROW * rows
     if total > budget:
         raise _over_budget(f"{work.describe()}; + {WORK_PER_VALUE:,} × {values:,} per-topic "

@@ -232,6 +232,28 @@ def test_the_work_budget_is_checked_before_the_values_are_read(results_database,
     assert read == []
 
 
+def test_the_budget_counts_every_value_read_not_the_fewest(results_database):
+    """One system with 1 topic under both versions, three with 2,000: the matrices have 1
+    topic, but all 12,002 recorded values are decoded, and the budget counts them (review R31
+    finding 7; it counted 2 x 4 x 1 = 8)."""
+    from service.stability import WORK_PER_VALUE
+
+    app = create_app({"TESTING": True, "MAX_STABILITY_WORK": 150_000_000})
+    store = app.extensions["results"]
+    for i in range(4):
+        values = {f"t{k}": 0.1 * i + k * 1e-5 for k in range(1 if i == 0 else 2000)}
+        store.record(None, {"system": f"s{i}", "label": "v1"}, document(values, V1))
+        store.record(None, {"system": f"s{i}", "label": "v2"}, document(values, V2))
+    client = ContractClient(app.test_client())
+    resp = client.get(f"/v1/stability?measure=map&from={V1}&to={V2}&resamples=20")
+    assert resp.status_code == 422, resp.get_json()
+    assert list(resp.get_json()["errors"]) == ["work"]
+    assert f"{WORK_PER_VALUE:,} × 12,002 per-topic values" in resp.get_json()["detail"]
+    app.config["MAX_STABILITY_WORK"] = 400_000_000  # within it: one topic kept, as before
+    doc = client.get(f"/v1/stability?measure=map&from={V1}&to={V2}&resamples=20").get_json()
+    assert doc["n_topics"] == 1 and doc["topics_left_out"]["count"] == 1999
+
+
 KEYS = {"write-a": ("write", "team-a"), "write-b": ("write", "team-b")}
 
 
