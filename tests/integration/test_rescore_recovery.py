@@ -1,5 +1,6 @@
 """Losing Redis loses no re-score (issue #31), on real parts: gunicorn, a private
-redis-server restarted empty, RQ workers in burst mode, the results database on SQLite.
+redis-server restarted empty, RQ workers in burst mode, the results database on SQLite and
+on PostgreSQL.
 
 A night is recorded with its run kept under qrels v1; v2 adds judgments; the night is
 re-scored under v2, its kept run cut into two shards (SHARDS=2, SHARD_MIN_BYTES=1000). Redis
@@ -20,6 +21,7 @@ exit: no clock is waited on.
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -31,6 +33,7 @@ from servers import (
     ROOT,
     RedisServer,
     call,
+    postgres_database,
     require_redis_server,
     running_gunicorn,
 )
@@ -86,14 +89,28 @@ def mean_ap(run: dict, qrels: dict) -> float:
     return total / len(qrels)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database(request, tmp_path_factory):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('recovery') / 'results.db'}"
+        return
+    with postgres_database("cranfield_rescore_recovery_") as url:
+        if url is None:
+            reason = "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"required under CI=true: {reason}", pytrace=False)
+            pytest.skip(f"requirement not met: {reason}")
+        yield url
+
+
 @pytest.fixture(scope="module")
-def service(tmp_path_factory):
-    """gunicorn on a private Redis and SQLite; qrels v1, one night per point recorded with
-    its run kept (system ``s-POINT``), then v2."""
+def service(database):
+    """gunicorn on a private Redis and the results database; qrels v1, one night per point
+    recorded with its run kept (system ``s-POINT``) and one with stored topic metadata, then
+    v2."""
     require_redis_server()
     redis = RedisServer()
     redis.start()
-    database = f"sqlite:///{tmp_path_factory.mktemp('recovery') / 'results.db'}"
     env = {"REDIS_URL": redis.url, "CRANFIELD_DATABASE_URL": database,
            "CRANFIELD_SHARDS": "2", "CRANFIELD_SHARD_MIN_BYTES": "1000"}
     v1_qrels, v2_qrels = _judgments()
@@ -133,8 +150,6 @@ def service(tmp_path_factory):
 def _worker(redis_url: str, database: str, max_jobs: int | None) -> None:
     """A burst worker run to its end: after ``max_jobs`` jobs, or (None) once the queue is
     empty (``cranfield worker --burst``)."""
-    import os
-
     env = dict(os.environ, CRANFIELD_DATABASE_URL=database)
     argv = ([CRANFIELD, "worker", "--burst", "--redis-url", redis_url] if max_jobs is None
             else [sys.executable, "-c", LIMITED_WORKER, redis_url, str(max_jobs)])
