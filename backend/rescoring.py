@@ -166,6 +166,22 @@ def rescored_result(results, tenant: str | None, original_id: str,
         return results.summary_of(found, name)
 
 
+def original_of(results, tenant: str | None, result_id: str) -> dict | None:
+    """The summary of the tenant's result that ``result_id`` re-scores, or None when an
+    evaluation recorded it (or the original is gone)."""
+    with results.sessions() as session:
+        original = session.scalar(select(Result.rescores).where(
+            Result.tenant == tenant_key(tenant), Result.id == result_id))
+        if original is None:
+            return None
+        found = session.scalar(select(Result).where(
+            Result.tenant == tenant_key(tenant), Result.id == original))
+        if found is None:
+            return None
+        name = session.scalar(select(System.name).where(System.pk == found.system_pk))
+        return results.summary_of(found, name)
+
+
 def count_results(results, tenant: str | None, systems: list[str]) -> int:
     """How many results (re-scores not counted) the systems hold: a request's size, known
     before anything is planned (MAX_RESCORE_RESULTS)."""
@@ -651,11 +667,16 @@ def baseline_under(results, tenant: str | None, system: str, pinned: dict,
     """The result a gate compares with as ``system``'s baseline when the comparison is under
     the qrels of ``qrels_sha256`` (named ``qrels_name``): the pinned baseline ``pinned`` (a
     summary) itself when it was evaluated under them (or the comparison's qrels are not known
-    before its inputs are read: None), else its re-score under them; none recorded:
-    :class:`BaselineNotRescored`."""
+    before its inputs are read: None), else the same night under them: when the pinned
+    baseline is itself a re-score, the result it re-scores (re-scores always name the
+    original) if that was evaluated under them, else the night's re-score under them; none
+    recorded: :class:`BaselineNotRescored`."""
     if qrels_sha256 is None or pinned.get("qrels_sha256") == qrels_sha256:
         return pinned
-    found = rescored_result(results, tenant, pinned["id"], qrels_sha256)
+    night = original_of(results, tenant, pinned["id"])
+    if night is not None and night.get("qrels_sha256") == qrels_sha256:
+        return night
+    found = rescored_result(results, tenant, (night or pinned)["id"], qrels_sha256)
     if found is not None:
         return found
     was = pinned.get("qrels_version") or f"qrels sha256 {str(pinned.get('qrels_sha256'))[:12]}"

@@ -1,0 +1,121 @@
+"""Like with like, as review R31 of issue #31 found it wanting: a gate against a pinned
+baseline that is itself a re-score (finding 1), the trend's series of one digest under
+several names (finding 4), and a gate whose comparison names its qrels inline (finding 9).
+Over the API with the embedded queue, every response checked against openapi.yaml; SQLite
+and PostgreSQL (conftest). The means are checked against average precision by its
+definition, not by the engine."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from conftest import ContractClient
+
+RESULTS_ON_POSTGRES = True
+V1 = {"q1": {"d1": 1}, "q2": {"d5": 1}}
+V2 = {"q1": {"d1": 1, "d2": 1}, "q2": {"d5": 1, "d4": 1}}
+V3 = {"q1": {"d3": 1}, "q2": {"d4": 1}}
+NIGHT = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0}}
+TONIGHT = {"q1": {"d3": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d4": 1.0}}
+
+
+def mean_ap(run: dict, qrels: dict) -> float:
+    """MAP by its definition: per topic, the mean over the relevant documents of the
+    precision at each one's rank (0 for those not retrieved), ranked by score descending."""
+    total = 0.0
+    for topic, judged in qrels.items():
+        ranked = sorted(run[topic], key=lambda d: -run[topic][d])
+        relevant = {d for d, g in judged.items() if g > 0}
+        hits, ap = 0, 0.0
+        for rank, doc in enumerate(ranked, 1):
+            if doc in relevant:
+                hits += 1
+                ap += hits / rank
+        total += ap / len(relevant)
+    return total / len(qrels)
+
+
+@pytest.fixture
+def client(app):
+    times = iter(datetime(2026, 11, 1, 6, tzinfo=UTC) + timedelta(days=i) for i in range(100))
+    app.extensions["results"].clock = lambda: next(times)
+    return ContractClient(app.test_client())
+
+
+def put(client, qrels, name="adhoc") -> str:
+    resp = client.put(f"/v1/qrels/{name}", json={"qrels": qrels})
+    assert resp.status_code in (200, 201), resp.get_json()
+    return f"{name}@{resp.get_json()['version']}"
+
+
+def record(client, run, label, qrels_id, system="bm25") -> str:
+    resp = client.post("/v1/evaluations", json={
+        "run": run, "qrels_id": qrels_id, "measures": ["map"],
+        "record": {"system": system, "label": label, "keep_run": True}})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()["recorded"]["id"]
+
+
+def rescore(client, qrels_id: str) -> dict:
+    """{original id: its re-score's id} once the re-score has finished."""
+    rid = client.post("/v1/systems/bm25/rescore", json={"qrels_id": qrels_id}).get_json()["id"]
+    deadline = time.monotonic() + 120
+    while True:
+        doc = client.get(f"/v1/rescores/{rid}").get_json()
+        if doc["state"] == "finished" or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert doc["failed"] == 0 and doc["queued"] == 0, doc
+    return {i["result_id"]: i["new_result_id"] for i in doc["items"] if i["new_result_id"]}
+
+
+def gate(client, candidate: str) -> dict:
+    resp = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": candidate}], "baseline": {"system": "bm25"},
+        "measures": ["map"], "gate": "map:0.9"})
+    assert resp.status_code == 200, resp.get_json()
+    return resp.get_json()
+
+
+def baseline_of(doc: dict, candidate: str) -> str:
+    [baseline] = {r["result_id"] for r in doc["provenance"]["runs"].values()} - {candidate}
+    return baseline
+
+
+# -- finding 1: a pinned re-score ----------------------------------------------------------
+
+def test_a_pinned_rescore_gates_under_its_nights_other_judgments(client):
+    """The night O under v1, re-scored under v2 (R) and v3 (R3); R pinned. A candidate under
+    v3 is gated against R3, one under v1 against O itself: the same night under the
+    candidate's judgments (before: 409 baseline-not-rescored for both, and re-scoring could
+    not help, the night being re-scored already)."""
+    v1 = put(client, V1)
+    night = record(client, NIGHT, "night-1", v1)
+    v2 = put(client, V2)
+    pinned = rescore(client, v2)[night]
+    assert client.put("/v1/systems/bm25/baseline",
+                      json={"result_id": pinned}).status_code == 200
+    v3 = put(client, V3)
+    under_v3 = record(client, TONIGHT, "tonight-v3", v3)
+    refused = client.post("/v1/comparisons", json={
+        "runs": [{"result_id": under_v3}], "baseline": {"system": "bm25"},
+        "measures": ["map"]})
+    assert refused.status_code == 409  # (not yet re-scored under v3)
+    assert refused.get_json()["type"].endswith("/baseline-not-rescored")
+    r3 = rescore(client, v3)[night]
+    doc = gate(client, under_v3)
+    assert baseline_of(doc, under_v3) == r3
+    means = {r["result_id"]: r for r in doc["provenance"]["runs"].values()}
+    assert client.get(f"/v1/results/{r3}").get_json()["aggregate"]["map"] == \
+        pytest.approx(mean_ap(NIGHT, V3), abs=1e-12)
+    assert set(means) == {under_v3, r3}
+    under_v1 = record(client, TONIGHT, "tonight-v1", v1)
+    doc = gate(client, under_v1)
+    assert baseline_of(doc, under_v1) == night
+    assert client.get(f"/v1/results/{night}").get_json()["aggregate"]["map"] == \
+        pytest.approx(mean_ap(NIGHT, V1), abs=1e-12)
+    # under v2, the pinned re-score itself
+    under_v2 = record(client, TONIGHT, "tonight-v2", v2)
+    assert baseline_of(gate(client, under_v2), under_v2) == pinned
