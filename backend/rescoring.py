@@ -579,7 +579,7 @@ def _failure(job) -> str:
     return ((text or "the worker failed").strip().splitlines() or ["the worker failed"])[-1]
 
 
-def on_queue(connection, job_id: str) -> tuple[str, str | None]:
+def on_queue(connection, job_id: str, fetched: tuple | None = None) -> tuple[str, str | None]:
     """Where a queued item's jobs stand on RQ (``job_id``: its re-score job's id):
     ``("pending", None)`` while some job of it will still run: the re-score job itself, or,
     once that job cut the kept run into shards, its combine step (``{job_id}-combine``),
@@ -588,10 +588,12 @@ def on_queue(connection, job_id: str) -> tuple[str, str | None]:
     re-score job, a shard or the combine step); ``("lost", None)`` when nothing of it is left
     to run: Redis restarted empty, or lost the combine step or a shard it waits for (a
     restart while the re-score job ran, which its worker then saved as finished; a deferred
-    combine step expired), so the item must be queued again whole."""
+    combine step expired), so the item must be queued again whole. ``fetched``: the job and
+    its combine step read already (:func:`on_queue_many`)."""
     from rq.job import Job
 
-    first, combine = Job.fetch_many([job_id, f"{job_id}-combine"], connection=connection)
+    first, combine = fetched or Job.fetch_many([job_id, f"{job_id}-combine"],
+                                               connection=connection)
     state = _status(first)
     if state in _PENDING:
         return "pending", None
@@ -612,6 +614,17 @@ def on_queue(connection, job_id: str) -> tuple[str, str | None]:
     return "lost", None
 
 
+def on_queue_many(connection, job_ids: list[str]) -> list[tuple[str, str | None]]:
+    """:func:`on_queue` of each item's job id, the jobs and combine steps read in one round
+    trip (a re-score has up to MAX_RESCORE_RESULTS items; a GET asks for them all)."""
+    from rq.job import Job
+
+    jobs = Job.fetch_many([i for j in job_ids for i in (j, f"{j}-combine")],
+                          connection=connection)
+    return [on_queue(connection, j, (jobs[2 * k], jobs[2 * k + 1]))
+            for k, j in enumerate(job_ids)]
+
+
 def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int:
     """Queue again the items of the re-score ``doc`` (:func:`progress`'s) still queued that
     the queue no longer knows anything left to run of (:func:`on_queue`: Redis restarted
@@ -628,8 +641,8 @@ def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int
             RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED)).all()
     if getattr(backend, "kind", None) == "redis":
         lost = []
-        for i in items:
-            state, reason = on_queue(backend.redis, i.job_id)
+        states = on_queue_many(backend.redis, [i.job_id for i in items])
+        for i, (state, reason) in zip(items, states, strict=True):
             if state == "lost":
                 lost.append(i)
             elif state == "failed":  # its retries spent on errors (a bug, the database down)

@@ -303,7 +303,7 @@ def test_on_queue(bare_redis, jobs, expected):
     from rq.job import Job
     from rq.results import Result
 
-    from backend.rescoring import on_queue
+    from backend.rescoring import on_queue, on_queue_many
 
     connection = redis_client.Redis.from_url(bare_redis.url)
     connection.flushdb()
@@ -331,3 +331,5 @@ def test_on_queue(bare_redis, jobs, expected):
         connection.sadd(Job.fetch("r-0-combine", connection=connection).dependencies_key,
                         "r-0-shard-9")
     assert on_queue(connection, "r-0") == expected
+    # several at once (one round trip for the jobs and combine steps), as GET reads them
+    assert on_queue_many(connection, ["r-1", "r-0"]) == [("lost", None), expected]
