@@ -40,9 +40,12 @@ def public_point(point: dict | None) -> dict | None:
 
 
 def _series_key(point: dict) -> tuple[str | None, str | None]:
-    """What a series is of: the qrels' digest (the judgments themselves), with the stored
-    version's name when it had one (results of inline qrels have only the digest)."""
-    return point.get("qrels_sha256"), point.get("qrels_version")
+    """What a series is of: the qrels' digest (the judgments themselves), whatever the name
+    they were evaluated under (a stored version, another id's version of the same
+    judgments, or inline qrels: one series, as a gate compares by digest alone); a result
+    that recorded no digest, by its version's name."""
+    sha = point.get("qrels_sha256")
+    return (sha, None) if sha is not None else (None, point.get("qrels_version"))
 
 
 def trend_series(points: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -50,7 +53,10 @@ def trend_series(points: list[dict]) -> tuple[list[dict], list[dict]]:
     ``qrels_version``, ``qrels_sha256`` and ``rescores``: the id of the result it re-scores,
     None for a result recorded by an evaluation).
 
-    ``series``: one per qrels digest, ``{"qrels_version", "qrels_sha256", "points"}``, its
+    ``series``: one per qrels digest, ``{"qrels_version", "qrels_versions", "qrels_sha256",
+    "points"}`` (``qrels_version``: the first stored version its points name, None when all
+    were inline; ``qrels_versions``: every stored version they name, in the order first
+    seen, since the same judgments may be stored under several), its
     points oldest first (each with ``rescores``), ordered by when the system was first
     evaluated under it (a version only re-scores reached comes after those, in the order
     first re-scored). ``boundaries``: where the version of the system's own evaluations
@@ -65,8 +71,13 @@ def trend_series(points: list[dict]) -> tuple[list[dict], list[dict]]:
     for i, p in enumerate(points):
         key = _series_key(p)
         if key not in by_key:
-            by_key[key] = {"qrels_version": key[1], "qrels_sha256": key[0], "points": []}
+            by_key[key] = {"qrels_version": None, "qrels_versions": [],
+                           "qrels_sha256": key[0], "points": []}
             first_any[key] = i
+        named = by_key[key]["qrels_versions"]
+        if p.get("qrels_version") is not None and p["qrels_version"] not in named:
+            named.append(p["qrels_version"])
+            by_key[key]["qrels_version"] = named[0]
         by_key[key]["points"].append(public_point(p) | {"rescores": p.get("rescores")})
         if p.get("rescores") is None:
             first_own.setdefault(key, i)
@@ -74,7 +85,7 @@ def trend_series(points: list[dict]) -> tuple[list[dict], list[dict]]:
     series = [by_key[k] for k in order]
 
     def version(key: tuple) -> dict:
-        return {"qrels_version": key[1], "qrels_sha256": key[0]}
+        return {"qrels_version": by_key[key]["qrels_version"], "qrels_sha256": key[0]}
 
     boundaries: list[dict[str, Any]] = []
     own = [p for p in points if p.get("rescores") is None]

@@ -119,3 +119,30 @@ def test_a_pinned_rescore_gates_under_its_nights_other_judgments(client):
     # under v2, the pinned re-score itself
     under_v2 = record(client, TONIGHT, "tonight-v2", v2)
     assert baseline_of(gate(client, under_v2), under_v2) == pinned
+
+
+# -- finding 4: one series per digest --------------------------------------------------------
+
+def test_one_series_per_digest_whatever_the_name(client):
+    """The same judgments stored as adhoc and as other: one series (named by the first
+    stored version, listing both), no boundary. Before: a series and a boundary per name
+    (3 series and 2 boundaries here)."""
+    v1 = put(client, V1)
+    other = put(client, V1, name="other")
+    ids = [record(client, NIGHT, "n1", v1), record(client, TONIGHT, "n2", other),
+           record(client, NIGHT, "n3", v1)]
+    trend = client.get("/v1/systems/bm25/trend?measure=map").get_json()
+    [series] = trend["series"]
+    assert trend["boundaries"] == []
+    assert series["qrels_version"] == v1 and series["qrels_versions"] == [v1, other]
+    assert [p["id"] for p in series["points"]] == ids
+    assert [p["mean"] for p in series["points"]] == pytest.approx(
+        [mean_ap(NIGHT, V1), mean_ap(TONIGHT, V1), mean_ap(NIGHT, V1)], abs=1e-12)
+    # other judgments: a second series and its boundary
+    v2 = put(client, V2)
+    fourth = record(client, TONIGHT, "n4", v2)
+    trend = client.get("/v1/systems/bm25/trend?measure=map").get_json()
+    assert [s["qrels_versions"] for s in trend["series"]] == [[v1, other], [v2]]
+    [boundary] = trend["boundaries"]
+    assert (boundary["from"]["qrels_version"], boundary["to"]["qrels_version"]) == (v1, v2)
+    assert (boundary["after"], boundary["before"]) == (ids[2], fourth)
