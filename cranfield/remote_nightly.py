@@ -228,8 +228,25 @@ def _trend_table(doc: dict, measure: str) -> None:
              (p.get("gate") or {}).get("verdict", "-"),
              "*" if p["id"] == doc.get("baseline") else "", p["id"])
             for p in doc["points"]]
-    _table(("recorded", "label", doc.get("measure") or measure, "95% CI", "topics", "gate",
-            "baseline", "id"), rows)
+    head = ("recorded", "label", doc.get("measure") or measure, "95% CI", "topics", "gate",
+            "baseline", "id")
+    if "series" in doc:  # (issue #31) a re-scored night is a second point of the same time
+        qrels = _points_qrels(doc["series"])
+        rows = [(*r[:2], qrels.get(p["id"], "-"), *r[2:])
+                for r, p in zip(rows, doc["points"], strict=True)]
+        head = (*head[:2], "qrels", *head[2:])
+    _table(head, rows)
+
+
+def _points_qrels(series: list[dict]) -> dict[str, str]:
+    """Each trend point's qrels, from the series that holds it: its stored version (else
+    ``sha256:`` and the digest's first 12 digits), ``(re-score)`` after a re-scored one."""
+    out = {}
+    for s in series:
+        name = s.get("qrels_version") or f"sha256:{str(s.get('qrels_sha256'))[:12]}"
+        for p in s["points"]:
+            out[p["id"]] = f"{name} (re-score)" if p.get("rescores") else name
+    return out
 
 
 def run_history(args: argparse.Namespace) -> int:

@@ -448,6 +448,33 @@ def test_trend_saves_the_page_and_prints_the_table(service, capsys, tmp_path):
         ("/v1/systems/s/trend?measure=nDCG%4010&limit=5", "application/json")]
 
 
+def test_the_trend_table_names_each_points_qrels(service, capsys):
+    """A re-scored night is a second point of the same time and label (issue #31): the table
+    says which qrels each point is under, from the trend's series (review R31 finding 5)."""
+    url, svc = service
+    a, a2, b = "a" * 32, "b" * 32, "c" * 32
+
+    def point(pid, mean):
+        return {"id": pid, "label": "n1", "created_at": "2026-11-27T06:00:00.000000Z",
+                "mean": mean, "ci_low": None, "ci_high": None, "n_topics": 2, "gate": None}
+
+    svc.routes[("GET", "/v1/systems/s/trend")] = (200, {
+        "system": "s", "measure": "map", "baseline": None,
+        "points": [point(a, 0.5), point(a2, 0.25), point(b, 0.75)],
+        "series": [{"qrels_version": "q@1", "qrels_versions": ["q@1"], "qrels_sha256": "1" * 64,
+                    "points": [point(a, 0.5) | {"rescores": None}]},
+                   {"qrels_version": None, "qrels_versions": [], "qrels_sha256": "f" * 64,
+                    "points": [point(b, 0.75) | {"rescores": None}]},
+                   {"qrels_version": "q@2", "qrels_versions": ["q@2"], "qrels_sha256": "2" * 64,
+                    "points": [point(a2, 0.25) | {"rescores": a}]}]})
+    assert main(["trend", "s", "--measure", "map", "--server", url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["recorded", "label", "qrels", "map"]
+    assert [line.split()[2:5] for line in lines[1:]] == [
+        ["q@1", "0.5000", "[-,"], ["q@2", "(re-score)", "0.2500"],
+        ["sha256:ffffffffffff", "0.7500", "[-,"]]
+
+
 def test_history_of_an_unknown_system_is_exit_6(service, capsys):
     url, svc = service
     svc.routes[("GET", "/v1/systems/nope/results")] = problem(404, "not-found",
