@@ -301,8 +301,12 @@ def evaluate_read(plan: EvaluationPlan, qrels_obj: Qrels, run_obj: Run) -> Evalu
     require_overlap, zs, md = plan.require_overlap, plan.zs, plan.md
     if require_overlap:
         require_inputs(run_obj, qrels_obj)
-    # (topics_evaluated's sets are not needed when both sides name the same topics)
-    check_values(len(instances), len(qrels_obj.topics) if run_obj.topics == qrels_obj.topics
+    # (topics_evaluated's sets are not needed when both sides name the same topics; a mapped
+    # run then takes the qrels' list, so that the later comparisons are by identity)
+    same_topics = run_obj.topics == qrels_obj.topics
+    if same_topics and isinstance(run_obj, MappedRun):
+        run_obj.topics = qrels_obj.topics
+    check_values(len(instances), len(qrels_obj.topics) if same_topics
                  else topics_evaluated(run_obj, qrels_obj, complete_topics))
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     tie_cutoffs = tuple(k for k in cutoffs if k <= 1000)
