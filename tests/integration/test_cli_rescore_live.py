@@ -1,7 +1,8 @@
 """Re-scoring and stability from the command line, walked as a user walks it (issue #31), with
 real processes: gunicorn (2 web workers, runs cut into 2 shards) queueing on a private
 redis-server, a ``cranfield worker``, the results in PostgreSQL at 127.0.0.1:5432 (a database
-made and dropped here; failing under CI=true without it), and real ``cranfield`` processes.
+made and dropped here; failing under CI=true without it) and in a SQLite file, and real
+``cranfield`` processes.
 
 A team stores qrels v1 with the depth of its pool (``cranfield qrels put --pool-depth``),
 records two nights of three systems with their runs kept (``cranfield eval --record ...
@@ -22,7 +23,7 @@ import urllib.request
 
 import pytest
 from scipy.stats import kendalltau
-from servers import CRANFIELD, ROOT
+from servers import CRANFIELD, ROOT, running_gunicorn, running_worker
 
 import cranfield
 from cranfield.client import Client
@@ -30,6 +31,35 @@ from cranfield.client import Client
 SYSTEMS = {"bm25": 0.2, "dense": 0.5, "splade": 0.9}
 TOPICS = [str(401 + t) for t in range(10)]
 MEASURES = ["map", "P.5"]
+
+
+@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
+def database(request, results_postgres, tmp_path_factory):
+    """The module's PostgreSQL database (None without a server: the test then requires it),
+    or a SQLite file shared by gunicorn and the worker."""
+    if request.param == "postgresql":
+        return results_postgres
+    return f"sqlite:///{tmp_path_factory.mktemp('rescore') / 'results.db'}"
+
+
+@pytest.fixture(scope="module")
+def api(redis_server, database):
+    if database is None:
+        yield None
+        return
+    with running_gunicorn({"REDIS_URL": redis_server.url, "CRANFIELD_WORKERS": "2",
+                           "CRANFIELD_DATABASE_URL": database, "CRANFIELD_SHARDS": "2",
+                           "CRANFIELD_SHARD_MIN_BYTES": "1000"}) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def worker(redis_server, database, api):  # after the API: it has migrated the database
+    if database is None:
+        yield None
+        return
+    with running_worker(redis_server.url, database) as proc:
+        yield proc
 
 
 def cli(*args) -> subprocess.CompletedProcess:
@@ -71,26 +101,28 @@ def files(folder) -> tuple:
     return paths["v1"], paths["v2"], runs
 
 
-def test_rescore_and_stability_from_the_command_line(results_api, results_worker, require,
+def test_rescore_and_stability_from_the_command_line(api, worker, database, require,
                                                       tmp_path):
-    api = results_api
+    require(database is not None, "PostgreSQL on 127.0.0.1:5432 (user postgres, trust)")
+    # (the stored qrels live in the module's one Redis: an id of each database's own)
+    qrels_id = "adhoc-sqlite" if database.startswith("sqlite") else "adhoc-pg"
     v1_file, v2_file, runs = files(tmp_path)
-    put = cli("qrels", "put", "adhoc", v1_file, "--pool-depth", 10, "--server", api)
+    put = cli("qrels", "put", qrels_id, v1_file, "--pool-depth", 10, "--server", api)
     assert put.returncode == 0, put.stderr
     v1 = put.stdout.strip()
     originals = {}
     for system, paths in runs.items():
         for night, path in enumerate(paths):
-            done = cli("eval", "--server", api, "--qrels-id", "adhoc", "--record",
+            done = cli("eval", "--server", api, "--qrels-id", qrels_id, "--record",
                        f"system={system},label=night-{night}", "--keep-run",
                        *[a for m in MEASURES for a in ("-m", m)], "-", path)
             assert done.returncode == 0, done.stderr
             originals[done.stderr.split("recorded as ")[1].split()[0]] = (system, path)
-    put = cli("qrels", "put", "adhoc", v2_file, "--pool-depth", 20, "--server", api)
+    put = cli("qrels", "put", qrels_id, v2_file, "--pool-depth", 20, "--server", api)
     assert put.returncode == 0, put.stderr
     v2 = put.stdout.strip()
     assert v2 != v1
-    diff = json.loads(cli("qrels", "diff", "adhoc", "--format", "json", "--server", api).stdout)
+    diff = json.loads(cli("qrels", "diff", qrels_id, "--format", "json", "--server", api).stdout)
     assert (diff["from"]["pool_depth"], diff["to"]["pool_depth"]) == (10, 20)
     assert diff["totals"]["added"] == 2 * len(TOPICS)
 
