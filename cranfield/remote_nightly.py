@@ -48,7 +48,8 @@ def run_qrels_put(args: argparse.Namespace) -> int:
         meta = client.put_qrels(args.qrels_id, file_or_stdin(args.file, stack),
                                 diversity=args.diversity, if_match=args.if_match,
                                 qrels_format=args.qrels_format, judges=judges,
-                                pool_depth=args.pool_depth)
+                                pool_depth=args.pool_depth,
+                                gains="real" if args.real_gains else "integer")
     if args.format == "json":
         dump(meta)
     else:

@@ -85,6 +85,9 @@ def register(sub) -> None:
     put.add_argument("--pool-depth", type=positive_int, default=None, metavar="N",
                      help="the depth of the pool these judgments cover (cranfield pool -k), "
                      "kept in the version's metadata and shown by qrels diff")
+    put.add_argument("--real-gains", action="store_true",
+                     help="the grades are real-valued gains (LLM probabilities, a mean "
+                     "consensus), stored declaring gains real (issue #31)")
     put.add_argument("--format", choices=("text", "json"), default="text")
     add_server_options(put)
     ls = _sub(qsub, "list", run_qrels_list, "the stored qrels", "List the stored qrels: id, "

@@ -147,8 +147,13 @@ def test_consensus_of_a_file_is_the_services_consensus(client, served, tmp_path,
     assert recipe.get("tie") == stored["consensus"].get("tie")
     # the printed qrels put back are the stored version itself (one content, one version)
     gains = "real" if method == "mean" else "integer"
-    back = api.put_qrels("made", text, gains=gains)
-    assert back["version"] == stored["version"]
+    printed = tmp_path / "consensus.txt"
+    printed.write_text(text)
+    code, out, err = cli("qrels", "put", "made", printed, "--server", served,
+                         *(["--real-gains"] if gains == "real" else []))
+    assert (code, err) == (0, ""), err
+    assert out == f"made@{stored['version']}\n"
+    assert api.put_qrels("made", text, gains=gains)["version"] == stored["version"]
     assert client.get("/v1/qrels/made").get_json()["versions"] == [stored["version"]]
     # the text by value: the grades the judges' rule gives
     lines = [line.split(" ") for line in text.splitlines()]
