@@ -166,7 +166,9 @@ def read_judged_table(data, name: str = "qrels"):
 
 def _judged_version(ref: str):
     """(judgment groups, metadata) of a stored qrels_jg version; 404 for an unknown id or
-    version (another tenant's too), 422 for another kind, 413 beyond the bounds."""
+    version (another tenant's too), 422 for another kind, 413 beyond the bounds. A bare id
+    is its latest judged version: a consensus stored into the same id is plain qrels, and
+    does not hide the judgments it was derived from."""
     from cranfield.judges.judged import judges_of
 
     qrels_id, version = split_ref(ref)
@@ -174,6 +176,10 @@ def _judged_version(ref: str):
         raise _not_found(f"no qrels {qrels_id!r}")
     try:
         meta = store().meta(qrels_id, version)
+        if version is None and meta.get("qrels_format", "qrels") != "qrels_jg":
+            meta = next((m for m in (store().meta(qrels_id, v)
+                                     for v in dict.fromkeys(reversed(meta["versions"])))
+                         if m.get("qrels_format", "qrels") == "qrels_jg"), meta)
     except StoreError as exc:
         raise _not_found(str(exc)) from None
     if meta.get("qrels_format", "qrels") != "qrels_jg":

@@ -2,7 +2,9 @@
 (issue #31). Per changed topic, the judgments added, removed and regraded
 (:func:`cranfield.inputs.qrels_diff.diff_qrels`), the totals, the topics added and removed,
 and the pool depth each version covers (its ``pool_depth`` as put, else null with the
-reason). ``from`` defaults to the version put before ``to``, ``to`` to the latest. JSON, or
+reason). ``from`` defaults to the version of ``to``'s kind put before ``to`` (judgment
+groups and the consensus derived from them may alternate in one id), ``to`` to the latest.
+JSON, or
 ``text/plain`` as ``cranfield qrels diff`` prints it (:mod:`cranfield.reports.qrels_diff_text`).
 
 Bounds: the changed topics come in pages (``offset``, ``limit`` <= MAX_PAGE_ITEMS, as every
@@ -71,11 +73,23 @@ def _versions(qrels_id: str) -> tuple[str, str, list[str]]:
             raise _not_found(f"{name}: no version {value!r} of qrels {qrels_id!r}", name)
     new = new or meta["latest"]
     if old is None:
-        # the version put before ``to`` was last put (a version put again comes back)
+        # the version of ``to``'s kind put before ``to`` was last put (a version put again
+        # comes back; a consensus stored into its judged qrels' id is compared with the
+        # consensus before it, not with the judgment groups between them)
         at = len(order) - 1 - order[::-1].index(new)
+        kind = _kind_of(qrels_id, new)
         # (the first version put: compared with itself, nothing changed)
-        old = next((v for v in reversed(order[:at]) if v != new), new)
+        old = next((v for v in dict.fromkeys(reversed(order[:at]))
+                    if v != new and _kind_of(qrels_id, v) == kind), new)
     return old, new, order
+
+
+def _kind_of(qrels_id: str, version: str) -> str | None:
+    """:func:`_kind` of a stored version (None: deleted since the id's metadata was read)."""
+    try:
+        return _kind(store().meta(qrels_id, version))
+    except StoreError:
+        return None
 
 
 def _loaded(qrels_id: str, version: str, name: str):

@@ -154,7 +154,38 @@ def test_consensus_stores_a_new_version_with_its_recipe(client):
     # 301: d1 2,1,2 -> 2; d2 0,0,1 -> 0; d5 1,1 -> 1. 302: d3 1,1 -> 1; d4 0,2,0 -> 0
     assert meta["judgments_per_grade"] == {"0": 2, "1": 2, "2": 1}
     # the consensus is itself no judged qrels
-    assert client.get("/v1/qrels/j/agreement").status_code == 422
+    assert client.get(f"/v1/qrels/j@{meta['version']}/agreement").status_code == 422
+
+
+def test_a_consensus_into_its_own_id_leaves_the_defaults_working(client):
+    """The issue's flow, judge, derive the consensus into the same id, then look (review R31
+    finding 8): the bare id's agreement is its latest judged version's (before: 422, the
+    latest being plain), and the default diff compares the consensus with the consensus
+    before it, not with the judgment groups between them (before: 422, different kinds)."""
+    source = put_judged(client)
+    first = client.post("/v1/qrels/j/consensus", json={"method": "majority"}).get_json()
+    agreement = client.get("/v1/qrels/j/agreement?resamples=20&seed=2")
+    assert agreement.status_code == 200, agreement.get_json()
+    doc = agreement.get_json()
+    assert doc["qrels"] == {"id": "j", "version": source["version"],
+                            "sha256": source["sha256"]}
+    assert doc["overall"] == agreement_document(read_judged(TEXT), resamples=20,
+                                                seed=2)["overall"]
+    alone = client.get("/v1/qrels/j/diff")  # one consensus yet: itself, nothing changed
+    assert alone.status_code == 200, alone.get_json()
+    assert (alone.get_json()["from"]["version"], alone.get_json()["to"]["version"]) == \
+        (first["version"], first["version"])
+    # bob now calls d4 of 302 relevant: 0,2,2 -> 2 by majority
+    put_judged(client, qrels=TEXT.replace("302 bob d4 0", "302 bob d4 2"))
+    second = client.post("/v1/qrels/j/consensus", json={"method": "majority"}).get_json()
+    diff = client.get("/v1/qrels/j/diff")
+    assert diff.status_code == 200, diff.get_json()
+    body = diff.get_json()
+    assert (body["from"]["version"], body["to"]["version"]) == \
+        (first["version"], second["version"])
+    [topic] = body["topics"]
+    assert topic["topic"] == "302" and topic["regraded"] == [
+        {"docid": "d4", "from": 0, "to": 2}]
 
 
 def test_consensus_of_one_judge_into_a_named_target(client):

@@ -125,8 +125,13 @@ def test_judgment_groups_and_refused_kinds(client):
     assert doc["kind"] == "qrels_jg"
     assert doc["topics"][0]["added"] == [{"jg": "C", "docid": "a", "grade": 1}]
     assert doc["topics"][0]["regraded"] == [{"jg": "B", "docid": "a", "from": 0, "to": 2}]
-    put(client, "g", "1 0 a 1\n")  # plain qrels as the same id's next version
-    mixed = client.get("/v1/qrels/g/diff")
+    groups = doc["to"]["version"]
+    plain = put(client, "g", "1 0 a 1\n")["version"]  # plain qrels as the id's next version
+    # by default, the version of to's kind before it: none, so itself (nothing changed)
+    alone = client.get("/v1/qrels/g/diff").get_json()
+    assert (alone["from"]["version"], alone["to"]["version"]) == (plain, plain)
+    assert alone["topics"] == []
+    mixed = client.get(f"/v1/qrels/g/diff?from={groups}&to={plain}")
     assert mixed.status_code == 422 and "different kinds" in mixed.get_json()["detail"]
     put(client, "p", "1 A a 1\n", qrels_format="qrels_prefs")
     put(client, "p", "1 A a 2\n1 A b 1\n", qrels_format="qrels_prefs")
