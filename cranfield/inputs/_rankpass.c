@@ -361,9 +361,13 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
             nh++;
         }
         /* (3) the hits in rank order: ranks are distinct, 1..n, so each hit is put at its
-           rank and the ranks are read in order (left as they were found: -1) */
-        for (Py_ssize_t h = 0; h < nh; h++) at_rank[hits[h].rank - 1] = (int32_t)h;
-        for (Py_ssize_t p = 0, left = nh; left > 0; p++) {
+           rank and the ranks are read in order (left as they were found: -1). Two hits of
+           one rank (qrels naming a docid twice in a topic) are left to the Python path */
+        for (Py_ssize_t h = 0; h < nh; h++) {
+            if (at_rank[hits[h].rank - 1] >= 0) { declined = 1; goto done; }
+            at_rank[hits[h].rank - 1] = (int32_t)h;
+        }
+        for (Py_ssize_t p = 0, left = nh; left > 0 && p < n; p++) {
             int32_t h = at_rank[p];
             if (h < 0) continue;
             at_rank[p] = -1;

@@ -197,3 +197,18 @@ def test_per_topic_and_topic_sets_with_and_without_the_extension(options, same_t
         assert on[3][1:] == ([], [])
     else:
         assert on[3][1] == ["only-run"] and on[3][2] == ["only-qrels"]
+
+
+@needs_ext
+def test_rank_mapping_leaves_a_docid_judged_twice_in_a_topic_to_python():
+    """Ranks are distinct within a topic: qrels rows naming one docid twice (never from a
+    reader, which refuses or merges them) would give two hits one rank; the pass declines."""
+    run = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    args = (["q"], _i64([0]), _i64([0, 3]), ["b", "c", "b"], False, _i64([]), 1 << 20)
+    assert _mapscan.rank_mapping(run, *args) is None
+    got = _mapscan.rank_mapping(run, ["q"], _i64([0]), _i64([0, 2]), ["c", "b"], False,
+                                _i64([1]), 1 << 20)
+    import numpy as np
+
+    qrow, rank = (np.frombuffer(b, np.int64).tolist() for b in got[2:4])
+    assert (qrow, rank) == ([1, 0], [2, 3])
