@@ -1,6 +1,7 @@
 """Like with like, as review R31 of issue #31 found it wanting: a gate against a pinned
 baseline that is itself a re-score (finding 1), the trend's series of one digest under
-several names (finding 4), and a gate whose comparison names its qrels inline (finding 9).
+several names (finding 4), and a gate whose comparison sends its qrels inline (finding 9:
+held to their digest already, by a 422).
 Over the API with the embedded queue, every response checked against openapi.yaml; SQLite
 and PostgreSQL (conftest). The means are checked against average precision by its
 definition, not by the engine."""
@@ -146,3 +147,41 @@ def test_one_series_per_digest_whatever_the_name(client):
     [boundary] = trend["boundaries"]
     assert (boundary["from"]["qrels_version"], boundary["to"]["qrels_version"]) == (v1, v2)
     assert (boundary["after"], boundary["before"]) == (ids[2], fourth)
+
+
+# -- finding 9: a gate with inline qrels -----------------------------------------------------
+
+def test_a_gate_with_inline_qrels_is_held_to_their_digest(client):
+    """Review R31 finding 9 said a gate with inline qrels used the pinned baseline whatever
+    its qrels. It does not: the comparison refuses a recorded result evaluated under another
+    digest than the inline qrels' (422 naming baseline.system); the same inline judgments,
+    as sent when the night was recorded, gate against it. (No re-score can stand in: re-scores
+    are under stored qrels; docs/history.md.)"""
+    recorded = client.post("/v1/evaluations", json={
+        "run": NIGHT, "qrels": V1, "measures": ["map"],
+        "record": {"system": "bm25", "label": "night-1"}}).get_json()
+    night = recorded["recorded"]["id"]
+    assert client.put("/v1/systems/bm25/baseline", json={"result_id": night}).status_code == 200
+
+    def inline_gate(qrels):
+        return client.post("/v1/comparisons", json={
+            "runs": [{"name": "tonight", "run": TONIGHT}], "qrels": qrels,
+            "baseline": {"system": "bm25"}, "measures": ["map"], "gate": "map:0.9"})
+
+    same = inline_gate(V1)
+    assert same.status_code == 200, same.get_json()
+    doc = same.get_json()
+    assert {r.get("result_id") for r in doc["provenance"]["runs"].values()} == {None, night}
+    assert doc["provenance"]["qrels_sha256"] == recorded["provenance"]["qrels_sha256"]
+    refused = inline_gate(V2)
+    assert refused.status_code == 422, refused.get_json()
+    assert list(refused.get_json()["errors"]) == ["baseline.system"]
+    assert "other qrels than this comparison's" in refused.get_json()["detail"]
+    # the same judgments stored (their canonical text's digest, not the mapping's): the
+    # night is under other qrels by digest, so the gate asks for its re-score (409)
+    v1 = put(client, V1)
+    stored = client.post("/v1/comparisons", json={
+        "runs": [{"name": "tonight", "run": TONIGHT}], "qrels_id": v1,
+        "baseline": {"system": "bm25"}, "measures": ["map"], "gate": "map:0.9"})
+    assert stored.status_code == 409, stored.get_json()
+    assert stored.get_json()["type"].endswith("/baseline-not-rescored")
