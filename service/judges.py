@@ -280,7 +280,7 @@ def consensus(qrels_id: str):
     from cranfield.errors import InputError
     from cranfield.judges.consensus import consensus as make_consensus
 
-    from .qrels import _store_error, shown
+    from .qrels import shown, store_problem
 
     req = _consensus_body()
     groups, meta = _judged_version(qrels_id)
@@ -301,7 +301,7 @@ def consensus(qrels_id: str):
         put, created = store().put_qrels(target, qrels, request.headers.get("If-Match"),
                                          qrels_format="qrels", extra_meta=extra)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     headers = {"ETag": f'"{put["version"]}"', "Location": f"/v1/qrels/{target}@{put['version']}"}
     resp = Response(orjson.dumps(shown(put)), status=201 if created else 200,
                     mimetype="application/json")

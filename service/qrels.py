@@ -46,7 +46,9 @@ def _check_id(qrels_id: str) -> None:
                           "1-128 characters: letters, digits, '.', '_', '-'"]})
 
 
-def _store_error(exc: StoreError) -> Problem:
+def store_problem(exc: StoreError) -> Problem:
+    """The problem a qrels store's error is (404, 412, 503 with Retry-After; else 400): the
+    qrels, topic metadata and consensus routes answer it."""
     titles = {404: "Not Found", 412: "Precondition Failed", 503: "Service Unavailable"}
     return Problem(exc.status, titles.get(exc.status, "Bad Request"), str(exc),
                    kind={404: "not-found", 412: "precondition-failed",
@@ -275,7 +277,7 @@ def _stored(qrels_id: str, qrels, diversity: bool, kind: str) -> Response:
                                           diversity=diversity, qrels_format=kind,
                                           extra_meta=extra or None)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',
                "Location": f"/v1/qrels/{qrels_id}@{meta['version']}"}
     return _json(shown(meta), 201 if created else 200, headers)
@@ -295,7 +297,7 @@ def get_qrels(qrels_id: str):
     try:
         meta = store().meta(qrels_id, version)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     return _json(shown(meta), headers={"ETag": f'"{meta["version"]}"'})
 
 
@@ -314,5 +316,5 @@ def delete_qrels(qrels_id: str):
     try:
         store().delete_qrels(qrels_id)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     return Response(status=204)

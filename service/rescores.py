@@ -26,7 +26,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate
 from .auth import current_tenant
 from .problems import Problem
 from .request_body import read_json_object
-from .results import _check_system, _no_system, results_store
+from .results import check_system_name, no_system, results_store
 from .schemas import stored_ref
 
 bp = Blueprint("rescores", __name__, url_prefix="/v1")
@@ -91,9 +91,9 @@ def _rescore(systems: list[str], ref: str) -> Response:
 
     store, tenant = results_store(), current_tenant()
     for name in systems:
-        _check_system(name)
+        check_system_name(name)
         if store.system(tenant, name) is None:
-            raise _no_system(name)
+            raise no_system(name)
     version, sha256 = _qrels(ref)
     most = current_app.config["MAX_RESCORE_RESULTS"]
     count = count_results(store, tenant, systems)

@@ -49,14 +49,16 @@ def _check_result_id(result_id: str, field: str = "result_id") -> None:
                                                               "recorded.id gave it"]})
 
 
-def _check_system(name: str) -> None:
+def check_system_name(name: str) -> None:
+    """422 naming ``name`` for a system name no result can have (re-scoring uses it too)."""
     if not 1 <= len(name) <= MAX_NAME or CONTROL.search(name):
         raise Problem(422, "Invalid system name", f"{name!r} is not a system name",
                       kind="invalid-request", errors={"name": [
                           f"1-{MAX_NAME} printable characters"]})
 
 
-def _no_system(name: str) -> Problem:
+def no_system(name: str) -> Problem:
+    """The 404 for a system the tenant has no result of."""
     return Problem(404, "Not Found", f"no system {name!r} (none of your results is of it)",
                    kind="not-found")
 
@@ -67,10 +69,10 @@ def _no_result(result_id: str) -> Problem:
 
 def _known_system(name: str) -> dict:
     """The tenant's system ``name`` as ``GET /v1/systems`` lists it; 404 if it has none."""
-    _check_system(name)
+    check_system_name(name)
     system = results_store().system(current_tenant(), name)
     if system is None:
-        raise _no_system(name)
+        raise no_system(name)
     return system
 
 
@@ -196,7 +198,7 @@ def put_system_settings(name: str):
     when a record does not say (``record.keep_run``). The system is made if need be."""
     from backend.kept_runs import KeptRuns
 
-    _check_system(name)
+    check_system_name(name)
     if request.mimetype != "application/json":
         raise Problem(415, "Unsupported Media Type", "send application/json: "
                       "{\"keep_runs\": true}", kind="unsupported-media-type")
@@ -213,9 +215,9 @@ def get_system_settings(name: str):
     """A system's settings (404: no system of that name, recorded or set)."""
     from backend.kept_runs import KeptRuns
 
-    _check_system(name)
+    check_system_name(name)
     if not KeptRuns(results_store()).has_system(current_tenant(), name):
-        raise _no_system(name)
+        raise no_system(name)
     return _json(_settings(name))
 
 
@@ -231,7 +233,7 @@ def _baseline_body() -> str:
 @bp.put("/systems/<path:name>/baseline")
 def pin_baseline(name: str):
     """Pin one of the system's results as its accepted baseline."""
-    _check_system(name)
+    check_system_name(name)
     result_id = _baseline_body()
     try:
         summary = results_store().pin_baseline(current_tenant(), name, result_id)

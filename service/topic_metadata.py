@@ -22,7 +22,7 @@ from backend.topic_metadata_db import TopicMetadataStore, canonical_mapping
 from .auth import current_tenant
 from .paging import next_page, page
 from .problems import Problem
-from .qrels import _store_error
+from .qrels import store_problem
 from .request_body import read_body, read_json_object
 
 bp = Blueprint("topic_metadata", __name__, url_prefix="/v1/topic-metadata")
@@ -95,7 +95,7 @@ def put_topic_metadata(metadata_id: str):
         meta, created = store().put(current_tenant(), metadata_id, metadata,
                                     request.headers.get("If-Match"))
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     headers = {"ETag": f'"{meta["version"]}"',
                "Location": f"/v1/topic-metadata/{metadata_id}@{meta['version']}"}
     return _json(meta, 201 if created else 200, headers)
@@ -118,7 +118,7 @@ def get_topic_metadata(metadata_id: str):
         else:
             meta = store().meta(current_tenant(), metadata_id, version)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     return _json(meta, headers={"ETag": f'"{meta["version"]}"'})
 
 
@@ -136,7 +136,7 @@ def delete_topic_metadata(metadata_id: str):
     try:
         store().delete(current_tenant(), metadata_id)
     except StoreError as exc:
-        raise _store_error(exc) from None
+        raise store_problem(exc) from None
     return Response(status=204)
 
 
