@@ -17,37 +17,15 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 from conftest import ContractClient
+from judged_qrels import TEXT, rows
 
 from cranfield.errors import InputError
 from cranfield.judges.agreement_document import agreement_document, format_agreement
 from cranfield.judges.judged import read_judged
 from service.app import create_app
 
-TEXT = """\
-301 alice d1 2
-301 bob d1 1
-301 llm d1 2
-301 alice d2 0
-301 bob d2 0
-301 llm d2 1
-301 alice d5 1
-301 bob d5 1
-302 alice d3 1
-302 llm d3 1
-302 bob d4 0
-302 llm d4 2
-302 alice d4 0
-"""
 COLUMNS = ("topic", "judge", "docid", "rel")
 AGREEMENT = "/v1/qrels/{}/agreement?resamples=200&seed=3"
-
-
-def rows(text: str = TEXT) -> list[dict]:
-    out = []
-    for line in text.splitlines():
-        t, j, d, r = line.split()
-        out.append({"topic": t, "judge": j, "docid": d, "rel": int(r)})
-    return out
 
 
 def table(text: str = TEXT, **override) -> pa.Table:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import ContractClient
+from judged_qrels import TEXT, put_judged, rows
 
 from cranfield.judges.agreement_document import agreement_document, format_agreement
 from cranfield.judges.judged import read_judged
@@ -17,38 +18,8 @@ from service.auth import key_line
 # results database: every test runs on SQLite and on PostgreSQL
 RESULTS_ON_POSTGRES = True
 
-TEXT = """\
-301 alice d1 2
-301 bob d1 1
-301 llm d1 2
-301 alice d2 0
-301 bob d2 0
-301 llm d2 1
-301 alice d5 1
-301 bob d5 1
-302 alice d3 1
-302 llm d3 1
-302 bob d4 0
-302 llm d4 2
-302 alice d4 0
-"""
 JUDGES = {"alice": {"kind": "person", "notes": "NIST assessor"},
           "llm": {"kind": "model", "model": "umbrela-gpt-4o", "prompt_digest": "sha256:ab12"}}
-
-
-def rows() -> list[dict]:
-    out = []
-    for line in TEXT.splitlines():
-        t, j, d, r = line.split()
-        out.append({"topic": t, "judge": j, "docid": d, "rel": int(r)})
-    return out
-
-
-def put_judged(client, qrels_id: str = "j", qrels=TEXT, **body) -> dict:
-    resp = client.put(f"/v1/qrels/{qrels_id}",
-                      json={"qrels": qrels, "qrels_format": "qrels_jg", **body})
-    assert resp.status_code in (200, 201), resp.get_json()
-    return resp.get_json()
 
 
 def test_text_rows_and_columns_store_the_same_version_with_the_judges(client):

@@ -13,25 +13,11 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from judged_qrels import TEXT
 
 from cranfield.cli import main
 from cranfield.client import ApiError, Client
 
-TEXT = """\
-301 alice d1 2
-301 bob d1 1
-301 llm d1 2
-301 alice d2 0
-301 bob d2 0
-301 llm d2 1
-301 alice d5 1
-301 bob d5 1
-302 alice d3 1
-302 llm d3 1
-302 bob d4 0
-302 llm d4 2
-302 alice d4 0
-"""
 JUDGES = {"alice": {"kind": "person", "notes": "NIST assessor"},
           "bob": {"kind": "person"},
           "llm": {"kind": "model", "model": "umbrela-gpt-4o", "prompt_digest": "sha256:ab12"}}

@@ -9,6 +9,7 @@ import inspect
 
 import numpy as np
 import pytest
+from judged_qrels import rows as rows_of
 
 from cranfield.errors import InputError
 from cranfield.inputs.judgment_files import read_qrels_jg
@@ -33,12 +34,6 @@ TEXT = """\
 302 bob d4 0
 302 llm d4 2
 """
-
-
-def rows_of(text: str) -> list[dict]:
-    return [dict(zip(("topic", "judge", "docid", "rel"), (*line.split()[:3],
-                                                         int(line.split()[3])), strict=True))
-            for line in text.splitlines()]
 
 
 def generated(seed: int, topics: int = 8, judges: int = 4, docs: int = 15) -> str:
