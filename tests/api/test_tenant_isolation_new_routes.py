@@ -329,6 +329,11 @@ def test_the_same_names_in_two_tenants_are_two_worlds(client):
         text = orjson.dumps(stability).decode()
         for secret in theirs["secrets"] - mine["secrets"]:
             assert secret not in text, secret
+        # the trend's series per qrels version (issue #31) hold this tenant's results only
+        trend = ok(client.get("/v1/systems/bm25/trend?measure=map", headers=headers))
+        in_series = {p["id"] for series in trend["series"] for p in series["points"]}
+        assert set(mine["results"]["bm25"]) <= in_series <= originals | set(mine["rescored"])
+        assert len(in_series) == 4  # bm25's 2 nights and their 2 re-scores
         rescore = ok(client.get(f"/v1/rescores/{mine['rescore']}", headers=headers))
         assert {i["result_id"] for i in rescore["items"]} == {
             i for ids in mine["results"].values() for i in ids}
