@@ -21,19 +21,31 @@ or one system lacks is left out of all, and the document says which.
 Work is bounded before it is done: :func:`choose_results` reads only the results' summary
 columns, :func:`topic_bound` the number of values each chosen column holds, so the caller
 checks systems × topics × resamples against its budget before any per-topic value is read.
+
+The three reads are separate statements, so results can change between them (a re-score
+recording, a result deleted): a chosen result deleted before its values are read raises
+:class:`ResultGone` (the caller chooses again); a column that cannot be decoded (its length
+not the result's topic count) leaves its system out, named in ``Matrices.unreadable``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy import func, select
 
 from .results import JSON, Result, ResultStore, ResultValues, System, iso
+from .store import NotFound
 from .versioned_sets import tenant_key
+
+
+class ResultGone(LookupError):
+    """A chosen result was deleted before its per-topic values were read (its id in
+    ``args[0]``): the choice is stale; choose again."""
 
 
 @dataclass(frozen=True)
@@ -156,24 +168,54 @@ def topic_bound(store: ResultStore, chosen: list[Chosen]) -> tuple[int, int]:
             sum(held.get(pair, 0) for pair in wanted))
 
 
-def value_matrices(store: ResultStore, tenant: str | None, chosen: list[Chosen]
-                   ) -> tuple[list[str], np.ndarray, np.ndarray, list[str]]:
+@dataclass(frozen=True)
+class Matrices:
+    """What :func:`value_matrices` read: ``topics`` (every kept system's results have a finite
+    value for each), ``a`` and ``b`` the ``(systems, topics)`` values under ``from`` and
+    ``to``, ``left_topics`` the topics some result lacks, ``chosen`` the systems kept (in the
+    order given) and ``unreadable`` the systems left out because a column of theirs could
+    not be decoded (``{"system", "result_id", "measure", "reason"}`` each)."""
+
+    topics: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    left_topics: list[str]
+    chosen: list[Chosen]
+    unreadable: list[dict]
+
+
+def value_matrices(store: ResultStore, tenant: str | None, chosen: list[Chosen]) -> Matrices:
     """The topics every chosen result has a finite value of its measure for (in the first
-    chosen result's order), the ``(systems, topics)`` matrices under ``from`` and ``to``, and
-    the topics left out (one result or another lacks them, or has no finite value)."""
-    columns = []
+    kept result's order), the ``(systems, topics)`` matrices under ``from`` and ``to``, and
+    the topics left out (one result or another lacks them, or has no finite value).
+
+    A chosen result deleted since it was chosen: :class:`ResultGone`. A column whose stored
+    values cannot be decoded (a length other than the result's topics, bad JSON): its system
+    is left out and named in ``unreadable``, rather than failing the whole document."""
+    columns, kept_chosen, unreadable = [], [], []
     for c in chosen:
+        pair = []
         for rid, key in ((c.from_id, c.from_key), (c.to_id, c.to_key)):
-            values = store.per_topic(tenant, rid, [key]).get(key, {})
-            columns.append({t: float(v) for t, v in values.items() if _finite(v)})
+            try:
+                values = store.per_topic(tenant, rid, [key]).get(key, {})
+            except NotFound:
+                raise ResultGone(rid) from None
+            except (ValueError, IndexError, zlib.error) as exc:
+                unreadable.append({"system": c.system, "result_id": rid, "measure": key,
+                                   "reason": str(exc)[:200]})
+                break
+            pair.append({t: float(v) for t, v in values.items() if _finite(v)})
+        else:
+            columns += pair
+            kept_chosen.append(c)
     if not columns:
-        return [], np.zeros((0, 0)), np.zeros((0, 0)), []
+        return Matrices([], np.zeros((0, 0)), np.zeros((0, 0)), [], kept_chosen, unreadable)
     every = dict.fromkeys(t for col in columns for t in col)
     kept = [t for t in every if all(t in col for col in columns)]
     left = [t for t in every if t not in set(kept)]
     matrix = np.array([[col[t] for t in kept] for col in columns], dtype=float)
     matrix = matrix.reshape(len(columns), len(kept))
-    return kept, matrix[0::2], matrix[1::2], left
+    return Matrices(kept, matrix[0::2], matrix[1::2], left, kept_chosen, unreadable)
 
 
 def _finite(v) -> bool:

@@ -22,7 +22,15 @@ import re
 import orjson
 from flask import Blueprint, Response, current_app, request
 
+# imported with the blueprint, not at the first request: a server runs the code it started
+# with, whole (a lazy import read whatever the files held at the first GET: a server
+# started before a change to backend/stability.py and asked after it mixed the two, a
+# TypeError and a 500 on topic_bound's new return value)
+from backend import stability as gather
 from cranfield.compare.comparison_settings import CORRECTIONS, TESTS
+from cranfield.compare.stability import stability, stability_work
+from cranfield.compare.stability_text import format_text
+from cranfield.reports.html_stability import render_stability
 
 from .auth import current_tenant
 from .negotiation import negotiate
@@ -41,6 +49,8 @@ MAX_PERMUTATIONS = 1_000_000
 # summary row (choosing the pairs) and one per-topic value (decoding, pairing topics)
 WORK_PER_RESULT_ROW = 1_000_000
 WORK_PER_VALUE = 20_000
+# choices made again when a chosen result is deleted before its values are read
+CHOICE_ATTEMPTS = 3
 
 
 def _json(doc, status: int = 200) -> Response:
@@ -97,11 +107,10 @@ def _over_budget(what: str, total: int, budget: int, extra: dict) -> Problem:
 def _keys(store, tenant, versions: tuple[str, str], measure: str) -> list[str]:
     """The measure's keys among those the results under ``versions`` were recorded with:
     422 for a name the registry does not know, 404 when none holds it."""
-    from backend.stability import measures_under
     from cranfield.errors import MeasureError
     from cranfield.measures.names import recorded_keys
 
-    recorded = measures_under(store, tenant, versions)
+    recorded = gather.measures_under(store, tenant, versions)
     try:
         keys = recorded_keys(measure, recorded)
     except MeasureError as exc:
@@ -116,12 +125,43 @@ def _keys(store, tenant, versions: tuple[str, str], measure: str) -> list[str]:
     return keys
 
 
+def _gather(store, tenant, versions: tuple[str, str], keys: list[str], rows: int,
+            budget: int, work_of) -> tuple[gather.Matrices, dict]:
+    """The chosen results' per-topic matrices and the systems left out, within the budget:
+    the choice (404 when no system has results under both versions), the work it makes
+    (``work_of(systems, topics)``: the statistics'; 422 over the budget), then the values.
+    A chosen result deleted before its values were read (a concurrent DELETE) is chosen
+    again, up to CHOICE_ATTEMPTS times; results deleted faster than that are a 503."""
+    for _ in range(CHOICE_ATTEMPTS):
+        chosen, left_systems = gather.choose_results(store, tenant, *versions, keys)
+        if not chosen:
+            message = (f"no system of yours has a result with {keys[0]} under both "
+                       f"{versions[0]} and {versions[1]} (under {versions[0]} only: "
+                       f"{', '.join(left_systems['from_only'][:20]) or 'none'}; under "
+                       f"{versions[1]} only: {', '.join(left_systems['to_only'][:20]) or 'none'})")
+            raise Problem(404, "No systems under both versions", message,
+                          kind="no-common-systems", errors={"to": [message]})
+        n_topics, values = gather.topic_bound(store, chosen)  # (values: every one decoded)
+        work = work_of(len(chosen), n_topics)
+        total = work.total + WORK_PER_VALUE * values + WORK_PER_RESULT_ROW * rows
+        if total > budget:
+            raise _over_budget(f"{work.describe()}; + {WORK_PER_VALUE:,} × {values:,} "
+                               f"per-topic values + {WORK_PER_RESULT_ROW:,} × {rows:,} "
+                               "results read", total, budget,
+                               {"systems": work.systems, "topics": work.topics,
+                                "resamples": work.resamples, "results": rows})
+        try:
+            return gather.value_matrices(store, tenant, chosen), left_systems
+        except gather.ResultGone:
+            continue
+    raise Problem(503, "Service Unavailable", "the results this document reads were deleted "
+                  f"while it was made, {CHOICE_ATTEMPTS} times; retry shortly",
+                  kind="unavailable", headers={"Retry-After": "1"})
+
+
 @bp.get("/stability")
 def stability_document():
     """The stability document of ``measure`` between qrels versions ``from`` and ``to``."""
-    from backend import stability as gather
-    from cranfield.compare.stability import stability, stability_work
-
     fmt = negotiate(["application/json", "text/plain", "text/html"],
                     "application/json, text/plain or text/html (the stability page)")
     measure = _measure()
@@ -152,24 +192,11 @@ def stability_document():
         raise _over_budget(f"{rows:,} results recorded under the two versions × "
                            f"{WORK_PER_RESULT_ROW:,} to choose the pairs",
                            rows * WORK_PER_RESULT_ROW, budget, {"results": rows})
-    chosen, left_systems = gather.choose_results(store, tenant, *versions, keys)
-    if not chosen:
-        message = (f"no system of yours has a result with {keys[0]} under both {versions[0]} "
-                   f"and {versions[1]} (under {versions[0]} only: "
-                   f"{', '.join(left_systems['from_only'][:20]) or 'none'}; under "
-                   f"{versions[1]} only: {', '.join(left_systems['to_only'][:20]) or 'none'})")
-        raise Problem(404, "No systems under both versions", message,
-                      kind="no-common-systems", errors={"to": [message]})
-    n_topics, values = gather.topic_bound(store, chosen)  # (values: every one decoded)
-    work = stability_work(len(chosen), n_topics, resamples, test, permutations, resamples)
-    total = work.total + WORK_PER_VALUE * values + WORK_PER_RESULT_ROW * rows
-    if total > budget:
-        raise _over_budget(f"{work.describe()}; + {WORK_PER_VALUE:,} × {values:,} per-topic "
-                           f"values + {WORK_PER_RESULT_ROW:,} × {rows:,} results read",
-                           total, budget, {"systems": work.systems, "topics": work.topics,
-                                           "resamples": resamples, "results": rows})
-    topics, a, b, left_topics = gather.value_matrices(store, tenant, chosen)
-    doc = stability(a, b, [c.system for c in chosen], topics, measure=keys[0], test=test,
+    m, left_systems = _gather(
+        store, tenant, versions, keys, rows, budget,
+        lambda s, t: stability_work(s, t, resamples, test, permutations, resamples))
+    chosen = m.chosen
+    doc = stability(m.a, m.b, [c.system for c in chosen], m.topics, measure=keys[0], test=test,
                     correction=correction, alpha=alpha, n_resamples=resamples,
                     n_permutations=permutations, seed=seed, level=level,
                     persistence=persistence)
@@ -177,15 +204,15 @@ def stability_document():
         entry["paired_by"] = c.paired_by
         entry["from"].update(result_id=c.from_id, created_at=c.from_created)
         entry["to"].update(result_id=c.to_id, created_at=c.to_created)
+    for bad in m.unreadable:
+        doc["warnings"].append({"code": "values-unreadable", "message": (
+            f"system {bad['system']} left out: the per-topic values of {bad['measure']} in "
+            f"its result {bad['result_id']} cannot be read ({bad['reason']})")})
     doc = {"from": versions[0], "to": versions[1], **doc,
            "systems_left_out": left_systems,
-           "topics_left_out": {"count": len(left_topics), "topics": left_topics[:100]}}
+           "topics_left_out": {"count": len(m.left_topics), "topics": m.left_topics[:100]}}
     if fmt == "text/plain":
-        from cranfield.compare.stability_text import format_text
-
         return Response(format_text(doc), mimetype="text/plain")
     if fmt == "text/html":
-        from cranfield.reports.html_stability import render_stability
-
         return Response(render_stability(doc), mimetype="text/html")
     return _json(doc)
