@@ -165,3 +165,41 @@ def test_the_route_loads_its_code_with_the_app(results_database):
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_nan_and_none_values_leave_their_topics_out(client, store):
+    """A re-score's NaN (a 0/0 measure) and None per-topic values: those topics are left
+    out for every system, the means and τ_b over the others."""
+    values, ids = seed(store)
+    odd = document(values["s1", V2], V2)  # s1's latest under v2: t0 NaN, t1 None
+    odd["per_topic"]["t0"]["map"], odd["per_topic"]["t1"]["map"] = float("nan"), None
+    store.record(None, {"system": "s1", "label": "later"}, odd)
+    doc = client.get(url()).get_json()
+    kept = TOPICS[2:]
+    assert doc["n_topics"] == 8 and doc["topics_left_out"] == {"count": 2,
+                                                               "topics": ["t0", "t1"]}
+    names = ["s0", "s1", "s2"]
+    before = [float(np.mean([values[s, V1][t] for t in kept])) for s in names]
+    after = [float(np.mean([values[s, V2][t] for t in kept])) for s in names]
+    assert [s["from"]["mean"] for s in doc["systems"]] == pytest.approx(before, abs=1e-12)
+    assert [s["to"]["mean"] for s in doc["systems"]] == pytest.approx(after, abs=1e-12)
+    assert doc["statistics"]["kendall_tau"]["value"] == pytest.approx(
+        scipy_stats.kendalltau(before, after).statistic, abs=1e-12)
+
+
+def test_a_rescore_whose_original_was_deleted_is_paired_with_the_latest(client, store):
+    """s0's night-1 result is deleted after it was re-scored under v2: its re-score has no
+    night under v1 left, so s0 pairs by latest (its v1 result) with that re-score."""
+    values, ids = seed(store, n=2)
+    night = store.record(None, {"system": "s0", "label": "night-1"},
+                         document(dict.fromkeys(TOPICS, 0.7), V1))
+    again = store.record(None, {"system": "s0", "label": "night-1"},
+                         document(dict.fromkeys(TOPICS, 0.6), V2), rescores=night["id"])
+    paired = client.get(url()).get_json()["systems"][0]
+    assert (paired["paired_by"], paired["from"]["result_id"]) == ("night", night["id"])
+    assert store.delete(None, night["id"])
+    s0 = client.get(url()).get_json()["systems"][0]
+    assert s0["paired_by"] == "latest"
+    assert (s0["from"]["result_id"], s0["to"]["result_id"]) == (ids["s0", V1], again["id"])
+    assert s0["from"]["mean"] == pytest.approx(np.mean(list(values["s0", V1].values())))
+    assert s0["to"]["mean"] == pytest.approx(0.6)
