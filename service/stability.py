@@ -64,14 +64,17 @@ def _choice(name: str, options: tuple[str, ...], default: str) -> str:
     return value
 
 
-def _fraction(name: str, default: float) -> float:
-    """A number strictly between 0 and 1, in plain decimal notation (0.05, .9)."""
+def _fraction(name: str, default: float, *, complement: bool = False) -> float:
+    """A number strictly between 0 and 1, in plain decimal notation (0.05, .9); with
+    ``complement``, 1 − x too: the pairs are tested at level 1 − alpha, and 1 − 1e-17 is 1.0
+    in a double (the tests' ValueError, a 500, before)."""
     text = request.args.get(name)
     if text is None:
         return default
     value = float(text) if FRACTION.match(text) else None
-    if value is None or not 0.0 < value < 1.0:
-        raise bad_parameter(name, f"a number strictly between 0 and 1 (0.05, 0.9): got "
+    if value is None or not 0.0 < value < 1.0 or (complement and not 1.0 - value < 1.0):
+        also = ", and 1 minus it too (1e-17 is not)" if complement else ""
+        raise bad_parameter(name, f"a number strictly between 0 and 1 (0.05, 0.9){also}: got "
                             f"{text[:40]!r}")
     return value
 
@@ -172,7 +175,7 @@ def stability_document():
                       errors={"to": ["must differ from from"]})
     test = _choice("test", TESTS, "t")
     correction = _choice("correction", CORRECTIONS, "holm")
-    alpha = _fraction("alpha", 0.05)
+    alpha = _fraction("alpha", 0.05, complement=True)
     level = _fraction("level", 0.95)
     persistence = _fraction("persistence", 0.9)
     resamples = integer("resamples", DEFAULT_RESAMPLES, 1, MAX_RESAMPLES)

@@ -203,3 +203,23 @@ def test_a_rescore_whose_original_was_deleted_is_paired_with_the_latest(client, 
     assert (s0["from"]["result_id"], s0["to"]["result_id"]) == (ids["s0", V1], again["id"])
     assert s0["from"]["mean"] == pytest.approx(np.mean(list(values["s0", V1].values())))
     assert s0["to"]["mean"] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("name,text", [("alpha", ".00000000000000001"),
+                                       ("alpha", ".99999999999999999"),
+                                       ("level", ".99999999999999999")])
+def test_an_alpha_whose_level_is_1_is_a_400_naming_it(client, store, name, text):
+    """alpha = 1e-17 passed the check 0 < alpha < 1, and the pairs' tests at level 1 - alpha
+    = 1.0 (in a double) raised: a 500. Now a 400 naming alpha, as a fraction that is 1.0 in
+    a double; a level or persistence of 1e-17 is still taken (their complements are not
+    used as levels), and alpha = 2e-16 too."""
+    seed(store)
+    resp = client.get(url(**{name: text}))
+    assert resp.status_code == 400, resp.get_json()
+    assert list(resp.get_json()["errors"]) == [name]
+    ok = client.get(url(alpha=".0000000000000002", level=".00000000000000001",
+                        persistence=".00000000000000001"))
+    assert ok.status_code == 200, ok.get_json()
+    doc = ok.get_json()
+    assert (doc["pairs_tested"]["alpha"], doc["bootstrap"]["level"], doc["persistence"]) == (
+        2e-16, 1e-17, 1e-17)
