@@ -40,13 +40,13 @@ service's limits (``MAX_CONTENT_LENGTH``, ``MAX_TOPICS``, ``MAX_DOCS_PER_TOPIC``
 evaluation budgets), so its Parquet file is smaller than the upload it came from.
 
 Lifetime. Deleting a result releases its run (:meth:`KeptRuns.release`, called by
-``ResultStore.delete`` in the deleting transaction): the run's row is locked (``SELECT ...
-FOR UPDATE`` on PostgreSQL; SQLite has one writer), the results still naming it counted, and
-with none left the run and its chunks are deleted in that same transaction. Recording a
-result with a run locks the run's row in the recording transaction and fails with
-:class:`KeptRunGone` if a release deleted it meanwhile; :meth:`KeptRuns.record_with_run` keeps
-the run again and records once more. Another tenant never sees a run: every read is by
-(tenant, sha256).
+``ResultStore.delete`` in the deleting transaction): the run's row is locked (an UPDATE that
+changes nothing: a row lock on PostgreSQL, the write lock on SQLite), the results still
+naming it counted, and with none left the run and its chunks are deleted in that same
+transaction. Recording a result with a run locks the run's row in the recording transaction
+and fails with :class:`KeptRunGone` if a release deleted it meanwhile;
+:meth:`KeptRuns.record_with_run` keeps the run again and records once more.
+Another tenant never sees a run: every read is by (tenant, sha256).
 
 Python API (H31g's re-scoring reads runs back through it)::
 
@@ -658,9 +658,19 @@ class KeptRuns:
 
     @staticmethod
     def lock(session: Session, tenant: str | None, digest: str) -> int | None:
-        """The kept run's key, its row locked for the transaction (None: not kept)."""
-        return session.scalar(select(KeptRun.pk).where(
-            KeptRun.tenant == tenant_key(tenant), KeptRun.sha256 == digest).with_for_update())
+        """The kept run's key, its row locked for the transaction (None: not kept).
+
+        The lock is a write (an UPDATE that changes nothing), not ``SELECT ... FOR UPDATE``:
+        on PostgreSQL both lock the row, but SQLite ignores ``FOR UPDATE`` and pysqlite
+        opens no transaction before a SELECT, so a release could commit between the check
+        and the recording's INSERT (R31b finding 1). An UPDATE makes pysqlite BEGIN and
+        takes SQLite's write lock before the check, so a release waits for the recording's
+        commit on both databases."""
+        where = (KeptRun.tenant == tenant_key(tenant), KeptRun.sha256 == digest)
+        if session.execute(update(KeptRun).where(*where)
+                           .values(n_chunks=KeptRun.n_chunks)).rowcount == 0:
+            return None
+        return session.scalar(select(KeptRun.pk).where(*where))
 
     @classmethod
     def release(cls, session: Session, tenant: str | None, digest: str | None) -> bool:
