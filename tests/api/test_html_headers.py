@@ -52,6 +52,20 @@ def _recorded(client, label: str) -> str:
     return resp.get_json()["recorded"]["id"]
 
 
+def _stability(client):
+    """GET /v1/stability's page: two systems recorded under two versions of stored qrels."""
+    versions = [client.put("/v1/qrels/pages", json={"qrels": qrels}).get_json()["version"]
+                for qrels in (QRELS, {**QRELS, "q2": {"d4": 1, "d5": 2}})]
+    for system, run in (("a", RUN), ("b", OTHER)):
+        for version in versions:
+            resp = client.post("/v1/evaluations", json={
+                "run": run, "qrels_id": f"pages@{version}", "measures": ["map"],
+                "record": {"system": system, "label": version}})
+            assert resp.status_code == 200, resp.get_json()
+    return client.get(f"/v1/stability?measure=map&from=pages@{versions[0]}"
+                      f"&to=pages@{versions[1]}", headers=HTML)
+
+
 #: (method, path as openapi.yaml spells it) -> a request through the contract client that
 #: answers that operation with HTML
 ROUTES = {
@@ -71,6 +85,7 @@ ROUTES = {
     ("get", "/v1/results/{result_id}/comparison"):
         lambda c: (ids := (_recorded(c, "n1"), _recorded(c, "n2")),
                    c.get(f"/v1/results/{ids[1]}/comparison?with={ids[0]}", headers=HTML))[-1],
+    ("get", "/v1/stability"): _stability,
 }
 
 
