@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from conftest import ContractClient, finished_job
 
 import cranfield
 
@@ -138,8 +139,6 @@ def test_the_command_line_locally_and_through_the_service(tmp_path, served, caps
 
 @pytest.mark.parametrize("qrels", [QRELS_TEXT, QRELS_MAP], ids=["text", "mapping"])
 def test_a_queued_evaluation_reads_the_declared_gains(qrels, expected):
-    from conftest import ContractClient, finished_job
-
     from service.app import create_app
 
     queued = ContractClient(create_app({"TESTING": True, "ASYNC_THRESHOLD_BYTES": 100})
