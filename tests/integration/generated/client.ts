@@ -129,6 +129,8 @@ const batch = ok(await client.POST("/v1/evaluations/batch", {
     qrels_id: qrelsId, measures: input.measures,
   },
 }), "POST evaluations/batch");
+// a small batch is answered at once (200); a large one would be queued (202, a Job)
+if ("status" in batch) throw new Error(`the batch was queued unexpectedly (${batch.id})`);
 
 console.log(JSON.stringify({
   stored_json: { judgments: storedJson.judgments, topics: storedJson.topics },
