@@ -62,8 +62,11 @@ class ComparisonSettings:
         if correction not in CORRECTIONS:
             raise InputError("correction", f"unknown method {correction!r}; choose from "
                              f"{list(CORRECTIONS)}", field="correction")
-        if not isinstance(alpha, int | float) or not 0 < alpha < 1:
-            raise InputError("alpha", f"must be between 0 and 1, got {alpha!r}", field="alpha")
+        # 1 - alpha too: the intervals are at level 1 - alpha, which is 1.0 in a double for
+        # an alpha below about 1.1e-16 (a 500 once, issue #31's review)
+        if not isinstance(alpha, int | float) or not 0 < alpha < 1 or not 0 < 1 - alpha < 1:
+            raise InputError("alpha", f"must be between 0 and 1 (and 1 - alpha below 1 in "
+                                      f"double precision), got {alpha!r}", field="alpha")
         for field, value, low in (("n_permutations", n_permutations, 1),
                                   ("n_samples", n_samples, 1), ("largest_losses",
                                                                 largest_losses, 0)):

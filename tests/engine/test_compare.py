@@ -227,6 +227,10 @@ def test_errors():
         compare(QRELS, RUNS, correction="sidak")
     with pytest.raises(InputError, match="unknown test"):
         compare(QRELS, RUNS, tests=["z"])
+    for alpha in (0, 1, 1e-17, -0.5):  # 1 - 1e-17 is 1.0: intervals at level 1 (was a 500)
+        with pytest.raises(InputError, match=f"alpha: must be between 0 and 1.*{alpha!r}"):
+            compare(QRELS, RUNS, alpha=alpha)
+    assert compare(QRELS, RUNS, ["map"], alpha=1e-15)["alpha"] == 1e-15
     with pytest.raises(TypeError, match="unexpected option"):
         compare(QRELS, RUNS, relevance=2)
     a = cranfield.evaluate(QRELS, RUNS["A"], ["map"])
