@@ -71,6 +71,9 @@ APP_DEFAULTS: dict[str, Any] = {
     # the results one re-score (issue #31, POST /v1/systems/{name}/rescore, /v1/rescores)
     # covers, counted before anything is planned; more: 422 naming systems
     "MAX_RESCORE_RESULTS": 1000,
+    # per tenant: re-score jobs queued or running (one per result re-scored; a result already
+    # queued under the same qrels shares its job) before a re-score is 429
+    "MAX_QUEUED_RESCORES": 1000,
     # many judges (issue #31, service/judges.py): the judgments a judged qrels PUT as rows or
     # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
     # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
@@ -95,7 +98,7 @@ _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS",
-                 "MAX_RESCORE_RESULTS", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
+                 "MAX_RESCORE_RESULTS", "MAX_QUEUED_RESCORES", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
                  "AGREEMENT_RESAMPLES", "MAX_AGREEMENT_RESAMPLES", "MAX_AGREEMENT_WORK")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 

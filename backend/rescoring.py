@@ -13,14 +13,26 @@ call it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import DateTime, ForeignKey, Index, Integer, String, Text, func, select, update
+from sqlalchemy import (
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    func,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -214,21 +226,76 @@ def _skip_reason(result: Result, qrels_sha256: str) -> str | None:
     return None
 
 
+class TooManyQueued(Exception):
+    """A re-score would take the tenant's queued re-score jobs past ``MAX_QUEUED_RESCORES``."""
+
+    def __init__(self, queued: int, adding: int, cap: int):
+        super().__init__(f"{queued} re-score jobs are queued or running for you and this "
+                         f"re-score adds {adding}; the limit is MAX_QUEUED_RESCORES ({cap}): "
+                         "wait for some to finish")
+        self.queued, self.adding, self.cap = queued, adding, cap
+
+
+def in_flight_horizon(config: dict) -> timedelta:
+    """How long an item stays counted as queued (``MAX_QUEUED_RESCORES``) and shared with a
+    later re-score: past ``QUEUED_TTL`` plus its three attempts' ``JOB_TIMEOUT``, its job
+    has left RQ (ran or expired), and an item still queued is one the queue lost, which the
+    re-score's GET queues again."""
+    return timedelta(seconds=config["QUEUED_TTL"] + 3 * config["JOB_TIMEOUT"])
+
+
+def _lock_tenant(session, tenant: str | None) -> None:
+    """Serialize the tenant's plans (count, then insert): a transaction-scoped advisory lock
+    on PostgreSQL; SQLite's one writer already does it (the re-score row is written
+    first)."""
+    if session.bind.dialect.name == "postgresql":
+        key = int.from_bytes(hashlib.sha256(
+            b"cranfield-rescore\0" + tenant_key(tenant).encode()).digest()[:8], "big",
+            signed=True)
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+def _in_flight(session, tenant: str | None, qrels_sha256: str,
+               since: datetime | None) -> tuple[int, dict[str, str]]:
+    """(the tenant's queued re-score jobs, counted once each; for the results queued under
+    ``qrels_sha256``, result id -> the job that re-scores it), items of re-scores made
+    since ``since`` (all, if None)."""
+    query = (select(RescoreItem.result_id, RescoreItem.job_id, Rescore.qrels_sha256)
+             .join(Rescore, Rescore.pk == RescoreItem.rescore_pk)
+             .where(Rescore.tenant == tenant_key(tenant), RescoreItem.state == QUEUED))
+    if since is not None:
+        query = query.where(Rescore.created_at >= since)
+    rows = session.execute(query).all()
+    return (len({r.job_id for r in rows}),
+            {r.result_id: r.job_id for r in rows if r.qrels_sha256 == qrels_sha256})
+
+
 def plan(results, tenant: str | None, systems: list[str], qrels_version: str,
-         qrels_sha256: str) -> tuple[str, list[dict]]:
+         qrels_sha256: str, *, max_queued: int | None = None,
+         horizon: timedelta | None = None) -> tuple[str, list[dict]]:
     """Keep a re-score of the systems' results (oldest first, system by system) under the
     stored qrels ``qrels_version`` (digest ``qrels_sha256``): one item per result, queued
     when it has a kept run, skipped (with the reason) when not, done at once when it was
-    re-scored under these qrels before (nothing new is recorded). Returns its id and the
-    items to queue (``{"position", "result_id"}``)."""
+    re-scored under these qrels before (nothing new is recorded). A result another re-score
+    of the tenant has queued under the same qrels is queued under that job (no second job):
+    it is done when that job records (:func:`progress`). Returns its id and the items to
+    queue (``{"position", "result_id", "job_id"}``).
+
+    ``max_queued`` (``MAX_QUEUED_RESCORES``): :class:`TooManyQueued`, nothing kept, when the
+    tenant's queued jobs (items of re-scores made within ``horizon``) and the new ones would
+    be more; counted and kept in one transaction, the tenant's plans one at a time."""
     rescore_id = uuid.uuid4().hex
     to_queue = []
     with results.sessions.begin() as session:
+        now = utc(results.clock())
         rescore = Rescore(id=rescore_id, tenant=tenant_key(tenant),
-                          created_at=utc(results.clock()), qrels_version=qrels_version,
+                          created_at=now, qrels_version=qrels_version,
                           qrels_sha256=qrels_sha256, systems=json.dumps(systems))
+        _lock_tenant(session, tenant)
         session.add(rescore)
         session.flush()
+        queued, pending = _in_flight(session, tenant, qrels_sha256,
+                                     None if horizon is None else now - horizon)
         rows = session.execute(
             select(Result, System.name).join(System, System.pk == Result.system_pk)
             .where(System.tenant == tenant_key(tenant), System.name.in_(systems),
@@ -245,11 +312,15 @@ def plan(results, tenant: str | None, systems: list[str], qrels_version: str,
                 item.state, item.reason = SKIPPED, reason
             elif done:
                 item.state, item.new_result_id = DONE, done
+            elif result.id in pending:  # queued by another re-score: that job does it
+                item.job_id = pending[result.id]
             else:
                 item.job_id = f"rescore-{rescore_id}-{position}"
                 to_queue.append({"position": position, "result_id": result.id,
                                  "job_id": item.job_id})
             session.add(item)
+        if to_queue and max_queued is not None and queued + len(to_queue) > max_queued:
+            raise TooManyQueued(queued, len(to_queue), max_queued)
     return rescore_id, to_queue
 
 
@@ -263,6 +334,19 @@ def progress(results, tenant: str | None, rescore_id: str) -> dict | None:
             return None
         items = session.scalars(select(RescoreItem).where(
             RescoreItem.rescore_pk == rescore.pk).order_by(RescoreItem.position)).all()
+        waiting = [i.result_id for i in items if i.state == QUEUED]
+        recorded = dict(session.execute(select(Result.rescores, Result.id).where(
+            Result.tenant == tenant_key(tenant), Result.rescores.in_(waiting),
+            Result.qrels_sha256 == rescore.qrels_sha256)).all()) if waiting else {}
+    if recorded:  # recorded by its job, or by the job of another re-score that queued it
+        with results.sessions.begin() as session:
+            for item in items:
+                if item.state == QUEUED and item.result_id in recorded:
+                    item.state, item.new_result_id = DONE, recorded[item.result_id]
+                    session.execute(update(RescoreItem).where(
+                        RescoreItem.rescore_pk == rescore.pk,
+                        RescoreItem.position == item.position, RescoreItem.state == QUEUED)
+                        .values(state=DONE, new_result_id=item.new_result_id))
     counts = {state: sum(i.state == state for i in items)
               for state in (QUEUED, DONE, FAILED, SKIPPED)}
     return {"id": rescore.id, "qrels_id": rescore.qrels_version,
@@ -626,6 +710,8 @@ def _embedded(store, results, wire: dict) -> None:
         log.exception("re-score crashed")
         _finish_item(results, wire["rescore_id"], wire["position"], FAILED,
                      reason=f"{type(exc).__name__}: {exc}")
+    finally:  # its item is finished: an item still queued under this id is another's
+        _EMBEDDED_IDS.discard(wire["job_id"])
 
 
 

@@ -87,7 +87,14 @@ def _qrels(ref: str) -> tuple[str, str]:
 
 
 def _rescore(systems: list[str], ref: str) -> Response:
-    from backend.rescoring import count_results, enqueue, plan, progress
+    from backend.rescoring import (
+        TooManyQueued,
+        count_results,
+        enqueue,
+        in_flight_horizon,
+        plan,
+        progress,
+    )
 
     store, tenant = results_store(), current_tenant()
     for name in systems:
@@ -102,7 +109,15 @@ def _rescore(systems: list[str], ref: str) -> Response:
                    "re-score fewer systems at a time")
         raise Problem(422, "Too many results to re-score", message,
                       kind="too-many-results", errors={"systems": [message]})
-    rescore_id, items = plan(store, tenant, systems, version, sha256)
+    try:
+        rescore_id, items = plan(store, tenant, systems, version, sha256,
+                                 max_queued=current_app.config["MAX_QUEUED_RESCORES"],
+                                 horizon=in_flight_horizon(current_app.config))
+    except TooManyQueued as exc:
+        raise Problem(429, "Too Many Requests", str(exc), kind="too-many-rescores",
+                      headers={"Retry-After": "10"},
+                      extra={"queued": exc.queued, "adding": exc.adding,
+                             "limit": exc.cap}) from None
     wires = [{"tenant": tenant, "rescore_id": rescore_id, "qrels_ref": version, **item}
              for item in items]
     enqueue(current_app.extensions["cranfield"], current_app.config, wires, store)

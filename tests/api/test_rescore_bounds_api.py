@@ -1,0 +1,109 @@
+"""Re-scoring's bounds (issue #31, review R31b findings 2 and 7): a tenant's queued re-score
+jobs are bounded by MAX_QUEUED_RESCORES before anything is kept or queued (429 naming the
+counts), a repeated POST queues no second job for a result already queued under the same
+qrels (it is done when that job records), and a queue that cannot be reached leaves no
+re-score queued forever. The embedded queue's thread is held by an event while the POSTs
+are made, so what is queued is known; each test runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import ContractClient
+from sqlalchemy import func, select
+
+from backend import rescoring
+from backend.rescoring import Rescore, RescoreItem
+
+RESULTS_ON_POSTGRES = True
+V1 = {"q1": {"d1": 1}, "q2": {"d5": 1}}
+V2 = {"q1": {"d1": 1, "d2": 1}, "q2": {"d5": 1, "d4": 1}}
+V3 = {"q1": {"d2": 1}, "q2": {"d4": 1}}
+NIGHTS = [
+    {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0}},
+    {"q1": {"d3": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d4": 1.0}},
+    {"q1": {"d2": 3.0, "d3": 2.0, "d1": 1.0}, "q2": {"d6": 2.0, "d5": 1.0}},
+]
+
+
+def put_qrels(client, qrels, name="adhoc") -> str:
+    resp = client.put(f"/v1/qrels/{name}", json={"qrels": qrels})
+    assert resp.status_code in (200, 201), resp.get_json()
+    return f"{name}@{resp.get_json()['version']}"
+
+
+@pytest.fixture
+def nights(app):
+    client = ContractClient(app.test_client())
+    put_qrels(client, V1)
+    for i, run in enumerate(NIGHTS):
+        resp = client.post("/v1/evaluations", json={
+            "run": run, "qrels_id": "adhoc", "measures": ["map"],
+            "record": {"system": "bm25", "label": f"n{i}", "keep_run": True}})
+        assert resp.status_code == 200, resp.get_json()
+    return client
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """The embedded queue's thread held until ``release()``; the re-scores it ran, counted
+    (result ids)."""
+    ran: list[str] = []
+    rescore_one = rescoring.rescore_one
+
+    def counting(store, results, wire, connection=None):
+        ran.append(wire["result_id"])
+        return rescore_one(store, results, wire, connection)
+
+    monkeypatch.setattr(rescoring, "rescore_one", counting)
+    gate = threading.Event()
+    rescoring._EMBEDDED.submit(gate.wait)
+
+    def release() -> list[str]:
+        gate.set()
+        drained = threading.Event()
+        rescoring._EMBEDDED.submit(drained.set)  # one thread, in order: all before it ran
+        assert drained.wait(120)
+        return ran
+    yield release
+    gate.set()
+
+
+def rescore_rows(app) -> tuple[int, int]:
+    with app.extensions["results"].engine.connect() as connection:
+        return (connection.scalar(select(func.count()).select_from(Rescore)),
+                connection.scalar(select(func.count()).select_from(RescoreItem)))
+
+
+def test_queued_rescores_are_bounded_and_never_queued_twice(app, nights, held):
+    client = nights
+    v2, v3 = put_qrels(client, V2), put_qrels(client, V3)
+    app.config["MAX_QUEUED_RESCORES"] = 3
+    first = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2})
+    assert first.status_code == 202 and first.get_json()["queued"] == 3
+    again = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2})
+    # the same results under the same qrels: queued under the first re-score's jobs
+    assert again.status_code == 202, again.get_json()
+    assert (again.get_json()["total"], again.get_json()["queued"]) == (3, 3)
+    other = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v3})
+    problem = other.get_json()
+    assert other.status_code == 429 and other.mimetype == "application/problem+json"
+    assert (problem["kind"] if "kind" in problem else problem["type"].rsplit("/", 1)[-1]) \
+        == "too-many-rescores"
+    assert (problem["queued"], problem["adding"], problem["limit"]) == (3, 3, 3)
+    assert "MAX_QUEUED_RESCORES" in problem["detail"] and other.headers["Retry-After"]
+    assert rescore_rows(app) == (2, 6)  # the refused re-score kept nothing
+    ran = held()
+    assert sorted(ran) == sorted({i["result_id"] for i in first.get_json()["items"]})
+    assert len(ran) == 3  # each kept run re-scored once, not once per POST
+    docs = [client.get(f"/v1/rescores/{r.get_json()['id']}").get_json()
+            for r in (first, again)]
+    assert [(d["done"], d["queued"], d["failed"]) for d in docs] == [(3, 0, 0)] * 2
+    assert docs[0]["new_result_ids"] == docs[1]["new_result_ids"]
+    assert len(set(docs[0]["new_result_ids"])) == 3
+    # the queue drained: the other qrels' re-score fits now
+    later = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v3})
+    assert later.status_code == 202 and later.get_json()["queued"] == 3
+    assert len(held()) == 6
+    assert client.get(f"/v1/rescores/{later.get_json()['id']}").get_json()["done"] == 3
