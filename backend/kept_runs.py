@@ -34,10 +34,12 @@ canonical order (an int64 permutation, 8 bytes a row), then walks the run in bat
 :data:`BATCH_ROWS` rows, once to hash the rows, and (when the run is new) once to write the
 Parquet row groups through a ``pyarrow.parquet.ParquetWriter`` whose sink inserts each full
 1 MiB chunk as it fills; :meth:`KeptRuns.read` and the chunk iterators read the Parquet file
-through a file object that fetches one chunk row at a time (:class:`ChunkFile`). Sizes are
-bounded before anything is kept: a kept run is a run the evaluation already read within the
-service's limits (``MAX_CONTENT_LENGTH``, ``MAX_TOPICS``, ``MAX_DOCS_PER_TOPIC``, the
-evaluation budgets), so its Parquet file is smaller than the upload it came from.
+through a file object that fetches one chunk row at a time (:class:`ChunkFile`), a row
+group at a time (:func:`row_group_batches`), in one database snapshot
+(:meth:`KeptRuns.snapshot`). Sizes are bounded before anything is kept: a kept run is a
+run the evaluation already read within the service's limits (``MAX_CONTENT_LENGTH``,
+``MAX_TOPICS``, ``MAX_DOCS_PER_TOPIC``, the evaluation budgets), so its Parquet file is
+smaller than the upload it came from.
 
 Lifetime. Deleting a result releases its run (:meth:`KeptRuns.release`, called by
 ``ResultStore.delete`` in the deleting transaction): the run's row is locked (an UPDATE that
@@ -368,8 +370,24 @@ class ChunkFile(io.RawIOBase):
         if self.cached is None or self.cached[0] != seq:
             data = self.connection.scalar(select(KeptRunChunk.data).where(
                 KeptRunChunk.run_pk == self.run_pk, KeptRunChunk.seq == seq))
+            if data is None:  # released, and read outside a snapshot (see KeptRuns.snapshot)
+                raise NotFound(f"kept run {self.run_pk} was deleted while it was read")
             self.cached = (seq, bytes(data))
         return self.cached[1]
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left: -1), copied once (``RawIOBase.read``
+        fills a bytearray, then copies it to bytes)."""
+        end = self.size if size is None or size < 0 else min(self.size, self.position + size)
+        pieces = []
+        while self.position < end:
+            seq = int(np.searchsorted(self.starts, self.position, side="right")) - 1
+            data = self.chunk(seq)
+            at = self.position - int(self.starts[seq])
+            take = min(end - self.position, len(data) - at)
+            pieces.append(memoryview(data)[at:at + take])
+            self.position += take
+        return pieces[0].tobytes() if len(pieces) == 1 else b"".join(pieces)
 
     def readinto(self, target) -> int:
         view = memoryview(target).cast("B")
@@ -383,6 +401,43 @@ class ChunkFile(io.RawIOBase):
             done += take
             self.position += take
         return done
+
+
+def row_group_batches(parquet) -> Iterator:
+    """``parquet``'s record batches, one row group read at a time: ``iter_batches`` over the
+    whole file reads every row group before its first batch (a kept run's whole compressed
+    file in memory, twice at peak: R31b finding 3)."""
+    for group in range(parquet.num_row_groups):
+        yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group],
+                                        use_threads=False)
+
+
+class _Stream:
+    """An iterator over ``chunks`` that owns ``connection``: closed (started or not, as a
+    WSGI server closes a response's iterable) it closes both."""
+
+    def __init__(self, connection: Connection, chunks: Iterator[bytes]):
+        self.connection, self.chunks = connection, chunks
+
+    def __iter__(self) -> _Stream:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self.chunks)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self.chunks.close()
+        self.connection.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: S110 - at interpreter exit the pool may be gone
+            pass
 
 
 # -- the store ---------------------------------------------------------------------------------
@@ -542,6 +597,23 @@ class KeptRuns:
         with self.engine.connect() as connection:
             return int(connection.scalar(select(func.count()).select_from(KeptRunChunk)) or 0)
 
+    def snapshot(self) -> Connection:
+        """A connection whose reads all see one snapshot of the database, so a run's chunks
+        read through it are the whole run even if a release deletes it meanwhile (R31b
+        finding 4): PostgreSQL REPEATABLE READ; SQLite an explicit BEGIN (in WAL mode a
+        reader keeps its snapshot and writers go on). The caller closes it."""
+        connection = self.engine.connect()
+        try:
+            if self.engine.dialect.name == "postgresql":
+                connection = connection.execution_options(isolation_level="REPEATABLE READ")
+                connection.begin()
+            elif self.engine.dialect.name == "sqlite":
+                connection.exec_driver_sql("BEGIN")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
     def _open(self, connection: Connection, tenant: str | None, digest: str) -> int:
         row = self._row(connection, tenant, digest)
         if row is None:
@@ -549,60 +621,62 @@ class KeptRuns:
         return int(row.pk)
 
     def parquet_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
-        """The stored Parquet file's chunks, in order (NotFound, raised at once, if none)."""
-        with self.engine.connect() as connection:
+        """The stored Parquet file's chunks, in order (NotFound, raised at once, if none),
+        read in one snapshot: a release meanwhile does not cut them. Close the iterator
+        (a WSGI server does) to give back its connection."""
+        connection = self.snapshot()
+        try:
             run_pk = self._open(connection, tenant, digest)
             seqs = connection.scalars(select(KeptRunChunk.seq).where(
                 KeptRunChunk.run_pk == run_pk).order_by(KeptRunChunk.seq)).all()
+        except BaseException:
+            connection.close()
+            raise
 
         def chunks() -> Iterator[bytes]:
-            with self.engine.connect() as connection:
-                for seq in seqs:
-                    data = connection.scalar(select(KeptRunChunk.data).where(
-                        KeptRunChunk.run_pk == run_pk, KeptRunChunk.seq == seq))
-                    if data is None:  # released while it was being read
-                        raise NotFound(f"kept run {digest!r} was deleted while read")
-                    yield bytes(data)
-        return chunks()
+            for seq in seqs:
+                data = connection.scalar(select(KeptRunChunk.data).where(
+                    KeptRunChunk.run_pk == run_pk, KeptRunChunk.seq == seq))
+                if data is None:  # not in the snapshot: cannot happen
+                    raise NotFound(f"kept run {digest!r} was deleted while read")
+                yield bytes(data)
+        return _Stream(connection, chunks())
 
     def _parquet(self, tenant: str | None, digest: str, *, dictionaries: bool = False):
         """(connection, ParquetFile) over the run's chunks; the caller closes the connection.
         ``dictionaries``: topic and runid read as dictionary arrays (a code a row)."""
         import pyarrow.parquet as pq
 
-        connection = self.engine.connect()
+        connection = self.snapshot()
         try:
             run_pk = self._open(connection, tenant, digest)
             return connection, pq.ParquetFile(
                 ChunkFile(connection, run_pk),
-                read_dictionary=["topic", "runid"] if dictionaries else None)
+                read_dictionary=["topic", "runid"] if dictionaries else None,
+                pre_buffer=False)
         except BaseException:
             connection.close()
             raise
 
     def trec_chunks(self, tenant: str | None, digest: str) -> Iterator[bytes]:
         """The run's canonical TREC text, a row group at a time (NotFound, raised at once, if
-        none): read back, its digest is ``digest``. The database connection is opened on the first
-        chunk asked for and closed after the last (or when the iterator is closed)."""
-        if not self.exists(tenant, digest):
-            raise NotFound(f"no kept run {digest!r}")
+        none): read back, its digest is ``digest``. Read in one snapshot (a release meanwhile
+        does not cut it); close the iterator (a WSGI server does) to give back its
+        connection."""
+        connection, parquet = self._parquet(tenant, digest, dictionaries=True)
 
         def chunks() -> Iterator[bytes]:
-            connection, parquet = self._parquet(tenant, digest, dictionaries=True)
-            try:
-                lines = None
-                for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                    topic = batch.column("topic")
-                    if lines is None:
-                        lines = _Lines(str(batch.column("runid")[0]))
-                    codes = np.asarray(topic.indices.to_numpy(zero_copy_only=False),
-                                       dtype=np.int64)
-                    yield bytes(lines.format(codes, topic.dictionary.take(topic.indices),
-                                             batch.column("docid"),
-                                             batch.column("score").to_numpy()))
-            finally:
-                connection.close()
-        return chunks()
+            lines = None
+            for batch in row_group_batches(parquet):
+                topic = batch.column("topic")
+                if lines is None:
+                    lines = _Lines(str(batch.column("runid")[0]))
+                codes = np.asarray(topic.indices.to_numpy(zero_copy_only=False),
+                                   dtype=np.int64)
+                yield bytes(lines.format(codes, topic.dictionary.take(topic.indices),
+                                         batch.column("docid"),
+                                         batch.column("score").to_numpy()))
+        return _Stream(connection, chunks())
 
     def read(self, tenant: str | None, digest: str):
         """The kept run as a :class:`cranfield.inputs.run_qrels.Run` (the rows
@@ -627,7 +701,7 @@ class KeptRuns:
         at = 0
         connection, parquet = self._parquet(tenant, digest, dictionaries=True)
         try:
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+            for batch in row_group_batches(parquet):
                 n = batch.num_rows
                 topic = batch.column("topic")
                 local = np.asarray(topic.indices.to_numpy(zero_copy_only=False),

@@ -5,14 +5,18 @@ PostgreSQL (conftest); the races are made deterministic by hooks, never by sleep
 
 from __future__ import annotations
 
+import io
 import threading
 from pathlib import Path
 
+import pyarrow.parquet as pq
+import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
 import cranfield
-from backend.kept_runs import KeptRuns
+from backend import kept_runs as kr
+from backend.kept_runs import PARQUET_MEDIA_TYPE, KeptRuns
 from backend.results import ResultStore
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
@@ -77,3 +81,122 @@ def test_a_delete_during_a_recording_never_leaves_it_naming_a_deleted_run(
     assert (runs.count(), runs.count_chunks()) == (0, 0)
     other.close()
     store.close()
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Kept runs of 64-row row groups cut into 256-byte chunks (results.test: 1,500 rows)."""
+    monkeypatch.setattr(kr, "BATCH_ROWS", 64)
+    monkeypatch.setattr(KeptRuns.__init__, "__kwdefaults__", {"chunk_bytes": 256})
+    fetched: list[int] = []
+    chunk = kr.ChunkFile.chunk
+
+    def counting(self, seq):
+        fetched.append(seq)
+        return chunk(self, seq)
+
+    monkeypatch.setattr(kr.ChunkFile, "chunk", counting)
+    return fetched
+
+
+def chunks_of(start: int, end: int, size: int) -> set[int]:
+    return set(range(start // size, (end - 1) // size + 1))
+
+
+def large_run() -> bytes:
+    """20 topics of 1,000 documents, docids and scores that do not compress (about 0.3 MB
+    of Parquet)."""
+    import random
+
+    rng = random.Random(31)
+    return "".join(f"t{t:02d} Q0 d{rng.getrandbits(40):x} {r} {rng.random()!r} big\n"
+                   for t in range(20) for r in range(1, 1001)).encode()
+
+
+def test_a_kept_run_is_read_a_row_group_at_a_time(results_database, small, monkeypatch):
+    monkeypatch.setattr(kr, "BATCH_ROWS", 1024)
+    store = ResultStore(results_database)
+    runs = KeptRuns(store, chunk_bytes=4096)
+    digest = runs.keep(None, cranfield.read_run(large_run()))
+    info = runs.info(None, digest)
+    data = b"".join(runs.parquet_chunks(None, digest))
+    meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert meta.num_row_groups == 20 and info["chunks"] == len(data) // 4096 + 1 > 60
+    group = meta.row_group(0)
+    columns = [group.column(i) for i in range(group.num_columns)]
+    start = min(c.dictionary_page_offset or c.data_page_offset for c in columns)
+    end = max((c.dictionary_page_offset or c.data_page_offset) + c.total_compressed_size
+              for c in columns)
+    # the magic, the first row group's chunks, and the file's last 64 KiB (pyarrow reads
+    # that much at once to find the footer)
+    allowed = (chunks_of(0, 4, 4096) | chunks_of(start, end, 4096)
+               | chunks_of(len(data) - (64 << 10), len(data), 4096))
+    whole = b"".join(runs.trec_chunks(None, digest))
+    small.clear()
+    stream = runs.trec_chunks(None, digest)
+    first = next(stream)
+    assert set(small) <= allowed and len(allowed) < info["chunks"] // 2
+    assert first == whole[:len(first)] and first.count(b"\n") == 1024
+    assert first + b"".join(stream) == whole
+    assert len(set(small)) == info["chunks"]
+    store.close()
+
+
+def test_a_read_under_way_is_not_cut_by_a_delete(results_database, small):
+    store = ResultStore(results_database)
+    runs = KeptRuns(store)
+    run = cranfield.read_run(RUN)
+
+    def kept():
+        result = runs.record_with_run(None, {"system": "s", "label": "a"}, dict(DOC), run)
+        return result["id"], result["run_sha256"]
+
+    result_id, digest = kept()
+    text = b"".join(runs.trec_chunks(None, digest))
+    data = b"".join(runs.parquet_chunks(None, digest))
+    for reader, whole in ((runs.trec_chunks, text), (runs.parquet_chunks, data)):
+        stream = reader(None, digest)
+        first = next(stream)
+        assert store.delete(None, result_id) is True and not runs.exists(None, digest)
+        assert first + b"".join(stream) == whole  # the whole run, not a cut one
+        result_id, digest = kept()
+    # a re-score's read: the run deleted once its first chunk was fetched
+    fetch = kr.ChunkFile.chunk
+    deleted = []
+
+    def deleting(self, seq):
+        if not deleted:
+            deleted.append(store.delete(None, result_id))
+        return fetch(self, seq)
+
+    kr.ChunkFile.chunk = deleting
+    try:
+        back = runs.read(None, digest)
+    finally:
+        kr.ChunkFile.chunk = fetch
+    assert deleted == [True] and not runs.exists(None, digest)
+    assert kr.canonical_sha256(back) == digest and len(back) == 1500
+    assert (runs.count(), runs.count_chunks()) == (0, 0)
+    store.close()
+
+
+def test_a_parquet_download_is_whole_when_its_result_is_deleted(app, small):
+    raw = app.test_client()
+    resp = raw.post("/v1/evaluations", json={
+        "run": RUN.decode(), "qrels": (DATA / "qrels.test").read_text(), "measures": ["map"],
+        "record": {"system": "s", "label": "a", "keep_run": True}})
+    assert resp.status_code == 200, resp.get_json()
+    result_id = resp.get_json()["recorded"]["id"]
+    digest = resp.get_json()["recorded"]["run_sha256"]
+    stored = b"".join(KeptRuns(app.extensions["results"]).parquet_chunks(None, digest))
+    download = raw.get(f"/v1/results/{result_id}/run", headers={"Accept": PARQUET_MEDIA_TYPE},
+                       buffered=False)
+    assert download.status_code == 200
+    body = iter(download.response)
+    first = next(body)
+    assert raw.delete(f"/v1/results/{result_id}").status_code == 204
+    assert raw.get(f"/v1/results/{result_id}/run").status_code == 404
+    rest = b"".join(body)
+    download.close()
+    assert first + rest == stored and len(stored) == int(download.headers["Content-Length"])
+    assert len(first) == 256 < len(stored)
