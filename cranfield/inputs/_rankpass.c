@@ -160,6 +160,14 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         if (bounds[q] > bounds[q + 1]) goto bad_args;
     for (Py_ssize_t t = 0; t < n_topics; t++)
         if (run_to_qrels[t] < -1 || run_to_qrels[t] >= n_qtopics) goto bad_args;
+    /* the hits' bound: a hit per qrels row of each run topic's qrels topic (two run topics
+       may name one qrels topic: each has its hits) */
+    Py_ssize_t out_rows = 0;
+    for (Py_ssize_t t = 0; t < n_topics; t++) {
+        int64_t q = run_to_qrels[t];
+        if (q >= 0) out_rows += (Py_ssize_t)(bounds[q + 1] - bounds[q]);
+        if (out_rows > PY_SSIZE_T_MAX / 8) goto bad_args;
+    }
     for (Py_ssize_t k = 0; k < n_ks; k++)
         if (ks[k] < 1) goto bad_args;
 
@@ -187,9 +195,10 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
     int64_t *nret = (int64_t *)PyByteArray_AS_STRING(num_ret);
     uint8_t *ctied = (uint8_t *)PyByteArray_AS_STRING(cut_tied);
     if (n_ks > 0 && n_topics > 0) memset(ctied, 0, n_ks * n_topics);
-    /* a hit per qrels row at most: the outputs at that size, cut to the hits at the end */
+    /* a hit per qrels row of its topic at most: the outputs at that size (out_rows), cut to
+       the hits at the end */
     for (int j = 0; j < 5; j++) {
-        out[j] = PyByteArray_FromStringAndSize(NULL, n_qrows * 8);
+        out[j] = PyByteArray_FromStringAndSize(NULL, out_rows * 8);
         if (out[j] == NULL) goto done;
         h_out[j] = (int64_t *)PyByteArray_AS_STRING(out[j]);
     }
@@ -363,6 +372,7 @@ PyObject *rank_mapping(PyObject *self, PyObject *args) {
         /* (3) the hits in rank order: ranks are distinct, 1..n, so each hit is put at its
            rank and the ranks are read in order (left as they were found: -1). Two hits of
            one rank (qrels naming a docid twice in a topic) are left to the Python path */
+        if (nh > out_rows - n_hits) { declined = 1; goto done; }  /* (never: the bound) */
         for (Py_ssize_t h = 0; h < nh; h++) {
             if (at_rank[hits[h].rank - 1] >= 0) { declined = 1; goto done; }
             at_rank[hits[h].rank - 1] = (int32_t)h;

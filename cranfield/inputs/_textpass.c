@@ -9,7 +9,7 @@
  *   The qrels as the pass reads them, built once per call of evaluate_many: topics (list of
  *   str, qrels order), bounds (int64[T + 1]: topic q's rows are [bounds[q], bounds[q+1])),
  *   docids (list of str, one per row). None when an id is not an exact str or cannot be
- *   encoded as UTF-8 (the pass is then not used).
+ *   encoded as UTF-8, or a topic's rows name a docid twice (the pass is then not used).
  *
  * rank_text(table, data, float32, cut_ks, tie_work_per_row, tie_work_min)
  *     -> (topics, num_ret, hit_rt, hit_qrow, hit_rank, hit_first, hit_last, cut_tied,
@@ -31,7 +31,8 @@
  *   a docid twice in a topic, docid comparisons in tie groups past tie_work_per_row * (rows +
  *   qrels rows) + tie_work_min, a hash probe past MAX_PROBE. The work between reading the
  *   arguments and building the results runs without the GIL (the caller's threads overlap
- *   it with evaluations); the bytes object and the table are immutable.
+ *   it with evaluations); data must be a bytes object (TypeError for any other buffer) and
+ *   the table is read-only, so nothing the pass reads can change under it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -128,6 +129,42 @@ static int utf8_of(PyObject *s, const char **p, Py_ssize_t *n) {
     return 1;
 }
 
+/* 1 when a topic's rows name a docid twice, 0 when not, -1 (MemoryError set) */
+static int judged_twice(const qtable_t *q) {
+    int64_t widest = 0;
+    for (Py_ssize_t t = 0; t < q->n_topics; t++)
+        if (q->bounds[t + 1] - q->bounds[t] > widest) widest = q->bounds[t + 1] - q->bounds[t];
+    if (widest < 2) return 0;
+    uint64_t size = 16;
+    while (size < 2 * (uint64_t)widest) size *= 2;
+    int64_t *seen = malloc(size * sizeof(int64_t));  /* a topic's rows by hash, -1: none */
+    if (seen == NULL) { PyErr_NoMemory(); return -1; }
+    int twice = 0;
+    for (Py_ssize_t t = 0; t < q->n_topics && !twice; t++) {
+        int64_t b0 = q->bounds[t], b1 = q->bounds[t + 1];
+        if (b1 - b0 < 2) continue;
+        uint64_t mask = 16;
+        while (mask < 2 * (uint64_t)(b1 - b0)) mask *= 2;
+        memset(seen, 0xff, mask * sizeof(int64_t));
+        mask -= 1;
+        for (int64_t r = b0; r < b1 && !twice; r++) {
+            uint64_t at = q->d_hash[r] & mask;  /* (at most half full: the probe ends) */
+            Py_ssize_t n = q->d_off[r + 1] - q->d_off[r];
+            for (; seen[at] >= 0; at = (at + 1) & mask) {
+                int64_t o = seen[at];
+                if (q->d_hash[o] == q->d_hash[r] && q->d_off[o + 1] - q->d_off[o] == n &&
+                    memcmp(q->chars + q->d_off[o], q->chars + q->d_off[r], n) == 0) {
+                    twice = 1;
+                    break;
+                }
+            }
+            seen[at] = r;
+        }
+    }
+    free(seen);
+    return twice;
+}
+
 PyObject *text_qrels(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *topics, *bounds_obj, *docids;
@@ -173,6 +210,7 @@ PyObject *text_qrels(PyObject *self, PyObject *args) {
     uint64_t slots = 16;
     while (slots < 2 * (uint64_t)nt + 2) slots *= 2;
     q->chars = malloc(total + 8);  /* (8 bytes past the ids: id_hash_in's one load) */
+    if (q->chars != NULL) memset(q->chars + total, 0, 8);  /* (masked off, yet defined) */
     q->t_off = malloc((nt + 1) * sizeof(Py_ssize_t));
     q->d_off = malloc((nr + 1) * sizeof(Py_ssize_t));
     q->d_hash = malloc((nr ? nr : 1) * sizeof(uint64_t));
@@ -208,6 +246,12 @@ PyObject *text_qrels(PyObject *self, PyObject *args) {
         q->d_hash[r] = id_hash_in(q->chars + at, n, (uintptr_t)(q->chars + total + 8));
         at += n;
         q->d_off[r + 1] = at;
+    }
+    if (judged_twice(q)) {  /* (a docid judged twice in a topic: left to the Python path,
+                               as rank_mapping leaves it) */
+        qtable_free(q);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
     }
     PyObject *capsule = PyCapsule_New(q, CAPSULE_NAME, capsule_free);
     if (capsule == NULL) qtable_free(q);
@@ -691,6 +735,12 @@ PyObject *rank_text(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Oy*pOnn", &capsule, &data, &float32, &ks_obj, &per_row,
                           &min_work))
         return NULL;
+    if (data.obj == NULL || !PyBytes_Check(data.obj)) {  /* (scanned without the GIL: a
+                                                            buffer nobody can change) */
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_TypeError, "rank_text: data must be bytes");
+        return NULL;
+    }
     qtable_t *q = PyCapsule_GetPointer(capsule, CAPSULE_NAME);
     if (q == NULL) { PyBuffer_Release(&data); return NULL; }
     if (PyObject_GetBuffer(ks_obj, &ksv, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)) {
