@@ -103,9 +103,7 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
     plan = plan_evaluation(measures, **options)
     qrels_obj = None
     if plan.qrels_format == "qrels":  # (-R's judgment groups and preferences: run by run)
-        # subtopic qrels for diversity measures; else as evaluate reads them
-        qrels_obj = read_qrels(qrels, diversity=True) if plan.diversity else \
-            judged_qrels(qrels, plan.gains)
+        qrels_obj = _read_qrels_once(qrels, plan, names, sources)
     passes = _text_passes(plan, qrels_obj, sources)
     try:
         for name, run, passed in zip(names, sources, passes, strict=True):
@@ -126,6 +124,25 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
             yield name, ev
     finally:
         passes.close()
+
+
+def _read_qrels_once(qrels: Any, plan, names: list[str], sources: list):
+    """The qrels every run is evaluated against: subtopic qrels for diversity measures, else
+    as evaluate reads them (:func:`cranfield.evaluate.judged_qrels`). If they cannot be read,
+    the first run is read first, as evaluate reads it (``qrels_before_run``; diversity reads
+    the run first): with both bad, the run's problem is the one raised, naming the run."""
+    try:
+        return read_qrels(qrels, diversity=True) if plan.diversity else \
+            judged_qrels(qrels, plan.gains)
+    except Exception as exc:
+        failed = exc
+    if sources:
+        try:
+            read_run(sources[0])  # raises the run's own error, if it has one
+        except CranfieldError as exc:
+            _name_the_run(exc, names[0])
+            raise
+    raise failed
 
 
 # Threads reading and ranking run files ahead of the evaluations (the compiled pass lets the
@@ -159,9 +176,10 @@ def _text_passes(plan, qrels_obj, sources: list) -> Iterator[PassedRun | None]:
     instances = plan.instances
     cutoffs = sorted({int(i.value) for i in instances if i.measure.kind == "cutoffs"})
     # (as evaluate_read asks rank_run for them: a different answer only costs the pass)
-    work = partial(pass_run, table, float32=PROFILES[plan.options["profile"]].float32_scores,
-                   tie_cutoffs=tuple(k for k in cutoffs if k <= 1000),
-                   tie_work=(TIE_WORK_PER_ROW, TIE_WORK_MIN), reread=read_run)
+    work = partial(_pass_or_none, partial(
+        pass_run, table, float32=PROFILES[plan.options["profile"]].float32_scores,
+        tie_cutoffs=tuple(k for k in cutoffs if k <= 1000),
+        tie_work=(TIE_WORK_PER_ROW, TIE_WORK_MIN), reread=read_run))
     threads = pass_threads()
     if threads < 2 or len(sources) < 2:
         yield from (work(run) for run in sources)
@@ -181,6 +199,16 @@ def _text_passes(plan, qrels_obj, sources: list) -> Iterator[PassedRun | None]:
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _pass_or_none(work, run) -> PassedRun | None:
+    """``work(run)`` (:func:`pass_run`), or None where it fails (no memory for the pass's
+    tables, anything unexpected): the pass is optional, and read_run then reads the run, or
+    raises evaluate's own error for it, named as every run's error is."""
+    try:
+        return work(run)
+    except Exception:  # (MemoryError is one: read_run, which streams, may yet read the run)
+        return None
 
 
 def _name_the_run(exc: CranfieldError, name: str) -> None:

@@ -77,8 +77,17 @@ class PassedRun:
 
     def fits(self, qrels: Qrels, float32: bool, tie_cutoffs: tuple[int, ...]) -> bool:
         """Whether the hits answer a ranking against ``qrels`` with these options."""
-        return qrels is self.qrels and float32 == self.float32 and \
+        return self.same_rows(qrels) and float32 == self.float32 and \
             tuple(tie_cutoffs) == self.tie_cutoffs
+
+    def same_rows(self, qrels: Qrels) -> bool:
+        """Whether ``qrels`` has the rows the hits point at: the qrels ranked against, or
+        qrels sharing their topics, topic column and docids (what real gains' coded qrels,
+        :func:`cranfield.measures.real_gains.coded_qrels`, share; the pass reads no grade)."""
+        mine = self.qrels
+        return qrels is mine or (qrels.topics is mine.topics and
+                                 qrels.topic_index is mine.topic_index and
+                                 qrels.docids is mine.docids)
 
     def columns(self):
         """The run read as columns: ``reread(source)`` (:func:`pass_run`'s caller gives
@@ -105,7 +114,7 @@ def run_bytes(run: Any) -> bytes | None:
     upload cut from a request body); None for anything else (text, a file
     object, a mapping, columns), for a file it cannot read or past :data:`MAX_BYTES`, and
     for an Arrow or Parquet file (read_run reads those)."""
-    if isinstance(run, memoryview) and (run.ndim != 1 or run.format not in "Bbc" or
+    if isinstance(run, memoryview) and (run.ndim != 1 or run.format not in ("B", "b", "c") or
                                         not run.c_contiguous):
         return None  # (bytes only: read_run reads anything else its own way)
     if isinstance(run, bytes | bytearray | memoryview):  # (a copy: the pass lets the GIL go)
