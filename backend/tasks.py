@@ -354,9 +354,16 @@ def _job_run(inputs, job: EvaluationJob):
     outcome is recorded) to be kept with its result: a combine job's pieces, cut at line
     boundaries, read as the one run they were cut from."""
     if isinstance(job, CombineJob):
-        pieces = [inputs.get_blob(key) for key in job.shard_keys]
-        text = b"".join(p if p.endswith(b"\n") else p + b"\n" for p in pieces if p)
-        del pieces
+        # one buffer, each piece appended as it is fetched and dropped: the pieces and their
+        # join are never all alive at once (R31b finding 5: the run's text twice)
+        text = bytearray()
+        for key in job.shard_keys:
+            piece = inputs.get_blob(key)
+            if piece:
+                text += piece
+                if not piece.endswith(b"\n"):
+                    text += b"\n"
+            del piece
         return cranfield.read_run(text, name="run")
     return _read_stored_run(inputs.get_blob(job.run_key), job.run_format, "run",
                             job.run_sha256, bounds_for(job.table_bounds, "run"))[0]

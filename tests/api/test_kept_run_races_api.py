@@ -200,3 +200,41 @@ def test_a_parquet_download_is_whole_when_its_result_is_deleted(app, small):
     download.close()
     assert first + rest == stored and len(stored) == int(download.headers["Content-Length"])
     assert len(first) == 256 < len(stored)
+
+
+def test_a_sharded_jobs_run_is_held_once_when_kept(monkeypatch):
+    """R31b finding 5: a combine job's pieces are joined into one buffer as they are fetched,
+    never all alive beside their join (traced by tracemalloc up to the parse)."""
+    import tracemalloc
+
+    from backend import tasks
+    from backend.contract import CombineJob
+
+    text = large_run()
+    lines = text.splitlines(keepends=True)
+    cuts = [0, 5000, 10000, 15000, 20000]
+    pieces = {f"k{i}": b"".join(lines[a:b]).rstrip(b"\n") if i == 1 else b"".join(lines[a:b])
+              for i, (a, b) in enumerate(zip(cuts, cuts[1:], strict=False))}
+
+    class Inputs:  # a fetched blob is a new bytes object, as Redis's are
+        def get_blob(self, key):
+            return bytes(bytearray(pieces[key]))
+
+    job = CombineJob.__new__(CombineJob)
+    job.shard_keys = list(pieces)
+    seen = {}
+
+    def read_run(data, name):
+        seen["peak"] = tracemalloc.get_traced_memory()[1]
+        seen["text"] = bytes(data)
+        return name
+
+    monkeypatch.setattr(tasks.cranfield, "read_run", read_run)
+    tracemalloc.start()
+    try:
+        assert tasks._job_run(Inputs(), job) == "run"
+    finally:
+        tracemalloc.stop()
+    assert seen["text"] == text  # the run, a newline after the piece that had none
+    # held once (and one piece): the join beside all the pieces was twice the text
+    assert seen["peak"] < 1.5 * len(text), (seen["peak"], len(text))
