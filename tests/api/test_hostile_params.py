@@ -9,6 +9,7 @@ PostgreSQL's text cannot hold NUL, where the 500s were seen)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,6 +18,7 @@ import yaml
 from conftest import ContractClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from judged_qrels import put_judged
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS_ON_POSTGRES = True  # each test here on SQLite and on PostgreSQL (conftest)
@@ -24,6 +26,8 @@ RESULTS_ON_POSTGRES = True  # each test here on SQLite and on PostgreSQL (confte
 RUN = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0}}
 QRELS = {"q1": {"d1": 1, "d3": 1}, "q2": {"d5": 2}}
 QRELS_TEXT = "q1 0 d1 1\nq2 0 d5 1\n"
+OTHER_RUN = {"q1": {"d3": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d4": 1.0}}
+OTHER_QRELS = {**QRELS, "q2": {"d4": 1, "d5": 2}}
 
 
 def _operations() -> list[tuple[str, str, list[dict]]]:
@@ -64,8 +68,11 @@ def test_the_spec_has_the_parameters_this_test_knows():
 
 @pytest.fixture
 def world(client):
-    """A recorded result of system ``s`` (with map), stored qrels ``small``: the values the
-    routes' path and required parameters are filled with."""
+    """A recorded result of system ``s`` (with map), stored qrels ``small``, stored judged
+    qrels ``judged`` (qrels_format qrels_jg: GET .../agreement reads only those), and systems
+    ``a`` and ``b`` recorded under two versions of stored qrels ``graded`` (GET /v1/stability
+    compares two versions): the values the routes' path and required parameters are filled
+    with."""
     resp = client.post("/v1/evaluations", json={
         "run": RUN, "qrels": QRELS, "measures": ["map", "P.2"],
         "record": {"system": "s", "label": "one", "tags": ["nightly"]}})
@@ -76,17 +83,47 @@ def world(client):
         "record": {"system": "s", "label": "two"}}).get_json()["recorded"]["id"]
     assert client.put("/v1/qrels/small", data=QRELS_TEXT,
                       content_type="text/plain").status_code == 201
+    assert put_judged(client, "judged")["qrels_format"] == "qrels_jg"
+    versions = [client.put("/v1/qrels/graded", json={"qrels": qrels}).get_json()["version"]
+                for qrels in (QRELS, OTHER_QRELS)]
+    for system, run in (("a", RUN), ("b", OTHER_RUN)):
+        for version in versions:
+            resp = client.post("/v1/evaluations", json={
+                "run": run, "qrels_id": f"graded@{version}", "measures": ["map"],
+                "record": {"system": system, "label": version}})
+            assert resp.status_code == 200, resp.get_json()
     return {"name": "s", "result_id": second, "qrels_id": "small", "job_id": "0" * 32,
-            "with": first}
+            "with": first, "from": f"graded@{versions[0]}", "to": f"graded@{versions[1]}"}
 
 
-# required parameters, valid, so the one under test is what the route refuses
+# required parameters, valid, so the one under test is what the route refuses (None: from the
+# world)
 REQUIRED = {"/v1/systems/{name}/trend": {"measure": "map"},
-            "/v1/results/{result_id}/comparison": {"with": None}}  # None: from the world
+            "/v1/results/{result_id}/comparison": {"with": None},
+            "/v1/stability": {"measure": "map", "from": None, "to": None}}
+# a path's own stored qrels, where the world's plain ``small`` is not what it reads
+QRELS_IDS = {"/v1/qrels/{qrels_id}/agreement": "judged"}
+# what a parameter needs beside it to be used, hence answered: the stability document tells
+# the randomization test's permutations only with that test
+BESIDE = {("/v1/stability", "permutations"): {"test": "randomization"}}
+# where an answer tells the integer parameter it read: the page's members by their names, the
+# documents' in their own members (openapi.yaml's StabilityDocument, AgreementDocument)
+ECHOED = {("/v1/stability", "resamples"): ("bootstrap", "resamples"),
+          ("/v1/stability", "seed"): ("bootstrap", "seed"),
+          ("/v1/stability", "permutations"): ("pairs_tested", "permutations"),
+          ("/v1/qrels/{qrels_id}/agreement", "resamples"): ("bootstrap", "resamples"),
+          ("/v1/qrels/{qrels_id}/agreement", "seed"): ("bootstrap", "seed")}
+
+
+def _echoed(doc: dict, path: str, name: str):
+    for key in ECHOED.get((path, name), (name,)):
+        doc = doc[key]
+    return doc
 
 
 def _url(path: str, world: dict) -> str:
-    for key in ("name", "result_id", "qrels_id", "job_id"):
+    path = path.replace("{qrels_id}", QRELS_IDS.get(path, world["qrels_id"]))
+    for key in ("name", "result_id", "job_id"):
         path = path.replace("{" + key + "}", world[key])
     return path.replace("{name}", "map")  # /v1/measures/{name}
 
@@ -95,8 +132,11 @@ def _send(client: ContractClient, method: str, path: str, world: dict, pairs: li
     """The operation with the query ``pairs`` (already percent-encoded ``name=value``), its
     required parameters valid unless given among them."""
     given_names = {p.split("=", 1)[0] for p in pairs}
+    needed = dict(REQUIRED.get(path, {}))
+    for name in given_names:
+        needed.update(BESIDE.get((path, name), {}))
     required = [f"{k}={quote(v if v is not None else world[k], safe='')}"
-                for k, v in REQUIRED.get(path, {}).items() if k not in given_names]
+                for k, v in needed.items() if k not in given_names]
     url = _url(path, world)
     if path == "/v1/measures/{name}":
         url = "/v1/measures/map"
@@ -157,6 +197,19 @@ def test_every_query_parameter_given_twice_is_refused(client, world, method, pat
 
 DATE_PARAMS = [q for q in QUERY_PARAMS if _is_date(q[2], q[3])]
 INTEGER_PARAMS = [q for q in QUERY_PARAMS if q[3].get("type") == "integer"]
+# an integer parameter's bound the schema leaves to configuration, as its description says
+# ('1..CRANFIELD_MAX_PAGE_ITEMS', '0..CRANFIELD_MAX_AGREEMENT_RESAMPLES'); no word: the page's
+BOUND_SETTINGS = {(m, path, p["name"]): (re.findall(r"\.\.CRANFIELD_([A-Z_]+)",
+                                                    p.get("description", "")) or
+                                         ["MAX_PAGE_ITEMS"])[0]
+                  for m, path, ps in OPERATIONS for p in ps}
+
+
+def _valid_range(app, method: str, path: str, name: str, schema: dict) -> tuple[int, int]:
+    """The integers the contract takes for the parameter: its schema's minimum and maximum,
+    a bound the schema leaves out read from the setting its description names."""
+    high = schema.get("maximum", app.config[BOUND_SETTINGS[(method, path, name)]])
+    return schema.get("minimum", 0), high
 
 
 def test_the_table_has_date_and_integer_parameters():
@@ -196,7 +249,7 @@ def test_every_integer_parameter_is_ascii_decimal_only(client, world, method, pa
     # the same number in ASCII digits is read, and answered as read
     resp = _send(client, method, path, world, [f"{name}=1"])
     assert resp.status_code == 200, resp.get_json()
-    assert resp.get_json()[name] == 1
+    assert _echoed(resp.get_json(), path, name) == 1
 
 
 @pytest.mark.parametrize("method,path", API_OPERATIONS,
@@ -310,13 +363,17 @@ def test_any_value_with_a_control_character_is_refused_naming_its_parameter(
 @given(q=st.sampled_from(INTEGER_PARAMS),
        value=st.text(alphabet=st.sampled_from("0123456789１２٣𝟓_+- .xe\t"), min_size=0,
                      max_size=6))
-def test_an_integer_parameter_is_read_only_when_it_is_ascii_digits(client, world, q, value):
-    method, path, name, _ = q
+def test_an_integer_parameter_is_read_only_when_it_is_ascii_digits(client, app, world, q,
+                                                                   value):
+    """Read (and answered as read) exactly when it is ASCII digits naming an integer of the
+    parameter's range (its schema's, else the setting's), else 400 naming it."""
+    method, path, name, schema = q
+    low, high = _valid_range(app, method, path, name, schema)
     resp = _send(client, method, path, world, [f"{name}={quote(value, safe='')}"])
     plain = value.isascii() and value.isdigit()
-    if plain and 1 <= int(value) <= 1000 or (plain and name == "offset"):
+    if plain and low <= int(value) <= high:
         assert resp.status_code == 200, (value, resp.get_json())
-        assert resp.get_json()[name] == int(value)
+        assert _echoed(resp.get_json(), path, name) == int(value)
     else:
         assert resp.status_code == 400, (value, resp.get_data()[:300])
         assert list(resp.get_json()["errors"]) == [name]
