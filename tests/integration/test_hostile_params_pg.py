@@ -24,6 +24,18 @@ QRELS = {"q1": {"d1": 1, "d3": 1}, "q2": {"d5": 2}}
 CONTROLS = ["\x00", "a\x00b", "m\x00ap", "\x01", "\n", "\x7f", "\x85"]
 OVERFLOW_DATES = ["9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"]
 BAD_INTEGERS = ["１", "1_0", "+5", " 5", "5 ", "٣"]
+OTHER_RUN = {"q1": {"d3": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d4": 1.0}}
+OTHER_QRELS = {**QRELS, "q2": {"d4": 1, "d5": 2}}
+# judged qrels (trec_eval -R qrels_jg: a judge per group): what GET .../agreement reads
+JUDGED = "301 alice d1 2\n301 bob d1 1\n301 alice d2 0\n301 bob d2 1\n302 alice d3 1\n" \
+         "302 bob d3 1\n"
+# where an answer tells the integer it read (else the member of its name): openapi.yaml's
+# StabilityDocument and AgreementDocument; permutations told with the randomization test only
+ECHOED = {("/v1/stability", "resamples"): ("bootstrap", "resamples"),
+          ("/v1/stability", "seed"): ("bootstrap", "seed"),
+          ("/v1/stability", "permutations"): ("pairs_tested", "permutations"),
+          ("/v1/qrels/{qrels_id}/agreement", "resamples"): ("bootstrap", "resamples"),
+          ("/v1/qrels/{qrels_id}/agreement", "seed"): ("bootstrap", "seed")}
 
 
 def _query_params() -> list[tuple[str, str, str, str | None]]:
@@ -63,7 +75,23 @@ def _world(results_postgres):
         status, _, doc = call(api, "PUT", "/v1/qrels/small", b"q1 0 d1 1\n",
                               content_type="text/plain")
         assert status == 201, doc
-        yield {"api": api, "with": ids[0], "result_id": ids[1]}
+        status, _, doc = call(api, "PUT", "/v1/qrels/judged",
+                              {"qrels": JUDGED, "qrels_format": "qrels_jg"})
+        assert status == 201 and doc["qrels_format"] == "qrels_jg", doc
+        # systems a and b recorded under two versions of qrels graded: GET /v1/stability's
+        versions = []
+        for qrels in (QRELS, OTHER_QRELS):
+            status, _, doc = call(api, "PUT", "/v1/qrels/graded", {"qrels": qrels})
+            assert status in (200, 201), doc
+            versions.append(f"graded@{doc['version']}")
+        for system, run in (("a", RUN), ("b", OTHER_RUN)):
+            for version in versions:
+                status, _, doc = call(api, "POST", "/v1/evaluations", {
+                    "run": run, "qrels_id": version, "measures": ["map"],
+                    "record": {"system": system, "label": version}})
+                assert status == 200, doc
+        yield {"api": api, "with": ids[0], "result_id": ids[1], "from": versions[0],
+               "to": versions[1]}
 
 
 @pytest.fixture
@@ -74,7 +102,9 @@ def world(_world, require):
 
 def _url(world: dict, method: str, path: str, pairs: list[str]) -> tuple[str, dict]:
     """The operation's path, its required parameters valid (unless given), and ``pairs``."""
-    path = path.replace("{result_id}", world["result_id"]).replace("{qrels_id}", "small")
+    qrels_id = "judged" if path.endswith("/agreement") else "small"
+    route = path
+    path = path.replace("{result_id}", world["result_id"]).replace("{qrels_id}", qrels_id)
     path = path.replace("{job_id}", "0" * 32)
     path = path.replace("/v1/measures/{name}", "/v1/measures/map").replace("{name}", "s")
     given = {p.split("=", 1)[0] for p in pairs}
@@ -83,6 +113,11 @@ def _url(world: dict, method: str, path: str, pairs: list[str]) -> tuple[str, di
         required.append("measure=map")
     if path.endswith("/comparison") and "with" not in given:
         required.append(f"with={world['with']}")
+    if route == "/v1/stability":
+        required += [f"{k}={quote(v, safe='')}" for k, v in (
+            ("measure", "map"), ("from", world["from"]), ("to", world["to"])) if k not in given]
+        if "permutations" in given and "test" not in given:
+            required.append("test=randomization")
     return path + "?" + "&".join(required + pairs), {}
 
 
@@ -122,6 +157,12 @@ def test_every_query_parameter_on_postgresql(world, method, path, name, kind):
         for value in BAD_INTEGERS:
             _refused(_send(world, method, path, [f"{name}={quote(value, safe='')}"]), name,
                      repr(value))
+        # the same number in ASCII digits is read, and answered as read
+        status, _, doc = _send(world, method, path, [f"{name}=1"])
+        assert status == 200, doc
+        for key in ECHOED.get((path, name), (name,)):
+            doc = doc[key]
+        assert doc == 1, (path, name)
 
 
 def test_seen_cases_on_postgresql_and_the_server_answers_after(world):
