@@ -108,6 +108,9 @@ BATCH_ROWS = 1 << 17
 ZSTD_LEVEL = 1
 DICTIONARY_COLUMNS = ["topic", "runid"]
 PARQUET_MEDIA_TYPE = "application/vnd.apache.parquet"
+#: a kept run no result names is swept (:meth:`KeptRuns.sweep`) once it is this old (s): a
+#: recording names its run moments after keeping it, and keeps it again if it was swept
+ORPHAN_AGE_S = 3600
 
 
 class KeptRun(Base):
@@ -740,7 +743,11 @@ class KeptRuns:
         and the recording's INSERT (R31b finding 1). An UPDATE makes pysqlite BEGIN and
         takes SQLite's write lock before the check, so a release waits for the recording's
         commit on both databases."""
-        where = (KeptRun.tenant == tenant_key(tenant), KeptRun.sha256 == digest)
+        return KeptRuns._lock_key(session, tenant_key(tenant), digest)
+
+    @staticmethod
+    def _lock_key(session: Session, key: str, digest: str) -> int | None:
+        where = (KeptRun.tenant == key, KeptRun.sha256 == digest)
         if session.execute(update(KeptRun).where(*where)
                            .values(n_chunks=KeptRun.n_chunks)).rowcount == 0:
             return None
@@ -752,13 +759,38 @@ class KeptRuns:
         and its chunks if no result of ``tenant`` names it any more. True if deleted."""
         if digest is None:
             return False
-        run_pk = cls.lock(session, tenant, digest)
+        return cls._release_key(session, tenant_key(tenant), digest)
+
+    @classmethod
+    def _release_key(cls, session: Session, key: str, digest: str) -> bool:
+        run_pk = cls._lock_key(session, key, digest)
         if run_pk is None:
             return False
         left = session.scalar(select(func.count()).select_from(Result).where(
-            Result.tenant == tenant_key(tenant), Result.run_sha256 == digest))
+            Result.tenant == key, Result.run_sha256 == digest))
         if left:
             return False
         session.execute(delete(KeptRunChunk).where(KeptRunChunk.run_pk == run_pk))
         session.execute(delete(KeptRun).where(KeptRun.pk == run_pk))
         return True
+
+    def sweep(self, older_than_s: float | None = None, *, now: float | None = None) -> int:
+        """Delete the kept runs (every tenant's) made more than ``older_than_s`` seconds ago
+        (default :data:`ORPHAN_AGE_S`) that no result names: kept by a recording that then
+        failed (a crash, a database outage past CRANFIELD_DB_RETRY_S, KeptRunGone three
+        times), which no delete would ever release (R31b finding 6). Each is released as a
+        delete releases it (locked, counted again, deleted with none left), so a recording
+        naming it meanwhile keeps it, and one that comes after keeps it again. Returns how many were
+        deleted."""
+        age = ORPHAN_AGE_S if older_than_s is None else older_than_s
+        cutoff = (time.time() if now is None else now) - age
+        named = select(Result.pk).where(Result.tenant == KeptRun.tenant,
+                                        Result.run_sha256 == KeptRun.sha256).exists()
+        with self.engine.connect() as connection:
+            orphans = connection.execute(select(KeptRun.tenant, KeptRun.sha256).where(
+                KeptRun.created < cutoff, ~named)).all()
+        swept = 0
+        for key, digest in orphans:
+            with Session(self.engine) as session, session.begin():
+                swept += self._release_key(session, key, digest)
+        return swept

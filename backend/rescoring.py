@@ -445,6 +445,8 @@ def _record_rescore(results, wire: dict, original: dict, doc: dict, meta: dict,
     """Record ``doc`` (the evaluation of ``original``'s kept run under the qrels of ``meta``)
     as its re-score, at its time, and mark the item done: ``{"result_id"}``. A re-score of it
     under these qrels recorded meanwhile (another job) is the item's result instead."""
+    from .kept_runs import KeptRunGone
+
     tenant, original_id = wire["tenant"], wire["result_id"]
     sha, version = meta["sha256"], f"{meta['id']}@{meta['version']}"
     doc["provenance"]["rescores"] = original_id
@@ -461,6 +463,8 @@ def _record_rescore(results, wire: dict, original: dict, doc: dict, meta: dict,
         if done is None:
             raise
         summary = {"id": done}
+    except KeptRunGone:  # the original and its run deleted since the run was read
+        return _fail(results, wire, "its kept run was deleted before it was re-scored")
     _finish_item(results, wire["rescore_id"], wire["position"], DONE,
                  new_result_id=summary["id"])
     log.info("re-scored", extra={"event": "rescored", "result_id": original_id,

@@ -542,8 +542,24 @@ class ResultStore:
         self.clock = clock or (lambda: datetime.now(UTC))
 
     def upgrade(self) -> None:
-        """Alembic ``upgrade head``: make or bring the schema up to date."""
+        """Alembic ``upgrade head``: make or bring the schema up to date; then sweep the kept
+        runs no result names (:meth:`sweep_kept_runs`)."""
         migrate(self.engine)
+        self.sweep_kept_runs()
+
+    def sweep_kept_runs(self) -> int:
+        """Delete kept runs a failed recording left that no result names (issue #31,
+        ``KeptRuns.sweep``): at startup and after each delete. A failure is logged, never
+        raised (the sweep is housekeeping). Returns how many were deleted."""
+        try:
+            swept = kept_runs.KeptRuns(self).sweep()
+        except Exception:
+            log.exception("sweeping kept runs failed")
+            return 0
+        if swept:
+            log.info("kept runs no result names deleted",
+                     extra={"event": "kept_runs_swept", "runs": swept})
+        return swept
 
     def close(self) -> None:
         self.engine.dispose()
@@ -647,7 +663,8 @@ class ResultStore:
             session.flush()
             # its kept run goes with the last result naming it (issue #31)
             kept_runs.KeptRuns.release(session, tenant, result.run_sha256)
-            return True
+        self.sweep_kept_runs()
+        return True
 
     def pin_baseline(self, tenant: str | None, system: str, result_id: str) -> dict:
         """Make ``result_id`` the accepted baseline of ``system``; returns its summary.

@@ -17,6 +17,7 @@ from flask import Blueprint, Response, current_app
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 import cranfield
+from backend.kept_runs import KeptRunGone
 from backend.tasks import name_topic_metadata, record_evaluation
 from cranfield import CranfieldError
 from cranfield.measures.budget import BudgetError, evaluation_budget
@@ -179,6 +180,11 @@ def _recorded_document(req: dict, ev, details, run_digest: str, qrels_digest: st
     except ValueError as exc:  # the schema lets no such record through: the store's words
         raise Problem(422, "Invalid request", str(exc), kind="invalid-request",
                       errors={"record": [str(exc)]}) from None
+    except KeptRunGone:  # deleted under the recording three times in a row (issue #31)
+        raise Problem(503, "Service Unavailable", "the run to keep was deleted by concurrent "
+                      "deletes of results naming it while this result was recorded; nothing "
+                      "was recorded: send the evaluation again", kind="kept-run-gone",
+                      headers={"Retry-After": "1"}) from None
 
 
 @bp.post("")

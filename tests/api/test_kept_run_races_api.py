@@ -238,3 +238,63 @@ def test_a_sharded_jobs_run_is_held_once_when_kept(monkeypatch):
     assert seen["text"] == text  # the run, a newline after the piece that had none
     # held once (and one piece): the join beside all the pieces was twice the text
     assert seen["peak"] < 1.5 * len(text), (seen["peak"], len(text))
+
+
+def test_kept_runs_no_result_names_are_swept(results_database, monkeypatch):
+    """R31b finding 6: a run kept by a recording that then failed is deleted once it is
+    ORPHAN_AGE_S old (by KeptRuns.sweep, at startup and after each delete); a run a result
+    names never is."""
+    import time
+
+    store = ResultStore(results_database)
+    runs = KeptRuns(store)
+    named = runs.record_with_run(None, {"system": "s", "label": "a"}, dict(DOC),
+                                 cranfield.read_run(RUN))
+    orphan_run = cranfield.read_run(large_run())
+    orphan = runs.keep(None, orphan_run)  # kept, then its recording failed
+    chunks = runs.count_chunks()
+    assert runs.count() == 2 and runs.sweep() == 0  # an hour has not passed
+    assert runs.sweep(now=time.time() + kr.ORPHAN_AGE_S + 1) == 1
+    assert not runs.exists(None, orphan) and runs.exists(None, named["run_sha256"])
+    assert runs.count_chunks() == 1 < chunks
+    # kept again (a late recording keeps it again), swept by the startup's upgrade
+    assert runs.keep(None, orphan_run) == orphan and runs.count() == 2
+    monkeypatch.setattr(kr, "ORPHAN_AGE_S", -1)
+    store.upgrade()
+    assert (runs.count(), runs.count_chunks()) == (1, 1)
+    # ... and by a delete of another result
+    other = runs.record_with_run(None, {"system": "s", "label": "b"}, dict(DOC),
+                                 cranfield.read_run(RUN.replace(b"STANDARD", b"other")))
+    runs.keep(None, orphan_run)
+    assert runs.count() == 3
+    assert store.delete(None, other["id"]) is True
+    assert [runs.exists(None, d) for d in (named["run_sha256"], other["run_sha256"], orphan)] \
+        == [True, False, False]
+    store.close()
+
+
+def test_a_run_deleted_under_every_recording_is_a_503_recording_nothing(app, monkeypatch):
+    """R31b finding 6: KeptRunGone three times in a row was a LookupError, a 500."""
+    from backend.kept_runs import KeptRunGone
+
+    calls = []
+
+    def gone(self, tenant, record, document, *, run_sha256=None, **kwargs):
+        calls.append(run_sha256)
+        raise KeptRunGone(run_sha256)
+
+    monkeypatch.setattr(ResultStore, "record", gone)
+    resp = app.test_client().post("/v1/evaluations", json={
+        "run": RUN.decode(), "qrels": (DATA / "qrels.test").read_text(), "measures": ["map"],
+        "record": {"system": "s", "label": "a", "keep_run": True}})
+    problem = resp.get_json()
+    assert resp.status_code == 503 and resp.mimetype == "application/problem+json"
+    assert problem["status"] == 503 and "kept-run-gone" in (problem.get("kind") or
+                                                            problem.get("type", ""))
+    assert resp.headers["Retry-After"] == "1" and len(calls) == 3
+    monkeypatch.undo()
+    from sqlalchemy import func, select
+
+    from backend.results import Result
+    with app.extensions["results"].engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(Result)) == 0

@@ -107,3 +107,34 @@ def test_queued_rescores_are_bounded_and_never_queued_twice(app, nights, held):
     assert later.status_code == 202 and later.get_json()["queued"] == 3
     assert len(held()) == 6
     assert client.get(f"/v1/rescores/{later.get_json()['id']}").get_json()["done"] == 3
+
+
+def test_an_original_deleted_before_its_rescore_records_fails_the_item(app, nights, held,
+                                                                       monkeypatch):
+    """R31b finding 6: the original and its kept run deleted after the job read the run:
+    recording the re-score raised KeptRunGone, which the item showed as a traceback's last
+    line; it fails with the reason."""
+    from backend.kept_runs import KeptRuns
+
+    client = nights
+    v2 = put_qrels(client, V2)
+    first = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2}).get_json()
+    victim = first["items"][0]["result_id"]
+    store = app.extensions["results"]
+    read = KeptRuns.read
+
+    def read_then_delete(self, tenant, digest):
+        run = read(self, tenant, digest)
+        if not any(i is None for i in [store.summary(tenant, victim)]):
+            # the victim's run is read: its result (the run's only one) is deleted now
+            if store.summary(tenant, victim)["run_sha256"] == digest:
+                assert store.delete(tenant, victim) is True
+        return run
+
+    monkeypatch.setattr(KeptRuns, "read", read_then_delete)
+    assert len(held()) == 3
+    doc = client.get(f"/v1/rescores/{first['id']}").get_json()
+    assert (doc["done"], doc["failed"], doc["queued"]) == (2, 1, 0)
+    failed = [i for i in doc["items"] if i["state"] == "failed"]
+    assert [i["result_id"] for i in failed] == [victim]
+    assert failed[0]["reason"] == "its kept run was deleted before it was re-scored"
