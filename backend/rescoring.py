@@ -376,6 +376,19 @@ def _finish_item(results, rescore_id: str, position: int, state: str, *,
                         .values(state=state, new_result_id=new_result_id, reason=reason))
 
 
+def abandon(results, rescore_id: str, positions: list[int], reason: str) -> None:
+    """Fail the items at ``positions`` still queued, with ``reason`` (their jobs could not be
+    queued: nothing would ever run them, and the re-score's id was never answered, so no GET
+    would queue them again). A job queued before the failure still finishes its item."""
+    with results.sessions.begin() as session:
+        rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == rescore_id))
+        if rescore_pk is None or not positions:
+            return
+        session.execute(update(RescoreItem).where(
+            RescoreItem.rescore_pk == rescore_pk, RescoreItem.state == QUEUED,
+            RescoreItem.position.in_(positions)).values(state=FAILED, reason=reason))
+
+
 def _fail(results, wire: dict, reason: str) -> dict:
     _finish_item(results, wire["rescore_id"], wire["position"], FAILED, reason=reason)
     return {"problem": {"status": 422, "title": "Cannot re-score", "detail": reason}}

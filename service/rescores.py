@@ -87,8 +87,12 @@ def _qrels(ref: str) -> tuple[str, str]:
 
 
 def _rescore(systems: list[str], ref: str) -> Response:
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
     from backend.rescoring import (
         TooManyQueued,
+        abandon,
         count_results,
         enqueue,
         in_flight_horizon,
@@ -120,7 +124,19 @@ def _rescore(systems: list[str], ref: str) -> Response:
                              "limit": exc.cap}) from None
     wires = [{"tenant": tenant, "rescore_id": rescore_id, "qrels_ref": version, **item}
              for item in items]
-    enqueue(current_app.extensions["cranfield"], current_app.config, wires, store)
+    try:
+        enqueue(current_app.extensions["cranfield"], current_app.config, wires, store)
+    except Exception as exc:
+        # the re-score is kept but its id not answered: no GET would ever queue its items
+        # again, and they would count against MAX_QUEUED_RESCORES; those not queued fail
+        abandon(store, rescore_id, [w["position"] for w in wires],
+                "the queue could not be reached; re-score again")
+        if isinstance(exc, RedisConnectionError | RedisTimeoutError):
+            raise Problem(503, "Service Unavailable", "the job queue (Redis) is unreachable; "
+                          "the items it did not take failed: re-score again shortly", kind="unavailable",
+                          headers={"Retry-After": "5"},
+                          extra={"rescore_id": rescore_id}) from None
+        raise
     doc = progress(store, tenant, rescore_id)
     return Response(orjson.dumps(doc), status=202, mimetype="application/json",
                     headers={"Location": f"{request.script_root}/v1/rescores/{rescore_id}"})

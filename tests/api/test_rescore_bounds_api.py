@@ -138,3 +138,36 @@ def test_an_original_deleted_before_its_rescore_records_fails_the_item(app, nigh
     failed = [i for i in doc["items"] if i["state"] == "failed"]
     assert [i["result_id"] for i in failed] == [victim]
     assert failed[0]["reason"] == "its kept run was deleted before it was re-scored"
+
+
+def test_a_queue_that_cannot_be_reached_leaves_no_item_queued(app, nights, held, monkeypatch):
+    """R31b finding 7: the plan was kept, then the enqueue failed (Redis down): the client got
+    an error without the re-score's id, and its items stayed queued for good (counting
+    against MAX_QUEUED_RESCORES). Those the queue did not take fail; a 503 names the id."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    client = nights
+    v2 = put_qrels(client, V2)
+    enqueue = rescoring.enqueue
+
+    def first_then_down(backend, config, wires, results):
+        enqueue(backend, config, wires[:1], results)
+        raise RedisConnectionError("Connection refused")
+
+    monkeypatch.setattr(rescoring, "enqueue", first_then_down)
+    app.config["MAX_QUEUED_RESCORES"] = 3
+    resp = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2})
+    problem = resp.get_json()
+    assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+    assert problem["status"] == 503 and len(problem["rescore_id"]) == 32
+    assert len(held()) == 1  # the one job the queue took ran
+    doc = client.get(f"/v1/rescores/{problem['rescore_id']}").get_json()
+    assert (doc["done"], doc["failed"], doc["queued"], doc["state"]) == (1, 2, 0, "finished")
+    assert {i["reason"] for i in doc["items"] if i["state"] == "failed"} == \
+        {"the queue could not be reached; re-score again"}
+    monkeypatch.setattr(rescoring, "enqueue", enqueue)
+    again = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2})
+    # nothing left queued to count: the two failed ones are queued again, the done one not
+    assert again.status_code == 202 and again.get_json()["queued"] == 2
+    assert len(held()) == 3
+    assert client.get(f"/v1/rescores/{again.get_json()['id']}").get_json()["done"] == 3
