@@ -296,14 +296,18 @@ def plan(results, tenant: str | None, systems: list[str], qrels_version: str,
         session.flush()
         queued, pending = _in_flight(session, tenant, qrels_sha256,
                                      None if horizon is None else now - horizon)
+        # the columns planning reads, not whole results (their documents: R31b finding 9)
         rows = session.execute(
-            select(Result, System.name).join(System, System.pk == Result.system_pk)
+            select(Result.id, Result.qrels_sha256, Result.run_sha256,
+                   Result.topic_metadata_sha256, Result.topic_metadata_version, System.name)
+            .join(System, System.pk == Result.system_pk)
             .where(System.tenant == tenant_key(tenant), System.name.in_(systems),
                    Result.rescores.is_(None))
             .order_by(System.name, Result.created_at, Result.pk)).all()
         order = {name: i for i, name in enumerate(systems)}
-        rows.sort(key=lambda r: order[r[1]])  # stable: oldest first within a system
-        for position, (result, system) in enumerate(rows):
+        rows.sort(key=lambda r: order[r.name])  # stable: oldest first within a system
+        for position, result in enumerate(rows):
+            system = result.name
             item = RescoreItem(rescore_pk=rescore.pk, position=position, result_id=result.id,
                                system=system, state=QUEUED)
             reason = _skip_reason(result, qrels_sha256)
@@ -401,6 +405,15 @@ def _prepare(qrels_store, results, wire: dict):
     from .store import NotFound
 
     tenant, original_id = wire["tenant"], wire["result_id"]
+    # a late duplicate (queued again after its result was recorded) ends here, before the
+    # original's document and the whole qrels are read: the re-score row has the digest
+    with results.sessions() as session:
+        planned = session.scalar(select(Rescore.qrels_sha256).where(
+            Rescore.id == wire["rescore_id"]))
+        done = None if planned is None else _rescored_under(session, original_id, planned)
+    if done is not None:
+        _finish_item(results, wire["rescore_id"], wire["position"], DONE, new_result_id=done)
+        return None, None, None, None, None, {"result_id": done}
     original = results.get(tenant, original_id)
     if original is None:
         return None, None, None, None, None, _fail(

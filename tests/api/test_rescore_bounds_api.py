@@ -171,3 +171,51 @@ def test_a_queue_that_cannot_be_reached_leaves_no_item_queued(app, nights, held,
     assert again.status_code == 202 and again.get_json()["queued"] == 2
     assert len(held()) == 3
     assert client.get(f"/v1/rescores/{again.get_json()['id']}").get_json()["done"] == 3
+
+
+def test_planning_reads_no_result_documents(app, nights, held):
+    """R31b finding 9: plan loaded whole result rows for up to MAX_RESCORE_RESULTS of them
+    (their documents are deferred, but not their aggregates, measures and tags); it reads
+    the five columns it needs."""
+    from sqlalchemy import event
+
+    client = nights
+    v2 = put_qrels(client, V2)
+    statements: list[str] = []
+    engine = app.extensions["results"].engine
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        resp = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2})
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert resp.status_code == 202 and resp.get_json()["queued"] == 3
+    planned = [s for s in statements if "rescore" not in s.split("FROM", 1)[-1][:40]
+               and "results.run_sha256" in s]
+    assert planned and not [s for s in statements if "results.document" in s
+                            or "results.aggregate" in s or "results.measures" in s]
+    assert len(held()) == 3
+
+
+def test_a_late_duplicate_job_reads_neither_document_nor_qrels(app, nights, held, monkeypatch):
+    """R31b finding 2: a re-score job queued again after its result was recorded loaded the
+    whole stored qrels (and the original's document) before it found the result."""
+    client = nights
+    v2 = put_qrels(client, V2)
+    doc = client.post("/v1/systems/bm25/rescore", json={"qrels_id": v2}).get_json()
+    assert len(held()) == 3
+    done = client.get(f"/v1/rescores/{doc['id']}").get_json()
+    item = done["items"][0]
+    backend, store = app.extensions["cranfield"], app.extensions["results"]
+    loads, gets = [], []
+    monkeypatch.setattr(type(backend.store.scoped(None)), "load_qrels",
+                        lambda *a, **k: loads.append(a))
+    monkeypatch.setattr(type(store), "get", lambda *a, **k: gets.append(a))
+    wire = {"tenant": None, "rescore_id": doc["id"], "position": 0, "qrels_ref": v2,
+            "result_id": item["result_id"], "job_id": "late", "settings": {}}
+    assert rescoring.rescore_one(backend.store, store, wire) == \
+        {"result_id": item["new_result_id"]}
+    assert (loads, gets) == ([], [])
