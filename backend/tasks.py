@@ -344,10 +344,10 @@ def record_evaluation(results, tenant: str | None, record: dict, doc: dict,
         if isinstance(doc.get("curves"), dict):
             doc["curves"].pop("per_topic", None)
     doc["recorded"] = {k: summary[k] for k in ("id", "system", "label")}
-    return doc
-
     if summary.get("run_sha256"):
         doc["recorded"]["run_sha256"] = summary["run_sha256"]
+    return doc
+
 
 def _job_run(inputs, job: EvaluationJob):
     """The job's run, read again from its input blobs (still there: they are dropped once the
