@@ -74,6 +74,8 @@ APP_DEFAULTS: dict[str, Any] = {
     # per tenant: re-score jobs queued or running (one per result re-scored; a result already
     # queued under the same qrels shares its job) before a re-score is 429
     "MAX_QUEUED_RESCORES": 1000,
+    # the systems one POST /v1/rescores names (422 naming systems beyond)
+    "MAX_RESCORE_SYSTEMS": 100,
     # many judges (issue #31, service/judges.py): the judgments a judged qrels PUT as rows or
     # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
     # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
@@ -98,7 +100,8 @@ _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "MAX_QUEUED_POOL_WORK", "TABLE_MAX_MEMORY", "ASYNC_THRESHOLD_BYTES",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS",
-                 "MAX_RESCORE_RESULTS", "MAX_QUEUED_RESCORES", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
+                 "MAX_RESCORE_RESULTS", "MAX_QUEUED_RESCORES",
+                 "MAX_RESCORE_SYSTEMS", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
                  "AGREEMENT_RESAMPLES", "MAX_AGREEMENT_RESAMPLES", "MAX_AGREEMENT_WORK")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 

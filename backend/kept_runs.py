@@ -472,9 +472,9 @@ class KeptRuns:
         if self.store is None:
             raise TypeError("set_keeps_runs needs a ResultStore")
         try:
-            pk = self.store._system_pk(tenant, system)
+            pk = self.store.system_pk(tenant, system)
         except IntegrityError:  # made at the same moment by a recording
-            pk = self.store._system_pk(tenant, system)
+            pk = self.store.system_pk(tenant, system)
         with self.engine.begin() as connection:
             connection.execute(update(System).where(System.pk == pk)
                                .values(keep_runs=bool(keep)))

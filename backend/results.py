@@ -984,10 +984,12 @@ class ResultStore:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _system_pk(self, tenant: str | None, name: str) -> int:
+    def system_pk(self, tenant: str | None, name: str) -> int:
         """The system's key, the system made first if need be (in its own transaction)."""
         with self.sessions.begin() as session:
             return self._system(session, tenant, name, create=True).pk
+
+    _system_pk = system_pk  # its name inside this module
 
     @staticmethod
     def _system(session: Session, tenant: str | None, name: str, *, create: bool = False

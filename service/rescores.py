@@ -31,7 +31,6 @@ from .schemas import stored_ref
 
 bp = Blueprint("rescores", __name__, url_prefix="/v1")
 RESCORE_ID = re.compile(r"^[0-9a-f]{32}$")
-MAX_SYSTEMS = 100  # systems named by one POST /v1/rescores
 
 
 class RescoreRequest(Schema):
@@ -42,8 +41,9 @@ class RescoreRequest(Schema):
 
 
 class RescoresRequest(RescoreRequest):
+    # at most MAX_RESCORE_SYSTEMS distinct names (checked against the configuration)
     systems = fields.List(fields.String(validate=validate.Length(1, 200)), required=True,
-                          validate=validate.Length(1, MAX_SYSTEMS))
+                          validate=validate.Length(min=1))
 
 
 def _load(schema: Schema, required: str, allowed: set[str]) -> dict:
@@ -133,8 +133,8 @@ def _rescore(systems: list[str], ref: str) -> Response:
                 "the queue could not be reached; re-score again")
         if isinstance(exc, RedisConnectionError | RedisTimeoutError):
             raise Problem(503, "Service Unavailable", "the job queue (Redis) is unreachable; "
-                          "the items it did not take failed: re-score again shortly", kind="unavailable",
-                          headers={"Retry-After": "5"},
+                          "the items it did not take failed: re-score again shortly",
+                          kind="unavailable", headers={"Retry-After": "5"},
                           extra={"rescore_id": rescore_id}) from None
         raise
     doc = progress(store, tenant, rescore_id)
@@ -153,7 +153,14 @@ def rescore_system(name: str):
 def rescore_systems():
     """Re-score every kept run of several systems' results under stored qrels."""
     body = _load(RescoresRequest(), "systems", {"qrels_id", "systems"})
-    return _rescore(list(dict.fromkeys(body["systems"])), body["qrels_id"])
+    systems = list(dict.fromkeys(body["systems"]))
+    most = current_app.config["MAX_RESCORE_SYSTEMS"]
+    if len(systems) > most:
+        message = (f"{len(systems)} systems, more than MAX_RESCORE_SYSTEMS ({most}); "
+                   "re-score fewer systems at a time")
+        raise Problem(422, "Invalid request", message, kind="invalid-request",
+                      errors={"systems": [message]})
+    return _rescore(systems, body["qrels_id"])
 
 
 @bp.get("/rescores/<rescore_id>")

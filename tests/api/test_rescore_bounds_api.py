@@ -219,3 +219,18 @@ def test_a_late_duplicate_job_reads_neither_document_nor_qrels(app, nights, held
     assert rescoring.rescore_one(backend.store, store, wire) == \
         {"result_id": item["new_result_id"]}
     assert (loads, gets) == ([], [])
+
+
+def test_the_systems_of_one_rescore_are_bounded_by_configuration(app, nights, held):
+    """R31b finding 12: MAX_SYSTEMS = 100 was written in service/rescores.py."""
+    app.config["MAX_RESCORE_SYSTEMS"] = 2
+    v2 = put_qrels(nights, V2)
+    resp = nights.post("/v1/rescores", json={"qrels_id": v2, "systems": ["bm25", "x", "y"]})
+    problem = resp.get_json()
+    assert resp.status_code == 422 and resp.mimetype == "application/problem+json"
+    assert problem["errors"]["systems"] == [
+        "3 systems, more than MAX_RESCORE_SYSTEMS (2); re-score fewer systems at a time"]
+    # repeated names count once
+    resp = nights.post("/v1/rescores", json={"qrels_id": v2, "systems": ["bm25", "bm25"]})
+    assert resp.status_code == 202 and resp.get_json()["total"] == 3
+    assert rescore_rows(app) == (1, 3) and len(held()) == 3
