@@ -230,7 +230,13 @@ def test_chunks_are_bounded_and_read_back_in_order(app):
     text = b"".join(small.trec_chunks("t", digest))
     assert digest_of(text) == digest
     assert KeptRuns(store).keep("t", run) == digest and small.count("t") == 1
-    assert CHUNK_BYTES == 1 << 20
+    # the default size: another tenant's copy in chunks of CHUNK_BYTES, the same file
+    default = KeptRuns(store)
+    assert default.keep("u", run) == digest
+    whole = default.info("u", digest)
+    assert whole["chunks"] == -(-whole["bytes"] // CHUNK_BYTES) and whole["bytes"] == info["bytes"]
+    assert b"".join(default.parquet_chunks("u", digest)) == \
+        b"".join(small.parquet_chunks("t", digest))
 
 
 def reference_rows(run) -> list[tuple[str, str, float]]:
