@@ -20,8 +20,8 @@ and ``cranfield worker`` processes, all on loopback, as ``bench/queue.py`` does.
 Printed: per worker count, the median time of a re-score of all nights, the runs per minute
 per worker (nights ÷ minutes ÷ workers), the seconds per run, the anchor's times and the
 ratio of a run's re-score to one plain evaluation (what re-scoring a kept run costs beside
-evaluating the uploaded run: reading it back from the database, its canonical text cut into
-SHARDS pieces, recording a new result); the machine's cores (on 2 cores, 2 workers can at
+evaluating the uploaded run: reading it back from the database as columns, cut by topic into
+SHARDS Arrow pieces, recording a new result); the machine's cores (on 2 cores, 2 workers can at
 most double 1 worker's rate, and share the cores with the API, Redis, the database and
 everything else running) and the load average at each round. Checked, outside the timed
 windows: every re-score ends with all nights done (none failed or skipped), each new result
@@ -256,7 +256,7 @@ def busy(conn, jobs: dict[str, list[str]]) -> dict[str, float]:
 
 def rescore_busy(conn, doc: dict, shards: int) -> dict[str, float]:
     """Worker seconds a re-score's jobs took, per run: ``prepare`` (the re-score job: the
-    kept run read back, its canonical text made and cut, the pieces stored and queued; or
+    kept run read back as columns and cut by topic, the Arrow pieces stored and queued; or
     the whole re-score when the run is not cut), ``shards``, ``combine`` (merge and record)."""
     ids = [f"rescore-{doc['id']}-{p}" for p in range(doc["total"])]
     out = busy(conn, {"prepare": ids,
@@ -386,8 +386,8 @@ def bench(args, data: Path, database: str) -> None:
                            for k in ("shards", "combine"))
         print(f"worker seconds per run (RQ's started_at to ended_at, median of all rounds): "
               f"re-score {prep + shard + comb:.1f} s = prepare {prep:.1f} (the kept run read "
-              f"back from the database, its canonical text made and cut into {args.shards}, "
-              f"the pieces stored and queued) + shards {shard:.1f} + combine and record "
+              f"back from the database as columns and cut by topic into {args.shards} Arrow "
+              f"pieces, stored and queued) + shards {shard:.1f} + combine and record "
               f"{comb:.1f}; plain evaluation {e_shard + e_comb:.1f} s = shards {e_shard:.1f} "
               f"+ combine {e_comb:.1f} (its upload, read and cut by the API, not in it)")
         total = {w: med([x["seconds"] for x in rounds[w]]) for w in (1, 2)}
