@@ -182,7 +182,7 @@ def build(client, headers: dict, label: str) -> dict:
             doc = ok(client.post("/v1/evaluations", headers=headers, json={
                 "run": run, "qrels_id": f"adhoc@{v1}", "measures": ["map", "P.2"],
                 "record": {"system": system, "label": f"{label}-{system}-{night}",
-                           "commit": f"{label}c{night}", "keep_run": True}}))
+                           "commit": f"{label}-commit-{night}", "keep_run": True}}))
             results.setdefault(system, []).append(doc["recorded"]["id"])
             kept.add(doc["recorded"]["run_sha256"])
     settings = ok(client.put("/v1/systems/bm25/settings", json={"keep_runs": True},
@@ -201,7 +201,8 @@ def build(client, headers: dict, label: str) -> dict:
     secrets = {*(i for ids in results.values() for i in ids), *rescored, *kept, started["id"],
                v1, v2, judged["version"], judged["sha256"], "umbrela-gpt-4o",
                *(f"{label}-{s}-{n}" for s, nights in RUNS.items() for n in range(len(nights))),
-               f"{label}c0", f"{label}c1"}
+               # (no secret is short hex: one would turn up inside a random id by chance)
+               f"{label}-commit-0", f"{label}-commit-1"}
     return {"names": names, "secrets": secrets, "results": results, "rescored": rescored,
             "kept": kept, "rescore": started["id"]}
 

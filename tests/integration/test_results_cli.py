@@ -4,8 +4,10 @@ whose means are the local evaluations' numbers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from servers import CRANFIELD, DATA, ROOT
@@ -70,9 +72,12 @@ def test_record_three_nights_and_read_the_history(live_server, nights):
                           "map")
     assert table.returncode == 0, table.stderr
     rows = table.stdout.splitlines()
-    assert rows[0].split()[:3] == ["recorded", "label", "map"]
+    # the qrels each point was scored under (issue #31): inline qrels, by their digest
+    assert rows[0].split()[:4] == ["recorded", "label", "qrels", "map"]
     assert [r.split()[1] for r in rows[1:]] == ["night-0", "night-1", "night-2"]
-    assert rows[1].split()[2] == f"{expected[0]:.4f}"
+    digest = hashlib.sha256(Path(qrels).read_bytes()).hexdigest()[:12]
+    assert {r.split()[2] for r in rows[1:]} == {f"sha256:{digest}"}
+    assert rows[1].split()[3] == f"{expected[0]:.4f}"
 
 
 def test_history_of_an_unknown_system_is_a_clear_error(live_server):
@@ -103,10 +108,10 @@ def test_history_shows_gate_verdicts_the_baseline_and_windows(live_server, night
     table = cranfield_cli("history", "cli-gated", "--server", live_server, "--measure", "map")
     assert table.returncode == 0, table.stderr
     head, *rows = table.stdout.splitlines()
-    assert head.split()[6:9] == ["gate", "baseline", "id"]  # after "95% CI" and topics
+    assert head.split()[7:10] == ["gate", "baseline", "id"]  # after "95% CI" and topics
     cells = {r.split()[1]: r.split() for r in rows}  # an empty baseline cell: no word
-    assert cells["night-0"][6:8] == ["-", "*"] and cells["night-1"][6:8] == ["-", ids["night-1"]]
-    assert cells["night-2"][6:8] == [verdict, ids["night-2"]]
+    assert cells["night-0"][7:9] == ["-", "*"] and cells["night-1"][7:9] == ["-", ids["night-1"]]
+    assert cells["night-2"][7:9] == [verdict, ids["night-2"]]
     newest = cranfield_cli("history", "cli-gated", "--server", live_server, "--measure", "map",
                            "--limit", "2", "--format", "json")
     assert [p["label"] for p in json.loads(newest.stdout)["points"]] == ["night-1", "night-2"]
