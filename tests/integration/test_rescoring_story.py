@@ -165,12 +165,16 @@ def test_five_nights_rescored_under_new_judgments(database, redis, chromium, tmp
 
         connection = redis_client.Redis.from_url(redis.url)
         for position in range(NIGHTS):  # each night's job cut its run in two shards
+            new_id = done["items"][position]["new_result_id"]
             job = Job.fetch(f"rescore-{queued['id']}-{position}", connection=connection)
-            assert job.return_value() == {"shards": 2}
+            # {"shards": 2}; or, when the item was queued again while its shards ran (a race
+            # of the recovery, left open in issue #31's note), the late duplicate's answer:
+            # the result already recorded, nothing recorded twice (checked below)
+            assert job.return_value() in ({"shards": 2}, {"result_id": new_id})
+            # the combine step exists only for a run cut into shards, and recorded the result
             combined = Job.fetch(f"rescore-{queued['id']}-{position}-combine",
                                  connection=connection)
-            assert combined.return_value() == {"result_id": done["items"][position][
-                "new_result_id"]}
+            assert combined.return_value() == {"result_id": new_id}
         rescored = {i["result_id"]: i["new_result_id"] for i in done["items"]}
         assert list(rescored) == nights
         for n, original_id in enumerate(nights):
