@@ -65,6 +65,18 @@ def finished_job(client, location: str, *, headers: dict | None = None,
         time.sleep(0.02)
     return job
 
+
+def finished_rescore(client, rescore_id: str, *, headers: dict | None = None,
+                     timeout: float = 120) -> dict:
+    """``GET /v1/rescores/{id}`` once its state is finished (its jobs run on the embedded
+    queue's thread; polled every 20 ms), or as it stands after ``timeout`` seconds: the
+    caller's assertions on its counts say what did not finish."""
+    deadline = time.monotonic() + timeout
+    while (doc := client.get(f"/v1/rescores/{rescore_id}", headers=headers or {}).get_json()
+           )["state"] != "finished" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return doc
+
 @pytest.fixture(scope="session")
 def _results_template(tmp_path_factory) -> Path:
     """An empty results database at head, migrated once: each test gets a copy."""

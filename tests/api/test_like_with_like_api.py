@@ -8,11 +8,10 @@ definition, not by the engine."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import ContractClient
+from conftest import ContractClient, finished_rescore
 
 RESULTS_ON_POSTGRES = True
 V1 = {"q1": {"d1": 1}, "q2": {"d5": 1}}
@@ -62,12 +61,7 @@ def record(client, run, label, qrels_id, system="bm25") -> str:
 def rescore(client, qrels_id: str) -> dict:
     """{original id: its re-score's id} once the re-score has finished."""
     rid = client.post("/v1/systems/bm25/rescore", json={"qrels_id": qrels_id}).get_json()["id"]
-    deadline = time.monotonic() + 120
-    while True:
-        doc = client.get(f"/v1/rescores/{rid}").get_json()
-        if doc["state"] == "finished" or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
+    doc = finished_rescore(client, rid)
     assert doc["failed"] == 0 and doc["queued"] == 0, doc
     return {i["result_id"]: i["new_result_id"] for i in doc["items"] if i["new_result_id"]}
 

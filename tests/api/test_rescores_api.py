@@ -7,11 +7,10 @@ computed here by its definition (Buckley & Voorhees; trec_eval's AP), not by the
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import ContractClient
+from conftest import ContractClient, finished_rescore
 
 from service.app import create_app
 from service.auth import key_line
@@ -70,12 +69,7 @@ def _record(client, run, label, keep_run=True, system="bm25", headers=None, qrel
 
 def _finished(client, rescore_id: str, headers=None) -> dict:
     """The re-score once no item is queued (its jobs run on the embedded queue's thread)."""
-    deadline = time.monotonic() + 120
-    while True:
-        doc = client.get(f"/v1/rescores/{rescore_id}", headers=headers or {}).get_json()
-        if doc["state"] == "finished" or time.monotonic() > deadline:
-            return doc
-        time.sleep(0.02)
+    return finished_rescore(client, rescore_id, headers=headers)
 
 
 @pytest.fixture

@@ -21,13 +21,12 @@ here fails :func:`test_every_new_route_has_a_row`.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import orjson
 import pytest
 import yaml
-from conftest import ContractClient
+from conftest import ContractClient, finished_rescore
 
 from service.app import create_app
 from service.auth import key_line
@@ -160,11 +159,8 @@ def ok(resp, *statuses: int) -> dict:
 
 def finished(client, rescore_id: str, headers: dict) -> dict:
     """The re-score once no item is queued (the embedded queue runs it on a thread)."""
-    deadline = time.monotonic() + 120
-    while (doc := ok(client.get(f"/v1/rescores/{rescore_id}", headers=headers)))["state"] \
-            != "finished":
-        assert time.monotonic() < deadline, doc
-        time.sleep(0.02)
+    doc = finished_rescore(client, rescore_id, headers=headers)
+    assert doc["state"] == "finished", doc
     return doc
 
 
