@@ -120,7 +120,7 @@ def _commands() -> dict:
 
 def _add_eval(sub) -> None:
     """``cranfield eval``'s parser."""
-    from .measures import DEFAULT_PROFILE, PROFILES
+    from .measures import DEFAULT_PROFILE, PROFILES, REAL_GAINS_PROFILE
 
     ev = sub.add_parser("eval", help="evaluate a run (or several) against qrels, like "
                                      "trec_eval",
@@ -151,7 +151,9 @@ def _add_eval(sub) -> None:
     ev.add_argument("--real-gains", action="store_true", dest="real_gains",
                     help="QRELS hold real-valued gains (e.g. 0.75; not trec_eval): gain-based "
                          "measures (nDCG, DCG, ERR, RBP...) use them as they are, binary ones "
-                         "need rel= (P(rel=0.5)@10); see docs/measures.md")
+                         "need rel= (P(rel=0.5)@10); read under the cranfield profile (a "
+                         "trec_eval --profile refuses a grade that is not an integer); see "
+                         "docs/measures.md")
     ev.add_argument("-M", type=int, default=None, dest="depth", metavar="N",
                     help="evaluate only the top N documents of each topic")
     ev.add_argument("-N", type=int, default=0, dest="collection_size", metavar="N",
@@ -180,8 +182,10 @@ def _add_eval(sub) -> None:
     ev.add_argument("-m", action="append", dest="measures", metavar="MEASURE",
                     help="measure to compute (repeatable): trec_eval names such as map, "
                          "P.5,10, ndcg_cut.10, all_trec, or ir_measures names such as nDCG@10")
-    ev.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
-                    help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    ev.add_argument("--profile", type=_profile, default=None,
+                    help=f"compatibility profile: {', '.join(PROFILES)} (default "
+                         f"{DEFAULT_PROFILE}; {REAL_GAINS_PROFILE} with --real-gains, which "
+                         "the trec_eval profiles do not read)")
     ev.add_argument("--format", choices=("trec", "json", "csv", "jsonl"), default="trec",
                     help="output format (default trec: trec_eval's text); jsonl: a JSON "
                          "object per line as ir_measures' --output_format jsonl prints "
@@ -459,6 +463,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.record:
             parser.error("--keep-run needs --record (the run is kept with the result)")
         args.record["keep_run"] = True
+    if hasattr(args, "profile") and args.profile is None:  # (--real-gains: cranfield's)
+        from .measures.registry import resolve_profile
+
+        args.profile = resolve_profile(None, "real" if getattr(args, "real_gains", False)
+                                       else None)
     from .errors import CranfieldError, error_report
 
     try:

@@ -61,7 +61,7 @@ def run_eval(args: argparse.Namespace) -> int:
             # diversity measures read subtopic qrels, where a docid appears once per subtopic
             qrels = read_qrels(qrels_source, name=qrels_name,
                                diversity=needs_subtopics(args.measures, args.profile),
-                               gains=gains_arg(args) or "integer")
+                               gains=read_gains(args))
         except Exception as exc:
             failed = exc
         else:
@@ -109,6 +109,16 @@ def run_eval(args: argparse.Namespace) -> int:
 def gains_arg(args) -> str | None:
     """--real-gains as evaluate's ``gains`` (issue #31): "real", or None (integer grades)."""
     return "real" if getattr(args, "real_gains", False) else None
+
+
+def read_gains(args) -> str:
+    """How QRELS' grades are read: ``"real"`` with --real-gains under a profile that reads
+    real gains (cranfield's), else ``"integer"`` (a trec_eval profile refuses a grade that
+    is not an integer exactly as without --real-gains)."""
+    from .measures import PROFILES
+
+    return "real" if gains_arg(args) and PROFILES[args.profile].reads_real_gains else \
+        "integer"
 
 
 def _rel_format_refused(args) -> bool:
@@ -254,7 +264,7 @@ def _run_eval_many(args: argparse.Namespace) -> int:
     try:  # read here as for one run (named by its path), so the same refusals
         qrels = read_qrels(qrels_source, name=qrels_name,
                            diversity=needs_subtopics(args.measures, args.profile),
-                           gains=gains_arg(args) or "integer")
+                           gains=read_gains(args))
     except InputError:
         raise_if_swapped(qrels_source, qrels_name, runs[names[0]])
         raise

@@ -19,6 +19,7 @@ from .evaluate_checks import (
     EvaluationPlan,
     check_collection_size,
     check_options,
+    declared_gains,
     plan_evaluation,
     require_inputs,
     topics_evaluated,
@@ -30,7 +31,7 @@ from .inputs.ranking import Ranked, rank_run
 from .inputs.run_qrels import Qrels, Run
 from .inputs.swapped import refuse_swapped
 from .inputs.trec_fast import release_memory
-from .measures import DEFAULT_PROFILE, PROFILES, Context, real_gains
+from .measures import PROFILES, Context, real_gains
 from .measures.aggregation import segment_aggregates, summary
 from .measures.budget import check_values
 from .measures.context import no_topics
@@ -184,7 +185,7 @@ def _numeric(values: Any) -> bool:
 
 
 def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
-             profile: str = DEFAULT_PROFILE, relevance_level: int = 1,
+             profile: str | None = None, relevance_level: int = 1,
              judged_only: bool = False, depth: int | None = None,
              complete_topics: bool = False, collection_size: int = 0,
              aggregation: str = "macro", require_overlap: bool = True,
@@ -201,10 +202,12 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     ``official`` set). Options are trec_eval's:
     ``relevance_level`` (-l), ``judged_only`` (-J), ``depth`` (-M), ``complete_topics`` (-c),
     ``collection_size`` (-N). ``profile`` is ``trec_eval-9.0.8`` (default; float32 scores,
-    ``+0.9`` recall cutoffs) or ``trec_eval-10``. ``aggregation="micro"`` averages the set
-    measures that define it (set_P, set_recall, set_F, F, Fallout, Specificity, NPV, FDR,
-    Accuracy) over the summed contingency table of the topics instead of over their values
-    (``macro``, the default and trec_eval's way; other measures stay macro).
+    ``+0.9`` recall cutoffs), ``trec_eval-10``, or ``cranfield`` (trec_eval 10's arithmetic,
+    and real gains: the default when the qrels declare them). ``aggregation="micro"``
+    averages the set measures that define it (set_P, set_recall, set_F, F, Fallout,
+    Specificity, NPV, FDR, Accuracy) over the summed contingency table of the topics instead
+    of over their values (``macro``, the default and trec_eval's way; other measures stay
+    macro).
     ``require_overlap=False`` lets a run with no judged topic through (used to evaluate the
     missing topics of a sharded run). ``zscores`` (trec_eval's ``-Z``): a path, text
     (``topic measure mean stddev`` lines) or a mapping ``{topic: {measure: (mean, stddev)}}``
@@ -241,9 +244,13 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
     measures use them as they are, a measure that counts relevant documents needs ``rel=``
     (``P(rel=0.5)@10``) and says so, and ``options["gains"]`` is ``"real"``
     (:mod:`cranfield.measures.real_gains`). Without it, a grade that is not an integer is
-    refused as always.
+    refused as always. Real gains are read under the ``cranfield`` profile, which an
+    evaluation declaring them (or of a Qrels declaring them) runs under unless it names
+    another: a trec_eval profile reads every grade as trec_eval does, and refuses one that is
+    not an integer with the same error as without the declaration.
     """
     refuse_swapped(qrels, run)  # code written for the old order (run first)
+    gains = declared_gains(qrels, profile, gains)
     plan = plan_evaluation(measures, profile=profile, relevance_level=relevance_level,
                            judged_only=judged_only, depth=depth,
                            complete_topics=complete_topics, collection_size=collection_size,
@@ -287,6 +294,8 @@ def judged_qrels(qrels: Any, gains: str | None = None) -> Qrels:
     (text is read so already)."""
     qrels_obj: Qrels = read_qrels(qrels, gains=gains or "integer")
     if isinstance(qrels, Qrels):
+        if gains == "integer" and qrels_obj.gains == "real":  # (a trec_eval profile's)
+            qrels_obj = qrels_obj.with_integer_grades()
         qrels_obj = one_judgment_per_document(qrels_obj)
     return qrels_obj
 

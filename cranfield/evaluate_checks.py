@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import EvaluationError
 from .inputs.grammar import GAINS
-from .measures import DEFAULT_PROFILE, PROFILES
+from .measures import PROFILES, resolve_profile
 from .measures.budget import check_instances, check_segments
 from .measures.names import Instance, resolve
 from .measures.registry import INT64_MAX, INT64_MIN
@@ -120,7 +120,19 @@ class EvaluationPlan:
         return any(i.measure.family == "diversity" for i in self.instances)
 
 
-def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_PROFILE,
+def declared_gains(qrels: Any, profile: str | None, gains: str | None) -> str | None:
+    """``gains`` as an evaluation of ``qrels`` settles its profile by: as given, or, with
+    neither a profile nor gains given, ``"real"`` for a :class:`Qrels` declaring real gains
+    (so it is evaluated under the ``cranfield`` profile that reads them)."""
+    from .inputs.run_qrels import Qrels
+
+    if profile is None and gains is None and isinstance(qrels, Qrels) and \
+            qrels.gains == "real":
+        return "real"
+    return gains
+
+
+def plan_evaluation(measures: list[str] | str | None, *, profile: str | None = None,
                     relevance_level: int = 1, judged_only: bool = False,
                     depth: int | None = None, complete_topics: bool = False,
                     collection_size: int = 0, aggregation: str = "macro",
@@ -128,7 +140,9 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_
                     qrels_format: str = "qrels",
                     topic_metadata: Any = None, gains: str | None = None) -> EvaluationPlan:
     """:func:`evaluate`'s options and measures checked (its refusals, in its order), its
-    side inputs read: everything but the qrels and the run."""
+    side inputs read: everything but the qrels and the run. ``profile`` None: as
+    :func:`cranfield.measures.resolve_profile` settles it from ``gains``."""
+    profile = resolve_profile(profile, gains)
     if profile not in PROFILES:
         raise EvaluationError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
     if gains is not None and gains not in GAINS:
@@ -172,7 +186,11 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str = DEFAULT_
     check_instances(len(instances), measures, profile)
     if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
         check_segments(len(instances), md.assignments(), len(md.segment_names()))
-    if gains == "real":  # (else once the qrels are read: a Qrels may declare them)
+    if not PROFILES[profile].reads_real_gains:
+        # a trec_eval profile reads grades as trec_eval does: a declaration of real gains
+        # changes nothing, and a grade that is not an integer is refused as without it
+        gains = "integer"
+    elif gains == "real":  # (else once the qrels are read: a Qrels may declare them)
         from .measures.real_gains import check_measures
 
         check_measures(instances)

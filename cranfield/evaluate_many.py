@@ -32,7 +32,7 @@ from .evaluate import (
     evaluate_read,
     judged_qrels,
 )
-from .evaluate_checks import plan_evaluation
+from .evaluate_checks import declared_gains, plan_evaluation
 from .inputs.io import read_qrels, read_run
 from .inputs.ranking import TIE_WORK_MIN, TIE_WORK_PER_ROW
 from .inputs.run_naming import run_names
@@ -100,6 +100,9 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
     sources = list(runs.values()) if isinstance(runs, Mapping) else list(runs)
     for run in sources:  # a cheap look at each (never a parse), as evaluate takes it
         refuse_swapped(qrels, run, CALL, FORM)
+    gains = declared_gains(qrels, options.get("profile"), options.get("gains"))
+    if gains is not None:
+        options = {**options, "gains": gains}
     plan = plan_evaluation(measures, **options)
     qrels_obj = None
     if plan.qrels_format == "qrels":  # (-R's judgment groups and preferences: run by run)

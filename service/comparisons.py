@@ -67,7 +67,7 @@ from .enqueue import (
 )
 from .evaluation_request import file_parts, form_parts, load_body
 from .evaluations import CONTROL
-from .inputs import digest, read_input, serialised, stored_qrels
+from .inputs import digest, read_input, serialised, settle_stored_gains, stored_qrels
 from .limits import check_qrels, check_run
 from .multipart import OPTIONS_FIELD, form_number, measure_list
 from .negotiation import negotiate
@@ -537,6 +537,7 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
 
     queued = may_queue and wants_async()
     resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
+    settle_stored_gains(req)  # stored real gains: cranfield's profile, unless one is named
     # a queued comparison's worker reads the results itself: here only their names count
     recorded = _recorded(req, results or {}, whole=not queued)
     spec = _spec(req)

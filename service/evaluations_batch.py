@@ -46,7 +46,14 @@ from cranfield.reports.trec_format import format_trec
 
 from .comparisons import load_runs_body
 from .enqueue import accepted, check_measure_instances, over_budget, submission, wants_async
-from .inputs import digest, engine_problem, read_input, serialised, stored_qrels
+from .inputs import (
+    digest,
+    engine_problem,
+    read_input,
+    serialised,
+    settle_stored_gains,
+    stored_qrels,
+)
 from .limits import check_qrels, check_run
 from .negotiation import negotiate
 from .problems import Problem
@@ -212,6 +219,7 @@ def create_batch():
     if req["per_topic"] is None:  # kept by a queued batch: its text is this answer's
         req["per_topic"] = fmt != "text/plain"
     resolve_topic_metadata(req, req["options"])  # topic_metadata_id: the stored mapping
+    settle_stored_gains(req)  # stored real gains: cranfield's profile, unless one is named
     check_measure_instances(req)
     names = batch_names(req["runs"])
     if wants_async():

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 import orjson
-from flask import current_app
+from flask import current_app, g
 
 import cranfield
 from backend import contract
@@ -25,6 +25,7 @@ from backend.store import split_ref
 from cranfield import CranfieldError, read_qrels, read_run
 from cranfield.inputs import columnar, table_bytes
 from cranfield.inputs.json_body import Columns, columns_sha256, mapping_sha256
+from cranfield.measures import resolve_profile
 from cranfield.measures.names import needs_subtopics
 
 from .auth import current_tenant
@@ -195,6 +196,29 @@ def stored_qrels(ref: str, kinds: tuple[str, ...] = ("qrels",)):
     except StoreError as exc:
         raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
                       errors={"qrels_id": [str(exc)]}) from None
+
+
+def settle_stored_gains(req: dict, meta: Mapping | None = None) -> None:
+    """An evaluation of stored qrels declaring real gains (their version's ``gains``, issue
+    #31) that names no profile runs under cranfield's, which reads them, as
+    :func:`cranfield.evaluate` runs a Qrels declaring them: ``req["options"]["profile"]``
+    settled before anything reads it (a queued job carries it). ``meta``: the version's
+    metadata, when the caller has it; else looked up (an unknown id is left for the lookup
+    that reads the qrels to refuse)."""
+    from backend.store import StoreError
+
+    options = req.get("options")
+    if not req.get("qrels_id") or options is None or g.get("profile_named") or \
+            options.get("gains") is not None:
+        return
+    if meta is None:
+        scoped = current_app.extensions["cranfield"].store.scoped(current_tenant())
+        try:
+            meta = scoped.meta(*split_ref(req["qrels_id"]))
+        except StoreError:
+            return
+    if meta.get("gains") == "real":
+        options["profile"] = resolve_profile(None, "real")
 
 
 def engine_problem(exc: CranfieldError, measures: list[str] | None) -> Problem:

@@ -23,7 +23,14 @@ from cranfield.reports.jg_document import REL_FORMATS, jg_document
 
 from .auth import current_tenant
 from .enqueue import check_measure_parameters, over_budget
-from .inputs import digest, engine_problem, measure_problem, read_input, stored_qrels
+from .inputs import (
+    digest,
+    engine_problem,
+    measure_problem,
+    read_input,
+    settle_stored_gains,
+    stored_qrels,
+)
 from .limits import check_run, check_topics
 from .problems import Problem
 
@@ -47,7 +54,8 @@ def resolve_format(req: dict) -> str:
         qrels_id, version = split_ref(req["qrels_id"])
         store = current_app.extensions["cranfield"].store.scoped(current_tenant())
         try:
-            kind = store.meta(qrels_id, version).get("qrels_format", "qrels")
+            meta = store.meta(qrels_id, version)
+            kind = meta.get("qrels_format", "qrels")
         except StoreError as exc:
             raise Problem(422, "Unknown qrels", str(exc), kind="unknown-qrels",
                           errors={"qrels_id": [str(exc)]}) from None
@@ -56,6 +64,7 @@ def resolve_format(req: dict) -> str:
                            f"are of qrels_format {kind}, not {asked} (leave it out: a "
                            "stored version's kind is its format)")
         fmt = kind
+        settle_stored_gains(req, meta)  # (real gains: cranfield's profile, unless named)
     if fmt == "qrels":
         options.pop("qrels_format", None)
     else:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import chain
 
+from flask import g, has_request_context
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from cranfield.evaluate import AGGREGATIONS
 from cranfield.inputs.grammar import GAINS, INT64_MAX, INT64_MIN
 from cranfield.inputs.json_body import Columns
-from cranfield.measures import DEFAULT_PROFILE, PROFILES
+from cranfield.measures import PROFILES, resolve_profile
 
 # A stored input named by id, optionally pinned to one version (``id@version``): the qrels
 # and topic metadata routes store under these ids, and every request that names one reads it
@@ -124,7 +125,9 @@ class OptionsSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    profile = fields.String(load_default=DEFAULT_PROFILE, validate=validate.OneOf(PROFILES))
+    # not named: trec_eval-9.0.8, or cranfield's for real gains (_settle_profile)
+    profile = fields.String(load_default=None, allow_none=False,
+                            validate=validate.OneOf(PROFILES))
     # 64-bit bounds, as the engine's (a 40-digit level or depth 2**63 was a 500)
     relevance_level = fields.Integer(load_default=1, strict=True, validate=validate.Range(
         min=INT64_MIN, max=INT64_MAX))
@@ -136,6 +139,21 @@ class OptionsSchema(Schema):
                                      validate=validate.Range(min=0, max=INT64_MAX))
     aggregation = fields.String(load_default="macro",
                                 validate=validate.OneOf(AGGREGATIONS))
+
+    @post_load
+    def _settle_profile(self, data, **kwargs):
+        # a request naming no profile runs under the one its gains call for (issue #31);
+        # the request remembers that it named one, for stored qrels declaring real gains
+        # (service.inputs.settle_stored_gains: those, too, are read under cranfield's)
+        if data.get("profile") is not None and has_request_context():
+            g.profile_named = True
+        data["profile"] = resolve_profile(data.get("profile"), data.get("gains"))
+        if data.get("gains") == "real" and not PROFILES[data["profile"]].reads_real_gains:
+            # a trec_eval profile reads grades as trec_eval does: the declaration changes
+            # nothing, and a grade that is not an integer is refused as without it (the
+            # engine's plan_evaluation, in every reader before it)
+            del data["gains"]
+        return data
 
 
 def _check_zscores_size(value: Mapping) -> None:

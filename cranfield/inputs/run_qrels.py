@@ -195,6 +195,28 @@ class Qrels:
         out.unique_judgments = self.unique_judgments
         return out
 
+    def with_integer_grades(self) -> Qrels:
+        """These judgments read as trec_eval reads grades (a trec_eval profile's evaluation of
+        qrels declaring real gains): ``self`` when they are integers already, else a copy
+        with int64 grades, the first grade that is not an integer refused as a mapping's is
+        (:func:`cranfield.inputs.grammar.json_grade_problem`, naming topic and docid)."""
+        if self.gains != "real":
+            return self
+        from ..errors import InputError
+        from .grammar import json_grade_problem
+
+        grades = self.grades
+        bad = ~np.isfinite(grades) | (np.abs(grades) > 2.0 ** 53)
+        bad[~bad] = grades[~bad] != np.trunc(grades[~bad])
+        for row in np.flatnonzero(bad)[:1].tolist():
+            topic = self.topics[int(self.topic_index[row])]
+            path = f"{self.source}.{topic}.{self.docids_at(np.array([row]))[0]}"
+            raise InputError(self.source, json_grade_problem(float(grades[row])), field=path)
+        out = Qrels(self.topics, self.topic_index, self._docids, grades.astype(np.int64),
+                    self._subtopics, self.source)
+        out.unique_judgments = self.unique_judgments
+        return out
+
     @property
     def real_gains(self) -> bool:
         """Whether these qrels declare real-valued gains (``gains == "real"``)."""

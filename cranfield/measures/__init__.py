@@ -21,7 +21,17 @@ from . import cwl  # noqa: F401  (ir_measures' C/W/L measures, cwl_eval's defini
 from . import diversity  # noqa: F401  (ndeval's, from subtopic qrels)
 from . import judgments  # noqa: F401  (trec_eval's, from judgment groups and preferences)
 from .context import Context
-from .registry import DEFAULT_PROFILE, NICKNAMES, PROFILES, REGISTRY, Measure, Param, Profile
+from .registry import (
+    DEFAULT_PROFILE,
+    NICKNAMES,
+    PROFILES,
+    REAL_GAINS_PROFILE,
+    REGISTRY,
+    Measure,
+    Param,
+    Profile,
+    resolve_profile,
+)
 
 __all__ = ["Context", "DEFAULT_PROFILE", "Measure", "NICKNAMES", "PROFILES", "Param", "Profile",
-           "REGISTRY"]
+           "REAL_GAINS_PROFILE", "REGISTRY", "resolve_profile"]

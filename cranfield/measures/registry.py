@@ -32,8 +32,9 @@ from ..errors import MeasureError
 @dataclass(frozen=True)
 class Profile:
     """A compatibility profile: the trec_eval version whose numbers and output Cranfield
-    reproduces. Code asks a profile's flags (``PROFILES[name].float32_scores``), never its
-    name."""
+    reproduces, or Cranfield's own (``cranfield``: trec_eval 10's arithmetic and output, and
+    qrels that declare real-valued gains, which trec_eval cannot read). Code asks a profile's
+    flags (``PROFILES[name].float32_scores``), never its name."""
 
     name: str
     # scores are compared as C floats when ranking (9.0.8 reads them with atof into a float)
@@ -51,6 +52,10 @@ class Profile:
     # 9.0.8's readers of those formats have no comments and refuse it
     # (cranfield.measures.jg_measures)
     skips_judgment_comments: bool
+    # qrels declaring real-valued gains (gains="real", issue #31) are read as such; a
+    # trec_eval profile reads every grade as trec_eval does, refusing one that is not an
+    # integer exactly as without the declaration (cranfield.measures.real_gains)
+    reads_real_gains: bool = False
 
 
 # by name, in the order they are listed (the first is the default)
@@ -61,8 +66,24 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("trec_eval-10", float32_scores=False, rounded_recall_cutoffs=True,
             prints_topics_missing_from_run=True, keeps_missing_topic_values=True,
             skips_judgment_comments=True),
+    Profile("cranfield", float32_scores=False, rounded_recall_cutoffs=True,
+            prints_topics_missing_from_run=True, keeps_missing_topic_values=True,
+            skips_judgment_comments=True, reads_real_gains=True),
 )}
 DEFAULT_PROFILE = "trec_eval-9.0.8"
+# the profile of an evaluation that names none and whose qrels declare real gains
+REAL_GAINS_PROFILE = "cranfield"
+
+
+def resolve_profile(profile: str | None, gains: str | None = None) -> str:
+    """The profile an evaluation runs under: ``profile`` as given, or, when none is given,
+    :data:`REAL_GAINS_PROFILE` for qrels declaring real gains (``gains == "real"``: the
+    declaration says the grades are not trec_eval's) and :data:`DEFAULT_PROFILE` otherwise.
+    Every way in (library, CLI, API, a queued job) settles it here, so one request gets one
+    profile."""
+    if profile is not None:
+        return profile
+    return REAL_GAINS_PROFILE if gains == "real" else DEFAULT_PROFILE
 
 # What a measure is computed from (Measure.input) -> the qrels formats that give it: trec_eval's
 # -R, the library's and the API's qrels_format. "any": runid and num_q, read from no judgment.

@@ -215,3 +215,85 @@ def test_the_python_client(tmp_path, served, expected):
         _same(doc["aggregate"], expected)
     doc = client.evaluate(QRELS_MAP, RUN_TEXT, MEASURES, options={"gains": "real"})
     _same(doc["aggregate"], expected)
+
+
+@pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
+def test_a_trec_eval_profile_refuses_real_gains_with_todays_error(client, profile):
+    """Issue #31: a trec_eval profile named beside options.gains real refuses the real grade
+    with the very problem document it gives without the declaration (JSON and multipart);
+    stored qrels declaring real gains are refused under it naming topic and docid."""
+    def problem(resp):
+        assert resp.status_code == 422, resp.get_json()
+        doc = resp.get_json()
+        return {k: doc[k] for k in ("type", "title", "status", "detail", "errors")}
+
+    today = problem(client.post("/v1/evaluations", json={
+        "run": RUN_TEXT, "qrels": QRELS_TEXT, "measures": ["ndcg"],
+        "options": {"profile": profile}}))
+    assert "qrels line 1" in today["errors"] and \
+        today["detail"].endswith("grade: '2.5' is not an integer grade")
+    declared = problem(client.post("/v1/evaluations", json={
+        "run": RUN_TEXT, "qrels": QRELS_TEXT, "measures": ["ndcg"],
+        "options": {"profile": profile, "gains": "real"}}))
+    assert declared == today
+    form = {"run": (io.BytesIO(RUN_TEXT.encode()), "run.txt"),
+            "qrels": (io.BytesIO(QRELS_TEXT.encode()), "qrels.txt"),
+            "measures": "ndcg", "gains": "real", "profile": profile}
+    multipart = problem(client.post("/v1/evaluations", data=form,
+                                    content_type="multipart/form-data"))
+    assert multipart["detail"] == today["detail"]
+    batch = problem(client.post("/v1/evaluations/batch", json={
+        "runs": [{"name": "a", "run": RUN_TEXT}], "qrels": QRELS_TEXT, "measures": ["ndcg"],
+        "options": {"profile": profile, "gains": "real"}}))
+    assert batch["detail"].endswith("grade: '2.5' is not an integer grade")
+    assert client.put("/v1/qrels/llm-te", json={"qrels": QRELS_TEXT,
+                                                "gains": "real"}).status_code in (200, 201)
+    stored = problem(client.post("/v1/evaluations", json={
+        "run": RUN_TEXT, "qrels_id": "llm-te", "measures": ["ndcg"],
+        "options": {"profile": profile}}))
+    assert stored["detail"].endswith("q1.a: grade 2.5 is not an integer"), stored
+
+
+def test_real_gains_run_under_the_cranfield_profile_by_default(client, expected):
+    """Declared in the body, or by stored qrels, with no profile named: the evaluation runs
+    under cranfield's profile and says so; naming it gives the same numbers."""
+    assert client.put("/v1/qrels/llm-default", json={"qrels": QRELS_TEXT,
+                                                     "gains": "real"}).status_code in (200, 201)
+    for body in ({"qrels": QRELS_TEXT, "options": {"gains": "real"}},
+                 {"qrels": QRELS_TEXT, "options": {"gains": "real", "profile": "cranfield"}},
+                 {"qrels_id": "llm-default"},
+                 {"qrels_id": "llm-default", "options": {"profile": "cranfield"}}):
+        resp = client.post("/v1/evaluations", json={"run": RUN_TEXT, "measures": MEASURES,
+                                                     **body})
+        assert resp.status_code == 200, (body, resp.get_json())
+        doc = resp.get_json()
+        assert doc["provenance"]["options"]["profile"] == "cranfield", body
+        assert doc["provenance"]["options"]["gains"] == "real", body
+        _same(doc["aggregate"], expected)
+    resp = client.post("/v1/evaluations/batch", json={
+        "runs": [{"name": "a", "run": RUN_TEXT}], "qrels_id": "llm-default",
+        "measures": MEASURES})
+    assert resp.status_code == 200, resp.get_json()
+    (only,) = resp.get_json()["evaluations"]
+    assert only["provenance"]["options"]["profile"] == "cranfield"
+    _same(only["aggregate"], expected)
+    # integer qrels, no profile named: trec_eval 9.0.8's, as ever
+    plain = client.post("/v1/evaluations", json={"run": RUN_TEXT, "measures": ["ndcg"],
+                                                  "qrels": "q1 0 a 2\n"})
+    assert plain.get_json()["provenance"]["options"]["profile"] == "trec_eval-9.0.8"
+
+
+def test_a_queued_evaluation_of_stored_real_gains_runs_under_cranfield(expected):
+    from service.app import create_app
+
+    queued = ContractClient(create_app({"TESTING": True}).test_client())
+    assert queued.put("/v1/qrels/llm-q", json={"qrels": QRELS_TEXT,
+                                               "gains": "real"}).status_code in (200, 201)
+    resp = queued.post("/v1/evaluations", json={"run": RUN_TEXT, "qrels_id": "llm-q",
+                                                 "measures": MEASURES},
+                       headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.get_json()
+    job = finished_job(queued, resp.headers["Location"])
+    assert job["status"] == "finished", job
+    assert job["result"]["provenance"]["options"]["profile"] == "cranfield"
+    _same(job["result"]["aggregate"], expected)

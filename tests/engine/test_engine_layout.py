@@ -11,7 +11,13 @@ import pytest
 
 import cranfield
 from cranfield.inputs import io, json_body
-from cranfield.measures import DEFAULT_PROFILE, PROFILES, Profile
+from cranfield.measures import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    REAL_GAINS_PROFILE,
+    Profile,
+    resolve_profile,
+)
 from cranfield.settings import SETTINGS, Settings
 
 ENGINE = Path(cranfield.__file__).resolve().parent
@@ -26,7 +32,7 @@ def trees():
 # ---- profiles ----------------------------------------------------------------------------------
 
 def test_profiles_are_records_by_name_default_first():
-    assert list(PROFILES) == ["trec_eval-9.0.8", "trec_eval-10"]
+    assert list(PROFILES) == ["trec_eval-9.0.8", "trec_eval-10", "cranfield"]
     assert next(iter(PROFILES)) == DEFAULT_PROFILE
     assert all(isinstance(p, Profile) and p.name == n for n, p in PROFILES.items())
     nine, ten = PROFILES["trec_eval-9.0.8"], PROFILES["trec_eval-10"]
@@ -34,6 +40,15 @@ def test_profiles_are_records_by_name_default_first():
     assert ten.rounded_recall_cutoffs and not nine.rounded_recall_cutoffs
     assert ten.prints_topics_missing_from_run and not nine.prints_topics_missing_from_run
     assert ten.keeps_missing_topic_values and not nine.keeps_missing_topic_values
+    # cranfield's: trec_eval 10's arithmetic and output, and real gains, which neither
+    # trec_eval profile reads (issue #31)
+    own = PROFILES["cranfield"]
+    assert {k: v for k, v in vars(own).items() if k not in ("name", "reads_real_gains")} == \
+        {k: v for k, v in vars(ten).items() if k not in ("name", "reads_real_gains")}
+    assert own.reads_real_gains and not ten.reads_real_gains and not nine.reads_real_gains
+    assert resolve_profile(None) == DEFAULT_PROFILE == resolve_profile(None, "integer")
+    assert resolve_profile(None, "real") == "cranfield" == REAL_GAINS_PROFILE
+    assert resolve_profile("trec_eval-10", "real") == "trec_eval-10"
     with pytest.raises(AttributeError):
         ten.float32_scores = True  # frozen
 

@@ -1,7 +1,9 @@
 """Real-valued gains (issue #31): nDCG on real gains equals scikit-learn's ndcg_score with the
 same gains (the matching tie forms, with cutoffs); DCG, ERR and RBP equal their formulas by
 hand; binary measures need rel= and say so; undeclared real grades are refused exactly as
-before, under both trec_eval profiles; integer-valued real gains give the integer results."""
+before, under both trec_eval profiles, and so are declared ones under a trec_eval profile
+named beside the declaration (real gains are the cranfield profile's, the default with
+them); integer-valued real gains give the integer results."""
 
 from __future__ import annotations
 
@@ -46,7 +48,8 @@ def _sklearn(qrels, run, k, ignore_ties):
 def test_ndcg_equals_sklearn_without_ties(k):
     qrels, run = _topics()
     name = "ndcg" if k is None else f"nDCG@{k}"
-    ev = cranfield.evaluate(qrels, run, [name], gains="real", profile="trec_eval-10")
+    ev = cranfield.evaluate(qrels, run, [name], gains="real")
+    assert ev.options["profile"] == "cranfield"  # (the profile that reads real gains)
     want = _sklearn(qrels, run, k, ignore_ties=True)
     for topic, value in want.items():
         assert ev.per_topic[topic][name] == pytest.approx(value, rel=1e-12), topic
@@ -56,7 +59,7 @@ def test_ndcg_equals_sklearn_without_ties(k):
 def test_tie_averaged_ndcg_equals_sklearn_with_ties(k):
     qrels, run = _topics(ties=True)
     name = "nDCG(ties=average)" + ("" if k is None else f"@{k}")
-    ev = cranfield.evaluate(qrels, run, [name], gains="real", profile="trec_eval-10")
+    ev = cranfield.evaluate(qrels, run, [name], gains="real", profile="cranfield")
     want = _sklearn(qrels, run, k, ignore_ties=False)
     for topic, value in want.items():
         assert ev.per_topic[topic][name] == pytest.approx(value, rel=1e-12), topic
@@ -76,7 +79,7 @@ def _dcg(gains, k=None):
 
 def test_dcg_err_rbp_by_hand():
     names = ["DCG@3", "ndcg", "ERR@3", "RBP(p=0.8)", "rbp.p=0.9", "CG@2"]
-    ev = cranfield.evaluate(QRELS, RUN, names, gains="real", profile="trec_eval-10")
+    ev = cranfield.evaluate(QRELS, RUN, names, gains="real")
     for topic, gains in RANKED.items():
         got = ev.per_topic[topic]
         ideal = sorted(JUDGED[topic], reverse=True)
@@ -153,13 +156,83 @@ def test_undeclared_real_grades_are_refused_word_for_word_as_before(profile):
         cranfield.evaluate("1 0 a 1\n", RUN, ["P(rel=0.5)@2"], profile=profile)
 
 
+def _files(tmp_path):
+    """QRELS and RUN as files, as the command line reads them."""
+    (tmp_path / "qrels").write_text(QRELS)
+    (tmp_path / "run").write_text(RUN)
+    return str(tmp_path / "qrels"), str(tmp_path / "run")
+
+
+@pytest.mark.parametrize("profile", ["trec_eval-9.0.8", "trec_eval-10"])
+def test_a_trec_eval_profile_refuses_declared_real_gains_with_todays_error(profile, capsys,
+                                                                          tmp_path):
+    """Issue #31: a trec_eval profile refuses real gains with the same error as today (the
+    undeclared one, word for word and code for code), in the library, evaluate_many and the
+    command line alike; a Qrels already read with real gains as a mapping's grade is."""
+    with pytest.raises(InputError) as today:
+        cranfield.evaluate(QRELS, RUN, ["ndcg"], profile=profile)
+    with pytest.raises(InputError) as declared:
+        cranfield.evaluate(QRELS, RUN, ["ndcg"], gains="real", profile=profile)
+    assert str(declared.value) == str(today.value) == \
+        "qrels:1: grade: '2.5' is not an integer grade"
+    assert (declared.value.code, declared.value.line, declared.value.field) == \
+        (today.value.code, today.value.line, today.value.field) == ("invalid-input", 1, "grade")
+    with pytest.raises(InputError) as many:
+        cranfield.evaluate_many(QRELS, {"a": RUN}, ["ndcg"], gains="real", profile=profile)
+    assert str(many.value) == str(today.value)
+    # a Qrels declaring real gains (read so, or stored so) names topic and docid, as a
+    # mapping's grade 2.5 is refused without the declaration
+    read = cranfield.read_qrels(QRELS, gains="real")
+    with pytest.raises(InputError) as of_qrels:
+        cranfield.evaluate(read, RUN, ["ndcg"], profile=profile)
+    with pytest.raises(InputError) as mapping:
+        cranfield.evaluate({"1": {"a": 2.5}}, RUN, ["ndcg"], profile=profile)
+    assert str(of_qrels.value) == str(mapping.value) == "qrels.1.a: grade 2.5 is not an integer"
+    # the command line: the same message and exit status with and without --real-gains
+    from cranfield.cli import main
+
+    QRELS_PATH, RUN_PATH = _files(tmp_path)  # noqa: N806
+
+    assert main(["eval", "--profile", profile, "-m", "ndcg", QRELS_PATH, RUN_PATH]) == 2
+    without = capsys.readouterr().err
+    assert main(["eval", "--profile", profile, "--real-gains", "-m", "ndcg", QRELS_PATH,
+                 RUN_PATH]) == 2
+    assert capsys.readouterr().err == without
+    assert "grade: '2.5' is not an integer grade" in without
+
+
+def test_real_gains_run_under_the_cranfield_profile_unless_another_is_named(capsys, tmp_path):
+    """Declaring real gains without a profile, or evaluating a Qrels that declares them,
+    runs under ``cranfield`` (trec_eval 10's arithmetic): the same numbers as naming it;
+    integer-valued gains named with a trec_eval profile give that profile's numbers."""
+    names = ["ndcg", "nDCG@3", "ERR@3"]
+    named = cranfield.evaluate(QRELS, RUN, names, gains="real", profile="cranfield")
+    for ev in (cranfield.evaluate(QRELS, RUN, names, gains="real"),
+               cranfield.evaluate(cranfield.read_qrels(QRELS, gains="real"), RUN, names),
+               cranfield.evaluate_many(QRELS, [RUN], names, gains="real")["run1"]):
+        assert ev.options["profile"] == "cranfield" and ev.options["gains"] == "real"
+        assert ev.per_topic == named.per_topic
+    from cranfield.cli import main
+
+    QRELS_PATH, RUN_PATH = _files(tmp_path)  # noqa: N806
+
+    assert main(["eval", "--real-gains", "-q", "-m", "ndcg", QRELS_PATH, RUN_PATH]) == 0
+    lines = dict((f[1], float(f[2])) for f in (line.split() for line in
+                                               capsys.readouterr().out.splitlines()))
+    assert lines["1"] == pytest.approx(named.per_topic["1"]["ndcg"], abs=5e-5)
+    integer = "1 0 a 2\n1 0 b 1\n1 0 c 0\n1 0 d 3\n"
+    for profile in ("trec_eval-9.0.8", "trec_eval-10"):
+        ev = cranfield.evaluate(integer, RUN, ["ndcg", "P.2"], gains="real", profile=profile)
+        plain = cranfield.evaluate(integer, RUN, ["ndcg", "P.2"], profile=profile)
+        assert ev.aggregate == plain.aggregate and ev.options == plain.options
+
+
 def test_integer_valued_real_gains_give_the_integer_results_exactly():
     text = "1 0 a 2\n1 0 b 1\n1 0 c 0\n1 0 d 3\n2 0 x 1\n2 0 y -1\n2 0 w 2\n"
     names = ["ndcg", "ndcg_cut.2,3", "nDCG(ties=average)@3", "DCG@3", "ERR@3", "RBP",
              "rbp", "G", "ndcg_rel", "CG@2"]
     integer = cranfield.evaluate(text, RUN, names + ["P.2", "map"], profile="trec_eval-10")
-    real = cranfield.evaluate(text, RUN, names + ["P(rel=1)@2", "AP(rel=1)"], gains="real",
-                              profile="trec_eval-10")
+    real = cranfield.evaluate(text, RUN, names + ["P(rel=1)@2", "AP(rel=1)"], gains="real")
     for key in integer.aggregate:
         other = {"P_2": "P(rel=1)@2", "map": "AP(rel=1)"}.get(key, key)
         assert real.aggregate[other] == integer.aggregate[key], key
