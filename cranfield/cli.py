@@ -241,7 +241,7 @@ def _add_gdeval(sub) -> None:
 
 def _add_compare(sub) -> None:
     """``cranfield compare``'s parser."""
-    from .measures import DEFAULT_PROFILE, PROFILES
+    from .measures import DEFAULT_PROFILE, PROFILES, REAL_GAINS_PROFILE
 
     cmp = sub.add_parser("compare", help="compare runs over topics: means with CIs, paired "
                                          "tests, multiple-comparison correction, a gate",
@@ -298,8 +298,16 @@ def _add_compare(sub) -> None:
                           "adjusted over its own family; and each run's weighted mean")
     cmp.add_argument("-l", type=int, default=1, dest="rel_level", metavar="N",
                      help="relevance level: grades >= N are relevant (default 1)")
-    cmp.add_argument("--profile", type=_profile, default=DEFAULT_PROFILE,
-                     help=f"compatibility profile: {', '.join(PROFILES)} (default %(default)s)")
+    cmp.add_argument("--real-gains", action="store_true", dest="real_gains",
+                     help="QRELS hold real-valued gains (e.g. 0.75; not trec_eval): gain-based "
+                          "measures (nDCG, DCG, ERR, RBP...) use them as they are, binary ones "
+                          "need rel= (P(rel=0.5)@10); read under the cranfield profile (a "
+                          "trec_eval --profile refuses a grade that is not an integer); see "
+                          "docs/measures.md")
+    cmp.add_argument("--profile", type=_profile, default=None,
+                     help=f"compatibility profile: {', '.join(PROFILES)} (default "
+                          f"{DEFAULT_PROFILE}; {REAL_GAINS_PROFILE} with --real-gains, which "
+                          "the trec_eval profiles do not read)")
 
 
 def _add_measures(sub) -> None:

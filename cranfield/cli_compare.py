@@ -63,6 +63,7 @@ def run_compare(args: argparse.Namespace) -> int:
                   tests=tuple(tests), correction=args.correction, alpha=args.alpha,
                   n_permutations=args.permutations, n_samples=args.bootstrap, seed=args.seed,
                   gate=args.gate or None, profile=args.profile,
+                  **({"gains": "real"} if args.real_gains else {}),
                   relevance_level=args.rel_level, complete_topics=args.complete,
                   interface="cli", topic_metadata=topic_metadata_file(args.topic_metadata))
     if args.format == "json":

@@ -51,6 +51,7 @@ from cranfield.compare.comparison import run_names
 from cranfield.compare.comparison_settings import TESTS
 from cranfield.compare.comparison_work import WorkBudgetError, work_budget
 from cranfield.errors import InputError
+from cranfield.inputs.grammar import GAINS
 from cranfield.inputs.json_body import loads as json_loads
 from cranfield.measures.budget import BudgetError, evaluation_budget
 from cranfield.measures.names import needs_subtopics
@@ -102,6 +103,10 @@ class CompareOptionsSchema(OptionsSchema):
 
     # segments and weights (issue #28): each segment compared too, its own family
     topic_metadata = TopicMetadataField(allow_none=True)
+    # real-valued gains (issue #31), as an evaluation's: absent, no key (integer grades);
+    # OptionsSchema's _settle_profile reads it (cranfield's profile when none is named; a
+    # trec_eval profile named beside it drops it: a non-integer grade refused as without)
+    gains = fields.String(validate=validate.OneOf(GAINS))
 
     @post_load
     def _without_null_topic_metadata(self, data, **kwargs):
@@ -280,7 +285,7 @@ _FORM_SCALARS = {"alpha": float, "permutations": int, "bootstrap_samples": int, 
 _FORM_BOOLEANS = ("per_topic", "curves", "judged_only", "complete_topics")
 _FORM_LISTS = ("measures", "tests", "gate")
 _OPTION_KEYS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
-                "collection_size", "topic_metadata")
+                "collection_size", "topic_metadata", "gains")
 # fields naming runs that are not uploaded (repeated): runs[].result_id, runs[].evaluation_id
 _FORM_RUN_IDS = ("result_id", "evaluation_id")
 
@@ -562,7 +567,10 @@ def compare(req: dict, fmt: str, *, may_queue: bool = True,
             check_qrels(qrels, "qrels_id", cfg)
         elif req.get("qrels") is not None:
             subtopics = needs_subtopics(measures, req["options"]["profile"])
-            qrels, source = read_input(req["qrels"], "qrels", subtopics)
+            # declared real gains read as such (the schema kept options.gains only under a
+            # profile that reads them), as POST /v1/evaluations reads its qrels
+            qrels, source = read_input(req["qrels"], "qrels", subtopics,
+                                       gains=req["options"].get("gains") or "integer")
             qrels_digest = digest(source)
             check_qrels(qrels, "qrels", cfg)
         entries = []

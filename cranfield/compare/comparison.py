@@ -26,11 +26,12 @@ import numpy as np
 
 from ..errors import InputError
 from ..evaluate import Evaluation
+from ..evaluate_checks import declared_gains, plan_evaluation
 from ..evaluate_many import evaluate_many
 from ..inputs import run_naming
 from ..inputs.io import read_qrels
 from ..inputs.swapped import refuse_swapped_runs
-from ..measures import DEFAULT_PROFILE
+from ..measures import resolve_profile
 from ..measures.names import needs_subtopics, resolve
 from .comparison_scope import (
     aggregate_of,
@@ -51,6 +52,9 @@ from .comparison_work import check_work, comparison_work
 from .gate import gate_results, gate_specs
 
 DEFAULT_MEASURES = ["map", "ndcg_cut.10", "P.10", "recall.1000", "recip_rank"]
+# what compare() passes to each run's evaluation: the options the runs share, and the
+# qrels' declared gains (issue #31), which settle the profile when none is named
+COMPARE_EVAL_OPTIONS = (*EVAL_OPTIONS, "gains")
 
 #: names for runs given by file (moved below, to cranfield.inputs.run_naming, where
 #: cranfield.evaluate_many names them too); the CLI and the service take it from here
@@ -75,22 +79,37 @@ def compare(qrels: Any, runs: dict[str, Any], measures: list[str] | str | None =
     ``measures``: names as for evaluate; default ``DEFAULT_MEASURES`` (map, ndcg_cut.10, P.10,
     recall.1000, recip_rank); a gate's measure is added when missing. ``eval_options`` are
     evaluate's: ``profile``, ``relevance_level``, ``judged_only``, ``depth``,
-    ``complete_topics``, ``collection_size``. Everything else (``max_work`` too), and the
-    document returned, is as :func:`compare_evaluations`.
+    ``complete_topics``, ``collection_size``, ``gains``. ``gains="real"`` declares real-valued
+    gains (issue #31) as it does to evaluate: with no profile named every run is evaluated
+    under ``cranfield``'s, which reads them (gain-based measures use them as they are, a
+    binary measure without ``rel=`` is refused naming it); a trec_eval profile named beside
+    it reads the qrels as trec_eval does and refuses a grade that is not an integer as
+    without the declaration. Everything else (``max_work`` too), and the document returned,
+    is as :func:`compare_evaluations`.
     """
     refuse_swapped_runs(qrels, runs)  # code written for the old order (runs first)
-    unknown = sorted(set(eval_options) - set(EVAL_OPTIONS))
+    unknown = sorted(set(eval_options) - set(COMPARE_EVAL_OPTIONS))
     if unknown:
         raise TypeError(f"compare() got unexpected option(s) {unknown}; evaluation options "
-                        f"are {list(EVAL_OPTIONS)}")
+                        f"are {list(COMPARE_EVAL_OPTIONS)}")
     settings = ComparisonSettings.check(runs, baseline, tests, wilcoxon, correction, alpha,
                                         n_permutations, n_samples, seed, largest_losses)
     gates = gate_specs(gate)
-    profile = eval_options.get("profile", DEFAULT_PROFILE)
+    # the profile and gains as evaluate settles them (a Qrels declaring real gains, and no
+    # profile named: cranfield's), passed on as settled so every run is evaluated so
+    gains = declared_gains(qrels, eval_options.get("profile"), eval_options.get("gains"))
+    profile = resolve_profile(eval_options.get("profile"), gains)
+    eval_options = {**eval_options, "profile": profile,
+                    **({"gains": gains} if gains is not None else {})}
     names = with_gate_measures(
         [measures] if isinstance(measures, str) else list(measures or DEFAULT_MEASURES),
         gates, profile)
-    qrels_obj = read_qrels(qrels, diversity=needs_subtopics(names, profile))
+    # evaluate's refusals of its options and measures (an unknown gains value, a binary
+    # measure without rel= beside real gains...) before the qrels are read, in its order;
+    # the plan says how the qrels' grades are read ("integer" under a trec_eval profile)
+    plan = plan_evaluation(names, **eval_options)
+    qrels_obj = read_qrels(qrels, diversity=needs_subtopics(names, profile),
+                           gains=plan.gains or "integer")
     evaluations = evaluate_many(qrels_obj, runs, names, **eval_options)
     return compare_evaluations(evaluations, names, gate=gates or None, **settings.as_kwargs(),
                                per_topic=per_topic, curves=curves, max_work=max_work,
@@ -196,6 +215,8 @@ def compare_evaluations(evaluations: dict[str, Evaluation],
     run_names = list(evaluations)
     evs = [evaluations[n] for n in run_names]
     options = shared_options(run_names, evs)
+    if all(ev.options.get("gains") == "real" for ev in evs):  # as each evaluation says
+        options["gains"] = "real"  # (issue #31; integer grades: no key, as before)
     warnings: list[dict] = []
     keys, described = comparable_measures(run_names, evs, measures, warnings)
     topics, rows = common_topics(run_names, evs, warnings, interface)
