@@ -76,6 +76,10 @@ APP_DEFAULTS: dict[str, Any] = {
     "MAX_QUEUED_RESCORES": 1000,
     # the systems one POST /v1/rescores names (422 naming systems beyond)
     "MAX_RESCORE_SYSTEMS": 100,
+    # seconds: GET /v1/rescores/{id} queues again the items whose jobs the queue lost (Redis
+    # restarted empty) at most once in this interval per re-score, one poll at a time (a
+    # Redis lock); other polls read the progress alone (backend.rescoring.recover)
+    "RESCORE_RECOVERY_INTERVAL": 10,
     # many judges (issue #31, service/judges.py): the judgments a judged qrels PUT as rows or
     # columns holds, and those GET .../agreement and POST .../consensus read (413 beyond);
     # the judges of one judged qrels (pairs of them: Cohen's kappa each); the bootstrap's
@@ -101,7 +105,8 @@ _APP_INTEGERS = ("MAX_CONTENT_LENGTH", "MAX_FORM_MEMORY_SIZE", "MAX_TOPICS",
                  "JOB_TIMEOUT", "RESULT_TTL", "QUEUED_TTL", "INPUT_TTL", "SHARDS",
                  "SHARD_MIN_BYTES", "MAX_QUEUED_JOBS", "MAX_PAGE_ITEMS",
                  "MAX_RESCORE_RESULTS", "MAX_QUEUED_RESCORES",
-                 "MAX_RESCORE_SYSTEMS", "MAX_JUDGED_JUDGMENTS", "MAX_JUDGES",
+                 "MAX_RESCORE_SYSTEMS", "RESCORE_RECOVERY_INTERVAL", "MAX_JUDGED_JUDGMENTS",
+                 "MAX_JUDGES",
                  "AGREEMENT_RESAMPLES", "MAX_AGREEMENT_RESAMPLES", "MAX_AGREEMENT_WORK")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 

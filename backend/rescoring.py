@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -36,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
+from . import keys as redis_keys
 from .results import Base, Result, System, iso, utc
 from .versioned_sets import tenant_key
 
@@ -650,8 +652,11 @@ def _enqueue_shards(connection, store, wire: dict, pieces: list, measures: list[
     common = {"timeout": settings["job_timeout"], "result_ttl": settings["result_ttl"],
               "failure_ttl": settings["result_ttl"], "ttl": settings["queued_ttl"],
               "retry": Retry(max=2)}
-    shard_opts = dict(common, result_ttl=max(settings["result_ttl"],
-                                             settings["queued_ttl"] + settings["job_timeout"]))
+    # a finished shard's result outlives its siblings' wait and their three attempts (as
+    # in_flight_horizon counts them): the combine step reads it, and a recovery reading the
+    # combine step waiting finds it there (a shard gone reads as the item lost)
+    shard_opts = dict(common, result_ttl=max(settings["result_ttl"], settings["queued_ttl"]
+                                             + 3 * settings["job_timeout"]))
     keys, shard_ids = [], []
     for i, piece in enumerate(pieces):
         keys.append(store.put_blob(f"run-{uuid.uuid4().hex}", bytes(piece),
@@ -745,8 +750,18 @@ def _embedded(store, results, wire: dict) -> None:
 
 
 
-#: RQ states in which a job will still run (or is running)
-_PENDING = ("created", "queued", "started", "deferred", "scheduled")
+#: RQ states in which a job will still run (or is running). RQ 3 added two of them:
+#: ``ready_to_enqueue``, a dependent whose dependencies have all finished (the combine step
+#: once its last shard has: the worker commits the shard's success and moves it there in one
+#: transaction, then pushes it onto the queue in a second step, or leaves it to a worker's
+#: maintenance when that step loses a race), and ``rate_limited``, a job waiting for a slot
+#: of its rate limit. Not counted here, a poll in that window judged a live item lost and
+#: queued it again (issue #31).
+_PENDING = ("created", "queued", "started", "deferred", "scheduled", "ready_to_enqueue",
+            "rate_limited")
+#: RQ states in which a job is over: it will not run (again). Every RQ state is one or the
+#: other (tests/integration/test_rescore_recovery_race.py holds RQ's list to these two).
+_ENDED = ("finished", "failed", "stopped", "canceled")
 
 
 def _status(job) -> str | None:
@@ -817,7 +832,8 @@ def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int
     re-score job first (a result it records is unique per original and qrels digest, so a
     late duplicate of a lost job records nothing). An item one of whose jobs failed for good
     is marked failed with the reason. The database says what is left to do. Returns how
-    many were queued again."""
+    many were queued again. ``GET /v1/rescores/{id}`` runs it through :func:`recover` (one
+    poll at a time, at most once per RESCORE_RECOVERY_INTERVAL)."""
     with results.sessions() as session:
         rescore_pk = session.scalar(select(Rescore.pk).where(Rescore.id == doc["id"]))
         items = session.execute(select(RescoreItem.position, RescoreItem.result_id,
@@ -848,6 +864,63 @@ def resume(backend, config: dict, results, tenant: str | None, doc: dict) -> int
             "event": "rescore_resumed", "rescore_id": doc["id"], "jobs": len(wires)})
         enqueue(backend, config, wires, results)
     return len(wires)
+
+
+#: seconds a re-score's recovery holds its lock at most when its process dies before
+#: releasing it (a request's longest: gunicorn's default CRANFIELD_TIMEOUT); released at once
+#: when the recovery ends, but for what is left of RESCORE_RECOVERY_INTERVAL
+RECOVERY_LOCK_S = 120
+
+# the lock's release: only by its holder (its token), kept until the interval is over
+_RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
+end
+local left = tonumber(ARGV[2])
+if left > 0 then
+    redis.call('PEXPIRE', KEYS[1], left)
+else
+    redis.call('DEL', KEYS[1])
+end
+return 1
+"""
+
+
+def recovery_key(rescore_id: str) -> str:
+    """The Redis key a re-score's recovery (:func:`recover`) holds while it runs and for the
+    rest of ``RESCORE_RECOVERY_INTERVAL`` from its start."""
+    return f"{redis_keys.ROOT}:rescore-recovery:{rescore_id}"
+
+
+def recover(backend, config: dict, results, tenant: str | None, doc: dict) -> int | None:
+    """:func:`resume` for ``GET /v1/rescores/{id}``, at most one at a time per re-score and
+    at most once per ``RESCORE_RECOVERY_INTERVAL`` seconds (its start to the next one's), so
+    that polling costs what reading the progress costs: a lock taken with SET NX on
+    :func:`recovery_key` (its token, an expiry of :data:`RECOVERY_LOCK_S` at most in case its
+    process dies) and, once the recovery is over, left to expire when the interval is.
+    Concurrent polls (threads, API processes) cannot both queue the same lost item again;
+    a poll that does not get the lock only reads the progress. Returns how many items were
+    queued again, or None when another recovery holds the lock or ran within the interval.
+    The embedded service (no Redis) resumes at every poll, as it always has: its jobs are
+    in its own process."""
+    if getattr(backend, "kind", None) != "redis":
+        return resume(backend, config, results, tenant, doc)
+    interval_ms = int(config["RESCORE_RECOVERY_INTERVAL"]) * 1000
+    key, token = recovery_key(doc["id"]), uuid.uuid4().hex
+    if not backend.redis.set(key, token, nx=True,
+                             px=max(interval_ms, RECOVERY_LOCK_S * 1000)):
+        return None
+    started = time.monotonic()
+    try:
+        return resume(backend, config, results, tenant, doc)
+    finally:
+        left = interval_ms - int((time.monotonic() - started) * 1000)
+        try:
+            backend.redis.eval(_RELEASE, 1, key, token, left)
+        except Exception:  # Redis gone meanwhile: the lock's expiry frees it
+            log.warning("could not release a re-score's recovery lock", exc_info=True,
+                        extra={"event": "rescore_recovery_unlocked",
+                               "rescore_id": doc["id"]})
 
 
 # --------------------------------------------------------------------------------------------

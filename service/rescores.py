@@ -5,7 +5,8 @@ run is listed as skipped, with the reason; one re-scored under these qrels alrea
 at once, nothing recorded again) and answer 202 with the re-score's id; ``GET
 /v1/rescores/{id}`` gives its progress (total, queued, done, failed, skipped, the new results'
 ids), kept in the results database: a Redis restart loses nothing, and the jobs it lost are
-queued again when the progress is asked for.
+queued again when the progress is asked for (by one poll at a time, at most once per
+RESCORE_RECOVERY_INTERVAL seconds; the others read the progress alone).
 
 Each job (:func:`backend.rescoring.rescore_one`) evaluates the kept run with the original
 result's measures and options and records a new result of the same system, with the
@@ -165,8 +166,9 @@ def rescore_systems():
 
 @bp.get("/rescores/<rescore_id>")
 def get_rescore(rescore_id: str):
-    """A re-score's progress; its items whose jobs Redis lost are queued again."""
-    from backend.rescoring import progress, resume
+    """A re-score's progress; its items whose jobs Redis lost are queued again (by one poll
+    at a time, at most once per RESCORE_RECOVERY_INTERVAL: ``backend.rescoring.recover``)."""
+    from backend.rescoring import progress, recover
 
     if not RESCORE_ID.match(rescore_id):
         raise Problem(422, "Invalid re-score id", f"{rescore_id!r} is not a re-score id",
@@ -176,7 +178,7 @@ def get_rescore(rescore_id: str):
     doc = progress(store, tenant, rescore_id)
     if doc is None:
         raise Problem(404, "Not Found", f"no re-score {rescore_id!r}", kind="not-found")
-    if doc["queued"]:
-        resume(current_app.extensions["cranfield"], current_app.config, store, tenant, doc)
-        doc = progress(store, tenant, rescore_id) or doc  # what resume found failed
+    if doc["queued"] and recover(current_app.extensions["cranfield"], current_app.config,
+                                 store, tenant, doc) is not None:
+        doc = progress(store, tenant, rescore_id) or doc  # what the recovery found failed
     return Response(orjson.dumps(doc), mimetype="application/json")
