@@ -68,3 +68,9 @@ def job_counters() -> str:
 def rate_window(api_key: str, slot: int) -> str:
     """One key's request count in one fixed rate-limit window."""
     return f"{ROOT}:ratelimit:{api_key}:{slot}"
+
+
+def rescore_recovery(rescore_id: str) -> str:
+    """A re-score's recovery lock (backend/rescoring.py ``recover``): held while one poll
+    recovers the re-score's lost jobs, and for the rest of RESCORE_RECOVERY_INTERVAL."""
+    return f"{ROOT}:rescore-recovery:{rescore_id}"

@@ -889,7 +889,7 @@ return 1
 def recovery_key(rescore_id: str) -> str:
     """The Redis key a re-score's recovery (:func:`recover`) holds while it runs and for the
     rest of ``RESCORE_RECOVERY_INTERVAL`` from its start."""
-    return f"{redis_keys.ROOT}:rescore-recovery:{rescore_id}"
+    return redis_keys.rescore_recovery(rescore_id)
 
 
 def recover(backend, config: dict, results, tenant: str | None, doc: dict) -> int | None:
