@@ -135,9 +135,29 @@ QUEUED, DONE, FAILED, SKIPPED = "queued", "done", "failed", "skipped"
 INLINE_METADATA = ("it was evaluated with inline topic metadata (options.topic_metadata), "
                    "which is not kept: its segments and weights cannot be made again (record "
                    "with stored topic metadata, topic_metadata_id, to re-score segments)")
-# the engine options a re-score evaluates with, as the original result recorded them
+# the engine options a re-score evaluates with, as the original result recorded them (the
+# profile: as a fresh evaluation of the same request would have it, rescore_profile)
 OPTIONS = ("profile", "relevance_level", "judged_only", "depth", "complete_topics",
            "collection_size", "aggregation")
+
+
+def rescore_profile(options: dict, meta: dict) -> str:
+    """The profile a re-score runs under: the one a fresh evaluation of the original request
+    against the new version would get (issue #31). A result records the profile it was
+    evaluated under, resolved, not whether its request named one; so the recorded profile
+    counts as named unless it is the one an evaluation naming none would have had with the
+    original's own gains (``options["gains"]``: ``"real"`` or absent,
+    :func:`cranfield.measures.resolve_profile`): a profile equal to its default is taken as
+    the default. Named, it is kept (a trec_eval profile under qrels declaring real gains then
+    refuses a grade that is not an integer, as a fresh evaluation naming it does); not named,
+    it is the default for the new version's gains (``meta["gains"]``): cranfield's for
+    qrels put declaring real gains, trec_eval-9.0.8's for integer grades."""
+    from cranfield.measures import resolve_profile
+
+    recorded = options.get("profile")
+    if recorded is not None and recorded != resolve_profile(None, options.get("gains")):
+        return recorded
+    return resolve_profile(None, meta.get("gains"))
 
 
 class Rescore(Base):
@@ -437,6 +457,7 @@ def _prepare(qrels_store, results, wire: dict):
         return None, None, None, None, None, _fail(
             results, wire, "it was evaluated with z-scores (-Z), whose means are not kept")
     engine_options = {k: options[k] for k in OPTIONS if k in options}
+    engine_options["profile"] = rescore_profile(options, meta)  # not merely the recorded one
     if options.get("topic_metadata") is not None:  # segments (issue #28): the same version
         mapping, problem = _topic_metadata(results, tenant, provenance)
         if problem is not None:

@@ -17,6 +17,7 @@ import cranfield
 from cranfield.errors import error_report
 from cranfield.inputs import columnar
 from cranfield.inputs.json_body import columns_sha256, read_json_mapping
+from cranfield.measures import PROFILES
 from cranfield.measures.budget import BudgetError, check_values, evaluation_budget
 from cranfield.measures.names import needs_subtopics
 from cranfield.reports.result_document import details_for, evaluation_document
@@ -451,6 +452,12 @@ def combine_shards(store, job: CombineJob, shards: list[dict]) -> dict:
             return {"problem": outcome["problem"]}
     try:
         qrels, qrels_digest, qrels_version = _load_qrels(store, job)
+        if getattr(qrels, "gains", None) == "real" and \
+                not PROFILES[job.options["profile"]].reads_real_gains:
+            # a trec_eval profile reads grades as trec_eval does, all of them (issue #31):
+            # each shard read only its run's topics, so a grade that is not an integer in a
+            # topic the run lacks is refused here, as the unsharded evaluation refuses it
+            qrels = qrels.with_integer_grades()
         topics = [t for o in shards for t in o["run_topics"]]
         problem = topics_problem(set(topics), "run", (job.work_bounds or {}).get("max_topics"))
         if problem is not None:  # the whole run's topics, as the synchronous 413 counts them
@@ -748,7 +755,6 @@ def run_pool(store, job: PoolJob, progress=None) -> dict:
     MAX_POOL_WORK gets. Each run, and the stored qrels, held to MAX_TOPICS and
     MAX_DOCS_PER_TOPIC as it is read: the synchronous pool's 413 problem."""
     from cranfield.compare.pooling import pool
-    from cranfield.measures import PROFILES
 
     try:
         judged = None

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 import orjson
-from flask import current_app, g
+from flask import current_app, has_request_context, request
 
 import cranfield
 from backend import contract
@@ -31,6 +31,7 @@ from cranfield.measures.names import needs_subtopics
 from .auth import current_tenant
 from .limits import check_qrels, check_run, check_topics
 from .problems import Problem, from_engine_error
+from .schemas import PROFILE_NAMED
 
 
 def serialised(value, kind: str, label: str) -> tuple[bytes, str]:
@@ -204,19 +205,27 @@ def settle_stored_gains(req: dict, meta: Mapping | None = None) -> None:
     :func:`cranfield.evaluate` runs a Qrels declaring them: ``req["options"]["profile"]``
     settled before anything reads it (a queued job carries it). ``meta``: the version's
     metadata, when the caller has it; else looked up (an unknown id is left for the lookup
-    that reads the qrels to refuse)."""
+    that reads the qrels to refuse). Whether the request named a profile is its own
+    (``request.environ``, set by the options schema), never an earlier request's. A
+    ``qrels_id`` naming no version is pinned to the version read here (``id@version``), so
+    the evaluation reads the very judgments whose gains settled its profile, not a version
+    put in between."""
     from backend.store import StoreError
 
     options = req.get("options")
-    if not req.get("qrels_id") or options is None or g.get("profile_named") or \
+    named = has_request_context() and request.environ.get(PROFILE_NAMED, False)
+    if not req.get("qrels_id") or options is None or named or \
             options.get("gains") is not None:
         return
+    qrels_id, version = split_ref(req["qrels_id"])
     if meta is None:
         scoped = current_app.extensions["cranfield"].store.scoped(current_tenant())
         try:
-            meta = scoped.meta(*split_ref(req["qrels_id"]))
+            meta = scoped.meta(qrels_id, version)
         except StoreError:
             return
+    if version is None:  # the version whose gains are read below is the one evaluated
+        req["qrels_id"] = f"{qrels_id}@{meta['version']}"
     if meta.get("gains") == "real":
         options["profile"] = resolve_profile(None, "real")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import chain
 
-from flask import g, has_request_context
+from flask import has_request_context, request
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate
 
 from cranfield.evaluate import AGGREGATIONS
@@ -119,6 +119,10 @@ def _reject_booleans(mapping: Mapping, attr: str) -> None:
                         f"{str(v).lower()} is not a number"]})
 
 
+#: the key of ``request.environ`` saying the request named a profile (OptionsSchema)
+PROFILE_NAMED = "cranfield.profile_named"
+
+
 class OptionsSchema(Schema):
     """The engine's evaluation options (``cranfield.evaluate``'s keyword arguments)."""
 
@@ -144,9 +148,11 @@ class OptionsSchema(Schema):
     def _settle_profile(self, data, **kwargs):
         # a request naming no profile runs under the one its gains call for (issue #31);
         # the request remembers that it named one, for stored qrels declaring real gains
-        # (service.inputs.settle_stored_gains: those, too, are read under cranfield's)
+        # (service.inputs.settle_stored_gains: those, too, are read under cranfield's). Kept
+        # in the request's WSGI environ, which lives and dies with the request (flask.g
+        # belongs to the app context, which may outlive it: a later request read it)
         if data.get("profile") is not None and has_request_context():
-            g.profile_named = True
+            request.environ[PROFILE_NAMED] = True
         data["profile"] = resolve_profile(data.get("profile"), data.get("gains"))
         if data.get("gains") == "real" and not PROFILES[data["profile"]].reads_real_gains:
             # a trec_eval profile reads grades as trec_eval does: the declaration changes
