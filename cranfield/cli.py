@@ -185,7 +185,9 @@ def _add_eval(sub) -> None:
     ev.add_argument("--profile", type=_profile, default=None,
                     help=f"compatibility profile: {', '.join(PROFILES)} (default "
                          f"{DEFAULT_PROFILE}; {REAL_GAINS_PROFILE} with --real-gains, which "
-                         "the trec_eval profiles do not read)")
+                         "the trec_eval profiles do not read; with --server, unless named, "
+                         "the service's: stored qrels declaring real gains run under "
+                         f"{REAL_GAINS_PROFILE})")
     ev.add_argument("--format", choices=("trec", "json", "csv", "jsonl"), default="trec",
                     help="output format (default trec: trec_eval's text); jsonl: a JSON "
                          "object per line as ir_measures' --output_format jsonl prints "
@@ -447,6 +449,13 @@ def _wants_commands(argv: list[str]) -> bool:
     return first not in ENGINE_COMMANDS
 
 
+def _on_a_service(args: argparse.Namespace) -> bool:
+    """Whether ``cranfield eval`` sends its runs to a service (:mod:`cranfield.remote_eval`)."""
+    from .cli_eval import evaluates_on_a_service
+
+    return evaluates_on_a_service(args)
+
+
 # commands that do no matrix product (only ``compare``'s statistics do: compare/stats.py)
 NO_BLAS_COMMANDS = tuple(c for c in ENGINE_COMMANDS if c != "compare")
 
@@ -471,7 +480,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.record:
             parser.error("--keep-run needs --record (the run is kept with the result)")
         args.record["keep_run"] = True
-    if hasattr(args, "profile") and args.profile is None:  # (--real-gains: cranfield's)
+    if hasattr(args, "profile") and args.profile is None and not (
+            args.command == "eval" and _on_a_service(args)):
+        # (--real-gains: cranfield's) settled here for a local command; a service settles
+        # it itself (stored qrels declaring real gains: cranfield's), so --server sends
+        # only a profile the user named
         from .measures.registry import resolve_profile
 
         args.profile = resolve_profile(None, "real" if getattr(args, "real_gains", False)

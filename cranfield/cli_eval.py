@@ -35,7 +35,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return 1
     if args.rel_format != "qrels" and _rel_format_refused(args):
         return 2  # locally and with --server alike (review R1 F9)
-    if args.server or ((args.record or args.qrels_id) and environment_server()):
+    if evaluates_on_a_service(args):
         if args.zscores is not None:  # the upload is a multipart form: options as text fields
             print("cranfield: -Z is evaluated locally only (the API takes options.zscores "
                   "as JSON); drop --server", file=sys.stderr)
@@ -106,6 +106,13 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def evaluates_on_a_service(args) -> bool:
+    """Whether ``cranfield eval`` sends its run(s) to a service: --server, or --record or
+    --qrels-id with $CRANFIELD_SERVER set. There the service settles the profile the user
+    did not name (stored qrels declaring real gains: cranfield's), so none is sent."""
+    return bool(args.server or ((args.record or args.qrels_id) and environment_server()))
+
+
 def gains_arg(args) -> str | None:
     """--real-gains as evaluate's ``gains`` (issue #31): "real", or None (integer grades)."""
     return "real" if getattr(args, "real_gains", False) else None
@@ -115,10 +122,16 @@ def read_gains(args) -> str:
     """How QRELS' grades are read: ``"real"`` with --real-gains under a profile that reads
     real gains (cranfield's), else ``"integer"`` (a trec_eval profile refuses a grade that
     is not an integer exactly as without --real-gains)."""
-    from .measures import PROFILES
+    return "real" if real_gains_read(args) else "integer"
 
-    return "real" if gains_arg(args) and PROFILES[args.profile].reads_real_gains else \
-        "integer"
+
+def real_gains_read(args) -> bool:
+    """Whether --real-gains is read: under the profile named, or (none named) the one it
+    settles, cranfield's; a trec_eval --profile ignores it (issue #31)."""
+    from .measures import PROFILES, resolve_profile
+
+    return bool(gains_arg(args)) and \
+        PROFILES[resolve_profile(args.profile, gains_arg(args))].reads_real_gains
 
 
 def _rel_format_refused(args) -> bool:
@@ -132,7 +145,7 @@ def _rel_format_refused(args) -> bool:
                                      ("--micro", args.aggregation == "micro"),
                                      ("--format " + args.format, args.format != "trec"),
                                      ("--curves", args.curves),
-                                     ("--real-gains", bool(gains_arg(args))),
+                                     ("--real-gains", real_gains_read(args)),
                                      ("-l", args.rel_level != 1
                                       and args.rel_format != "qrels_jg")) if on]
     if refused:
@@ -253,7 +266,7 @@ def _run_eval_many(args: argparse.Namespace) -> int:
     if refused:
         print(f"cranfield: {refused}", file=sys.stderr)
         return 1
-    if args.server or (args.qrels_id and environment_server()):
+    if evaluates_on_a_service(args):  # (--record: refused above)
         from .remote_cli import run_command
 
         return run_command(_run_eval_many_remote, args)
@@ -400,6 +413,7 @@ def _run_eval_many_remote(args: argparse.Namespace) -> int:
         return sys.stdin.buffer.read().decode("utf-8") if path == "-" else path
 
     client = client_for(args)
+    # profile: None unless named (the client sends no None option): the service settles it
     options = {"profile": args.profile, "relevance_level": args.rel_level,
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,

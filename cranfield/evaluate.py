@@ -261,7 +261,7 @@ def evaluate(qrels: Any, run: Any, measures: list[str] | str | None = None, *,
         return _evaluate_rel_format(qrels, run, measures, **plan.rel_format_options)
     if plan.diversity:
         return evaluate_diversity(qrels, run, plan.instances, plan.options,
-                                  plan.require_overlap, plan.zs, plan.md)
+                                  plan.require_overlap, plan.zs, plan.md, plan.gains)
     mapped = mapped_run(run)  # a dict, defaultdict or OrderedDict: ranked in one compiled pass
     if mapped is None:
         qrels_obj = qrels_before_run(qrels, run, plan.gains)
@@ -497,22 +497,22 @@ def _description(inst: Instance, profile: str, relevance_level: int, judged_only
 _DESCRIPTIONS: dict[tuple, dict] = {}
 
 
-def evaluate_diversity(qrels, run, instances, options: dict,
-                       require_overlap: bool, zs=None, md=None) -> Evaluation:
+def evaluate_diversity(qrels, run, instances, options: dict, require_overlap: bool, zs=None,
+                       md=None, gains: str | None = None) -> Evaluation:
     """Diversity measures (ndeval's) from subtopic qrels: they cannot share an evaluation
-    with measures that read ordinary qrels (runid and num_q can)."""
+    with measures that read ordinary qrels (runid and num_q can). ``gains``: the plan's, as
+    :func:`cranfield.measures.real_gains.subtopic_grades` reads them."""
     from .errors import MeasureError
     from .measures.diversity import diversity_values
 
+    real_gains.refuse_real_diversity(qrels, instances, gains)
     others = [i for i in instances if i.measure.family != "diversity"
               and i.measure.name not in ("runid", "num_q")]
     if others:
         raise MeasureError(others[0].key, "cannot be evaluated together with diversity "
                            "measures: those read subtopic qrels, this one ordinary qrels")
     run_obj: Run = read_run(run)
-    qrels_obj: Qrels = read_qrels(qrels, diversity=True)
-    if qrels_obj.gains == "real":
-        real_gains.refuse_diversity()
+    qrels_obj = real_gains.subtopic_grades(read_qrels(qrels, diversity=True), instances, gains)
     if require_overlap:
         require_inputs(run_obj, qrels_obj)
     check_values(len(instances), topics_evaluated(run_obj, qrels_obj,

@@ -148,6 +148,11 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str | None = N
     if gains is not None and gains not in GAINS:
         raise EvaluationError(f"unknown gains {gains!r}; choose one of {list(GAINS)}",
                               field="options.gains")
+    if not PROFILES[profile].reads_real_gains:
+        # a trec_eval profile reads grades as trec_eval does: a declaration of real gains
+        # changes nothing (-R's formats included), and a grade that is not an integer is
+        # refused as without it
+        gains = "integer"
     if gains == "real" and qrels_format != "qrels":
         raise EvaluationError(f"qrels_format {qrels_format!r} does not take gains='real': "
                               "real gains are read from plain qrels", field="options.gains")
@@ -186,11 +191,7 @@ def plan_evaluation(measures: list[str] | str | None, *, profile: str | None = N
     check_instances(len(instances), measures, profile)
     if md is not None:  # the per-segment aggregates: labels, and instances x (pairs + labels)
         check_segments(len(instances), md.assignments(), len(md.segment_names()))
-    if not PROFILES[profile].reads_real_gains:
-        # a trec_eval profile reads grades as trec_eval does: a declaration of real gains
-        # changes nothing, and a grade that is not an integer is refused as without it
-        gains = "integer"
-    elif gains == "real":  # (else once the qrels are read: a Qrels may declare them)
+    if gains == "real":  # (else once the qrels are read: a Qrels may declare them)
         from .measures.real_gains import check_measures
 
         check_measures(instances)

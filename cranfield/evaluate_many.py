@@ -39,7 +39,7 @@ from .inputs.run_naming import run_names
 from .inputs.swapped import refuse_swapped, refuse_swapped_runs
 from .inputs.text_pass import PassedRun, pass_run, qrels_table
 from .inputs.trec_source import path_candidate
-from .measures import PROFILES
+from .measures import PROFILES, real_gains
 
 CALL, FORM = "cranfield.evaluate_many", "evaluate_many(qrels, runs, ...)"
 
@@ -106,6 +106,8 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
     plan = plan_evaluation(measures, **options)
     qrels_obj = None
     if plan.qrels_format == "qrels":  # (-R's judgment groups and preferences: run by run)
+        if plan.diversity:  # (a Qrels declaring real gains: refused as evaluate refuses it)
+            real_gains.refuse_real_diversity(qrels, plan.instances, plan.gains)
         qrels_obj = _read_qrels_once(qrels, plan, names, sources)
     passes = _text_passes(plan, qrels_obj, sources)
     try:
@@ -116,7 +118,7 @@ def iter_evaluations(qrels: Any, runs: Mapping[str, Any] | Sequence[Any],
                 elif plan.diversity:
                     ev = evaluate_diversity(qrels_obj, read_run(run), plan.instances,
                                             dict(plan.options), plan.require_overlap, plan.zs,
-                                            plan.md)
+                                            plan.md, plan.gains)
                 else:
                     ev = evaluate_read(plan, qrels_obj,
                                        read_run(run) if passed is None else passed)
@@ -135,8 +137,10 @@ def _read_qrels_once(qrels: Any, plan, names: list[str], sources: list):
     the first run is read first, as evaluate reads it (``qrels_before_run``; diversity reads
     the run first): with both bad, the run's problem is the one raised, naming the run."""
     try:
-        return read_qrels(qrels, diversity=True) if plan.diversity else \
-            judged_qrels(qrels, plan.gains)
+        if plan.diversity:
+            return real_gains.subtopic_grades(read_qrels(qrels, diversity=True),
+                                              plan.instances, plan.gains)
+        return judged_qrels(qrels, plan.gains)
     except Exception as exc:
         failed = exc
     if sources:

@@ -45,6 +45,8 @@ def _eval(args: argparse.Namespace) -> int:
     from .reports.result_document import warnings_for_interface
 
     client = client_for(args)
+    # profile: None unless named (the client sends no None option): the service settles it,
+    # as for the API (stored qrels declaring real gains: cranfield's; issue #31)
     options = {"profile": args.profile, "relevance_level": args.rel_level,
                "judged_only": args.judged_only, "depth": args.depth,
                "complete_topics": args.complete, "collection_size": args.collection_size,

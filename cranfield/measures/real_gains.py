@@ -117,10 +117,27 @@ def check_thresholds(instances) -> None:
                                          "integer grade")
 
 
-def refuse_diversity() -> None:
-    """Subtopic qrels (ndeval's measures) are read with integer grades only."""
-    raise EvaluationError("diversity measures read subtopic qrels with integer grades; real "
-                          "gains (gains='real') are not defined for them", field="gains")
+def refuse_real_diversity(qrels, instances, gains: str | None) -> None:
+    """A :class:`Qrels` declaring real gains evaluated under a profile that reads them
+    (``gains``, the plan's, not ``"integer"``): the measures refused before anything is
+    read, as :func:`cranfield.evaluate_checks.plan_evaluation` refuses them for an inline
+    declaration (the same MeasureError naming the first measure real gains cannot give;
+    ndeval's measures are defined over integer grades)."""
+    if gains != "integer" and isinstance(qrels, Qrels) and qrels.gains == "real":
+        check_measures(instances)
+
+
+def subtopic_grades(qrels: Qrels, instances, gains: str | None) -> Qrels:
+    """Subtopic qrels (read with ``diversity``) as diversity measures read them. Under a
+    trec_eval profile (``gains`` ``"integer"``) a Qrels declaring real gains is read as
+    trec_eval reads grades: an integer-valued gain is its integer, one that is not an integer
+    is refused as a mapping's grade is (:meth:`Qrels.with_integer_grades`). Under a profile
+    that reads real gains the measures are refused (:func:`refuse_real_diversity`)."""
+    if qrels.gains != "real":
+        return qrels
+    if gains != "integer":
+        check_measures(instances)  # (raises: ndeval's measures are refused)
+    return qrels.with_integer_grades()
 
 
 def coded_qrels(qrels: Qrels) -> tuple[Qrels, np.ndarray]:

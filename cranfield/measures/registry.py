@@ -52,6 +52,9 @@ class Profile:
     # 9.0.8's readers of those formats have no comments and refuse it
     # (cranfield.measures.jg_measures)
     skips_judgment_comments: bool
+    # all_trec names the measures trec_eval 10 added to it (rbp, rbp_resid, unj_5/10/20:
+    # Measure.all_trec, cranfield.measures.trec_graded); 9.0.8's all_trec has none of them
+    all_trec_has_10_measures: bool
     # qrels declaring real-valued gains (gains="real", issue #31) are read as such; a
     # trec_eval profile reads every grade as trec_eval does, refusing one that is not an
     # integer exactly as without the declaration (cranfield.measures.real_gains)
@@ -62,25 +65,32 @@ class Profile:
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("trec_eval-9.0.8", float32_scores=True, rounded_recall_cutoffs=False,
             prints_topics_missing_from_run=False, keeps_missing_topic_values=False,
-            skips_judgment_comments=False),
+            skips_judgment_comments=False, all_trec_has_10_measures=False),
     Profile("trec_eval-10", float32_scores=False, rounded_recall_cutoffs=True,
             prints_topics_missing_from_run=True, keeps_missing_topic_values=True,
-            skips_judgment_comments=True),
+            skips_judgment_comments=True, all_trec_has_10_measures=True),
     Profile("cranfield", float32_scores=False, rounded_recall_cutoffs=True,
             prints_topics_missing_from_run=True, keeps_missing_topic_values=True,
-            skips_judgment_comments=True, reads_real_gains=True),
+            skips_judgment_comments=True, all_trec_has_10_measures=True,
+            reads_real_gains=True),
 )}
 DEFAULT_PROFILE = "trec_eval-9.0.8"
 # the profile of an evaluation that names none and whose qrels declare real gains
 REAL_GAINS_PROFILE = "cranfield"
+# the profiles whose all_trec names the measures trec_eval 10 added (a Measure's all_trec)
+ALL_TREC_10 = tuple(name for name, p in PROFILES.items() if p.all_trec_has_10_measures)
 
 
 def resolve_profile(profile: str | None, gains: str | None = None) -> str:
     """The profile an evaluation runs under: ``profile`` as given, or, when none is given,
     :data:`REAL_GAINS_PROFILE` for qrels declaring real gains (``gains == "real"``: the
     declaration says the grades are not trec_eval's) and :data:`DEFAULT_PROFILE` otherwise.
-    Every way in (library, CLI, API, a queued job) settles it here, so one request gets one
-    profile."""
+    Whoever knows the qrels' declaration settles the profile here: the library
+    (:func:`cranfield.evaluate_checks.plan_evaluation`), the local command line, the
+    service (its options schema; for stored qrels, their version's ``gains``) and a re-score
+    (the new version's ``gains``, unless the recorded request named a profile). A caller
+    that does not know it names none: ``cranfield eval --server`` sends only a profile the
+    user named, and the service settles it."""
     if profile is not None:
         return profile
     return REAL_GAINS_PROFILE if gains == "real" else DEFAULT_PROFILE

@@ -22,7 +22,6 @@ from .registry import PROFILES, Param, register
 
 RANK_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-TEN = "trec_eval-10"  # the profile of the measures only trec_eval 10 prints in all_trec
 
 CUTOFF_PARAMS = (Param("k", "integer list", list(RANK_CUTOFFS), "rank cutoffs", minimum=1),)
 

@@ -14,8 +14,8 @@ import numpy as np
 from ..inputs.grammar import WEIGHT_LIMIT
 from ..inputs.ranking import segmented_search
 from .context import Context, f_beta, safe_div
-from .registry import Param, register
-from .trec import CUTOFF_PARAMS, RANK_CUTOFFS, TEN, ap_terms, reciprocal_rank
+from .registry import ALL_TREC_10, Param, register
+from .trec import CUTOFF_PARAMS, RANK_CUTOFFS, ap_terms, reciprocal_rank
 
 _GAINS = (Param("gains", "mapping grade->gain", {},
                 "gain of each relevance grade; unlisted grades gain their own value",
@@ -309,7 +309,7 @@ def _rbp_p(param) -> float:
     return float(dict(param or {}).get("p", 0.9))
 
 
-@register("rbp", family="graded", kind="pair", defaults=(), all_trec=(TEN,),
+@register("rbp", family="graded", kind="pair", defaults=(), all_trec=ALL_TREC_10,
           params=(Param("p", "float", 0.9, "persistence", minimum=0, maximum=1),),
           uses_rel_level=False, ir_name="RBP")
 def rank_biased_precision(ctx: Context, param):
@@ -327,7 +327,7 @@ def rank_biased_precision(ctx: Context, param):
     return (1 - p) * ctx.tsum(ctx.ht, g * p ** (ctx.hr - 1.0))
 
 
-@register("rbp_resid", family="graded", kind="pair", defaults=(), all_trec=(TEN,),
+@register("rbp_resid", family="graded", kind="pair", defaults=(), all_trec=ALL_TREC_10,
           params=(Param("p", "float", 0.9, "persistence", minimum=0, maximum=1),),
           uses_rel_level=False)
 def rbp_residual(ctx: Context, param):
@@ -346,7 +346,7 @@ def rbp_residual(ctx: Context, param):
     return np.where(any_unjudged, p ** n + (1 - p) * unjudged_weight, 0.0)
 
 
-@register("unj", family="rank", kind="cutoffs", defaults=(5, 10, 20), all_trec=(TEN,),
+@register("unj", family="rank", kind="cutoffs", defaults=(5, 10, 20), all_trec=ALL_TREC_10,
           params=(Param("k", "integer list", [5, 10, 20], "rank cutoffs", minimum=1),),
           uses_rel_level=False)
 def unjudged_at(ctx: Context, k: int):

@@ -40,6 +40,7 @@ def test_profiles_are_records_by_name_default_first():
     assert ten.rounded_recall_cutoffs and not nine.rounded_recall_cutoffs
     assert ten.prints_topics_missing_from_run and not nine.prints_topics_missing_from_run
     assert ten.keeps_missing_topic_values and not nine.keeps_missing_topic_values
+    assert ten.all_trec_has_10_measures and not nine.all_trec_has_10_measures
     # cranfield's: trec_eval 10's arithmetic and output, and real gains, which neither
     # trec_eval profile reads (issue #31)
     own = PROFILES["cranfield"]
@@ -62,6 +63,20 @@ def test_no_code_compares_a_profile_name():
                     and c.value.startswith("trec_eval-") for c in (node.left, *node.comparators)):
                 found.append(f"{rel}:{node.lineno}")
     assert found == []
+
+
+def test_all_trec_membership_is_given_by_flags_not_names():
+    """A measure's ``all_trec`` profiles are every profile, none, or those a Profile flag
+    picks (``all_trec_has_10_measures``), never profile names picked by hand (issue #31:
+    cranfield's all_trec is trec_eval 10's)."""
+    from cranfield.measures.registry import NICKNAMES, REGISTRY
+
+    ten = {n for n, p in PROFILES.items() if p.all_trec_has_10_measures}
+    allowed = [set(), set(PROFILES), ten]
+    assert [m.name for m in REGISTRY.values() if set(m.all_trec) not in allowed] == []
+    assert {m.name for m in REGISTRY.values() if set(m.all_trec) == ten} == \
+        {"rbp", "rbp_resid", "unj"}
+    assert NICKNAMES["all_trec"]("cranfield") == NICKNAMES["all_trec"]("trec_eval-10")
 
 
 # ---- settings ----------------------------------------------------------------------------------
