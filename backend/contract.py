@@ -30,6 +30,27 @@ SPEC_VERSION = 7  # 3: EvaluationJob.record; 4: ComparisonJob.runs may name a re
 #                  5: Job.table_bounds; 6: Job.job_id (#25); 7: Job.topic_metadata_version (#28)
 
 
+#: How many times RQ runs a job at most: a worker that dies mid-job (SIGKILL, OOM) leaves it
+#: to another worker, twice.
+JOB_ATTEMPTS = 3
+
+
+def job_options(job_timeout: int, result_ttl: int, queued_ttl: int) -> tuple[dict, dict]:
+    """(a queued job's RQ options, a shard job's): the job's timeout, how long its result
+    and its failure are kept, how long it may wait queued, and its retries. A shard's
+    result is kept until the combine step that reads it can no longer be waiting: past its
+    siblings' wait in the queue and their attempts (:data:`JOB_ATTEMPTS`), however short
+    ``result_ttl`` is (a shard gone would fail the combine, or read as the job lost). One
+    definition for every sharded job: an evaluation's (``backend.queue``) and a re-score's
+    (``backend.rescoring``)."""
+    from rq import Retry
+
+    common = {"timeout": job_timeout, "result_ttl": result_ttl, "failure_ttl": result_ttl,
+              "ttl": queued_ttl, "retry": Retry(max=JOB_ATTEMPTS - 1)}
+    shard = dict(common, result_ttl=max(result_ttl, queued_ttl + JOB_ATTEMPTS * job_timeout))
+    return common, shard
+
+
 class SpecError(ValueError):
     """A job spec this code cannot read: unknown kind or version, a field missing or unknown."""
 

@@ -27,6 +27,7 @@ from .contract import (
     Job,
     PoolJob,
     ShardJob,
+    job_options,
     table_bounds,
 )
 from .store import MemoryStore, RedisStore, redis_client
@@ -255,19 +256,15 @@ class RedisBackend:
 
     def submit(self, spec: EvaluationJob | ComparisonJob, job_id: str | None = None) -> str:
         """Enqueue ``spec`` under ``job_id`` (the slot ``reserve_job`` gave, else a new id)."""
-        from rq import Retry
-
         job_id = job_id or new_job_id()
         spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
         function = (POOL_FUNCTION if isinstance(spec, PoolJob) else COMPARE_FUNCTION
                     if isinstance(spec, ComparisonJob) else BATCH_FUNCTION
                     if isinstance(spec, BatchEvaluationJob) else EVALUATE_FUNCTION)
-        self.queue.enqueue_call(
-            function, args=(spec.to_wire(),), job_id=job_id, meta=_meta(spec),
-            timeout=self.config["JOB_TIMEOUT"], result_ttl=self.config["RESULT_TTL"],
-            failure_ttl=self.config["RESULT_TTL"], ttl=self.config["QUEUED_TTL"],
-            # a worker that dies mid-job (SIGKILL, OOM) leaves the job to another worker
-            retry=Retry(max=2))
+        options, _ = job_options(self.config["JOB_TIMEOUT"], self.config["RESULT_TTL"],
+                                 self.config["QUEUED_TTL"])
+        self.queue.enqueue_call(function, args=(spec.to_wire(),), job_id=job_id,
+                                meta=_meta(spec), **options)
         self._track(spec.tenant, job_id)
         return job_id
 
@@ -278,18 +275,11 @@ class RedisBackend:
         piece's job is enqueued as soon as the piece is stored, so workers start while the
         rest is stored. ``run_sha256``: a future of the whole run's SHA-256 (computed beside
         the stores: hashlib releases the GIL), which the combine job carries."""
-        from rq import Retry
-
         cfg = self.config
         job_id = job_id or new_job_id()
         spec = _bounded(spec, self.table_bounds, job_id, self.work_bounds)
-        common = {"timeout": cfg["JOB_TIMEOUT"], "result_ttl": cfg["RESULT_TTL"],
-                  "failure_ttl": cfg["RESULT_TTL"], "ttl": cfg["QUEUED_TTL"],
-                  "retry": Retry(max=2)}
-        # a shard's result must outlive the wait for its siblings (queued, retried after a
-        # worker died) until the combine job reads it, however short RESULT_TTL is
-        shard_opts = dict(common, result_ttl=max(cfg["RESULT_TTL"],
-                                                 cfg["QUEUED_TTL"] + cfg["JOB_TIMEOUT"]))
+        common, shard_opts = job_options(cfg["JOB_TIMEOUT"], cfg["RESULT_TTL"],
+                                         cfg["QUEUED_TTL"])
         keys, shard_ids = [], []
         for i, piece in enumerate(pieces):
             keys.append(self.store.put_blob(f"run-{new_job_id()}", piece, cfg["INPUT_TTL"]))

@@ -263,7 +263,9 @@ def in_flight_horizon(config: dict) -> timedelta:
     later re-score: past ``QUEUED_TTL`` plus its three attempts' ``JOB_TIMEOUT``, its job
     has left RQ (ran or expired), and an item still queued is one the queue lost, which the
     re-score's GET queues again."""
-    return timedelta(seconds=config["QUEUED_TTL"] + 3 * config["JOB_TIMEOUT"])
+    from .contract import JOB_ATTEMPTS
+
+    return timedelta(seconds=config["QUEUED_TTL"] + JOB_ATTEMPTS * config["JOB_TIMEOUT"])
 
 
 def _lock_tenant(session, tenant: str | None) -> None:
@@ -663,21 +665,15 @@ def _enqueue_shards(connection, store, wire: dict, pieces: list, measures: list[
     boundaries from its columns (:func:`column_pieces`: Arrow IPC, ``run_format`` arrow),
     each a blob and a shard job (``backend.contract.SHARD_FUNCTION``), and a combine step
     (:data:`RESCORE_COMBINE_FUNCTION`) RQ runs once they have all finished."""
-    from rq import Retry
-
-    from .contract import QUEUE, SHARD_FUNCTION
+    from .contract import QUEUE, SHARD_FUNCTION, job_options
     from .telemetry import metered_queue
 
     settings = wire["settings"]
     queue = metered_queue(QUEUE, connection)
-    common = {"timeout": settings["job_timeout"], "result_ttl": settings["result_ttl"],
-              "failure_ttl": settings["result_ttl"], "ttl": settings["queued_ttl"],
-              "retry": Retry(max=2)}
-    # a finished shard's result outlives its siblings' wait and their three attempts (as
-    # in_flight_horizon counts them): the combine step reads it, and a recovery reading the
-    # combine step waiting finds it there (a shard gone reads as the item lost)
-    shard_opts = dict(common, result_ttl=max(settings["result_ttl"], settings["queued_ttl"]
-                                             + 3 * settings["job_timeout"]))
+    # (a finished shard's result outlives its siblings' wait and their attempts, as
+    # in_flight_horizon counts them: a recovery reading the combine step waiting finds it)
+    common, shard_opts = job_options(settings["job_timeout"], settings["result_ttl"],
+                                     settings["queued_ttl"])
     keys, shard_ids = [], []
     for i, piece in enumerate(pieces):
         keys.append(store.put_blob(f"run-{uuid.uuid4().hex}", bytes(piece),
@@ -749,14 +745,12 @@ def enqueue(backend, config: dict, wires: list[dict], results) -> None:
             _EMBEDDED_IDS.add(wire["job_id"])
             _EMBEDDED.submit(_embedded, backend.store, results, wire)
         return
-    from rq import Retry
+    from .contract import job_options
 
+    options, _ = job_options(config["JOB_TIMEOUT"], config["RESULT_TTL"], config["QUEUED_TTL"])
     for wire in wires:
-        backend.queue.enqueue_call(
-            RESCORE_FUNCTION, args=(wire,), job_id=wire["job_id"],
-            meta=JOB_META,
-            timeout=config["JOB_TIMEOUT"], result_ttl=config["RESULT_TTL"],
-            failure_ttl=config["RESULT_TTL"], ttl=config["QUEUED_TTL"], retry=Retry(max=2))
+        backend.queue.enqueue_call(RESCORE_FUNCTION, args=(wire,), job_id=wire["job_id"],
+                                   meta=JOB_META, **options)
 
 
 def _embedded(store, results, wire: dict) -> None:

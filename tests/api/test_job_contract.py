@@ -129,3 +129,24 @@ def test_a_queued_arrow_run_over_the_bounds_is_refused_before_it_is_read():
     for key in ("run-a", "run-b"):
         with pytest.raises(NotFound):  # dropped
             store.get_blob(key)
+
+
+@pytest.mark.parametrize("timeout,result_ttl,queued_ttl,shard_ttl", [
+    (600, 86400, 3600, 86400),   # the defaults' kind: RESULT_TTL outlives the wait already
+    (600, 60, 300, 300 + 3 * 600),  # a short RESULT_TTL: the shard's result outlives the wait
+    (30, 0, 10, 10 + 3 * 30),
+])
+def test_job_options_keep_a_shards_result_past_its_siblings_attempts(timeout, result_ttl,
+                                                                    queued_ttl, shard_ttl):
+    """One definition of every queued job's RQ options (an evaluation's, a shard's, a
+    re-score's): a shard's result is kept until the combine step that reads it can no
+    longer be waiting — its siblings' wait in the queue and their three attempts."""
+    from backend.contract import JOB_ATTEMPTS, job_options
+
+    common, shard = job_options(timeout, result_ttl, queued_ttl)
+    assert JOB_ATTEMPTS == 3 and common["retry"].max == JOB_ATTEMPTS - 1 == shard["retry"].max
+    assert (common["timeout"], common["result_ttl"], common["failure_ttl"], common["ttl"]) == \
+        (timeout, result_ttl, result_ttl, queued_ttl)
+    assert shard["result_ttl"] == shard_ttl
+    assert {k: v for k, v in shard.items() if k not in ("result_ttl", "retry")} == \
+        {k: v for k, v in common.items() if k not in ("result_ttl", "retry")}
