@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from ap_by_definition import mean_ap
 from conftest import ContractClient, finished_rescore
 
 RESULTS_ON_POSTGRES = True
@@ -19,22 +20,6 @@ V2 = {"q1": {"d1": 1, "d2": 1}, "q2": {"d5": 1, "d4": 1}}
 V3 = {"q1": {"d3": 1}, "q2": {"d4": 1}}
 NIGHT = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0}}
 TONIGHT = {"q1": {"d3": 3.0, "d1": 2.0, "d2": 1.0}, "q2": {"d5": 2.0, "d4": 1.0}}
-
-
-def mean_ap(run: dict, qrels: dict) -> float:
-    """MAP by its definition: per topic, the mean over the relevant documents of the
-    precision at each one's rank (0 for those not retrieved), ranked by score descending."""
-    total = 0.0
-    for topic, judged in qrels.items():
-        ranked = sorted(run[topic], key=lambda d: -run[topic][d])
-        relevant = {d for d, g in judged.items() if g > 0}
-        hits, ap = 0, 0.0
-        for rank, doc in enumerate(ranked, 1):
-            if doc in relevant:
-                hits += 1
-                ap += hits / rank
-        total += ap / len(relevant)
-    return total / len(qrels)
 
 
 @pytest.fixture

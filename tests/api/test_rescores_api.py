@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from ap_by_definition import average_precision, mean_ap
 from conftest import ContractClient, finished_rescore
 
 from service.app import create_app
@@ -26,23 +27,6 @@ NIGHTS = [
 ]
 TREND_POINT = {"id", "label", "commit", "created_at", "mean", "n_topics", "ci_low", "ci_high",
                "gate"}
-
-
-def average_precision(run: dict, qrels: dict) -> float:
-    """AP of one topic by its definition: the mean over the relevant documents of the
-    precision at each one's rank (0 for those not retrieved); ranked by score descending."""
-    ranked = sorted(run, key=lambda d: -run[d])
-    relevant = {d for d, g in qrels.items() if g > 0}
-    hits, total = 0, 0.0
-    for rank, doc in enumerate(ranked, 1):
-        if doc in relevant:
-            hits += 1
-            total += hits / rank
-    return total / len(relevant)
-
-
-def mean_ap(run: dict, qrels: dict) -> float:
-    return sum(average_precision(run[t], qrels[t]) for t in qrels) / len(qrels)
 
 
 @pytest.fixture

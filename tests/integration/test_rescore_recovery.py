@@ -27,6 +27,7 @@ import subprocess
 import sys
 
 import pytest
+from ap_by_definition import mean_ap
 from servers import (
     CRANFIELD,
     JOB_TIMEOUT,
@@ -71,22 +72,6 @@ def _judgments() -> tuple[dict, dict]:
 def _run(night: int) -> dict:
     rng = random.Random(night)
     return {t: {d: round(rng.random(), 6) for d in rng.sample(DOCS, 25)} for t in TOPICS}
-
-
-def mean_ap(run: dict, qrels: dict) -> float:
-    """MAP by its definition: per topic the mean over the relevant documents of the precision
-    at each one's rank (0 if not retrieved), ranked by score descending (no ties here)."""
-    total = 0.0
-    for t, judged in qrels.items():
-        ranked = sorted(run[t], key=lambda d: -run[t][d])
-        relevant = {d for d, g in judged.items() if g > 0}
-        hits, ap = 0, 0.0
-        for rank, doc in enumerate(ranked, 1):
-            if doc in relevant:
-                hits += 1
-                ap += hits / rank
-        total += ap / len(relevant)
-    return total / len(qrels)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from ap_by_definition import mean_ap
 from servers import RedisServer, require_redis_server
 
 TOPICS = [f"t{i:02d}" for i in range(1, 31)]
@@ -49,21 +50,6 @@ def _judgments() -> tuple[dict, dict]:
 def _run() -> dict:
     rng = random.Random(7)
     return {t: {d: round(rng.random(), 6) for d in rng.sample(DOCS, 25)} for t in TOPICS}
-
-
-def mean_ap(run: dict, qrels: dict) -> float:
-    """MAP by its definition (ranked by score descending; no ties here)."""
-    total = 0.0
-    for t, judged in qrels.items():
-        ranked = sorted(run[t], key=lambda d: -run[t][d])
-        relevant = {d for d, g in judged.items() if g > 0}
-        hits, ap = 0, 0.0
-        for rank, doc in enumerate(ranked, 1):
-            if doc in relevant:
-                hits += 1
-                ap += hits / rank
-        total += ap / len(relevant)
-    return total / len(qrels)
 
 
 @pytest.fixture(scope="module")

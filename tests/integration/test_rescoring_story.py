@@ -21,6 +21,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+from ap_by_definition import mean_ap
 from servers import (
     JOB_TIMEOUT,
     ROOT,
@@ -59,23 +60,6 @@ def _judgments() -> tuple[dict, dict]:
 def _run(night: int) -> dict:
     rng = random.Random(night)
     return {t: {d: round(rng.random(), 6) for d in rng.sample(DOCS, 25)} for t in TOPICS}
-
-
-def average_precision(run: dict, qrels: dict) -> float:
-    """AP by its definition: the mean over the relevant documents of the precision at each
-    one's rank (0 for one not retrieved); ranked by score descending (no ties here)."""
-    ranked = sorted(run, key=lambda d: -run[d])
-    relevant = {d for d, g in qrels.items() if g > 0}
-    hits, total = 0, 0.0
-    for rank, doc in enumerate(ranked, 1):
-        if doc in relevant:
-            hits += 1
-            total += hits / rank
-    return total / len(relevant)
-
-
-def mean_ap(run: dict, qrels: dict) -> float:
-    return sum(average_precision(run[t], qrels[t]) for t in qrels) / len(qrels)
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
