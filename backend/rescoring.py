@@ -753,6 +753,13 @@ def enqueue(backend, config: dict, wires: list[dict], results) -> None:
                                    meta=JOB_META, **options)
 
 
+def wait_embedded(timeout: float | None = None) -> None:
+    """Return once every re-score job this process's embedded queue has been given so far
+    has run: its one thread runs them in order, so a no-op given after them ends after
+    them (what a caller waits on instead of polling; TimeoutError past ``timeout``)."""
+    _EMBEDDED.submit(lambda: None).result(timeout)
+
+
 def _embedded(store, results, wire: dict) -> None:
     try:
         rescore_one(store, results, wire)

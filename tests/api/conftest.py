@@ -68,14 +68,20 @@ def finished_job(client, location: str, *, headers: dict | None = None,
 
 def finished_rescore(client, rescore_id: str, *, headers: dict | None = None,
                      timeout: float = 120) -> dict:
-    """``GET /v1/rescores/{id}`` once its state is finished (its jobs run on the embedded
-    queue's thread; polled every 20 ms), or as it stands after ``timeout`` seconds: the
-    caller's assertions on its counts say what did not finish."""
-    deadline = time.monotonic() + timeout
-    while (doc := client.get(f"/v1/rescores/{rescore_id}", headers=headers or {}).get_json()
-           )["state"] != "finished" and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return doc
+    """``GET /v1/rescores/{id}`` once its state is finished, or as it stands when the
+    embedded queue's thread has run every job it was given (a GET that queued one again
+    is waited on too) or after ``timeout`` seconds: the caller's assertions on its counts
+    say what did not finish. Waits on the queue's thread running the jobs, not the clock."""
+    from backend.rescoring import wait_embedded
+
+    deadline, before = time.monotonic() + timeout, None
+    while True:
+        wait_embedded(max(deadline - time.monotonic(), 0.001))
+        doc = client.get(f"/v1/rescores/{rescore_id}", headers=headers or {}).get_json()
+        # finished; or nothing changed though every job given has run (nothing left to run)
+        if doc["state"] == "finished" or doc == before or time.monotonic() >= deadline:
+            return doc
+        before = doc
 
 @pytest.fixture(scope="session")
 def _results_template(tmp_path_factory) -> Path:
