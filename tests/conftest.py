@@ -59,3 +59,16 @@ def pytest_runtest_setup(item):
 def require_fixture():
     """:func:`require`, for checks made inside a test."""
     return require
+
+
+@pytest.fixture
+def redis_conn(redis_server):
+    """A client of the module's private ``redis_server`` (tests/api's and tests/integration's
+    conftest give one), emptied for the test and closed after it (its pooled sockets, before
+    the server goes)."""
+    from backend.store import redis_client
+
+    conn = redis_client(redis_server.url)
+    conn.flushall()
+    yield conn
+    conn.close()

@@ -119,6 +119,19 @@ def _postgres_results():
         yield url
 
 
+@pytest.fixture(scope="module")
+def redis_server():
+    """A private redis-server for each test module that asks for one (skipped without one;
+    failing with CI=true), as tests/integration/conftest.py gives its modules."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "integration"))
+    from servers import running_redis
+
+    with running_redis() as server:
+        yield server
+
+
 @pytest.fixture(autouse=True)
 def results_database(request, _results_template, tmp_path, monkeypatch, require) -> str:
     """Every app a test makes (this directory's fixtures, or create_app called by the test)

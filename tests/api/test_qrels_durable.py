@@ -44,23 +44,6 @@ QRELS_B = cranfield.read_qrels("7 0 x9 1\n")
 RUN = {"1": {"d1": 2.0, "d2": 1.0}, "2": {"d1": 1.0, "d3": 0.5}}
 
 
-@pytest.fixture(scope="module")
-def redis_server():
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def redis_conn(redis_server):
-    conn = redis_client(redis_server.url)
-    conn.flushall()
-    yield conn
-    conn.close()  # its pooled sockets, before the server goes
-
-
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
     """A new decoded-qrels LRU per test: a hit left by another test would hide a load."""

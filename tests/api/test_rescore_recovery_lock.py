@@ -16,18 +16,13 @@ its setting are checked the same way, on the lock's key and its expiry, never on
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 from conftest import ContractClient
 
 from backend.config import APP_DEFAULTS, ConfigError, app_settings
 from service.app import create_app
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from servers import RedisServer, require_redis_server  # noqa: E402
 
 QUEUE_KEY = "rq:queue:cranfield"
 V1 = {"q1": {"d1": 1}, "q2": {"d5": 1}}
@@ -36,27 +31,8 @@ NIGHT = {"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}, "q2": {"d4": 2.0, "d5": 1.0}}
 WAIT_S = 60  # an event that does not come within this fails the test (never reached)
 
 
-@pytest.fixture(scope="module")
-def redis_server():
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def connection(redis_server):
-    from backend.store import redis_client
-
-    conn = redis_client(redis_server.url)
-    conn.flushall()
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def make_app(redis_server, connection):
+def make_app(redis_server, redis_conn):
     made = []
 
     def make(**config):
@@ -92,7 +68,7 @@ def reads(monkeypatch):
     return spy
 
 
-def _lost_rescore(client, connection) -> tuple[str, str]:
+def _lost_rescore(client, redis_conn) -> tuple[str, str]:
     """(re-score id, its item's job id): a night re-scored under v2 while no worker ran,
     then the queue lost (Redis restarted empty; the job's record and the queue's list
     gone)."""
@@ -108,8 +84,8 @@ def _lost_rescore(client, connection) -> tuple[str, str]:
     assert resp.status_code == 202, resp.get_json()
     rescore_id = resp.get_json()["id"]
     job_id = f"rescore-{rescore_id}-0"
-    assert connection.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
-    connection.flushall()
+    assert redis_conn.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
+    redis_conn.flushall()
     return rescore_id, job_id
 
 
@@ -121,12 +97,12 @@ def _progress(client, rescore_id: str) -> dict:
     return doc
 
 
-def test_concurrent_polls_recover_once(make_app, connection, reads):
+def test_concurrent_polls_recover_once(make_app, redis_conn, reads):
     from backend.rescoring import RECOVERY_LOCK_S, recovery_key
 
     app = make_app()
     client = ContractClient(app.test_client())
-    rescore_id, job_id = _lost_rescore(client, connection)
+    rescore_id, job_id = _lost_rescore(client, redis_conn)
 
     reads["hold"] = True
     first: dict = {}
@@ -138,52 +114,52 @@ def test_concurrent_polls_recover_once(make_app, connection, reads):
         # the first poll's recovery has found the item lost and not queued it yet
         assert reads["answers"] == [[("lost", None)]]
         key = recovery_key(rescore_id)
-        assert 0 < connection.pttl(key) <= RECOVERY_LOCK_S * 1000  # freed should it die
+        assert 0 < redis_conn.pttl(key) <= RECOVERY_LOCK_S * 1000  # freed should it die
         # a second poll meanwhile: the progress, no recovery of its own
         second = _progress(ContractClient(app.test_client()), rescore_id)
         assert second["items"][0]["state"] == "queued"
         assert reads["count"] == 1
-        assert connection.llen(QUEUE_KEY) == 0
+        assert redis_conn.llen(QUEUE_KEY) == 0
     finally:
         reads["release"].set()
         poll.join(WAIT_S)
     assert not poll.is_alive()
     assert first["doc"]["queued"] == 1
     # the lost item queued again once
-    assert connection.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
+    assert redis_conn.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
     assert reads["count"] == 1
 
 
-def test_a_poll_within_the_interval_reads_the_progress_alone(make_app, connection, reads):
+def test_a_poll_within_the_interval_reads_the_progress_alone(make_app, redis_conn, reads):
     from backend.rescoring import recovery_key
 
     app = make_app(RESCORE_RECOVERY_INTERVAL=30)
     client = ContractClient(app.test_client())
-    rescore_id, job_id = _lost_rescore(client, connection)
+    rescore_id, job_id = _lost_rescore(client, redis_conn)
 
     _progress(client, rescore_id)  # recovers: the item queued again
     assert reads["answers"] == [[("lost", None)]]
-    assert connection.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
+    assert redis_conn.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
     # the lock, released, stays until the interval from the recovery's start is over
     key = recovery_key(rescore_id)
-    assert 20_000 < connection.pttl(key) <= 30_000
+    assert 20_000 < redis_conn.pttl(key) <= 30_000
 
     # the queue loses the job again; polls within the interval do not look
-    connection.delete(f"rq:job:{job_id}", QUEUE_KEY)
+    redis_conn.delete(f"rq:job:{job_id}", QUEUE_KEY)
     for _ in range(3):
         _progress(client, rescore_id)
     assert reads["count"] == 1
-    assert connection.llen(QUEUE_KEY) == 0
+    assert redis_conn.llen(QUEUE_KEY) == 0
 
-    connection.delete(key)  # the interval is over (its key expired)
+    redis_conn.delete(key)  # the interval is over (its key expired)
     _progress(client, rescore_id)
     assert reads["answers"] == [[("lost", None)], [("lost", None)]]
-    assert connection.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
+    assert redis_conn.lrange(QUEUE_KEY, 0, -1) == [job_id.encode()]
     # and, once queued, found pending by the next recovery (nothing queued twice)
-    connection.delete(key)
+    redis_conn.delete(key)
     _progress(client, rescore_id)
     assert reads["answers"][-1] == [("pending", None)]
-    assert connection.llen(QUEUE_KEY) == 1
+    assert redis_conn.llen(QUEUE_KEY) == 1
 
 
 def test_the_interval_is_a_setting():

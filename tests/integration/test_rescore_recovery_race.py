@@ -31,7 +31,6 @@ import random
 
 import pytest
 from ap_by_definition import mean_ap
-from servers import RedisServer, require_redis_server
 
 TOPICS = [f"t{i:02d}" for i in range(1, 31)]
 DOCS = [f"d{i:02d}" for i in range(60)]
@@ -52,27 +51,8 @@ def _run() -> dict:
     return {t: {d: round(rng.random(), 6) for d in rng.sample(DOCS, 25)} for t in TOPICS}
 
 
-@pytest.fixture(scope="module")
-def redis_server():
-    require_redis_server()
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def connection(redis_server):
-    from backend.store import redis_client
-
-    conn = redis_client(redis_server.url)
-    conn.flushall()
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def app(redis_server, connection, tmp_path, monkeypatch):
+def app(redis_server, redis_conn, tmp_path, monkeypatch):
     """The app on the private Redis, a night's re-score cut into two shards; the worker
     functions run in this process record in the same SQLite file (their store reopened)."""
     from backend import results_access
@@ -108,14 +88,14 @@ def _night_queued_for_rescore(client) -> tuple[str, str, dict]:
     return original_id, queued["id"], v2
 
 
-def _status(connection, job_id: str) -> str | None:
+def _status(redis_conn, job_id: str) -> str | None:
     from rq.job import Job
 
-    job = Job.fetch_many([job_id], connection=connection)[0]
+    job = Job.fetch_many([job_id], connection=redis_conn)[0]
     return None if job is None else job.get_status(refresh=False).value
 
 
-def test_a_poll_while_the_combine_step_is_ready_queues_nothing(app, connection, monkeypatch):
+def test_a_poll_while_the_combine_step_is_ready_queues_nothing(app, redis_conn, monkeypatch):
     from rq import Queue, SimpleWorker
     from rq.job import Job
 
@@ -145,20 +125,20 @@ def test_a_poll_while_the_combine_step_is_ready_queues_nothing(app, connection, 
         # the worker committed the last shard's success; the combine step is ready, not yet
         # on the queue: a client's poll comes now
         if combine in job_ids_by_queue_name.get(QUEUE, []) and not seen:
-            seen["combine"] = _status(connection, combine)
-            seen["job"] = _status(connection, job_id)
-            seen["on_queue"] = rescoring.on_queue(connection, job_id)
+            seen["combine"] = _status(redis_conn, combine)
+            seen["job"] = _status(redis_conn, job_id)
+            seen["on_queue"] = rescoring.on_queue(redis_conn, job_id)
             before = len(judged)
             resp = client.get(f"/v1/rescores/{rescore_id}")
             assert resp.status_code == 200, resp.get_json()
             seen["progress"] = resp.get_json()
             seen["judged"] = judged[before:]
-            seen["queue"] = connection.lrange(queue_key, 0, -1)
+            seen["queue"] = redis_conn.lrange(queue_key, 0, -1)
         return push_ready(self, job_ids_by_queue_name)
 
     monkeypatch.setattr(Queue, "enqueue_ready_jobs_by_queue", at_the_window)
 
-    worker = SimpleWorker([Queue(QUEUE, connection=connection)], connection=connection)
+    worker = SimpleWorker([Queue(QUEUE, connection=redis_conn)], connection=redis_conn)
     worker.work(burst=True)
 
     assert seen, "the combine step never became ready"
@@ -174,12 +154,12 @@ def test_a_poll_while_the_combine_step_is_ready_queues_nothing(app, connection, 
     done = resp.get_json()
     assert (done["state"], done["done"], done["failed"]) == ("finished", 1, 0), done
     [new_id] = done["new_result_ids"]
-    assert Job.fetch(job_id, connection=connection).return_value() == {"shards": 2}
-    assert Job.fetch(combine, connection=connection).return_value() == {"result_id": new_id}
-    assert connection.llen(queue_key) == 0
+    assert Job.fetch(job_id, connection=redis_conn).return_value() == {"shards": 2}
+    assert Job.fetch(combine, connection=redis_conn).return_value() == {"result_id": new_id}
+    assert redis_conn.llen(queue_key) == 0
     # each ran once (RQ keeps a result per run of a job id, a job queued again included)
     for ran in (job_id, f"{job_id}-shard-0", f"{job_id}-shard-1", combine):
-        assert len(Job.fetch(ran, connection=connection).results()) == 1, ran
+        assert len(Job.fetch(ran, connection=redis_conn).results()) == 1, ran
     new = client.get(f"/v1/results/{new_id}").get_json()
     assert new["document"]["provenance"]["rescores"] == original_id
     assert new["aggregate"]["map"] == pytest.approx(mean_ap(_run(), v2), abs=1e-12)
@@ -200,7 +180,7 @@ ALIVE = [
 
 
 @pytest.mark.parametrize("jobs", ALIVE)
-def test_a_job_that_will_still_run_is_pending(connection, jobs):
+def test_a_job_that_will_still_run_is_pending(redis_conn, jobs):
     from rq.job import Job
 
     from backend.rescoring import on_queue, on_queue_many
@@ -210,7 +190,7 @@ def test_a_job_that_will_still_run_is_pending(connection, jobs):
     def make(job_id: str, status: str | None, depends_on=None) -> None:
         if status is None:
             return
-        job = Job.create("builtins.print", id=job_id, connection=connection,
+        job = Job.create("builtins.print", id=job_id, connection=redis_conn,
                          depends_on=depends_on)
         job.save()
         job.set_status(status)
@@ -222,8 +202,8 @@ def test_a_job_that_will_still_run_is_pending(connection, jobs):
         make(shard_id, status)
     make("r-0", first)
     make("r-0-combine", combine, depends_on=shard_ids or None)
-    assert on_queue(connection, "r-0") == ("pending", None)
-    assert on_queue_many(connection, ["r-1", "r-0"]) == [("lost", None), ("pending", None)]
+    assert on_queue(redis_conn, "r-0") == ("pending", None)
+    assert on_queue_many(redis_conn, ["r-1", "r-0"]) == [("lost", None), ("pending", None)]
 
 
 def test_every_rq_status_is_pending_or_ended():
